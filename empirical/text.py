@@ -1,0 +1,121 @@
+"""Where the text comes from: ``--text``, ``$ATTNBOUNDS_TEXT``, the user cache, or Project Gutenberg.
+
+The paper (section 3) runs GPT-2 on consecutive chapters of *War and Peace*; Project Gutenberg
+ebook 2600 is that text. The text is never part of the repository.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from empirical import atomic
+from empirical.cachedir import cache_dir, sha256_bytes, sha256_file
+from theory.errors import AttnBoundsError
+
+GUTENBERG_URL = "https://www.gutenberg.org/cache/epub/2600/pg2600.txt"
+#: SHA-256 of the downloaded file, when the project pins one; ``None`` means the file is checked by
+#: content (START/END markers, title, size) and its SHA-256 is recorded on first download and
+#: verified on every later use (see ``cached_text_path``).
+GUTENBERG_SHA256: str | None = None
+CACHE_NAME = "war-and-peace.txt"
+ENV_VAR = "ATTNBOUNDS_TEXT"
+
+_HOW_TO = (
+    "provide a text with --text PATH or the environment variable ATTNBOUNDS_TEXT=PATH "
+    "(any long plain-text file; the paper uses War and Peace, Project Gutenberg ebook 2600, "
+    f"{GUTENBERG_URL})"
+)
+
+
+@dataclass(frozen=True)
+class TextSource:
+    """The text and where it came from (recorded in every output)."""
+
+    text: str
+    path: str
+    origin: str  # "argument", "environment", "cache", "download"
+    sha256: str
+
+
+def _read(path: Path, origin: str) -> TextSource:
+    if not path.is_file():
+        raise AttnBoundsError(f"text file {str(path)!r} (from {origin}) does not exist; {_HOW_TO}")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise AttnBoundsError(f"text file {str(path)!r} is not UTF-8 ({exc}); convert it to UTF-8") from None
+    if not text.strip():
+        raise AttnBoundsError(f"text file {str(path)!r} is empty; {_HOW_TO}")
+    return TextSource(text=text, path=str(path), origin=origin, sha256=sha256_bytes(data))
+
+
+def strip_gutenberg(raw: str) -> str:
+    """The body between the ``*** START OF ...`` and ``*** END OF ...`` lines of a Gutenberg file."""
+    start = re.search(r"^\*\*\* ?START OF (THE|THIS) PROJECT GUTENBERG EBOOK.*$", raw, re.M | re.I)
+    end = re.search(r"^\*\*\* ?END OF (THE|THIS) PROJECT GUTENBERG EBOOK.*$", raw, re.M | re.I)
+    if not start or not end or end.start() <= start.end():
+        raise AttnBoundsError("the downloaded file has no Project Gutenberg START/END markers; it is not ebook 2600")
+    return raw[start.end(): end.start()].strip() + "\n"
+
+
+def check_download(data: bytes) -> str:
+    """Verify a downloaded ebook 2600 and return its body; raises AttnBoundsError when it is not."""
+    digest = sha256_bytes(data)
+    if GUTENBERG_SHA256 is not None and digest != GUTENBERG_SHA256:
+        raise AttnBoundsError(f"checksum mismatch for {GUTENBERG_URL}: sha256 {digest}, expected {GUTENBERG_SHA256}")
+    raw = data.decode("utf-8-sig", errors="strict").replace("\r\n", "\n")
+    body = strip_gutenberg(raw)
+    if "WAR AND PEACE" not in raw[:5000].upper() or len(body) < 2_000_000:
+        raise AttnBoundsError(f"the file from {GUTENBERG_URL} is not War and Peace (title or size wrong, {len(body)} chars)")
+    return body
+
+
+def download(url: str = GUTENBERG_URL, timeout: float = 30.0) -> bytes:
+    """Fetch ``url``; raises AttnBoundsError with instructions when offline."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (fixed https URL)
+            return resp.read()
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        raise AttnBoundsError(f"could not download {url} ({exc}); this machine looks offline: {_HOW_TO}") from None
+
+
+def cached_text_path() -> Path:
+    return cache_dir("text") / CACHE_NAME
+
+
+def _read_cached(path: Path) -> TextSource:
+    """The cached download, verified against the SHA-256 recorded when it was fetched."""
+    sidecar = path.with_suffix(path.suffix + ".sha256")
+    recorded = sidecar.read_text().split()[0] if sidecar.is_file() else None
+    actual = sha256_file(path)
+    if recorded is not None and recorded != actual:
+        raise AttnBoundsError(
+            f"cached text {str(path)!r} is corrupt (sha256 {actual}, recorded {recorded}); delete it to download again"
+        )
+    return _read(path, "cache")
+
+
+def resolve_text(path: str | os.PathLike[str] | None = None, *, allow_download: bool = True) -> TextSource:
+    """The text: ``path``, else ``$ATTNBOUNDS_TEXT``, else the cached download, else a fresh download."""
+    if path is not None:
+        return _read(Path(path).expanduser(), "argument")
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return _read(Path(env).expanduser(), "environment")
+    cached = cached_text_path()
+    if cached.is_file():
+        return _read_cached(cached)
+    if not allow_download:
+        raise AttnBoundsError(f"no text given and none cached at {str(cached)!r}; {_HOW_TO}")
+    body = check_download(download()).encode("utf-8")
+    atomic.write_bytes(cached, body)
+    atomic.write_text(cached.with_suffix(cached.suffix + ".sha256"), f"{sha256_bytes(body)}  {CACHE_NAME}\n")
+    src = _read(cached, "download")
+    return src

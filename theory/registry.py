@@ -1,0 +1,44 @@
+"""Every statement reading by id: ``get(id)``, ``all_statements()``, ``register(statement)``."""
+
+from __future__ import annotations
+
+from theory.errors import AttnBoundsError
+from theory.statement import Statement
+from theory.statements import corollary2, gradients, lemma1, multihead, theorem1, theorem2
+
+_REGISTRY: dict[str, Statement] = {}
+
+
+def register(statement: Statement, *, replace: bool = False) -> Statement:
+    """Add a statement (a user's own bound, a corrected form); ids are unique."""
+    if not isinstance(statement, Statement):
+        raise AttnBoundsError(f"register needs a theory.statement.Statement, got {type(statement).__name__}")
+    if statement.id in _REGISTRY and not replace:
+        raise AttnBoundsError(f"a statement with id {statement.id!r} is already registered")
+    _REGISTRY[statement.id] = statement
+    return statement
+
+
+for _module in (lemma1, theorem1, corollary2, theorem2, gradients, multihead):
+    for _s in _module.STATEMENTS:
+        register(_s)
+
+
+def get(statement_id: str) -> Statement:
+    """The statement with this id; the error lists close matches."""
+    try:
+        return _REGISTRY[statement_id]
+    except KeyError:
+        import difflib
+
+        close = difflib.get_close_matches(statement_id, _REGISTRY, n=5, cutoff=0.4)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; run `attnbounds list` for every id"
+        raise AttnBoundsError(f"unknown statement id {statement_id!r}{hint}") from None
+
+
+def all_statements() -> list[Statement]:
+    return list(_REGISTRY.values())
+
+
+def ids() -> list[str]:
+    return list(_REGISTRY)

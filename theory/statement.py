@@ -1,0 +1,343 @@
+"""A statement: one reading of one result of the paper, as a value you can print, compare and evaluate.
+
+The inequality is a sympy relation (``sp.Le`` or an ``sp.And`` of them) over named quantities
+(:mod:`theory.quantities`) and instance parameters; the vectorised evaluator is generated from
+that one expression (``lambdify`` plus a small rewrite of ``Sum`` over selected tokens), so the
+printed formula and the numbers cannot drift apart.
+
+Conventions: ``margin = rhs - lhs`` (``>= 0`` means the bound holds), ``ratio = lhs / rhs``.
+Symbols bound to per-token quantities (``alpha_i``) make the relation hold "for all i": the
+margin is the minimum over tokens. ``Sum(f(xi[i]), (i, 1, N))`` sums over the selected tokens.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from theory.errors import AttnBoundsError
+from theory.instance import Instance
+from theory.quantities import QUANTITIES, compute, interval
+
+ARXIV = "arXiv:2508.17821"
+PAPER_VERSION = "v3 (5 Jun 2026)"
+
+
+@dataclass(frozen=True)
+class Citation:
+    """Where a statement comes from in the paper."""
+
+    numbering: str  # e.g. "Theorem 1 (fixed top-N set)"
+    arxiv: str = ARXIV
+    version: str = PAPER_VERSION
+    source: str = "paper.md; seed 002"
+
+    def __str__(self) -> str:
+        return f"{self.numbering}, {self.arxiv} {self.version}"
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """A checkable hypothesis: ``check(inst)`` returns a ``(B,)`` boolean array."""
+
+    id: str
+    description: str
+    check: Callable[[Instance], np.ndarray] = field(compare=False, repr=False)
+
+    def __call__(self, inst: Instance) -> np.ndarray:
+        return np.broadcast_to(np.asarray(self.check(inst), dtype=bool), (inst.B,))
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Per-instance numbers of one statement on a batch (all arrays of shape ``(B,)``).
+
+    ``margin_lo``/``margin_hi`` bracket the margin when the statement involves Monte Carlo
+    estimates (equal to ``margin`` otherwise). ``applicable`` is False where a hypothesis fails;
+    those instances are NOT-APPLICABLE and their numbers are NaN.
+    """
+
+    statement_id: str
+    lhs: np.ndarray
+    rhs: np.ndarray
+    margin: np.ndarray
+    margin_lo: np.ndarray
+    margin_hi: np.ndarray
+    applicable: np.ndarray
+    failed_hypotheses: tuple[tuple[str, ...], ...]
+
+    @property
+    def ratio(self) -> np.ndarray:
+        """``lhs / rhs`` (``inf`` where rhs is 0 and lhs > 0; 1 where both vanish)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = self.lhs / self.rhs
+        both0 = (self.lhs == 0) & (self.rhs == 0)
+        return np.where(both0, 1.0, np.where(self.rhs == 0, np.where(self.lhs > 0, np.inf, -np.inf), r))
+
+    @property
+    def violated(self) -> np.ndarray:
+        """Float64 verdict per instance: the whole margin interval is negative (certify to be sure)."""
+        return self.applicable & (self.margin_hi < 0)
+
+    def worst(self) -> int:
+        """Index of the applicable instance with the smallest margin (-1 if none applies)."""
+        m = np.where(self.applicable, self.margin_hi, np.inf)
+        return int(np.argmin(m)) if np.isfinite(m).any() or np.any(self.applicable) else -1
+
+
+def _conjuncts(relation: sp.Basic) -> list[sp.Rel]:
+    parts = list(relation.args) if isinstance(relation, sp.And) else [relation]
+    out = []
+    for p in parts:
+        if isinstance(p, (sp.LessThan, sp.StrictLessThan)):
+            out.append(p)
+        elif isinstance(p, (sp.GreaterThan, sp.StrictGreaterThan)):
+            out.append(sp.Le(p.rhs, p.lhs))
+        else:
+            raise AttnBoundsError(f"a statement must be an inequality or a conjunction of them, got {p}")
+    return out
+
+
+def _indexed_to_symbol(expr: sp.Expr) -> sp.Expr:
+    return expr.replace(lambda e: isinstance(e, sp.Indexed), lambda e: sp.Symbol(str(e.base)))
+
+
+class _Compiled:
+    """``lambdify`` of one side of a relation, with ``Sum`` over selected tokens rewritten to ``.sum(-1)``."""
+
+    def __init__(self, expr: sp.Expr):
+        self.sums: list[tuple[sp.Symbol, Callable[..., Any], tuple[str, ...]]] = []
+        replace: dict[sp.Basic, sp.Symbol] = {}
+        for k, node in enumerate(sorted(expr.atoms(sp.Sum), key=sp.default_sort_key)):
+            body = _indexed_to_symbol(node.function)
+            names = tuple(sorted(str(s) for s in body.free_symbols if s not in node.variables))
+            fn = sp.lambdify([sp.Symbol(n) for n in names], body, modules="numpy")
+            dummy = sp.Symbol(f"_sum{k}")
+            self.sums.append((dummy, fn, names))
+            replace[node] = dummy
+        main = expr.xreplace(replace)
+        self.names = tuple(sorted(str(s) for s in main.free_symbols))
+        self.fn = sp.lambdify([sp.Symbol(n) for n in self.names], main, modules="numpy")
+
+    def __call__(self, env: dict[str, np.ndarray]) -> np.ndarray:
+        local = dict(env)
+        for dummy, fn, names in self.sums:
+            local[str(dummy)] = np.asarray(fn(*(local[n] for n in names))).sum(-1, keepdims=True)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return np.asarray(self.fn(*(local[n] for n in self.names)), dtype=np.float64)
+
+
+def _free_names(expr: sp.Basic) -> set[str]:
+    names = set()
+    for node in sp.preorder_traversal(expr):
+        if isinstance(node, sp.Indexed):
+            names.add(str(node.base))
+        elif isinstance(node, sp.Symbol):
+            names.add(str(node))
+    for node in expr.atoms(sp.Sum):
+        names -= {str(v) for v in node.variables}
+    return names
+
+
+@dataclass(frozen=True, eq=False)
+class Statement:
+    """One reading of one statement of the paper (see module docstring).
+
+    Attributes: ``id`` (``result[reading]``), ``relation`` (sympy), ``bindings`` (symbol name ->
+    quantity name; unbound symbols are instance parameters), ``hypotheses``, ``defaults``
+    (parameter -> value, or quantity name to compute it from), ``kind`` (``deterministic`` or
+    ``expectation``), ``expectation_over`` (what is random), ``citation`` and ``notes``.
+    """
+
+    id: str
+    title: str
+    relation: sp.Basic
+    citation: Citation
+    hypotheses: tuple[Hypothesis, ...] = ()
+    bindings: dict[str, str] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    kind: str = "deterministic"
+    expectation_over: str | None = None
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        for sym, qname in self.bindings.items():
+            if qname not in QUANTITIES:
+                raise AttnBoundsError(f"statement {self.id}: symbol {sym} bound to unknown quantity {qname}")
+        _conjuncts(self.relation)
+
+    # -- printing --------------------------------------------------------------------------------
+    @property
+    def result(self) -> str:
+        return self.id.split("[", 1)[0]
+
+    @property
+    def reading(self) -> str:
+        return self.id[len(self.result) + 1: -1] if "[" in self.id else ""
+
+    @property
+    def latex(self) -> str:
+        return sp.latex(self.relation)
+
+    @property
+    def formula(self) -> str:
+        return sp.sstr(self.relation)
+
+    def where(self) -> dict[str, str]:
+        """What each bound symbol means: symbol -> quantity description."""
+        return {sym: QUANTITIES[q].description for sym, q in sorted(self.bindings.items())}
+
+    def describe(self) -> str:
+        """A multi-line description: id, title, formula, where-clauses, hypotheses, expectation, citation."""
+        lines = [f"{self.id}  ({self.citation})", f"  {self.title}", f"  formula:  {self.formula}"]
+        lines += [f"    {sym} = {text}" for sym, text in self.where().items()]
+        if self.defaults:
+            lines.append("  defaults: " + ", ".join(f"{k} = {v}" for k, v in self.defaults.items()))
+        lines += [f"  hypothesis {h.id}: {h.description}" for h in self.hypotheses]
+        if self.expectation_over:
+            lines.append(f"  expectation over: {self.expectation_over}")
+        if self.notes:
+            lines.append(f"  note: {self.notes}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return f"{self.id}: {self.formula}"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Statement) and (self.id, sp.srepr(self.relation)) == (other.id, sp.srepr(other.relation))
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def symbols(self) -> set[str]:
+        return _free_names(self.relation)
+
+    def parameters(self) -> set[str]:
+        """Names the instance must supply (or that ``defaults`` fill in)."""
+        return {n for n in self.symbols() if n not in self.bindings}
+
+    def subs(self, **values: Any) -> "Statement":
+        """A variant with symbols replaced (e.g. a constant moved), under the id ``id{name=value,...}``."""
+        new = self.relation.subs({sp.Symbol(k): sp.sympify(v) for k, v in values.items()})
+        tag = ",".join(f"{k}={v}" for k, v in values.items())
+        return Statement(f"{self.id}{{{tag}}}", self.title, new, self.citation, self.hypotheses, self.bindings,
+                         self.defaults, self.kind, self.expectation_over, self.notes)
+
+    # -- evaluation ------------------------------------------------------------------------------
+    @functools.cached_property
+    def _compiled(self) -> list[tuple[_Compiled, _Compiled]]:
+        return [(_Compiled(c.lhs), _Compiled(c.rhs)) for c in _conjuncts(self.relation)]
+
+    def prepare(self, inst: Instance) -> Instance:
+        """The instance with missing parameters filled from ``defaults``."""
+        missing = {}
+        for name, value in self.defaults.items():
+            if name not in inst.params:
+                missing[name] = compute(value, inst) if isinstance(value, str) else value
+        return inst.with_params(**missing) if missing else inst
+
+    def _env(self, inst: Instance, side: str) -> dict[str, np.ndarray]:
+        env: dict[str, np.ndarray] = {}
+        for name in self.symbols():
+            qname = self.bindings.get(name)
+            if qname is None:
+                env[name] = inst.param(name)[:, None]
+                continue
+            if QUANTITIES[qname].estimate:
+                lo, hi = interval(qname, inst)
+                value = {"mid": compute(qname, inst), "lo": lo, "hi": hi}[side]
+            else:
+                value = compute(qname, inst)
+            env[name] = value[:, None] if value.ndim == 1 else value
+        return env
+
+    def check_hypotheses(self, inst: Instance) -> tuple[np.ndarray, tuple[tuple[str, ...], ...]]:
+        results = [(h.id, h(inst)) for h in self.hypotheses]
+        ok = np.ones(inst.B, dtype=bool)
+        for _, r in results:
+            ok &= r
+        failed = tuple(tuple(hid for hid, r in results if not r[b]) for b in range(inst.B))
+        return ok, failed
+
+    def _margins(self, env: dict[str, np.ndarray], B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        best_m = np.full(B, np.inf)
+        best_l = np.full(B, np.nan)
+        best_r = np.full(B, np.nan)
+        for lhs_fn, rhs_fn in self._compiled:
+            lhs, rhs = lhs_fn(env), rhs_fn(env)
+            lhs, rhs = np.broadcast_arrays(np.atleast_2d(lhs).reshape(B, -1) if lhs.ndim else np.full((B, 1), lhs),
+                                           np.atleast_2d(rhs).reshape(B, -1) if rhs.ndim else np.full((B, 1), rhs))
+            with np.errstate(invalid="ignore"):
+                m = rhs - lhs
+            m = np.where(np.isnan(m) & (lhs == rhs), 0.0, m)
+            k = np.argmin(np.where(np.isnan(m), -np.inf, m), axis=-1)
+            mk = np.take_along_axis(m, k[:, None], -1)[:, 0]
+            better = ~(mk >= best_m)
+            best_m = np.where(better, mk, best_m)
+            best_l = np.where(better, np.take_along_axis(lhs, k[:, None], -1)[:, 0], best_l)
+            best_r = np.where(better, np.take_along_axis(rhs, k[:, None], -1)[:, 0], best_r)
+        return best_l, best_r, best_m
+
+    def evaluate(self, inst: Instance) -> Evaluation:
+        """lhs, rhs, margin on every instance; NOT-APPLICABLE (NaN, ``applicable=False``) where a hypothesis fails."""
+        if not isinstance(inst, Instance):
+            raise AttnBoundsError(f"evaluate needs a theory.instance.Instance, got {type(inst).__name__}")
+        inst = self.prepare(inst)
+        ok, failed = self.check_hypotheses(inst)
+        lhs, rhs, margin = self._margins(self._env(inst, "mid"), inst.B)
+        if any(QUANTITIES[q].estimate for q in self.bindings.values()):
+            m_a = self._margins(self._env(inst, "lo"), inst.B)[2]
+            m_b = self._margins(self._env(inst, "hi"), inst.B)[2]
+            lo, hi = np.minimum(m_a, m_b), np.maximum(m_a, m_b)
+        else:
+            lo = hi = margin
+        nan = np.where(ok, 0.0, np.nan)
+        return Evaluation(self.id, lhs + nan, rhs + nan, margin + nan, lo + nan, hi + nan, ok, failed)
+
+    # -- high-precision reference ----------------------------------------------------------------
+    def evaluate_sympy(self, inst: Instance, b: int, digits: int = 50) -> tuple[mpmath.mpf, mpmath.mpf, mpmath.mpf]:
+        """(lhs, rhs, margin) of instance ``b`` from the sympy relation itself at ``digits`` digits.
+
+        Quantity values are taken from the float64 quantity layer (exact as binary rationals); the
+        formula is evaluated by sympy substitution, independently of the generated evaluator.
+        """
+        inst = self.prepare(inst)
+        env = self._env(inst, "mid")
+        best = None
+        for rel in _conjuncts(self.relation):
+            per_token = [n for n in _free_names(rel) if env[n].shape[1] > 1 and not self._is_selected(n)]
+            width = max((env[n].shape[1] for n in per_token), default=1)
+            for t in range(width):
+                vals = {}
+                for n in _free_names(rel):
+                    v = env[n][b]
+                    if self._is_selected(n):
+                        continue
+                    vals[sp.Symbol(n)] = sp.Float(repr(float(v[t if v.shape[0] > 1 else 0])), digits)
+                sides = []
+                for side in (rel.lhs, rel.rhs):
+                    e = side
+                    for node in e.atoms(sp.Sum):
+                        n_sel = inst.N
+                        expanded = node.subs(sp.Symbol("N"), n_sel).doit()
+                        idx_vals = {}
+                        for ix in expanded.atoms(sp.Indexed):
+                            arr = env[str(ix.base)][b]
+                            idx_vals[ix] = sp.Float(repr(float(arr[int(ix.indices[0]) - 1])), digits)
+                        e = e.xreplace({node: expanded.xreplace(idx_vals)})
+                    sides.append(sp.N(e.xreplace(vals), digits))
+                lhs_v, rhs_v = (mpmath.mpf(str(sp.re(x_))) for x_ in sides)
+                m = rhs_v - lhs_v
+                if best is None or m < best[2]:
+                    best = (lhs_v, rhs_v, m)
+        assert best is not None
+        return best
+
+    def _is_selected(self, name: str) -> bool:
+        q = self.bindings.get(name)
+        return q is not None and QUANTITIES[q].shape == "BN"
