@@ -174,7 +174,8 @@ class Instance:
         """The sub-batch ``index`` (an int, slice, or index array), keeping the batch axis."""
         idx = np.atleast_1d(np.arange(self.B)[index])
         pick = lambda a: None if a is None else a[idx]  # noqa: E731
-        return replace(self, alpha=self.alpha[idx], logits=pick(self.logits), x=pick(self.x), q=pick(self.q),
+        norm = None if self.normaliser is None else self.normaliser.take(idx)
+        return replace(self, alpha=self.alpha[idx], logits=pick(self.logits), normaliser=norm, x=pick(self.x), q=pick(self.q),
                        k=pick(self.k), selection=pick(self.selection),
                        params={k_: v[idx] for k_, v in self.params.items()},
                        arrays={k_: v[idx] for k_, v in self.arrays.items()}, _cache={})

@@ -128,8 +128,12 @@ class Normaliser:
         """The same map in torch (differentiable), for autograd checks and gradient search."""
         raise NotImplementedError
 
-    def temperature(self) -> Any:
-        return self.params.get("T")
+    def take(self, idx: np.ndarray) -> "Normaliser":
+        """The normaliser restricted to the sub-batch ``idx`` (per-instance parameters are sliced)."""
+        return self._with({k: (v[idx] if np.ndim(v) else v) for k, v in self.params.items()})
+
+    def _with(self, params: dict[str, Any]) -> "Normaliser":
+        return type(self)(**params)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
@@ -174,6 +178,9 @@ class RatioNormaliser(Normaliser):
     @property
     def params(self) -> dict[str, Any]:
         return dict(self.values)
+
+    def _with(self, params: dict[str, Any]) -> "Normaliser":
+        return RatioNormaliser(self.name, self.log_F, params)
 
     # -- generated kernels ---------------------------------------------------------------
     @functools.cached_property
