@@ -161,6 +161,17 @@ def _column(value: Any) -> Any:
     return float(arr) if arr.ndim == 0 else arr[:, None]
 
 
+@functools.lru_cache(maxsize=256)
+def _kernels(log_F: sp.Expr, names: tuple[str, ...]) -> tuple[Callable[..., np.ndarray], Callable[..., np.ndarray]]:
+    """Generated numpy kernels for ``log F`` and ``(log F)'``, cached per expression."""
+    pos = {sp.Symbol(n): sp.Symbol(n, positive=True) for n in names}
+    expr = log_F.subs(pos)
+    args = (l_sym, L_sym, *(pos[sp.Symbol(n)] for n in names))
+    f = sp.lambdify(args, _stable_log(expr), modules=_NUMPY_MODULES, printer=_np_printer())
+    df = sp.lambdify(args, _stable_log(sp.simplify(sp.diff(expr, l_sym))), modules=_NUMPY_MODULES, printer=_np_printer())
+    return f, df
+
+
 class RatioNormaliser(Normaliser):
     """``alpha_i = F(l_i) / sum_j F(l_j)`` with ``log F`` given as a sympy expression.
 
@@ -196,17 +207,13 @@ class RatioNormaliser(Normaliser):
     def _expr(self) -> sp.Expr:
         return _stable_log(self._subs_symbols())
 
-    @functools.cached_property
-    def _dlog_expr(self) -> sp.Expr:
-        return _stable_log(sp.simplify(sp.diff(self._subs_symbols(), l_sym)))
-
-    @functools.cached_property
+    @property
     def _log_F_np(self) -> Callable[..., np.ndarray]:
-        return sp.lambdify(self._symbols, self._expr, modules=_NUMPY_MODULES, printer=_np_printer())
+        return _kernels(self.log_F, tuple(sorted(self.values)))[0]
 
-    @functools.cached_property
+    @property
     def _dlog_F_np(self) -> Callable[..., np.ndarray]:
-        return sp.lambdify(self._symbols, self._dlog_expr, modules=_NUMPY_MODULES, printer=_np_printer())
+        return _kernels(self.log_F, tuple(sorted(self.values)))[1]
 
     def _args(self, L: int) -> list[Any]:
         return [L, *(_column(self.values[n]) for n in sorted(self.values))]
@@ -273,31 +280,39 @@ class RatioNormaliser(Normaliser):
             vals = self.log_F_values(np.tile(probe, (1, 1)))
         return bool(np.all(np.isfinite(vals)))
 
-    def F_range(self, a: float) -> tuple[float, float]:
-        """``(min F, max F)`` on ``[-a, a]`` (Lemma 1's constants), at ``L`` irrelevant.
+    @property
+    def _critical_points(self) -> np.ndarray:
+        """Real zeros of ``(log F)'`` (empty when its sign is constant); requires scalar parameters."""
+        if any(np.ndim(v) for v in self.values.values()):
+            raise AttnBoundsError("Lemma 1's F range needs scalar normaliser parameters, got a per-instance array")
+        return _critical_points(self.log_F, tuple(sorted((k, float(v)) for k, v in self.values.items())))
 
-        The extrema lie at the endpoints or at real zeros of ``(log F)'``; the zeros are found
-        by sympy when ``(log F)'`` is a polynomial in ``l``, and ``(log F)'`` of constant sign
-        (checked by sympy) needs no zeros.
+    def log_F_range(self, a: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(log min F, log max F)`` on ``[-a, a]`` for each bound ``a`` (Lemma 1's constants).
+
+        The extrema lie at the endpoints or at real zeros of ``(log F)'``, found once by sympy.
         """
-        a = float(nonnegative("a", a))
-        d = self._dlog_expr
         if not self.length_independent:
             raise AttnBoundsError(f"{self!r} depends on L: Lemma 1's F range is not defined for it")
-        subs = {sp.Symbol(n, positive=True): sp.nsimplify(self.values[n]) for n in self.values
-                if np.ndim(self.values[n]) == 0}
-        if len(subs) != len(self.values):
-            raise AttnBoundsError("F_range needs scalar normaliser parameters, got a per-instance array")
-        d = d.subs(subs)
-        candidates = [-a, a]
-        if d.is_positive or d.is_negative or d.is_zero:
-            pass
-        elif d.is_polynomial(l_sym):
-            candidates += [float(r) for r in sp.Poly(d, l_sym).real_roots() if -a <= float(r) <= a]
-        else:
-            raise AttnBoundsError(f"cannot locate the extrema of F={sp.exp(self.log_F)} on [-a, a]")
-        lf = self.log_F_values(np.array([candidates]))[0]
-        return float(np.exp(lf.min())), float(np.exp(lf.max()))
+        a = np.atleast_1d(np.asarray(nonnegative("a", a), dtype=np.float64))
+        crit = self._critical_points
+        pts = np.concatenate([-a[:, None], a[:, None], np.broadcast_to(crit, (a.size, crit.size))], axis=1)
+        inside = np.abs(pts) <= a[:, None]
+        lf = self.log_F_values(np.clip(pts, -a[:, None], a[:, None]))
+        return np.where(inside, lf, np.inf).min(-1), np.where(inside, lf, -np.inf).max(-1)
+
+
+@functools.lru_cache(maxsize=256)
+def _critical_points(log_F: sp.Expr, values: tuple[tuple[str, float], ...]) -> np.ndarray:
+    expr = log_F.subs({sp.Symbol(n): sp.Symbol(n, positive=True) for n, _ in values})
+    d = sp.diff(_stable_log(expr), l_sym).subs({sp.Symbol(n, positive=True): sp.nsimplify(v) for n, v in values})
+    signed = sp.simplify(d.rewrite(sp.exp))
+    if signed.is_positive or signed.is_negative or d.is_zero:
+        return np.empty(0)
+    if d.is_polynomial(l_sym):
+        return np.array([float(r) for r in sp.Poly(d, l_sym).real_roots()])
+    raise AttnBoundsError(f"cannot locate the extrema of F={sp.exp(log_F)}: (log F)' = {d} is neither "
+                          "of constant sign nor a polynomial in l")
 
 
 class SimplexMap(Normaliser):

@@ -111,12 +111,9 @@ def _log_F_range(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
     n = inst.normaliser
     if not isinstance(n, RatioNormaliser):
         raise AttnBoundsError("Lemma 1's constants need a normaliser of the form F / sum F")
-    a = inst.param("a")
-    lo, hi = np.empty(inst.B), np.empty(inst.B)
-    for value in np.unique(a):  # F_range locates interior extrema once per distinct a
-        fmin, fmax = n.F_range(float(value))
-        lo[a == value], hi[a == value] = np.log(fmin), np.log(fmax)
-    return lo, hi
+    if "logFrange" not in inst._cache:
+        inst._cache["logFrange"] = n.log_F_range(inst.param("a"))
+    return inst._cache["logFrange"]
 
 
 @quantity("C_1", "B", "Lemma 1 lower constant min F / max F on [-a, a]")

@@ -33,6 +33,7 @@ COROLLARY3_CORRECTED = {
     "spectral": sp.Le(jac, 1 / (2 * T)),
     "frobenius": sp.Le(jac, 1 / (2 * T)),
     "row": sp.Le(jac, sp.sqrt(2) / (4 * T)),
+    "entry": sp.Le(jac, 1 / (4 * T)),
     "fd": sp.Le(g_fd, sp.Min(1 / (2 * T), sp.sqrt(2) / eps)),
 }
 
