@@ -36,15 +36,24 @@ def offline_gpt2() -> Tokenizer:
                      vocab_size=tok.get_vocab_size())
 
 
+TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer_config.json")
+
+
 def for_model(source: str | None) -> Tokenizer:
-    """The tokenizer saved with the model at ``source`` (a directory or hub name), else offline GPT-2."""
-    if source is not None:
+    """The tokenizer saved with the model in folder ``source``, else GPT-2's BPE (offline).
+
+    A folder without tokenizer files, or whose tokenizer does not load or encodes nothing, falls
+    back to GPT-2's BPE; the returned ``name`` records which one was used.
+    """
+    if source is not None and any(os.path.isfile(os.path.join(source, f)) for f in TOKENIZER_FILES):
         try:
             from transformers import AutoTokenizer
 
             tok = AutoTokenizer.from_pretrained(source, local_files_only=True, trust_remote_code=False)
-            return Tokenizer(encode=lambda text: tok(text, add_special_tokens=False)["input_ids"],
-                             name=f"{source} (model's own)", vocab_size=len(tok))
+            tok.model_max_length = int(1e30)  # we tokenise a whole book at once, then cut windows
+            if len(tok) >= 256 and tok("Hello world", add_special_tokens=False)["input_ids"]:
+                return Tokenizer(encode=lambda text: tok(text, add_special_tokens=False)["input_ids"],
+                                 name=f"{source} (model's own)", vocab_size=len(tok))
         except Exception:  # noqa: BLE001 - any failure falls back to GPT-2's BPE, recorded in the name
             pass
     return offline_gpt2()

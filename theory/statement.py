@@ -287,17 +287,21 @@ class Statement:
         """lhs, rhs, margin on every instance; NOT-APPLICABLE (NaN, ``applicable=False``) where a hypothesis fails."""
         if not isinstance(inst, Instance):
             raise AttnBoundsError(f"evaluate needs a theory.instance.Instance, got {type(inst).__name__}")
-        inst = self.prepare(inst)
-        ok, failed = self.check_hypotheses(inst)
-        lhs, rhs, margin = self._margins(self._env(inst, "mid"), inst.B)
-        if any(QUANTITIES[q].estimate for q in self.bindings.values()):
-            m_a = self._margins(self._env(inst, "lo"), inst.B)[2]
-            m_b = self._margins(self._env(inst, "hi"), inst.B)[2]
-            lo, hi = np.minimum(m_a, m_b), np.maximum(m_a, m_b)
-        else:
-            lo = hi = margin
-        nan = np.where(ok, 0.0, np.nan)
-        return Evaluation(self.id, lhs + nan, rhs + nan, margin + nan, lo + nan, hi + nan, ok, failed)
+        ok, failed = self.check_hypotheses(self.prepare(inst))
+        out = {k: np.full(inst.B, np.nan) for k in ("lhs", "rhs", "margin", "lo", "hi")}
+        idx = np.nonzero(ok)[0]
+        if idx.size:
+            sub = self.prepare(inst if idx.size == inst.B else inst.take(idx))
+            lhs, rhs, margin = self._margins(self._env(sub, "mid"), sub.B)
+            if any(QUANTITIES[q].estimate for q in self.bindings.values()):
+                m_a = self._margins(self._env(sub, "lo"), sub.B)[2]
+                m_b = self._margins(self._env(sub, "hi"), sub.B)[2]
+                lo, hi = np.minimum(m_a, m_b), np.maximum(m_a, m_b)
+            else:
+                lo = hi = margin
+            for key, val in zip(("lhs", "rhs", "margin", "lo", "hi"), (lhs, rhs, margin, lo, hi)):
+                out[key][idx] = val
+        return Evaluation(self.id, out["lhs"], out["rhs"], out["margin"], out["lo"], out["hi"], ok, failed)
 
     # -- high-precision reference ----------------------------------------------------------------
     def evaluate_sympy(self, inst: Instance, b: int, digits: int = 50) -> tuple[mpmath.mpf, mpmath.mpf, mpmath.mpf]:
@@ -314,17 +318,17 @@ class Statement:
             width = max((env[n].shape[1] for n in per_token), default=1)
             for t in range(width):
                 vals = {}
-                for n in _free_names(rel):
-                    v = env[n][b]
-                    if self._is_selected(n):
+                for sym in rel.free_symbols:
+                    if not isinstance(sym, sp.Symbol) or self._is_selected(str(sym)) or str(sym) not in env:
                         continue
-                    vals[sp.Symbol(n)] = sp.Float(repr(float(v[t if v.shape[0] > 1 else 0])), digits)
+                    v = env[str(sym)][b]
+                    vals[sym] = sp.Float(repr(float(v[t if v.shape[0] > 1 else 0])), digits)
                 sides = []
                 for side in (rel.lhs, rel.rhs):
                     e = side
                     for node in e.atoms(sp.Sum):
-                        n_sel = inst.N
-                        expanded = node.subs(sp.Symbol("N"), n_sel).doit()
+                        n_sym = [v for v in node.free_symbols if str(v) == "N"]
+                        expanded = node.subs({v: inst.N for v in n_sym}).doit()
                         idx_vals = {}
                         for ix in expanded.atoms(sp.Indexed):
                             arr = env[str(ix.base)][b]

@@ -1,0 +1,114 @@
+"""``attnbounds empirical``: the paper's experiments on a GPT-2-family model (a thin layer over ``run``).
+
+Exit codes: 0 done, 2 bad input or a model/text that cannot be had (the message says how to fix it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from typing import Any
+
+from theory.errors import AttnBoundsError
+
+EPILOG = """\
+examples:
+  attnbounds empirical --model tiny --out results/          # embedded model, trained once (~5 min), cached
+  attnbounds empirical --model gpt2 --quick --out quick/    # GPT-2 small from the Hugging Face cache
+  attnbounds empirical --model /path/to/gpt2 --text war-and-peace.txt --out out/
+
+text: --text PATH, else $ATTNBOUNDS_TEXT, else the cached download, else Project Gutenberg ebook 2600.
+cache: $ATTNBOUNDS_CACHE (default ~/.cache/attnbounds) holds the tiny model, token ids and the text.
+"""
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+#: CLI option -> Protocol field, for the options that override the protocol
+OVERRIDES = {
+    "experiments": "experiments", "windows": "windows", "window_start": "window_start",
+    "batch_windows": "batch_windows", "queries": "queries", "masked_keys": "masked_keys", "L_grid": "L_grid",
+    "N_grid": "N_grid", "N_fixed": "N_fixed", "x_tensor": "distance_tensor", "sep_tensor": "separability_tensor",
+    "expectation": "expectation", "expected_mc_draws": "expected_mc_draws", "ks_alpha": "ks_alpha",
+    "critical_reading": "critical_reading", "critical_max_frac": "critical_max_frac",
+    "separability_L": "separability_L", "separability_N": "separability_N", "M": "M",
+    "hoeffding_constant": "hoeffding_constant", "gradient_L": "gradient_L", "gradient_logits": "gradient_logits",
+    "T_grid": "T_grid", "eps_grid": "eps_grid", "seed": "seed",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="attnbounds empirical", description=__doc__.splitlines()[0],
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="gpt2", help="'tiny', a hub name (gpt2, gpt2-medium, distilgpt2) or a folder")
+    p.add_argument("--out", required=True, help="output folder (figures, report.md, report.html, results.json)")
+    p.add_argument("--text", default=None, help="plain-text file (default: $ATTNBOUNDS_TEXT, cache, Gutenberg 2600)")
+    p.add_argument("--quick", action="store_true", help="reduced protocol (under 2 minutes once the model is there)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    g = p.add_argument_group("protocol (defaults: the full or --quick protocol)")
+    g.add_argument("--experiments", type=lambda s: tuple(s.split(",")), help="subset of distance,critical,separability,gradients")
+    g.add_argument("--windows", type=int, help="number of non-overlapping windows")
+    g.add_argument("--window-start", type=int, help="first token of the first window")
+    g.add_argument("--batch-windows", type=int, help="windows per forward pass")
+    g.add_argument("--queries", help="'last' (query L-1 of each prefix) or 'tail:Q'")
+    g.add_argument("--masked-keys", choices=("drop", "zero"), help="causally masked keys with tail:Q")
+    g.add_argument("--L-grid", dest="L_grid", type=_ints, help="lengths for Fig. 2a (e.g. 32,64,...,1024)")
+    g.add_argument("--N-grid", dest="N_grid", type=_ints, help="top-N values for Fig. 2b")
+    g.add_argument("--N-fixed", dest="N_fixed", type=int, help="top-N for Fig. 2a (paper: 5)")
+    g.add_argument("--x-tensor", choices=("values", "keys", "queries"), help="x_i for the distance experiments")
+    g.add_argument("--sep-tensor", choices=("values", "keys", "queries"), help="x_i for separability")
+    g.add_argument("--expectation", help="Theorem 1 expectation term used by the KS test (J_scaled_weighted, ...)")
+    g.add_argument("--expected-mc-draws", type=int, help="> 0: also E[dtilde] over random N-subsets (slow)")
+    g.add_argument("--ks-alpha", type=float, help="KS significance level (paper: 0.01)")
+    g.add_argument("--critical-reading", choices=("R1", "R2"), help="dtilde reading of the KS test")
+    g.add_argument("--critical-max-frac", type=float, help="largest N/L scanned for the critical N")
+    g.add_argument("--separability-L", dest="separability_L", type=int, help="L for Fig. 3")
+    g.add_argument("--separability-N", dest="separability_N", type=_ints, help="top-N values for Fig. 3")
+    g.add_argument("--M", dest="M", type=float, help="sphere radius (Assumption 1)")
+    g.add_argument("--hoeffding-constant", type=float, help="constant of Theorem 2's upper bound (printed: 16)")
+    g.add_argument("--gradient-L", dest="gradient_L", type=int, help="L for Fig. 4")
+    g.add_argument("--gradient-logits", choices=("raw", "scaled"), help="logits fed to softmax(l/T)")
+    g.add_argument("--T-grid", dest="T_grid", type=_floats, help="temperatures for Fig. 4")
+    g.add_argument("--eps-grid", type=_floats, help="perturbation sizes for Fig. 4 (paper: 1e-3,1e-1,10)")
+    g.add_argument("--seed", type=int, help="seed of every random choice")
+    return p
+
+
+def protocol_from_args(args: argparse.Namespace) -> Any:
+    from empirical.config import Protocol
+
+    overrides = {field: getattr(args, opt) for opt, field in OVERRIDES.items() if getattr(args, opt) is not None}
+    base = Protocol.quick() if args.quick else Protocol.full()
+    return replace(base, **overrides).validated()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``attnbounds empirical``: parse ``argv``, run, print where the outputs are."""
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        from empirical.pipeline import run
+
+        proto = protocol_from_args(args)
+        results = run(args.model, args.out, text=args.text, protocol=proto, progress=not args.no_progress,
+                      figures=not args.no_figures)
+    except AttnBoundsError as exc:
+        print(f"attnbounds empirical: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out}/report.md, report.html, results.json and {len(results['outputs']['figures'])} figures")
+    for row in results["headlines"]:
+        print(f"  {row['claim']:32s} paper {row['paper']:55s} measured {row['measured'][:70]:70s} {row['verdict']}")
+    return 0
