@@ -49,3 +49,7 @@ SPHERE_FEASIBLE = Hypothesis(
 INDEPENDENT_HEADS = Hypothesis(
     "independent-heads", "each head covers each token independently, with probability p",
     lambda inst: (inst.param("p") >= 0) & (inst.param("p") <= 1) & (inst.param("H") >= 1))
+
+UNIT_DIRECTION = Hypothesis(
+    "unit-direction", "the finite-difference direction v has unit Euclidean norm (Fig. 4's g(T, eps))",
+    lambda inst: np.abs(np.linalg.norm(inst.arrays["v"], axis=-1) - 1.0) <= 1e-12)

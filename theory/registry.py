@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from theory.errors import AttnBoundsError
 from theory.statement import Statement
-from theory.statements import corollary2, gradients, lemma1, multihead, theorem1, theorem2
+from theory.statements import corollary2, corrections, gradients, lemma1, multihead, theorem1, theorem2
 
 _REGISTRY: dict[str, Statement] = {}
 
@@ -19,7 +19,7 @@ def register(statement: Statement, *, replace: bool = False) -> Statement:
     return statement
 
 
-for _module in (lemma1, theorem1, corollary2, theorem2, gradients, multihead):
+for _module in (lemma1, theorem1, corollary2, theorem2, gradients, multihead, corrections):
     for _s in _module.STATEMENTS:
         register(_s)
 

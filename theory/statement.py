@@ -132,6 +132,21 @@ class _Compiled:
             return np.asarray(self.fn(*(local[n] for n in self.names)), dtype=np.float64)
 
 
+def _to_sympy(value: float, digits: int) -> sp.Expr:
+    """A float64 as an exact sympy number (infinities as ``oo``)."""
+    if np.isinf(value):
+        return sp.oo if value > 0 else -sp.oo
+    return sp.Float(repr(value), digits)
+
+
+def _to_mpf(value: sp.Expr) -> mpmath.mpf:
+    if value in (sp.oo, sp.zoo):
+        return mpmath.inf
+    if value == -sp.oo:
+        return -mpmath.inf
+    return mpmath.mpf(str(sp.re(value)))
+
+
 def _free_names(expr: sp.Basic) -> set[str]:
     names = set()
     for node in sp.preorder_traversal(expr):
@@ -322,7 +337,7 @@ class Statement:
                     if not isinstance(sym, sp.Symbol) or self._is_selected(str(sym)) or str(sym) not in env:
                         continue
                     v = env[str(sym)][b]
-                    vals[sym] = sp.Float(repr(float(v[t if v.shape[0] > 1 else 0])), digits)
+                    vals[sym] = _to_sympy(float(v[t if v.shape[0] > 1 else 0]), digits)
                 sides = []
                 for side in (rel.lhs, rel.rhs):
                     e = side
@@ -332,10 +347,10 @@ class Statement:
                         idx_vals = {}
                         for ix in expanded.atoms(sp.Indexed):
                             arr = env[str(ix.base)][b]
-                            idx_vals[ix] = sp.Float(repr(float(arr[int(ix.indices[0]) - 1])), digits)
+                            idx_vals[ix] = _to_sympy(float(arr[int(ix.indices[0]) - 1]), digits)
                         e = e.xreplace({node: expanded.xreplace(idx_vals)})
                     sides.append(sp.N(e.xreplace(vals), digits))
-                lhs_v, rhs_v = (mpmath.mpf(str(sp.re(x_))) for x_ in sides)
+                lhs_v, rhs_v = (_to_mpf(x_) for x_ in sides)
                 m = rhs_v - lhs_v
                 if best is None or m < best[2]:
                     best = (lhs_v, rhs_v, m)

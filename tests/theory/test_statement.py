@@ -1,5 +1,7 @@
 """Statements: every id exists, generated evaluators agree with sympy at 50 digits, hypotheses bite."""
 
+import zlib
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -38,7 +40,7 @@ def test_unknown_id_suggests_close_matches():
 @pytest.mark.parametrize("sid", registry.ids())
 def test_generated_evaluator_agrees_with_sympy_at_50_digits(sid):
     s = registry.get(sid)
-    rng = np.random.default_rng(abs(hash(sid)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(sid.encode()))
     checked = 0
     for _ in range(3):
         spec = families.random_spec(rng, s, B=3, max_L=6).with_(mc_draws=50)

@@ -45,7 +45,7 @@ def _corollary3(reading: str, relation: sp.Basic, corrected: bool) -> Statement:
         f"Softmax gradient bound on the {what}" + (" (strongest proved form)" if corrected else ""),
         relation,
         Citation("Corollary 3" + (", corrected by attnbounds" if corrected else "")),
-        (hyp.SOFTMAX,),
+        (hyp.SOFTMAX, hyp.UNIT_DIRECTION) if reading == "fd" else (hyp.SOFTMAX,),
         bindings={"J_norm": quantity, "g": quantity},
         notes="fd needs eps and a unit direction arrays={'v': ...}." if reading == "fd" else "",
     )

@@ -1,0 +1,84 @@
+"""``attnbounds prove [IDS...]`` / ``python -m proofs``: replay every derivation, one line per reading.
+
+Per reading: the proof's name, its steps checked / cited / prose-only, and the result (PROVED,
+PROVED MODULO PROSE, FAILED); readings without a proof name their proved corrected form or say
+UNDECIDED with what blocks it. Exit status: 0 when every replayed derivation replays, 1 when a
+step fails, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from theory.errors import AttnBoundsError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="attnbounds prove", description=__doc__.splitlines()[0])
+    parser.add_argument("ids", nargs="*", help="statement ids (default: every registered reading)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every step and witness check")
+    return parser
+
+
+def _replay_line(statement_id: str, replay) -> str:
+    counts = f"{replay.checked:2d} checked {replay.cited:2d} cited {replay.prose:2d} prose"
+    sharp = {True: "sharp", False: "WITNESS FAILED", None: "no witness"}[replay.sharp]
+    return f"{statement_id:48s} {replay.result:20s} {counts}  {sharp:10s} {replay.name}"
+
+
+def _steps(replay) -> list[str]:
+    mark = {True: "ok  ", False: "FAIL", None: "... "}
+    return [f"    [{mark[s.ok]}] {s.kind:10s} {s.text}" + ("" if s.ok else f"\n           -> {s.detail}")
+            for s in (*replay.steps, *replay.witness)]
+
+
+def run(ids: list[str], verbose: bool = False) -> int:
+    import proofs
+    from theory import registry
+
+    from tqdm import tqdm
+
+    targets = ids or registry.ids()
+    derivations = {id_: proofs.get(id_) for id_ in targets}
+    open_ = proofs.not_proved()
+    replays = {}
+    start = time.perf_counter()
+    for d in tqdm({d.name: d for d in derivations.values() if d}.values(), desc="replaying", unit="proof",
+                  disable=None, file=sys.stderr, leave=False):
+        replays[d.name] = d.replay()
+    tally: dict[str, int] = {}
+    for id_ in targets:
+        d = derivations[id_]
+        if d is not None:
+            rep = replays[d.name].restrict(id_)
+            print(_replay_line(id_, rep))
+            if verbose or not rep.ok:
+                print("\n".join(_steps(rep)))
+                if d.notes:
+                    print(f"    note: {d.notes}")
+            key = rep.result
+        elif id_ in open_:
+            why, corrected = open_[id_]
+            key = "NOT PROVED" if corrected else "UNDECIDED"
+            print(f"{id_:48s} {key:20s} {'corrected form: ' + corrected if corrected else ''}")
+            if verbose or not corrected:
+                print(f"    {why}")
+        else:
+            key = "NO DERIVATION"
+            print(f"{id_:48s} {key:20s} (no derivation and no note: add one to proofs/)")
+        tally[key] = tally.get(key, 0) + 1
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(tally.items()))
+    print(f"\n{len(targets)} readings: {summary}; {len(replays)} derivations replayed in "
+          f"{time.perf_counter() - start:.1f} s")
+    return 0 if all(r.ok for r in replays.values()) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args.ids, args.verbose)
+    except AttnBoundsError as exc:
+        print(f"attnbounds prove: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,134 @@
+"""Theorem 2 (geometric separability): bounds on E[N_s]/N over random sphere embeddings.
+
+Z_i = s - alpha_i x_i = sum_{j in I_N, j != i} alpha_j x_j for a selected i; alpha_i x_i is in
+the ball B_r(s) iff ||Z_i|| <= r. On the sphere of radius M, <x_j, x_k> = M^2 - ||x_j - x_k||^2/2,
+so Assumption 2 gives ||Z_i||^2 <= M^2 Q_i + (M^2 - delta^2/2) C_i = xi_i^2 surely (P_i, Q_i the
+sum and sum of squares of the other selected weights, C_i = P_i^2 - Q_i). Lower bound: Markov for
+||Z_i||. Upper bound: Markov for the non-negative xi_i^2 - ||Z_i||^2, whose mean is small because
+the embeddings are exchangeable: 0 <= E||sum_l x_l||^2 forces E<x_j, x_k> >= -M^2/(L-1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from proofs.framework import Cite, Conclude, Derivation, Identity, Witness, Z3, vector
+from theory.instance import Instance
+from theory.normalisers import softmax
+from theory.statements._symbols import E_Ns, L, M, N, delta, i, r, xi
+from theory.statements.corrections import C, TAIL
+
+Ps, Qs, Cs, X, Bsum, xis, pr, W, EW = sp.symbols("P Q C X B xi_i p W E_W", nonnegative=True)
+gamma = sp.Symbol("gamma", real=True)
+a1, a2, a3 = sp.symbols("a_1:4", nonnegative=True)
+SPHERE, SIMPLEX = "assumptions-1-2", "simplex"
+
+_xj, _xk = vector("x", 2), vector("y", 2)
+POLARISATION = Identity("<x_j, x_k> = (||x_j||^2 + ||x_k||^2 - ||x_j - x_k||^2)/2 (two vectors span a plane, so R^2 "
+                        "components are general)", _xj.dot(_xk),
+                        (_xj.dot(_xj) + _xk.dot(_xk) - (_xj - _xk).dot(_xj - _xk)) / 2)
+_vs = [vector(f"v{k}", 3) for k in range(3)]
+_z = a1 * _vs[0] + a2 * _vs[1] + a3 * _vs[2]
+EXPANSION = Cite(
+    "bilinearity", "||Z_i||^2 = sum_j alpha_j^2 ||x_j||^2 + sum_{j != k} alpha_j alpha_k <x_j, x_k> (sums over I_N \\ {i}); "
+    "sum_{j != k} alpha_j alpha_k = P_i^2 - Q_i",
+    (Identity("three vectors: ||sum_j a_j v_j||^2 = sum_j a_j^2 ||v_j||^2 + sum_{j != k} a_j a_k <v_j, v_k>",
+              _z.dot(_z), sum(aj**2 * v.dot(v) for aj, v in zip((a1, a2, a3), _vs))
+              + sum(aj * ak * vj.dot(vk) for aj, vj in zip((a1, a2, a3), _vs)
+                    for ak, vk in zip((a1, a2, a3), _vs) if vj is not vk)),
+     Identity("three weights: (sum a_j)^2 - sum a_j^2 = sum_{j != k} a_j a_k",
+              (a1 + a2 + a3) ** 2 - (a1**2 + a2**2 + a3**2), 2 * (a1 * a2 + a1 * a3 + a2 * a3))))
+
+
+def _separability(logits: np.ndarray, N_: int, **params: float) -> list[Instance]:
+    base = dict(M=1.0, dim=3.0, mc_draws=64.0, seed=0.0)
+    return [Instance.from_logits(logits, softmax(), N=N_, **{**base, **params})]
+
+
+SURELY = (
+    POLARISATION,
+    EXPANSION,
+    Cite("termwise", "Assumptions 1-2: ||x_j|| = M and <x_j, x_k> = M^2 - ||x_j - x_k||^2/2 <= M^2 - delta^2/2 for "
+         "j != k; the weights alpha_j alpha_k are >= 0: ||Z_i||^2 <= M^2 Q_i + (M^2 - delta^2/2)(P_i^2 - Q_i)",
+         (Z3("a weight c >= 0 times M^2 - D/2 with D = ||x_j - x_k||^2 >= delta^2", sp.Le(
+             Cs * (M**2 - W / 2), Cs * (M**2 - delta**2 / 2)), (sp.Ge(W, delta**2),)),), uses=(SPHERE, SIMPLEX)),
+    Identity("M^2 Q + (M^2 - delta^2/2)(P^2 - Q) = M^2 P^2 - delta^2/2 (P^2 - Q) = xi_i^2 (quantity xi)",
+             M**2 * Qs + (M**2 - delta**2 / 2) * (Ps**2 - Qs), M**2 * Ps**2 - delta**2 / 2 * (Ps**2 - Qs)),
+    Cite("monotone-function", "the square root is increasing: ||Z_i|| <= xi_i surely"),
+)
+
+LOWER = Derivation(
+    "theorem2.lower.relaxed.markov",
+    ("theorem2.lower[relaxed]",),
+    "||s - alpha_i x_i|| <= xi_i surely (Assumptions 1-2), then Markov's inequality",
+    (
+        *SURELY,
+        Cite("markov", "||Z_i|| >= 0 and r > 0: P(||Z_i|| > r) <= E||Z_i|| / r <= xi_i / r", uses=(SPHERE,)),
+        Z3("P(alpha_i x_i in B_r(s)) = 1 - P(||Z_i|| > r) >= 1 - xi_i / r", sp.Ge(pr, 1 - xis / r),
+           (sp.Eq(pr, 1 - W), sp.Le(W, xis / r))),
+        Cite("linearity-of-expectation", "E[N_s]/N = (1/N) sum_{i in I_N} P(alpha_i x_i in B_r(s)) >= (1/N) sum_i "
+             "(1 - xi_i/r)", (Identity("(1/N) sum_{i=1}^N (1 - xi_i/r) = 1 - X/(r N), X = sum_i xi_i",
+                                       (N - X / r) / N, 1 - X / (r * N)),)),
+        Conclude(sp.Le(1 - X / (r * N), E_Ns), {"xi": "xi", "E_Ns": "E_Ns_relaxed"},
+                 definitions={sp.Sum(xi[i], (i, 1, N)): X}, text="1 - sum_i xi_i / (r N) <= E[N_s]/N (relaxed count)"),
+    ),
+    Witness("N = 1: s = alpha_1 x_1, xi_1 = 0, every draw counts the token: both sides are 1",
+            lambda: _separability(np.array([[1.0, 0.2, -0.5, 0.0]]), 1, delta=0.3, r=0.1)),
+)
+
+_tail = TAIL.xreplace({xi[i]: xis, C[i]: Cs})
+_mean_bound = Cs * (M**2 * L / (L - 1) - delta**2 / 2)
+
+UPPER = Derivation(
+    "theorem2.upper.exchangeable.markov",
+    ("theorem2.upper[relaxed,corrected]", "theorem2.upper[full,corrected]"),
+    "W_i = xi_i^2 - ||Z_i||^2 >= 0 has mean <= C_i (M^2 L/(L-1) - delta^2/2) by exchangeability; Markov's inequality",
+    (
+        *SURELY,
+        Cite("symmetry", "the Assumption 1-2 law (i.i.d. uniform points conditioned on a permutation-invariant event) is "
+             "exchangeable: E<x_j, x_k> = gamma for every pair j != k", uses=(SPHERE,)),
+        Cite("bilinearity", "0 <= E||sum_{l=1}^L x_l||^2 = L M^2 + L (L-1) gamma",
+             (Z3("L >= 2: gamma >= -M^2/(L-1)", sp.Ge(gamma, -M**2 / (L - 1)),
+                 (sp.Ge(L * M**2 + L * (L - 1) * gamma, 0), sp.Ge(L, 2))),), uses=("L>=2",)),
+        Z3("E||Z_i||^2 = M^2 Q_i + C_i gamma >= M^2 Q_i - M^2 C_i/(L-1) (C_i >= 0)",
+           sp.Ge(M**2 * Qs + Cs * gamma, M**2 * Qs - M**2 * Cs / (L - 1)),
+           (sp.Ge(gamma, -M**2 / (L - 1)), sp.Ge(L, 2))),
+        Identity("E[W_i] <= xi_i^2 - M^2 Q_i + M^2 C_i/(L-1) = C_i (M^2 L/(L-1) - delta^2/2), xi_i^2 = M^2 (Q_i + C_i) - "
+                 "delta^2/2 C_i", M**2 * (Qs + Cs) - delta**2 / 2 * Cs - (M**2 * Qs - M**2 * Cs / (L - 1)), _mean_bound),
+        Cite("markov", "W_i >= 0; for r < xi_i: P(||Z_i|| <= r) = P(W_i >= xi_i^2 - r^2) <= E[W_i] / (xi_i^2 - r^2)",
+             (Z3("0 < r < xi makes the threshold xi^2 - r^2 > 0", sp.Gt(xis**2 - r**2, 0), (sp.Lt(r, xis),)),),
+             uses=(SPHERE,)),
+        Z3("a probability p <= 1 with p (xi^2 - r^2) <= E[W] <= C (M^2 L/(L-1) - delta^2/2) whenever r < xi is <= the "
+           "per-token bound", sp.Le(pr, _tail),
+           (sp.Le(pr, 1), sp.Le(EW, _mean_bound), sp.Ge(L, 2),
+            sp.Implies(sp.Lt(r, xis), sp.Le(pr * (xis**2 - r**2), EW)))),
+        Cite("termwise", "N_s (full) <= N_s (relaxed) = sum_{i in I_N} 1{||Z_i|| <= r}; take expectations and sum "
+             "the per-token bounds: E[N_s]/N <= (1/N) sum_i b_i = B/N"),
+        Conclude(sp.Le(E_Ns, Bsum / N), {"E_Ns": ("E_Ns_relaxed", "E_Ns_full"), "xi": "xi", "C": "C_other"},
+                 definitions={sp.Sum(TAIL, (i, 1, N)): Bsum}, text="E[N_s]/N <= (1/N) sum_i b_i"),
+    ),
+    Witness("N = 2, r < xi_i: ||Z_i|| = M alpha_other = xi_i > r surely; both sides are 0",
+            lambda: _separability(np.log(np.array([[0.4, 0.3, 0.2, 0.1]])), 2, delta=0.3, r=0.2)),
+)
+
+DERIVATIONS = (LOWER, UPPER)
+
+#: readings without a derivation: id -> (why, the proved corrected id or None = no corrected form: UNDECIDED)
+NOT_PROVED = {
+    "theorem2.lower[full]": (
+        "Markov controls only the selected tokens; the full count also needs every non-selected alpha_j x_j outside "
+        "B_r(s), and ||alpha_j x_j - s|| <= (alpha_j + abar_N) M puts them all inside for large r. No corrected form "
+        "proved (UNDECIDED): it needs a lower bound on P(no non-selected alpha_j x_j in B_r(s)), i.e. anti-concentration "
+        "of ||alpha_j x_j - s|| under the Assumption 1-2 law. Tried: (a) a deterministic bound: impossible, s can be 0 "
+        "(antipodal selected embeddings); (b) a union bound with the exchangeability-Markov argument of the corrected "
+        "upper bound applied to ||s|| <= r + M max_out alpha_j: the resulting lower bound is <= 0 except in degenerate "
+        "cases (N = 1), so registering it would add nothing. Needs a dimension-dependent small-ball estimate for the "
+        "spherical law.", None),
+    "theorem2.upper[relaxed]": (
+        "||s - alpha_i x_i|| <= xi_i surely, so for r >= xi_i the ball always contains alpha_i x_i while the printed "
+        "bound exp(-(r - xi_i)^2/(C_H M^2)) is < 1", "theorem2.upper[relaxed,corrected]"),
+    "theorem2.upper[full]": (
+        "the full count is at most the relaxed one, and the same configurations apply (all non-selected tokens outside "
+        "the ball)", "theorem2.upper[full,corrected]"),
+}
