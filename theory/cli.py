@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 from theory.errors import AttnBoundsError
 
@@ -28,6 +28,104 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _user_bounds(args: argparse.Namespace) -> Any:
+    if getattr(args, "statements", None) is None:
+        return None
+    from theory import userbounds
+
+    return userbounds.load(args.statements)
+
+
+def _statement(statement_id: str, user: Any) -> Any:
+    from theory import registry
+
+    if user is not None and any(s.id == statement_id for s in user.statements):
+        return user.get(statement_id)
+    return registry.get(statement_id)
+
+
+def _print_table(records: list) -> None:
+    rows = [("id", "verdict", "best lhs/rhs", "tried", "time")]
+    for r in records:
+        ratio = r.best_ratio
+        rows.append((r.id, r.verdict, "n/a" if ratio is None else f"{ratio:.6g}", str(r.tried), f"{r.wall_s:.1f}s"))
+    widths = [max(len(row[k]) for row in rows) for k in range(5)]
+    for n, row in enumerate(rows):
+        print("  ".join(cell.ljust(w) if k < 2 else cell.rjust(w) for k, (cell, w) in enumerate(zip(row, widths))))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from theory import records as rec
+    from theory.verify import verify
+
+    user = _user_bounds(args)
+    records = verify(args.ids or None, budget_s=args.budget, seed=args.seed, progress=not args.quiet,
+                     statements=None if user is None else user.statements)
+    if args.json:
+        rec.save(args.json, records)
+    _print_table(records)
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    print("\n" + ", ".join(f"{v}: {n}" for v, n in sorted(counts.items())) + (f"; records written to {args.json}" if args.json else ""))
+    errors = [r for r in records if r.verdict == "ERROR"]
+    for r in errors:
+        print(f"attnbounds: ERROR in {r.id}: {r.reason}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    import json
+
+    from theory.certify import certify
+    from theory.records import dumps
+    from theory.serialize import instance_to_json
+    from theory.verify import _check_budget, default_search
+
+    _check_budget(args.budget, args.seed)
+    st = _statement(args.id, _user_bounds(args))
+    res = default_search()(st, budget_s=args.budget, seed=args.seed, progress=not args.quiet)
+    print(f"{st.id}: {st.formula}")
+    print(f"searched {res.tried} instances in {res.wall_s:.1f} s (seed {res.seed}, budget {res.budget_s:g} s)")
+    for method, info in res.by_method.items():
+        print(f"  {method}: {json.dumps(info, default=str, sort_keys=True)}")
+    print(f"best lhs/rhs {res.best_ratio}, best margin {res.best_margin}; float violations: {len(res.violations)}")
+    shown = [("violating", v) for v in list(res.violations)[:1]] or ([("tightest", res.best)] if res.best is not None else [])
+    for label, inst in shown:
+        cert = certify(st, inst, 0)
+        print(f"\n{label} instance: certificate {cert.status} ({cert.method}, {cert.precision_bits} bits), "
+              f"margin in [{cert.margin_lo:.6g}, {cert.margin_hi:.6g}], lhs {cert.lhs}, rhs {cert.rhs}")
+        text = dumps(instance_to_json(inst.take(0)))
+        print(text if len(text) < 6000 else text[:6000] + "\n... (truncated; use `attnbounds verify --json` for the full record)")
+    return 0
+
+
+def cmd_cite(args: argparse.Namespace) -> int:
+    from theory import records as rec
+    from theory.verify import verify
+
+    user = _user_bounds(args)
+    if args.records:
+        found = [r for r in rec.load(args.records) if r.id == args.id]
+        if not found:
+            raise AttnBoundsError(f"no record for {args.id!r} in {args.records}")
+        record = found[0]
+    else:
+        st = _statement(args.id, user)
+        is_user = user is not None and st in user.statements
+        record = verify([args.id], budget_s=args.budget, seed=args.seed, progress=not args.quiet,
+                        statements=user.statements if is_user else None)[0]
+    print(rec.citation_sentence(record))
+    print()
+    print(rec.BIBTEX)
+    print()
+    print("Cite attnbounds itself with CITATION.cff (repository root).")
+    print(f"record content hash: {record.content_hash}")
+    return 1 if record.verdict == "ERROR" else 0
+
+
 def _delegate(module: str, func: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         import importlib
@@ -44,6 +142,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ids", nargs="*", help="only these ids")
     p.add_argument("--short", action="store_true", help="one line per reading")
     p.set_defaults(func=cmd_list)
+    from theory.verify import DEFAULT_BUDGET_S
+
+    def common(p: argparse.ArgumentParser, budget_help: str) -> None:
+        p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S", help=budget_help)
+        p.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
+        p.add_argument("--statements", metavar="FILE", help="a user's statements file (.toml, or a trusted .py)")
+        p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    p = sub.add_parser("verify", help="search, certify and prove every reading (or the given ids); write records")
+    p.add_argument("ids", nargs="*", help="only these ids (default: every reading, or the file's statements)")
+    common(p, f"search budget per reading in seconds (default {DEFAULT_BUDGET_S:g})")
+    p.add_argument("--json", metavar="PATH", help="write the records, a JSON array, to PATH (atomically)")
+    p.set_defaults(func=cmd_verify)
+    p = sub.add_parser("search", help="run the counterexample search on one reading and show what it found")
+    p.add_argument("id")
+    common(p, f"search budget in seconds (default {DEFAULT_BUDGET_S:g})")
+    p.set_defaults(func=cmd_search)
+    p = sub.add_parser("cite", help="a sentence, the paper's BibTeX and the record hash for one reading")
+    p.add_argument("id")
+    common(p, f"search budget when no --records file is given (default {DEFAULT_BUDGET_S:g})")
+    p.add_argument("--records", metavar="PATH", help="take the record from this file (written by verify --json)")
+    p.set_defaults(func=cmd_cite)
     for name, module, func, help_ in (
         ("prove", "proofs.cli", "main", "replay the machine-checked derivations"),
         ("empirical", "empirical.cli", "main", "run the paper's experiments on a GPT-2-family model"),
@@ -61,6 +181,20 @@ def main(argv: list[str] | None = None) -> int:
     except AttnBoundsError as exc:
         print(f"attnbounds: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("attnbounds: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # output piped into `head` and the like: not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # an internal error: say so, with where it happened
+        import traceback
+
+        traceback.print_exc(limit=6, file=sys.stderr)
+        print(f"attnbounds: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

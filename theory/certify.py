@@ -1,0 +1,487 @@
+"""Certification: re-check one instance of a statement in interval arithmetic, and decide batches rigorously.
+
+:func:`certify` takes the exact float inputs of one instance, recomputes the weights and every
+quantity from its definition in balls (:mod:`theory.exact`, python-flint ``arb`` at 128 bits by
+default, ``mpmath.iv`` when flint is missing), checks the hypotheses that rounding could decide
+(simplex, top-N with exact ties, bounded logits) in balls, and evaluates the statement's sympy
+relation on the balls. The margin is ``rhs - lhs`` (minimum over conjuncts and, for per-token
+symbols, over tokens). Status:
+
+- ``violated``: the whole margin interval is below 0 and every hypothesis is certified to hold;
+- ``holds``: the whole margin interval is at or above 0;
+- ``inconclusive``: neither (an equality case, a tie that cannot be decided, a quantity that
+  cannot be bounded tightly enough); never a refutation;
+- ``not-applicable``: a hypothesis certainly fails on this instance.
+
+Expectations are exact when enumerated (``method="enumeration"``) or bounded for every sphere
+configuration; otherwise they come from Monte Carlo with a Hoeffding interval at level
+``1 - mc_level`` (``method="hoeffding"``, ``level`` recorded): such a "violated" is a statistical
+refutation and is labelled so.
+
+:func:`decide` is the rigorous comparison for batches: margins clearly positive in float64 are
+decided there, every other instance (negative, NaN, or within a relative band of 0) is certified.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from theory import exact as exact_mod
+from theory.errors import AttnBoundsError
+from theory.instance import Instance
+from theory.intervals import BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
+from theory.quantities import QUANTITIES, compute
+from theory.statement import Statement, _conjuncts
+
+STATUSES = ("violated", "holds", "inconclusive", "not-applicable")
+#: hypotheses re-checked in balls (their float checks could be fooled by rounding)
+BALL_HYPOTHESES = ("simplex", "top-N", "logits-bounded", "max-norm>=1")
+#: hypotheses whose float check is exact: structural, or comparisons of the exact input doubles
+EXACT_FLOAT_HYPOTHESES = ("softmax", "F-positive", "F-length-independent", "L>=2", "assumptions-1-2",
+                          "independent-heads", "independent-embeddings")
+#: hypotheses that the certified object satisfies by construction once the float check passes
+BY_CONSTRUCTION = {"unit-direction": "float check; the certificate normalises v exactly to unit length"}
+# Any other hypothesis (a user's, or a new one) is checked in float64 only, and a certificate that
+# depends on it is never "violated" (it says inconclusive, naming the hypothesis).
+#: default relative band of :func:`decide` (float margins above band * magnitude are "holds")
+BAND = 1e-6
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """The outcome of :func:`certify` for one instance (see module docstring for ``status``).
+
+    ``margin_lo``/``margin_hi`` are doubles rounded outward from the certified interval
+    (``*_text``: the exact endpoints in decimal); ``lhs``/``rhs`` are the balls at the worst
+    conjunct and token, ``scale`` bounds their magnitude and that of the quantity values in that
+    conjunct (the yardstick of :meth:`equality`); ``hypotheses`` says how each hypothesis was decided.
+    """
+
+    statement_id: str
+    status: str
+    margin_lo: float
+    margin_hi: float
+    margin_lo_text: str
+    margin_hi_text: str
+    lhs: str
+    rhs: str
+    worst: dict[str, int]
+    precision_bits: int
+    backend: str
+    method: str
+    level: float | None
+    weights: str
+    hypotheses: dict[str, str]
+    notes: tuple[str, ...]
+    scale: float
+    seconds: float = field(compare=False)
+
+    @property
+    def violated(self) -> bool:
+        return self.status == "violated"
+
+    @property
+    def statistical(self) -> bool:
+        return self.method == "hoeffding"
+
+    def equality(self, rel: float = 1e-15) -> bool:
+        """Inconclusive only because the margin is 0 to within ``rel`` of the sides (a tight bound's
+        equality case), not because of a statistical interval or an undecided hypothesis."""
+        if self.status != "inconclusive" or self.statistical or not math.isfinite(self.margin_lo):
+            return False
+        if any(v == "undecided" for v in self.hypotheses.values()):
+            return False
+        return max(-self.margin_lo, self.margin_hi) <= rel * max(self.scale, 1e-300)
+
+    def to_json(self, timing: bool = True) -> dict[str, Any]:
+        """A JSON-ready dict (``seconds`` left out when ``timing`` is False)."""
+        out = asdict(self)
+        out["notes"] = list(self.notes)
+        for key in ("margin_lo", "margin_hi", "scale"):
+            v = out[key]
+            out[key] = v if math.isfinite(v) else repr(v)
+        if not timing:
+            out.pop("seconds")
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Certificate":
+        d = dict(data)
+        d.setdefault("seconds", float("nan"))
+        d.setdefault("scale", float("nan"))  # written before the field existed
+        for key in ("margin_lo", "margin_hi", "scale"):
+            d[key] = float(d[key])
+        d["notes"] = tuple(d.get("notes", ()))
+        return cls(**d)
+
+
+def _statement(statement: Statement | str) -> Statement:
+    if isinstance(statement, Statement):
+        return statement
+    if isinstance(statement, str):
+        from theory import registry
+
+        return registry.get(statement)
+    raise AttnBoundsError(f"expected a Statement or a statement id, got {type(statement).__name__}")
+
+
+# -- hypotheses in balls -----------------------------------------------------------------------------
+def _tie_keys(ex: exact_mod.ExactInstance) -> list[Any]:
+    """Per token, a key such that equal keys imply exactly equal weights."""
+    inst = ex.inst
+    if ex.weights.startswith("recomputed") and ex.logit_source == "given":
+        return [float(v) for v in inst.logits[0]]
+    if ex.weights.startswith("recomputed"):
+        return [inst.k[0][i].tobytes() for i in range(ex.L)]
+    return [float(v) for v in inst.alpha[0]]
+
+
+def top_n_status(ex: exact_mod.ExactInstance) -> bool | None:
+    """True if the selection certainly holds N largest weights (exact ties allowed), False if certainly not."""
+    ops, sel, out = ex.ops, ex.sel, ex.out
+    if len(out) == 0:
+        return True
+    if ops.positive(ops.minimum(ex.alpha[sel]) - ops.maximum(ex.alpha[out])):
+        return True
+    keys = _tie_keys(ex)
+    status: bool | None = True
+    for i in out:
+        for j in sel:
+            if keys[i] == keys[j]:
+                continue
+            gap = ex.alpha[j] - ex.alpha[i]
+            if ops.positive(gap):
+                continue
+            if ops.negative(gap):
+                return False
+            status = None
+    return status
+
+
+def simplex_status(ex: exact_mod.ExactInstance) -> bool | None:
+    ops = ex.ops
+    if ex.weights.startswith("recomputed") and type(ex.inst.normaliser).__name__ == "SigmoidAttention":
+        total = ops.total(ex.alpha) - ops.num(1)
+        if ops.exact(total) and not ops.positive(ops.abs(total)):
+            return True
+        return False if (ops.positive(total) or ops.negative(total)) else None
+    # F / sum F with F = exp(log F) > 0 or relu >= 0 from the logits, or given weights (validated >= 0)
+    # renormalised: on the simplex by construction
+    return True
+
+
+def _sign_status(ops: Ops, b: Any) -> bool | None:
+    """True if ``b >= 0`` certainly, False if ``b < 0`` certainly, else None."""
+    return True if ops.nonnegative(b) else (False if ops.negative(b) else None)
+
+
+def logits_bounded_status(ex: exact_mod.ExactInstance, by_construction: set[str]) -> bool | None:
+    if "a" in by_construction:
+        return True
+    ops = ex.ops
+    a = ex.param("a")
+    status: bool | None = True
+    for l in ex.logits:
+        slack = a - ops.abs(l)
+        if ops.negative(slack):
+            return False
+        if not ops.nonnegative(slack):
+            status = None
+    return status
+
+
+# -- the relation on balls ---------------------------------------------------------------------------
+@functools.lru_cache(maxsize=512)
+def _structure(st: Statement) -> tuple[tuple[str, ...], tuple[Any, ...], tuple[tuple[str, ...], ...]]:
+    """The statement's free names, its conjuncts, and each conjunct's quantity symbols (cached)."""
+    from theory.statement import _free_names
+
+    conj = tuple(_conjuncts(st.relation))
+    terms = tuple(tuple(sorted(n for n in _free_names(c) if n in st.bindings)) for c in conj)
+    return tuple(sorted(st.symbols())), conj, terms
+
+
+def _environment(st: Statement, ex: exact_mod.ExactInstance) -> tuple[dict[str, Any], dict[str, Any]]:
+    env: dict[str, Any] = {}
+    selected: dict[str, Any] = {}
+    for name in _structure(st)[0]:
+        qname = st.bindings.get(name)
+        if qname is None:
+            env[name] = ex.param(name)
+        elif QUANTITIES[qname].shape == "BN":
+            selected[name] = exact_mod.value(qname, ex)
+        else:
+            env[name] = exact_mod.value(qname, ex)
+    return env, selected
+
+
+@dataclass
+class _Margin:
+    ball: Any
+    lhs: Any
+    rhs: Any
+    conjunct: int
+    token: int
+    scale: float = 0.0  # the magnitude of the worst conjunct's sides and quantity values
+
+
+def _margin(st: Statement, ex: exact_mod.ExactInstance) -> _Margin:
+    ops = ex.ops
+    env, selected = _environment(st, ex)
+    evaluate = BallEvaluator(ops, env, selected, ex.N)
+    lows, highs, worst = [], [], None
+    _, conjuncts, terms = _structure(st)
+    for c, rel in enumerate(conjuncts):
+        lhs, rhs = evaluate(rel.lhs), evaluate(rel.rhs)
+        lhs_a, rhs_a = np.broadcast_arrays(np.atleast_1d(np.asarray(lhs, dtype=object)),
+                                           np.atleast_1d(np.asarray(rhs, dtype=object)))
+        for t in range(lhs_a.shape[0]):
+            m = rhs_a[t] - lhs_a[t]
+            if not ops.is_finite(m):
+                raise PrecisionLoss(f"the margin is not finite (conjunct {c}, token {t}): lhs {ops.text(lhs_a[t])}, "
+                                  f"rhs {ops.text(rhs_a[t])}")
+            lows.append(ops.lower(m))
+            highs.append(ops.upper(m))
+            if worst is None or ops.positive(worst[0] - highs[-1]):
+                worst = (highs[-1], _Margin(m, lhs_a[t], rhs_a[t], c, t if lhs_a.shape[0] > 1 else -1))
+    assert worst is not None
+    lo = ops.minimum(np.array(lows, dtype=object))
+    hi = ops.minimum(np.array(highs, dtype=object))
+    out = worst[1]
+    out.ball = ops.hull(lo, hi)
+    values = [out.lhs, out.rhs, *(v for n in terms[out.conjunct] for v in np.ravel(np.asarray(
+        env.get(n, selected.get(n)), dtype=object)))]
+    out.scale = max(ops.upper_float(ops.abs(v)) for v in values)
+    return out
+
+
+def _relative_width(ops: Ops, m: _Margin) -> float:
+    return (ops.upper_float(m.ball) - ops.lower_float(m.ball)) / max(m.scale, 1e-300)
+
+
+def certify(statement: Statement | str, inst: Instance, index: int = 0, *, precision_bits: int = 128,
+            max_bits: int = 512, enumeration_limit: int = exact_mod.ENUMERATION_LIMIT,
+            backend_name: str | None = None) -> Certificate:
+    """Re-check instance ``index`` of ``inst`` against ``statement`` in interval arithmetic (module docstring).
+
+    Precision doubles from ``precision_bits`` up to ``max_bits`` while the answer is inconclusive
+    and the margin interval is wider than ``2**(-bits/4)`` relative to the sides (precision lost
+    to cancellation); an interval that is tight but straddles 0 (an equality case) stops at once.
+    """
+    start = time.perf_counter()
+    st = _statement(statement)
+    if not isinstance(inst, Instance):
+        raise AttnBoundsError(f"certify needs a theory.instance.Instance, got {type(inst).__name__}")
+    if not isinstance(index, (int, np.integer)) or not -inst.B <= index < inst.B:
+        raise AttnBoundsError(f"index must be an integer in [0, {inst.B}), got {index!r}")
+    if precision_bits < 53 or max_bits < precision_bits:
+        raise AttnBoundsError(f"need 53 <= precision_bits <= max_bits, got {precision_bits}, {max_bits}")
+    ops = backend(backend_name)
+    one = inst.take(int(index))
+    defaulted = {n for n, v in st.defaults.items() if n not in one.params and isinstance(v, str)}
+    one = st.prepare(one)
+    float_ok, failed = st.check_hypotheses(one)
+    failed_ids = set(failed[0])
+    hyp_report = {h.id: ("" if h.id in BALL_HYPOTHESES else BY_CONSTRUCTION.get(h.id, "float check"))
+                  for h in st.hypotheses}
+    float_only = [h.id for h in st.hypotheses if h.id not in (*BALL_HYPOTHESES, *EXACT_FLOAT_HYPOTHESES, *BY_CONSTRUCTION)]
+    for h in float_only:
+        hyp_report[h] = "float check only (not certified)"
+    base = dict(statement_id=st.id, weights="", worst={"conjunct": -1, "token": -1}, level=None)
+
+    def finish(status: str, bits: int, m: _Margin | None, ex: exact_mod.ExactInstance | None, notes: list[str],
+               method: str) -> Certificate:
+        if m is None:
+            nan = float("nan")
+            lo_f = hi_f = scale = nan
+            lo_t = hi_t = lhs = rhs = "nan"
+            worst = base["worst"]
+        else:
+            scale = m.scale
+            lo_f, hi_f = ops.lower_float(m.ball), ops.upper_float(m.ball)
+            lo_t, hi_t = ops.endpoint_text(ops.lower(m.ball), 25), ops.endpoint_text(ops.upper(m.ball), 25)
+            lhs, rhs = ops.text(m.lhs, 25), ops.text(m.rhs, 25)
+            worst = {"conjunct": m.conjunct, "token": m.token}
+        return Certificate(st.id, status, lo_f, hi_f, lo_t, hi_t, lhs, rhs, worst, bits, ops.name, method,
+                           None if ex is None else ex.level, "" if ex is None else ex.weights, dict(hyp_report),
+                           tuple(notes + ([] if ex is None else ex.notes)), scale, time.perf_counter() - start)
+
+    structural = failed_ids - set(BALL_HYPOTHESES)
+    if structural:
+        for h in structural:
+            hyp_report[h] = "fails (float check)"
+        return finish("not-applicable", precision_bits, None, None, [f"hypotheses fail: {sorted(structural)}"], ops.name)
+
+    bits = precision_bits
+    while True:
+        notes: list[str] = []
+        with ops.precision(bits):
+            try:
+                ex = exact_mod.exact_instance(one, ops, enumeration_limit=enumeration_limit)
+                for name in defaulted:
+                    ex.params[name] = exact_mod.value(st.defaults[name], ex)
+                statuses = {}
+                for h in st.hypotheses:
+                    if h.id == "simplex":
+                        statuses[h.id] = simplex_status(ex)
+                    elif h.id == "top-N":
+                        statuses[h.id] = top_n_status(ex)
+                    elif h.id == "logits-bounded":
+                        statuses[h.id] = logits_bounded_status(ex, defaulted)
+                    elif h.id == "max-norm>=1":
+                        statuses[h.id] = _sign_status(ops, exact_mod.value("max_norm", ex) - ops.num(1))
+                for hid, s in statuses.items():
+                    hyp_report[hid] = {True: "certified", False: "fails (certified)", None: "undecided"}[s]
+                if any(s is False for s in statuses.values()):
+                    return finish("not-applicable", bits, None, ex, [], _method(ops, ex))
+                m = _margin(st, ex)
+                if not ops.negative(ops.upper(m.ball)) and not ops.nonnegative(ops.lower(m.ball)):
+                    # undecided by the every-configuration bounds: Monte Carlo (statistical, labelled)
+                    if exact_mod.refine_sphere(ex):
+                        m = _margin(st, ex)
+            except Unsupported as exc:
+                if isinstance(exc, PrecisionLoss) and bits * 2 <= max_bits:
+                    bits *= 2
+                    continue
+                return finish("inconclusive", bits, None, None, [f"cannot certify: {exc}"], ops.name)
+            undecided = [hid for hid, s in statuses.items() if s is None]
+            if ops.negative(ops.upper(m.ball)):
+                status = "violated"
+                if undecided or float_only:
+                    status = "inconclusive"
+                    notes.append(f"the margin is negative but hypotheses {undecided + float_only} could not be certified")
+            elif ops.nonnegative(ops.lower(m.ball)):
+                status = "holds"
+            else:
+                status = "inconclusive"
+                notes.append("the margin interval contains 0")
+            statistical = "hoeffding" in ex.methods
+            if (status == "inconclusive" and not statistical and not undecided and bits * 2 <= max_bits
+                    and _relative_width(ops, m) > 2.0 ** (-bits / 4)):
+                bits *= 2
+                continue
+            return finish(status, bits, m, ex, notes, _method(ops, ex))
+
+
+def _method(ops: Ops, ex: exact_mod.ExactInstance) -> str:
+    if "hoeffding" in ex.methods:
+        return "hoeffding"
+    if "enumeration" in ex.methods:
+        return "enumeration"
+    return ops.name
+
+
+# -- batches -----------------------------------------------------------------------------------------
+#: float kernels that lose accuracy to cancellation: their magnitude for the band is this bound
+def _scale_hints(inst: Instance) -> dict[str, np.ndarray]:
+    hints: dict[str, np.ndarray] = {}
+    if inst.x is not None and inst.N is not None:
+        A = compute("A_norm", inst)
+        hints["dtilde_R1"] = hints["E_dtilde_R1"] = A * (inst.L - inst.N + 1)
+        hints["E_dtilde_R2"] = 3 * A
+        hints["jensen_gap_bound"] = A * inst.L
+        hints["d_1"] = 2 * np.sqrt(np.einsum("bld,bld->bl", inst.x, inst.x)).max(-1)
+    if "eps" in inst.params and inst.logits is not None:
+        T = np.asarray(inst.params.get("T", np.ones(inst.B)))
+        eps = inst.params["eps"]
+        hints["g_fd"] = 1e-8 * (1 + np.abs(inst.logits).max(-1) / T) * math.sqrt(inst.L) / eps
+    return hints
+
+
+def magnitude(statement: Statement | str, inst: Instance) -> np.ndarray:
+    """Per instance, a magnitude of the statement's terms without cancellation (the scale of :func:`decide`'s band).
+
+    Symbols take ``|value|`` (or, for kernels that cancel, a bound on their inputs); ``+`` adds
+    magnitudes, ``*`` multiplies them, functions take ``|f(value)|`` times the argument's
+    magnitude (at least 1); the result is the largest ``mag(lhs) + mag(rhs)`` over conjuncts and tokens.
+    """
+    st = _statement(statement)
+    inst = st.prepare(inst)
+    hints = _scale_hints(inst)
+    env = st._env(inst, "mid")
+    mags = {}
+    for name, v in env.items():
+        q = st.bindings.get(name)
+        mags[name] = np.abs(v)
+        if q in hints:
+            h = hints[q]
+            mags[name] = np.maximum(mags[name], h[:, None] if h.ndim == 1 else h)
+    out = np.zeros(inst.B)
+    for rel in _conjuncts(st.relation):
+        total = _mag(rel.lhs, env, mags) + _mag(rel.rhs, env, mags)
+        total = np.broadcast_to(total, (inst.B, np.shape(total)[-1] if np.ndim(total) == 2 else 1))
+        out = np.maximum(out, np.nan_to_num(total.max(-1), nan=np.inf))
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(node: sp.Basic) -> Any:
+    from theory.statement import _Compiled, _indexed_to_symbol
+
+    return _Compiled(_indexed_to_symbol(node))
+
+
+def _value(node: sp.Basic, env: dict[str, np.ndarray]) -> np.ndarray:
+    return _compiled(node)(env)
+
+
+def _mag(node: sp.Basic, env: dict[str, np.ndarray], mags: dict[str, np.ndarray]) -> Any:
+    with np.errstate(all="ignore"):
+        if node.is_Number or node.is_NumberSymbol:
+            return abs(float(node))
+        if isinstance(node, (sp.Symbol, sp.Indexed)):
+            return mags[str(node.base) if isinstance(node, sp.Indexed) else str(node)]
+        if isinstance(node, (sp.Add, sp.Min, sp.Max)):
+            parts = [_mag(a, env, mags) for a in node.args]
+            return sum(parts) if isinstance(node, sp.Add) else np.maximum.reduce(np.broadcast_arrays(*parts))
+        if isinstance(node, sp.Mul):
+            return np.prod(np.broadcast_arrays(*[_mag(a, env, mags) for a in node.args]), axis=0)
+        if isinstance(node, sp.Abs):
+            return _mag(node.args[0], env, mags)
+        if isinstance(node, sp.Pow) and node.args[1].is_Number and node.args[1] > 0:
+            return _mag(node.args[0], env, mags) ** float(node.args[1])
+        if isinstance(node, sp.Piecewise):
+            parts = [_mag(e, env, mags) for e, _ in node.args]
+            return np.maximum.reduce(np.broadcast_arrays(*parts))
+        if isinstance(node, sp.Sum):
+            inner = _mag(node.function, env, mags)
+            return np.sum(inner, axis=-1, keepdims=True) if np.ndim(inner) == 2 else inner
+        arg = max((_mag(a, env, mags) for a in node.args), key=lambda a: np.max(a) if np.size(a) else 0, default=1.0)
+        return np.abs(_value(node, env)) * np.maximum(arg, 1.0)
+
+
+def decide(statement: Statement | str, inst: Instance, *, band: float = BAND, **certify_kwargs: Any) -> np.ndarray:
+    """Per-instance status (:data:`STATUSES`) for a batch: float64 where the margin is far above 0, else :func:`certify`.
+
+    An instance is decided "holds" in float64 when its margin (the lower end of the Monte Carlo
+    interval for expectations) exceeds ``band * magnitude`` (:func:`magnitude`); "not-applicable"
+    when a hypothesis fails in float64; everything else, including every negative margin, goes
+    through :func:`certify`, so "violated" is always certified and an equality case is never
+    reported violated because of rounding.
+    """
+    st = _statement(statement)
+    if not isinstance(inst, Instance):
+        raise AttnBoundsError(f"decide needs a theory.instance.Instance, got {type(inst).__name__}")
+    if not (isinstance(band, (int, float)) and 0 <= band < 1):
+        raise AttnBoundsError(f"band must be a number in [0, 1), got {band!r}")
+    prepared = st.prepare(inst)
+    ok, _ = st.check_hypotheses(prepared)
+    out = np.full(inst.B, "not-applicable", dtype=object)
+    app = np.flatnonzero(ok)
+    if len(app) == 0:
+        return out
+    sub = prepared if len(app) == inst.B else prepared.take(app)  # one instance object: quantities computed once
+    lo = st.evaluate(sub).margin_lo
+    mag = magnitude(st, sub)
+    clear = np.isfinite(lo) & (lo > band * mag) & np.isfinite(mag)
+    out[app[clear]] = "holds"
+    for b in app[~clear]:
+        out[b] = certify(st, inst, int(b), **certify_kwargs).status
+    return out

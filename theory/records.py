@@ -1,0 +1,370 @@
+"""Verdict records: one JSON object per reading, the thing a user cites.
+
+A record holds the verdict (:data:`VERDICTS`), the statement as printed and as sympy ``srepr``,
+its hypotheses, the counterexample with exact values and its certificate, the tightest instance
+found (best ratio ``lhs / rhs`` and its witness), the search budget and seed, library versions,
+the git commit and the paper version. Everything that depends on the clock lives in the ``timing``
+sub-object; the ``content_hash`` is the sha256 of the canonical JSON of the rest, so the same seed
+and budget give byte-identical records apart from ``timing``. :data:`SCHEMA` documents the format
+(a JSON Schema), :func:`validate` checks a record against it. Files are written atomically.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import platform
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from theory.errors import AttnBoundsError
+
+FORMAT = "attnbounds.record"
+VERSION = 1
+VERDICTS = ("PROVED", "VERIFIED", "REFUTED", "UNDECIDED", "NOT-APPLICABLE", "ERROR")
+
+PAPER = {
+    "title": "Limitations of Normalization in Attention Mechanism",
+    "authors": ["Timur Mudarisov", "Mikhail Burtsev", "Tatiana Petrova", "Radu State"],
+    "arxiv": "arXiv:2508.17821",
+    "bibtex_key": "mudarisov2025limitations",
+}
+BIBTEX = """@article{mudarisov2025limitations,
+  title         = {Limitations of Normalization in Attention Mechanism},
+  author        = {Mudarisov, Timur and Burtsev, Mikhail and Petrova, Tatiana and State, Radu},
+  journal       = {arXiv preprint arXiv:2508.17821},
+  year          = {2025},
+  eprint        = {2508.17821},
+  archivePrefix = {arXiv},
+  primaryClass  = {cs.LG},
+  url           = {https://arxiv.org/abs/2508.17821}
+}"""
+
+_NULL = {"type": "null"}
+_STR = {"type": "string"}
+_NUM = {"type": ["number", "string"]}  # non-finite floats are written as strings
+_OBJ = {"type": "object"}
+
+#: JSON Schema (draft 2020-12 subset) of a record; :func:`validate` implements the subset used.
+SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "attnbounds verdict record",
+    "type": "object",
+    "required": ["format", "version", "id", "verdict", "reason", "statement", "hypotheses", "paper", "proof",
+                 "counterexample", "tightness", "search", "software", "git", "content_hash", "timing"],
+    "additionalProperties": False,
+    "properties": {
+        "format": {"enum": [FORMAT]},
+        "version": {"enum": [VERSION]},
+        "id": _STR,
+        "verdict": {"enum": list(VERDICTS)},
+        "reason": _STR,
+        "statement": {
+            "type": "object",
+            "required": ["id", "title", "latex", "srepr", "formula", "where", "bindings", "defaults", "kind",
+                         "expectation_over", "notes", "citation", "source"],
+            "additionalProperties": False,
+            "properties": {
+                "id": _STR, "title": _STR, "latex": _STR, "srepr": _STR, "formula": _STR,
+                "where": {"type": "object", "additionalProperties": _STR},
+                "bindings": {"type": "object", "additionalProperties": _STR},
+                "defaults": _OBJ, "kind": {"enum": ["deterministic", "expectation"]},
+                "expectation_over": {"type": ["string", "null"]}, "notes": _STR,
+                "citation": {"type": "object", "required": ["numbering", "arxiv", "version"]},
+                "source": {"enum": ["paper", "user"]},
+            },
+        },
+        "hypotheses": {"type": "array", "items": {"type": "object", "required": ["id", "description"],
+                                                  "properties": {"id": _STR, "description": _STR}}},
+        "paper": {"type": "object", "required": ["title", "arxiv", "version", "bibtex_key"]},
+        "proof": {"anyOf": [_NULL, {"type": "object", "required": ["name", "result", "ok", "complete", "checked",
+                                                                    "cited", "prose"]}]},
+        "counterexample": {"anyOf": [_NULL, {
+            "type": "object", "required": ["instance", "certificate", "statistical", "candidate_rank"],
+            "properties": {"instance": {"type": "object", "required": ["format", "alpha"]},
+                           "certificate": {"type": "object", "required": ["status", "margin_lo", "margin_hi", "method",
+                                                                          "precision_bits"]},
+                           "statistical": {"type": "boolean"}, "candidate_rank": {"type": "integer"}}}]},
+        "tightness": {"type": "object", "required": ["best_ratio", "best_margin", "witness", "certificate", "equality"],
+                      "properties": {"best_ratio": {"type": ["number", "string", "null"]},
+                                     "best_margin": {"type": ["number", "string", "null"]},
+                                     "witness": {"type": ["object", "null"]},
+                                     "certificate": {"type": ["object", "null"]},
+                                     "equality": {"type": ["boolean", "null"]}}},
+        "search": {"type": "object", "required": ["budget_s", "seed", "tried", "by_method", "candidates"],
+                   "properties": {"budget_s": _NUM, "seed": {"type": "integer"}, "tried": {"type": "integer"},
+                                  "by_method": _OBJ, "candidates": {"type": "array"}}},
+        "software": {"type": "object", "required": ["attnbounds", "python", "numpy", "sympy", "mpmath", "flint", "torch"]},
+        "git": {"type": "object", "required": ["commit", "dirty"],
+                "properties": {"commit": {"type": ["string", "null"]}, "dirty": {"type": ["boolean", "null"]}}},
+        "content_hash": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+        "timing": {"type": "object", "additionalProperties": {"type": ["number", "string", "null"]}},
+    },
+}
+
+
+# -- canonical JSON ------------------------------------------------------------------------------------
+def canonical(value: Any) -> Any:
+    """Plain JSON types only: numpy scalars and arrays converted, non-finite floats as strings."""
+    if isinstance(value, dict):
+        return {str(k): canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return canonical(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return v if math.isfinite(v) else repr(v)
+    if value is None or isinstance(value, str):
+        return value
+    raise AttnBoundsError(f"cannot write {type(value).__name__} {value!r:.60} into a record")
+
+
+def dumps(value: Any, *, indent: int | None = 2) -> str:
+    """Deterministic JSON text: sorted keys, shortest round-trip floats, no NaN literals."""
+    return json.dumps(canonical(value), sort_keys=True, indent=indent, ensure_ascii=False, allow_nan=False,
+                      separators=(",", ":") if indent is None else (",", ": "))
+
+
+def content_hash(data: dict[str, Any]) -> str:
+    """``sha256:...`` of the canonical JSON of a record without ``timing`` and ``content_hash``."""
+    body = {k: v for k, v in data.items() if k not in ("timing", "content_hash")}
+    return "sha256:" + hashlib.sha256(dumps(body, indent=None).encode()).hexdigest()
+
+
+def write_json(path: str | os.PathLike[str], value: Any) -> Path:
+    """Write ``value`` as deterministic JSON atomically (a temporary file in the same folder, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(dumps(value) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+# -- provenance ----------------------------------------------------------------------------------------
+def _version(module: str) -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version({"flint": "python-flint"}.get(module, module))
+    except Exception:  # not installed
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def software() -> dict[str, Any]:
+    """Versions of the libraries a verdict depends on (``None`` when not installed)."""
+    return {"attnbounds": _version("attnbounds"), "python": platform.python_version(), "numpy": _version("numpy"),
+            "sympy": _version("sympy"), "mpmath": _version("mpmath"), "flint": _version("flint"),
+            "scipy": _version("scipy"), "torch": _version("torch")}
+
+
+@functools.lru_cache(maxsize=1)
+def git_state() -> dict[str, Any]:
+    """``{"commit", "dirty"}`` of the source tree holding this package (``None`` outside a git checkout)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        if commit.returncode != 0:
+            return {"commit": None, "dirty": None}
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                capture_output=True, text=True, timeout=10)
+        return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+# -- the record ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Record:
+    """One reading's verdict with its provenance (``data`` is the JSON object; see :data:`SCHEMA`)."""
+
+    data: dict[str, Any] = field(repr=False)
+
+    @property
+    def id(self) -> str:
+        return self.data["id"]
+
+    @property
+    def verdict(self) -> str:
+        return self.data["verdict"]
+
+    @property
+    def content_hash(self) -> str:
+        return self.data["content_hash"]
+
+    @property
+    def reason(self) -> str:
+        return self.data["reason"]
+
+    @property
+    def best_ratio(self) -> float | None:
+        v = self.data["tightness"]["best_ratio"]
+        return None if v is None else float(v)
+
+    @property
+    def tried(self) -> int:
+        return int(self.data["search"]["tried"])
+
+    @property
+    def wall_s(self) -> float:
+        return float(self.data["timing"].get("wall_s", float("nan")))
+
+    def to_json(self) -> dict[str, Any]:
+        return self.data
+
+    def dumps(self) -> str:
+        return dumps(self.data)
+
+    @classmethod
+    def build(cls, **fields: Any) -> "Record":
+        """A record from its fields (everything in :data:`SCHEMA` but ``format``, ``version``, ``content_hash``)."""
+        data = canonical({"format": FORMAT, "version": VERSION, **fields})
+        data["content_hash"] = content_hash(data)
+        problems = validate(data)
+        if problems:
+            raise AttnBoundsError("internal error: the record does not match its schema: " + "; ".join(problems))
+        return cls(data)
+
+    @classmethod
+    def from_json(cls, data: Any) -> "Record":
+        """A record read back; raises naming the first schema problems or a hash mismatch."""
+        problems = validate(data)
+        if problems:
+            raise AttnBoundsError("not a valid attnbounds record: " + "; ".join(problems[:5]))
+        if content_hash(data) != data["content_hash"]:
+            raise AttnBoundsError(f"record {data['id']!r}: content hash mismatch (the record was edited)")
+        return cls(data)
+
+
+def save(path: str | os.PathLike[str], records: Iterable[Record]) -> Path:
+    """Write records as one JSON array, atomically."""
+    return write_json(path, [r.to_json() for r in records])
+
+
+def load(path: str | os.PathLike[str]) -> list[Record]:
+    """Read a JSON array of records (as written by :func:`save` or ``attnbounds verify --json``)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise AttnBoundsError(f"cannot read records file {str(path)!r}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise AttnBoundsError(f"records file {str(path)!r} is not JSON: {exc}") from None
+    if not isinstance(data, list):
+        raise AttnBoundsError(f"records file {str(path)!r} must hold a JSON array of records")
+    return [Record.from_json(d) for d in data]
+
+
+# -- a small JSON Schema validator -------------------------------------------------------------------------
+_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, _TYPES[kind])
+
+
+def validate(value: Any, schema: dict[str, Any] = SCHEMA, path: str = "$") -> list[str]:
+    """Problems of ``value`` against ``schema`` (empty when valid).
+
+    Supports the keywords the record schema uses: ``type`` (a name or a list), ``enum``,
+    ``required``, ``properties``, ``additionalProperties`` (bool or schema), ``items``,
+    ``anyOf`` and ``pattern``.
+    """
+    import re
+
+    out: list[str] = []
+    if "anyOf" in schema:
+        if all(validate(value, s, path) for s in schema["anyOf"]):
+            out.append(f"{path}: matches none of the allowed forms")
+        return out
+    kinds = schema.get("type")
+    if kinds is not None:
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if not any(_is(value, k) for k in kinds):
+            return [f"{path}: expected {' or '.join(kinds)}, got {type(value).__name__}"]
+    if "enum" in schema and value not in schema["enum"]:
+        out.append(f"{path}: {value!r} is not one of {schema['enum']}")
+    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
+        out.append(f"{path}: {value!r} does not match {schema['pattern']}")
+    if isinstance(value, dict):
+        for key in schema.get("required", ()):
+            if key not in value:
+                out.append(f"{path}: missing required key {key!r}")
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        for key, item in value.items():
+            if key in props:
+                out += validate(item, props[key], f"{path}.{key}")
+            elif extra is False:
+                out.append(f"{path}: unexpected key {key!r}")
+            elif isinstance(extra, dict):
+                out += validate(item, extra, f"{path}.{key}")
+    if isinstance(value, list) and "items" in schema:
+        for k, item in enumerate(value):
+            out += validate(item, schema["items"], f"{path}[{k}]")
+    return out
+
+
+# -- citing ----------------------------------------------------------------------------------------------
+def _fmt(v: Any) -> str:
+    return "n/a" if v is None else (f"{float(v):.6g}" if not isinstance(v, str) else v)
+
+
+def citation_sentence(record: Record) -> str:
+    """One sentence a paper can use, stating what attnbounds established and how."""
+    d = record.data
+    st, search = d["statement"], d["search"]
+    what = f"the reading {d['id']} of {st['citation']['numbering']} of {PAPER['arxiv']} ({st['citation']['version']})"
+    if st["source"] == "user":
+        what = f"the user-declared bound {d['id']} ({st['citation']['numbering']})"
+    sw = f"attnbounds {d['software']['attnbounds'] or '(development version)'}"
+    searched = (f"a seeded counterexample search (seed {search['seed']}, budget {_fmt(search['budget_s'])} s, "
+                f"{search['tried']} instances")
+    ratio = d["tightness"]["best_ratio"]
+    tight = f", largest lhs/rhs found {_fmt(ratio)}" if ratio is not None else ""
+    verdict = d["verdict"]
+    if verdict == "PROVED":
+        p = d["proof"]
+        body = (f"is proved by the machine-replayed derivation {p['name']} ({p['checked']} checked and {p['cited']} "
+                f"cited steps) and survived {searched}{tight})")
+    elif verdict == "VERIFIED":
+        body = f"survived {searched}{tight}); this is evidence, not a proof"
+    elif verdict == "REFUTED":
+        c = d["counterexample"]["certificate"]
+        how = (f"a Monte Carlo interval at confidence level {c['level']} (a statistical refutation)"
+               if d["counterexample"]["statistical"] else
+               f"{c['backend']} interval arithmetic at {c['precision_bits']} bits")
+        body = (f"is false: {searched}) found a counterexample whose margin rhs - lhs lies in "
+                f"[{_fmt(c['margin_lo'])}, {_fmt(c['margin_hi'])}], certified by {how}")
+    elif verdict == "NOT-APPLICABLE":
+        body = f"could not be tested: {d['reason']}"
+    elif verdict == "UNDECIDED":
+        body = f"is undecided after {searched}): {d['reason']}"
+    else:
+        body = f"produced an internal error ({d['reason']}); do not cite it"
+    return f"With {sw}, {what} {body} (record {d['content_hash']})."

@@ -1,0 +1,290 @@
+"""Verdicts: search each reading for a counterexample, certify it, consult the proofs, write a record.
+
+For each statement (:func:`verify_statement`):
+
+1. the derivation in ``proofs/`` (when one exists) is replayed; it counts only if it replays
+   ``ok`` and ``complete`` (no prose step);
+2. the counterexample search (:func:`theory.search.search`) runs under the budget and seed;
+3. its candidates are certified in order (:func:`theory.certify.certify`) until one is a
+   certified violation, preferring a deterministic certificate to a Monte Carlo one;
+4. the tightest instance found (largest lhs / rhs) is certified too (tightness, equality).
+
+Verdicts: REFUTED (a certified counterexample), PROVED (a complete replayed derivation and no
+counterexample), VERIFIED (searched with the budget, nothing found), UNDECIDED (candidates that
+cannot be certified either way, or too little searched; the reason says what was tried),
+NOT-APPLICABLE (no instance the search could build satisfies the hypotheses), ERROR (an internal
+contradiction, e.g. a PROVED reading with a certified counterexample, or a crash; never hidden).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import traceback
+from typing import Any, Callable, Iterable
+
+from theory.certify import Certificate, certify
+from theory.errors import AttnBoundsError
+from theory.instance import Instance
+from theory.records import PAPER, Record, git_state, software
+from theory.serialize import instance_to_json
+from theory.statement import PAPER_VERSION, Statement
+
+#: default search budget per reading (seconds): every reading in well under 10 minutes on 2 cores
+DEFAULT_BUDGET_S = 7.0
+#: candidates certified per reading at most
+MAX_CANDIDATES = 16
+#: fewer instances than this evaluated is "too little searched" (UNDECIDED)
+MIN_TRIED = 100
+
+SearchFn = Callable[..., Any]
+ProverFn = Callable[[str], "tuple[str, Any] | None"]
+_TIMING_KEY = re.compile(r"(^|_)(s|seconds|secs|time|wall|wall_s|elapsed|rate|per_s|throughput)$|seconds|wall")
+
+
+def default_search() -> SearchFn:
+    """:func:`theory.search.search` (imported when first needed)."""
+    try:
+        from theory.search import search
+    except ImportError as exc:
+        raise RuntimeError(f"the counterexample search (theory.search) cannot be imported: {exc}") from exc
+    return search
+
+
+def default_prover(statement_id: str) -> tuple[str, Any] | None:
+    """``(derivation name, replay)`` from ``proofs/`` for this reading, or None."""
+    try:
+        import proofs
+    except ImportError:
+        return None
+    try:
+        derivation = proofs.get(statement_id)
+    except AttnBoundsError:  # not a registered reading (a user's statement)
+        return None
+    if derivation is None:
+        return None
+    return derivation.name, proofs.replay(statement_id)
+
+
+def _split_timing(by_method: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``by_method`` without clock-dependent entries, and those entries flattened for ``timing``."""
+    clean: dict[str, Any] = {}
+    timing: dict[str, Any] = {}
+    for method, info in (by_method or {}).items():
+        if not isinstance(info, dict):
+            clean[str(method)] = info
+            continue
+        keep = {}
+        for key, value in info.items():
+            if _TIMING_KEY.search(str(key)) and isinstance(value, (int, float)):
+                timing[f"search.{method}.{key}"] = value
+            else:
+                keep[str(key)] = value
+        clean[str(method)] = keep
+    return clean, timing
+
+
+def _applicable(by_method: dict[str, Any]) -> int | None:
+    """Instances satisfying the hypotheses, summed over methods that report it (None: none report)."""
+    counts = [info["applicable"] for info in by_method.values() if isinstance(info, dict) and "applicable" in info]
+    return int(sum(counts)) if counts else None
+
+
+def _certificate_summary(rank: int, cert: Certificate) -> dict[str, Any]:
+    return {"rank": rank, "status": cert.status, "method": cert.method, "margin_lo": cert.margin_lo,
+            "margin_hi": cert.margin_hi, "statistical": cert.statistical, "equality": cert.equality()}
+
+
+def statement_json(st: Statement, source: str) -> dict[str, Any]:
+    import sympy as sp
+
+    return {"id": st.id, "title": st.title, "latex": st.latex, "srepr": sp.srepr(st.relation), "formula": st.formula,
+            "where": st.where(), "bindings": dict(sorted(st.bindings.items())),
+            "defaults": {k: (v if isinstance(v, str) else float(v)) for k, v in sorted(st.defaults.items())},
+            "kind": st.kind, "expectation_over": st.expectation_over, "notes": st.notes,
+            "citation": {"numbering": st.citation.numbering, "arxiv": st.citation.arxiv, "version": st.citation.version},
+            "source": source}
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:.4g}"
+
+
+def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0, source: str = "paper",
+                     search: SearchFn | None = None, prover: ProverFn | None = None,
+                     max_candidates: int = MAX_CANDIDATES, min_tried: int = MIN_TRIED) -> Record:
+    """The record of one statement (module docstring). Crashes become ERROR records, never silence."""
+    start = time.perf_counter()
+    timing: dict[str, Any] = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    fields: dict[str, Any] = {
+        "id": st.id, "statement": statement_json(st, source),
+        "hypotheses": [{"id": h.id, "description": h.description} for h in st.hypotheses],
+        "paper": {**PAPER, "version": PAPER_VERSION}, "proof": None, "counterexample": None,
+        "tightness": {"best_ratio": None, "best_margin": None, "witness": None, "certificate": None, "equality": None},
+        "search": {"budget_s": float(budget_s), "seed": int(seed), "tried": 0, "by_method": {}, "candidates": []},
+        "software": dict(software()), "git": dict(git_state()),
+    }
+    try:
+        verdict, reason = _decide(st, fields, timing, budget_s=budget_s, seed=seed, search=search or default_search(),
+                                  prover=prover or default_prover, max_candidates=max_candidates, min_tried=min_tried)
+    except Exception as exc:  # an internal failure must show up in the record, not vanish
+        verdict = "ERROR"
+        reason = f"internal error while verifying: {type(exc).__name__}: {exc}"
+        timing["traceback"] = traceback.format_exc(limit=8)
+    timing["wall_s"] = time.perf_counter() - start
+    return Record.build(**fields, verdict=verdict, reason=reason, timing=timing)
+
+
+def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, budget_s: float, seed: int,
+            search: SearchFn, prover: ProverFn, max_candidates: int, min_tried: int) -> tuple[str, str]:
+    notes: list[str] = []
+    proved_by = None
+    t = time.perf_counter()
+    found = prover(st.id)
+    if found is not None:
+        name, rep = found
+        fields["proof"] = {"name": name, "result": rep.result, "ok": bool(rep.ok), "complete": bool(rep.complete),
+                           "checked": int(rep.checked), "cited": int(rep.cited), "prose": int(rep.prose),
+                           "sharp": rep.sharp}
+        if rep.ok and rep.complete:
+            proved_by = name
+        elif not rep.ok:
+            notes.append(f"derivation {name} FAILED to replay ({len(rep.failures)} failing steps)")
+        else:
+            notes.append(f"derivation {name} replays only modulo {rep.prose} prose steps, which does not count as a proof")
+    timing["proof_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    try:
+        res = search(st, budget_s=budget_s, seed=seed, progress=False)
+    except AttnBoundsError as exc:  # the statement asks for something no instance family provides
+        timing["search_s"] = time.perf_counter() - t
+        verdict = "PROVED" if proved_by is not None else "UNDECIDED"
+        return verdict, (f"the search could not run on this statement: {exc}"
+                         + (f"; derivation {proved_by} replays completely" if proved_by else ""))
+    timing["search_s"] = time.perf_counter() - t
+    if getattr(res, "wall_s", None) is not None:
+        timing["search.wall_s"] = float(res.wall_s)
+    by_method, method_timing = _split_timing(dict(res.by_method))
+    timing.update(method_timing)
+    fields["search"].update(tried=int(res.tried), by_method=by_method)
+    if getattr(res, "plan", None):
+        fields["search"]["plan"] = dict(res.plan)  # the fixed work the budget bought (deterministic)
+
+    t = time.perf_counter()
+    chosen: tuple[int, Any, Certificate] | None = None
+    statistical: tuple[int, Any, Certificate] | None = None
+    summaries = []
+    minimal = getattr(res, "minimal", None)  # the shrunk, rounded counterexample: most readable, certify it first
+    cands = _candidates(res.violations)
+    if minimal is not None:
+        cands = [minimal, *(c for c in cands if c is not minimal)]
+    for rank, cand in enumerate(cands[:max_candidates]):
+        cert = certify(st, cand, 0)
+        summaries.append(_certificate_summary(rank, cert))
+        if cert.status == "violated" and not cert.statistical:
+            chosen = (rank, cand, cert)
+            break
+        if cert.status == "violated" and statistical is None:
+            statistical = (rank, cand, cert)
+    chosen = chosen or statistical
+    fields["search"]["candidates"] = summaries
+    if chosen is not None:
+        rank, cand, cert = chosen
+        fields["counterexample"] = {"instance": instance_to_json(cand.take(0)), "certificate": cert.to_json(timing=False),
+                                    "statistical": cert.statistical, "candidate_rank": rank,
+                                    "shrunk": minimal is not None and cand is minimal}
+    if res.best is not None:
+        best_cert = certify(st, res.best, 0)
+        fields["tightness"] = {"best_ratio": _finite_or_none(res.best_ratio), "best_margin": _finite_or_none(res.best_margin),
+                               "witness": instance_to_json(res.best.take(0)), "certificate": best_cert.to_json(timing=False),
+                               "equality": best_cert.equality() or (best_cert.status == "holds"
+                                                                    and best_cert.margin_lo == 0.0 == best_cert.margin_hi)}
+    timing["certify_s"] = time.perf_counter() - t
+
+    tried = int(res.tried)
+    applicable = _applicable(by_method)
+    undecided = [s for s in summaries if s["status"] == "inconclusive" and not s["equality"]]
+    what = f"{tried} instances searched (seed {seed}, budget {budget_s:g} s)"
+    suffix = ("; " + "; ".join(notes)) if notes else ""
+    if chosen is not None and proved_by is not None:
+        return "ERROR", (f"internal contradiction: derivation {proved_by} replays as a complete proof, but search "
+                         f"candidate {chosen[0]} is a certified counterexample ({chosen[2].method}, margin in "
+                         f"[{chosen[2].margin_lo:.6g}, {chosen[2].margin_hi:.6g}]){suffix}")
+    if chosen is not None:
+        kind = (f"a statistical counterexample (Monte Carlo interval at level {chosen[2].level})" if chosen[2].statistical
+                else f"a counterexample certified in {chosen[2].backend} interval arithmetic ({chosen[2].method})")
+        return "REFUTED", f"{kind}, margin in [{chosen[2].margin_lo:.6g}, {chosen[2].margin_hi:.6g}]; {what}{suffix}"
+    if proved_by is not None:
+        return "PROVED", f"derivation {proved_by} replays completely; no counterexample in {what}{suffix}"
+    if tried > 0 and applicable == 0:
+        return "NOT-APPLICABLE", f"no instance the search built satisfies the hypotheses; {what}{suffix}"
+    if undecided:
+        statuses = ", ".join(f"#{s['rank']} margin [{s['margin_lo']:.3g}, {s['margin_hi']:.3g}] ({s['method']})"
+                             for s in undecided[:4])
+        return "UNDECIDED", (f"{len(undecided)} candidate(s) with a negative float margin could not be certified either "
+                             f"way: {statuses}; {what}{suffix}")
+    if tried < min_tried:
+        return "UNDECIDED", f"too little searched: {what} (fewer than {min_tried}){suffix}"
+    ratio = _finite_or_none(res.best_ratio)
+    return "VERIFIED", f"no counterexample in {what}; largest lhs/rhs found {_fmt(ratio)}{suffix}"
+
+
+def _candidates(violations: Any) -> list[Instance]:
+    """Single-instance candidates, from a list of instances or one batch."""
+    if isinstance(violations, Instance):
+        return [violations.take(i) for i in range(violations.B)]
+    return list(violations or [])
+
+
+def _finite_or_none(x: Any) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if not math.isnan(x) else None
+
+
+def _check_budget(budget_s: Any, seed: Any) -> None:
+    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not math.isfinite(budget_s) or budget_s <= 0:
+        raise AttnBoundsError(f"budget must be a positive finite number of seconds, got {budget_s!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise AttnBoundsError(f"seed must be an integer >= 0, got {seed!r}")
+
+
+def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0, progress: bool = True,
+           statements: Iterable[Statement] | None = None, search: SearchFn | None = None,
+           prover: ProverFn | None = None) -> list[Record]:
+    """Records for the readings ``ids`` (default: every registered reading) plus ``statements`` (a user's own).
+
+    ``search`` and ``prover`` default to :func:`theory.search.search` and ``proofs``; they can be
+    replaced (tests, other searches). Unknown ids and bad budgets raise before anything runs.
+    """
+    from theory import registry
+
+    _check_budget(budget_s, seed)
+    extra = list(statements or [])
+    user_ids = {s.id for s in extra}
+    if ids is None:
+        chosen = [] if extra else registry.all_statements()
+    else:
+        chosen = [s for s in extra if s.id in set(ids)] + [registry.get(i) for i in ids if i not in user_ids]
+        extra = []
+    todo = [(s, "user" if s.id in user_ids else "paper") for s in [*chosen, *extra]]
+    out = []
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo), desc="verify", unit="reading")
+    try:
+        for st, source in todo:
+            if bar is not None:
+                bar.set_postfix_str(st.id)
+            out.append(verify_statement(st, budget_s=budget_s, seed=seed, source=source, search=search, prover=prover))
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return out
