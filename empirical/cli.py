@@ -110,5 +110,5 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"wrote {args.out}/report.md, report.html, results.json and {len(results['outputs']['figures'])} figures")
     for row in results["headlines"]:
-        print(f"  {row['claim']:32s} paper {row['paper']:55s} measured {row['measured'][:70]:70s} {row['verdict']}")
+        print(f"  [{row['verdict']}] {row['claim']} (paper: {row['paper']}): {row['measured']}")
     return 0

@@ -33,10 +33,12 @@ class Gradients:
         self.acc = PerHead(n_heads)
         self.tally = Tally()
         self.curves: dict[str, np.ndarray] = {}
-        self.batch = 0
+        self.batch = -1  # index of the forward batch (layer 0 opens a new one)
 
     def consume(self, rec: LayerRecord) -> None:
         p = self.proto
+        if rec.layer == 0:
+            self.batch += 1
         T = np.asarray(p.T_grid, dtype=float)
         E = np.asarray(p.eps_grid, dtype=float)
         for rows in build(rec, p.gradient_L, self.spec, tensor=None, logits=p.gradient_logits):
@@ -59,7 +61,6 @@ class Gradients:
                 ev = bridge.evaluate(sid, inst)
                 self.tally.add(sid, ev)
                 self.curves.setdefault(sid, ev.rhs[: nT * nE].reshape(nT, nE))
-        self.batch += 1
 
     def finish(self) -> dict[str, Any]:
         p = self.proto

@@ -114,13 +114,14 @@ class Separability:
         from theory.instance import Instance
 
         P = self.proto
-        out: dict[str, Any] = {"H": P.multihead_H, "N": P.multihead_N, "groups": [list(g) for g in self.groups],
+        H = len(self.groups[0]) if self.groups else 0  # fewer heads per layer than multihead_H: all of them
+        out: dict[str, Any] = {"H": H, "N": P.multihead_N, "groups": [list(g) for g in self.groups],
                                "p_observed": p_hat, "definition":
                                "per (window, query, head group): |union of separated tokens| / |union of top-N sets|"}
         cov = np.asarray(self.coverage, dtype=float)
         out["coverage_observed"] = float(np.nanmean(cov)) if cov.size else None
         out["coverage_samples"] = int(cov.size)
-        paper = Instance.from_weights(np.ones((2, 1)), H=[P.multihead_H, 3], p=[p_hat if np.isfinite(p_hat) else 0.0, 0.8])
+        paper = Instance.from_weights(np.ones((2, 1)), H=[max(H, 1), 3], p=[p_hat if np.isfinite(p_hat) else 0.0, 0.8])
         ev = bridge.evaluate("multihead", paper)
         cov_theory = bridge.compute("coverage_enum", paper)
         out["coverage_predicted_independent"] = float(cov_theory[0]) if np.isfinite(p_hat) else None

@@ -42,17 +42,32 @@ class LayerRecord:
         return int(self.q.shape[2])
 
     def logits(self, scaled: bool = True) -> Any:
-        """``q . k`` for every (query, key) pair, ``(B, H, L, L)``, unmasked; times ``scaling`` if ``scaled``."""
+        """``q . k`` for every (query, key) pair, ``(B, H, L, L)`` float64, unmasked; times ``scaling`` if ``scaled``.
+
+        Computed in float64 from the model's q and k: near-ties at low temperature (Fig. 4) must not
+        be decided by float32 rounding of the product.
+        """
         if scaled not in self._logits:
             raw = self._logits.get(False)
             if raw is None:
                 import torch
 
-                raw = torch.matmul(self.q, self.k.transpose(-1, -2))
+                raw = torch.matmul(self.q.double(), self.k.double().transpose(-1, -2))
                 self._logits[False] = raw
             if scaled:
                 self._logits[True] = raw * self.scaling
         return self._logits[scaled]
+
+    def logit_rows(self, positions: list[int], length: int, scaled: bool = True) -> Any:
+        """Logits of the given query positions over keys ``0..length-1``, ``(B, H, len(positions), length)`` float64.
+
+        Only the rows an experiment reads are computed (the full ``L x L`` product is not needed).
+        """
+        import torch
+
+        q = self.q[:, :, positions, :].double()
+        out = torch.matmul(q, self.k[:, :, :length, :].double().transpose(-1, -2))
+        return out * self.scaling if scaled else out
 
     def tensor(self, name: str) -> Any:
         """``values``, ``keys`` or ``queries`` (which tensor plays the paper's ``x_i``)."""

@@ -40,10 +40,10 @@ class LoadedModel:
 def how_to_provide(name: str) -> str:
     return (
         f"model {name!r} is not available on this machine. Either (a) on a machine with network run "
-        f"`huggingface-cli download {name}` (or `python -c \"from transformers import AutoModelForCausalLM as M; "
-        f"M.from_pretrained('{name}')\"`) and copy its Hugging Face cache (~/.cache/huggingface, or $HF_HOME) here; "
-        "(b) pass --model /path/to/folder holding config.json and model.safetensors of a GPT-2-family model; "
-        "or (c) use --model tiny, a small GPT-2-architecture model trained here on the text (a few minutes, cached)"
+        f"`hf download {name}` (`huggingface-cli download {name}` with huggingface_hub < 1.0) and copy its "
+        "Hugging Face cache (~/.cache/huggingface/hub, or $HF_HOME/hub) here; (b) pass --model /path/to/folder "
+        "holding config.json and model.safetensors of a GPT-2-family model; or (c) use --model tiny, a small "
+        "GPT-2-architecture model trained here on the text (about 5 minutes once, then cached)"
     )
 
 

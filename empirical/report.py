@@ -8,10 +8,9 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any
-
-
 
 from empirical import atomic
 
@@ -59,7 +58,7 @@ def markdown(results: dict[str, Any], figures: list[Path]) -> str:
         "",
         f"Model: **{m['name']}** (source {m['source']}, {m['n_layer']} layers x {m['n_head']} heads, "
         f"n_embd {m['n_embd']}, {m['n_params']:,} parameters; {m['path'] or ''}). The paper measured GPT-2 small "
-        "(12 x 12 heads): verdicts speak for this model.",
+        "(12 x 12 heads): verdicts speak for this model." + _tiny_note(m),
         f"Text: {t['path']} ({t['origin']}, sha256 {t['sha256'][:16]}..., {t['tokens']:,} tokens); "
         f"{results['windows']['count']} windows of {results['windows']['length']} tokens from token "
         f"{results['windows']['start']}. Protocol: {results['protocol']['name']}, queries "
@@ -75,7 +74,10 @@ def markdown(results: dict[str, Any], figures: list[Path]) -> str:
     parts += [f"![{p.stem}]({p.name})\n" for p in figures]
     parts += ["## The paper's statements on this model's instances", "",
               "Each registered reading evaluated on every (window, query, head) instance; margin = rhs - lhs "
-              "(>= 0 holds), ratio = lhs / rhs.", "",
+              "(>= 0 holds), ratio = lhs / rhs. Theorem 2 bounds E[N_s]/N over random sphere embeddings; its rows "
+              "put the observed N_s/N of the model's embeddings in place of the expectation, as the paper's Fig. 3 "
+              "does, so a violation there is a disagreement with the figure, not a counterexample to the theorem.",
+              "",
               _md_table(["experiment", "statement", "instances", "violated", "min margin", "median ratio",
                          "max ratio"], _statement_rows(results)), "",
               "## Choices the paper leaves open (parameters of this run)", "",
@@ -84,6 +86,15 @@ def markdown(results: dict[str, Any], figures: list[Path]) -> str:
               _md_table(["step", "seconds"], [[k, v] for k, v in _flat(tm).items()]), "",
               "Every raw number and the full configuration are in `results.json`.", ""]
     return "\n".join(parts)
+
+
+def _tiny_note(model: dict[str, Any]) -> str:
+    t = model.get("tiny")
+    if not t:
+        return ""
+    return (f" The embedded model was trained here on the text: {t['steps_done']} steps of "
+            f"{t['spec']['seq_len']} tokens, final training loss {t['final_loss']:.2f}, held-out loss "
+            f"{t['heldout_loss']:.2f} (seed {t['spec']['seed']}).")
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -103,8 +114,6 @@ def html_page(markdown_text: str, figures: list[Path]) -> str:
     table: list[str] = []
 
     def inline(text: str) -> str:
-        import re
-
         esc = html.escape(text)
         esc = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", esc)
         return re.sub(r"`(.+?)`", r"<code>\1</code>", esc)

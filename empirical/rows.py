@@ -107,7 +107,6 @@ def build(rec: LayerRecord, L: int, spec: QuerySpec, *, tensor: str | None = "va
         xs = _as64(rec.tensor(tensor)[:, :, :L, :])  # (B, H, L, d)
         if sphere:
             xs = to_sphere(xs, M)
-    lg_all = rec.logits(scaled=(logits == "scaled")) if logits else None
     head = np.tile(rec.layer * H + np.arange(H), B)
     window = np.repeat(np.arange(B), H)
     positions = _positions(spec, L)
@@ -118,8 +117,9 @@ def build(rec: LayerRecord, L: int, spec: QuerySpec, *, tensor: str | None = "va
         a = a / a.sum(-1, keepdims=True)
         x = None if xs is None else np.concatenate([xs[:, :, :length, :].reshape(B * H, length, -1)] * len(ts))
         lg = None
-        if lg_all is not None:
-            lg = np.concatenate([_as64(lg_all[:, :, t, :length]).reshape(B * H, length) for t in ts])
+        if logits:
+            rows = rec.logit_rows(ts, length, scaled=(logits == "scaled"))  # (B, H, len(ts), length)
+            lg = np.concatenate([_as64(rows[:, :, k, :]).reshape(B * H, length) for k in range(len(ts))])
         return RowBatch(a, x, lg, np.tile(head, len(ts)), np.tile(window, len(ts)), np.repeat(np.asarray(ts), B * H))
 
     if spec.mode == "tail" and spec.masked_keys == "zero":

@@ -117,5 +117,4 @@ def resolve_text(path: str | os.PathLike[str] | None = None, *, allow_download: 
     body = check_download(download()).encode("utf-8")
     atomic.write_bytes(cached, body)
     atomic.write_text(cached.with_suffix(cached.suffix + ".sha256"), f"{sha256_bytes(body)}  {CACHE_NAME}\n")
-    src = _read(cached, "download")
-    return src
+    return _read(cached, "download")

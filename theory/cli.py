@@ -126,13 +126,8 @@ def cmd_cite(args: argparse.Namespace) -> int:
     return 1 if record.verdict == "ERROR" else 0
 
 
-def _delegate(module: str, func: str) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        import importlib
-
-        return importlib.import_module(module).__getattribute__(func)(args.rest)
-
-    return run
+#: subcommands whose own parser takes every argument after the name
+DELEGATED = {"prove": "proofs.cli", "empirical": "empirical.cli"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -164,20 +159,22 @@ def build_parser() -> argparse.ArgumentParser:
     common(p, f"search budget when no --records file is given (default {DEFAULT_BUDGET_S:g})")
     p.add_argument("--records", metavar="PATH", help="take the record from this file (written by verify --json)")
     p.set_defaults(func=cmd_cite)
-    for name, module, func, help_ in (
-        ("prove", "proofs.cli", "main", "replay the machine-checked derivations"),
-        ("empirical", "empirical.cli", "main", "run the paper's experiments on a GPT-2-family model"),
-    ):
-        p = sub.add_parser(name, help=help_, add_help=False)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(func=_delegate(module, func))
+    sub.add_parser("prove", help="replay the machine-checked derivations (see `attnbounds prove --help`)")
+    sub.add_parser("empirical", help="run the paper's experiments on a GPT-2-family model (see `attnbounds empirical --help`)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in DELEGATED:  # their own parsers see every option, including the leading ones
+        import importlib
+
+        run: Callable[[], int] = lambda: importlib.import_module(DELEGATED[argv[0]]).main(argv[1:])  # noqa: E731
+    else:
+        args = build_parser().parse_args(argv)
+        run = lambda: args.func(args)  # noqa: E731
     try:
-        return int(args.func(args) or 0)
+        return int(run() or 0)
     except AttnBoundsError as exc:
         print(f"attnbounds: error: {exc}", file=sys.stderr)
         return 2

@@ -230,7 +230,11 @@ class Statement:
         return hash(self.id)
 
     def symbols(self) -> set[str]:
-        return _free_names(self.relation)
+        return set(self._symbols)
+
+    @functools.cached_property
+    def _symbols(self) -> frozenset[str]:  # walking the sympy tree costs ~1 ms: once per statement
+        return frozenset(_free_names(self.relation))
 
     def parameters(self) -> set[str]:
         """Names the instance must supply (or that ``defaults`` fill in)."""
@@ -238,7 +242,11 @@ class Statement:
 
     def subs(self, **values: Any) -> "Statement":
         """A variant with symbols replaced (e.g. a constant moved), under the id ``id{name=value,...}``."""
-        new = self.relation.subs({sp.Symbol(k): sp.sympify(v) for k, v in values.items()})
+        by_name = {str(sym): sym for sym in self.relation.free_symbols}  # symbols carry assumptions
+        unknown = sorted(set(values) - set(by_name))
+        if unknown:
+            raise AttnBoundsError(f"{self.id} has no symbol {unknown[0]!r}; its symbols: {', '.join(sorted(by_name))}")
+        new = self.relation.xreplace({by_name[k]: sp.sympify(v) for k, v in values.items()})
         tag = ",".join(f"{k}={v}" for k, v in values.items())
         return Statement(f"{self.id}{{{tag}}}", self.title, new, self.citation, self.hypotheses, self.bindings,
                          self.defaults, self.kind, self.expectation_over, self.notes)
@@ -276,7 +284,7 @@ class Statement:
         ok = np.ones(inst.B, dtype=bool)
         for _, r in results:
             ok &= r
-        failed = tuple(tuple(hid for hid, r in results if not r[b]) for b in range(inst.B))
+        failed = ((),) * inst.B if ok.all() else tuple(tuple(hid for hid, r in results if not r[b]) for b in range(inst.B))
         return ok, failed
 
     def _margins(self, env: dict[str, np.ndarray], B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
