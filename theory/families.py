@@ -9,6 +9,7 @@ arrays built here from one seed, so a counterexample is reproducible from ``(spe
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
@@ -37,6 +38,7 @@ class Spec:
     x_scale: float = 1.0
     normaliser: str = "softmax"
     T: float = 1.0
+    normaliser_params: tuple[tuple[str, float], ...] = ()  # extra family parameters, e.g. (("b", 0.3),)
     M: float = 1.0
     delta_rel: float = 0.0  # delta as a fraction of the largest comfortably feasible separation
     r_rel: float = 1.0  # r as a multiple of M * abar_N
@@ -62,6 +64,7 @@ class Spec:
             raise AttnBoundsError(f"delta_rel must be in [0, 1], got {self.delta_rel}")
         if not 0.0 <= self.p <= 1.0:
             raise AttnBoundsError(f"p must be in [0, 1], got {self.p}")
+        object.__setattr__(self, "normaliser_params", tuple((str(k), float(v)) for k, v in self.normaliser_params))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,7 +92,7 @@ def _near_tie(rng: np.random.Generator, s: Spec) -> np.ndarray:
 
 
 def _dominant(rng: np.random.Generator, s: Spec) -> np.ndarray:
-    lg = rng.standard_normal((s.B, s.L))
+    lg = rng.standard_normal((s.B, s.L)) * s.logit_scale
     lg[:, 0] += 10.0 * s.logit_scale
     return _shuffle(rng, lg)
 
@@ -216,7 +219,7 @@ def build(statement: Statement, spec: Spec) -> Instance:
     """A batch for ``statement`` from ``spec``: everything it needs, reproducibly from ``spec.seed``."""
     rng = np.random.default_rng(spec.seed)
     need = needs(statement)
-    normaliser = make(spec.normaliser, T=spec.T)
+    normaliser = make(spec.normaliser, T=spec.T, **dict(spec.normaliser_params))
     kwargs: dict[str, Any] = {"N": spec.N}
     params: dict[str, Any] = {}
     arrays: dict[str, Any] = {}
@@ -249,7 +252,7 @@ def build(statement: Statement, spec: Spec) -> Instance:
     return Instance.from_logits(logits, normaliser, arrays=arrays, **kwargs, **params)
 
 
-_NORMALISER_HYPOTHESES = {"softmax", "F-positive", "F-length-independent"}
+_NORMALISER_HYPOTHESES = {"softmax", "F-positive", "F-length-independent", "simplex"}
 
 
 def admissible_normalisers(statement: Statement) -> list[str]:
@@ -257,7 +260,12 @@ def admissible_normalisers(statement: Statement) -> list[str]:
 
     The ReLU normaliser is left out: its weights are undefined when every logit is <= 0.
     """
-    checks = [h for h in statement.hypotheses if h.id in _NORMALISER_HYPOTHESES]
+    return list(_admissible(tuple(h for h in statement.hypotheses if h.id in _NORMALISER_HYPOTHESES)))
+
+
+@functools.lru_cache(maxsize=64)
+def _admissible(checks: tuple) -> tuple[str, ...]:
+    """The members passing ``checks`` (cached: sympy decides positivity, about 20 ms per call)."""
     out = []
     for name in FAMILY:
         if name == "relu":  # undefined when every logit is <= 0; sparsemax already gives zero weights
@@ -265,7 +273,7 @@ def admissible_normalisers(statement: Statement) -> list[str]:
         inst = Instance.from_logits(np.ones((1, 2)), make(name))
         if all(bool(h(inst)[0]) for h in checks):
             out.append(name)
-    return out
+    return tuple(out)
 
 
 def random_spec(rng: np.random.Generator, statement: Statement, *, B: int = 64, max_L: int = 64) -> Spec:

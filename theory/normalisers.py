@@ -305,7 +305,7 @@ class RatioNormaliser(Normaliser):
 @functools.lru_cache(maxsize=256)
 def _critical_points(log_F: sp.Expr, values: tuple[tuple[str, float], ...]) -> np.ndarray:
     expr = log_F.subs({sp.Symbol(n): sp.Symbol(n, positive=True) for n, _ in values})
-    d = sp.diff(_stable_log(expr), l_sym).subs({sp.Symbol(n, positive=True): sp.nsimplify(v) for n, v in values})
+    d = sp.diff(_stable_log(expr), l_sym).subs({sp.Symbol(n, positive=True): sp.Rational(v) for n, v in values})
     signed = sp.simplify(d.rewrite(sp.exp))
     if signed.is_positive or signed.is_negative or d.is_zero:
         return np.empty(0)
