@@ -12,6 +12,7 @@ batched matrix products over the leading batch axis.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from itertools import combinations
@@ -153,18 +154,58 @@ def _norms_sq(inst: Instance) -> np.ndarray:
     return inst._cache["x2"]
 
 
+#: a Gram-form squared distance below this fraction of its terms is recomputed directly
+_CANCELLATION = 1e-3
+
+
+def _distances(aa: np.ndarray, bb: np.ndarray, ab: np.ndarray, direct: Callable[..., np.ndarray]) -> np.ndarray:
+    """``||u - v||`` from ``aa = ||u||^2``, ``bb = ||v||^2``, ``ab = <u, v>`` (broadcast together).
+
+    The Gram form costs one matrix product but loses relative accuracy when ``u ~ v``; entries
+    whose squared distance is below :data:`_CANCELLATION` times ``aa + bb`` are recomputed
+    from the vectors by ``direct(*index)`` (``index`` as from ``np.nonzero``), so every entry
+    is accurate to a few ulps of ``||u|| + ||v||`` relative to itself.
+    """
+    scale = aa + bb
+    d2 = scale - 2.0 * ab
+    out = np.sqrt(np.maximum(d2, 0.0))
+    bad = np.nonzero(d2 <= _CANCELLATION * scale)
+    if bad[0].size:
+        out[bad] = direct(*bad)
+    return out
+
+
 def _context(inst: Instance) -> np.ndarray:
     """``s = sum_{i in I_N} alpha_i x_i``, shape ``(B, d)``."""
     if "s" not in inst._cache:
-        w = np.where(inst.mask, inst.alpha, 0.0)
-        inst._cache["s"] = np.einsum("bl,bld->bd", w, _need_x(inst))
+        sel, _ = _split(inst)
+        a = np.take_along_axis(inst.alpha, sel, 1)
+        inst._cache["s"] = np.matmul(a[:, None, :], _selected_x(inst))[:, 0]
     return inst._cache["s"]
 
 
 def _split(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
-    """Indices of selected ``(B, N)`` and non-selected ``(B, L-N)`` tokens."""
-    order = np.argsort(~inst.mask, axis=-1, kind="stable")
-    return order[:, : inst.N], order[:, inst.N:]
+    """Indices of selected ``(B, N)`` and non-selected ``(B, L-N)`` tokens, each in index order."""
+    if "split" not in inst._cache:
+        m = inst.mask
+        inst._cache["split"] = (np.nonzero(m)[1].reshape(inst.B, inst.N),
+                                np.nonzero(~m)[1].reshape(inst.B, inst.L - inst.N))
+    return inst._cache["split"]
+
+
+def _selected_x(inst: Instance) -> np.ndarray:
+    """``x_j`` for the selected tokens, ``(B, N, d)``."""
+    if "xsel" not in inst._cache:
+        sel, _ = _split(inst)
+        inst._cache["xsel"] = _need_x(inst)[np.arange(inst.B)[:, None], sel]
+    return inst._cache["xsel"]
+
+
+def _selected_gram(inst: Instance) -> np.ndarray:
+    """``<x_i, x_j>`` for every token i and selected token j, ``(B, L, N)``: one pass over ``x``."""
+    if "G" not in inst._cache:
+        inst._cache["G"] = np.einsum("bld,bnd->bln", _need_x(inst), _selected_x(inst), optimize=True)
+    return inst._cache["G"]
 
 
 @quantity("max_norm", "B", "max_{j in I_N} ||x_j||_2")
@@ -174,30 +215,35 @@ def _max_norm(inst: Instance) -> np.ndarray:
 
 @quantity("d_1", "B", "d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||_2 (0 when N = L)")
 def _d1(inst: Instance) -> np.ndarray:
-    x = _need_x(inst)
     if inst.N == inst.L:
         return np.zeros(inst.B)
-    sel, out = _split(inst)
-    xi = np.take_along_axis(x, sel[..., None], 1)
-    xo = np.take_along_axis(x, out[..., None], 1)
-    n2 = _norms_sq(inst)
-    d2 = (np.take_along_axis(n2, out, 1)[:, :, None] + np.take_along_axis(n2, sel, 1)[:, None, :]
-          - 2.0 * np.matmul(xo, xi.transpose(0, 2, 1)))
-    # the Gram form loses accuracy for near-equal vectors: recompute the arg-max pair directly
+    x, xs, n2 = _need_x(inst), _selected_x(inst), _norms_sq(inst)
+    sel, _ = _split(inst)
+    n2s = np.take_along_axis(n2, sel, 1)[:, None, :]
+    d2 = n2[:, :, None] - 2.0 * _selected_gram(inst)
+    d2 += n2s
+    d2[inst.mask] = -np.inf
     flat = d2.reshape(inst.B, -1).argmax(-1)
-    io, ij = np.divmod(flat, sel.shape[1])
+    i, j = np.divmod(flat, inst.N)
     b = np.arange(inst.B)
-    return np.linalg.norm(xo[b, io] - xi[b, ij], axis=-1)
+    out = np.linalg.norm(x[b, i] - xs[b, j], axis=-1)  # the arg-max pair, recomputed directly
+    # where every pair nearly coincides the Gram form cannot rank them: compare all pairs directly
+    bad = np.nonzero(d2[b, i, j] <= _CANCELLATION * (n2.max(-1) + n2s[:, 0].max(-1)))[0]
+    if bad.size:
+        diff = np.linalg.norm(x[bad][:, :, None, :] - xs[bad][:, None, :, :], axis=-1)
+        out[bad] = np.where(inst.mask[bad][:, :, None], -np.inf, diff).max(axis=(1, 2))
+    return out
 
 
 def _dist_to_context(inst: Instance) -> np.ndarray:
     """``||alpha_i x_i - s||_2`` for every token, ``(B, L)``."""
     if "rs" not in inst._cache:
         x, s, a = _need_x(inst), _context(inst), inst.alpha
-        xs = np.einsum("bld,bd->bl", x, s)
+        sel, _ = _split(inst)
+        xs_dot = np.matmul(_selected_gram(inst), np.take_along_axis(a, sel, 1)[..., None])[..., 0]  # <x_i, s>
         ss = np.einsum("bd,bd->b", s, s)[:, None]
-        d2 = a * a * _norms_sq(inst) + ss - 2.0 * a * xs
-        inst._cache["rs"] = np.sqrt(np.maximum(d2, 0.0))
+        inst._cache["rs"] = _distances(a * a * _norms_sq(inst), ss, a * xs_dot,
+                                       lambda bb, i: np.linalg.norm(a[bb, i, None] * x[bb, i] - s[bb], axis=-1))
     return inst._cache["rs"]
 
 
@@ -209,7 +255,7 @@ def _dtilde_r1(inst: Instance) -> np.ndarray:
 @quantity("dtilde_R2", "B", "R2 of eq. (7): ||sum_{i not in I_N} alpha_i x_i - s||_2")
 def _dtilde_r2(inst: Instance) -> np.ndarray:
     w = np.where(inst.mask, -inst.alpha, inst.alpha)
-    return np.linalg.norm(np.einsum("bl,bld->bd", w, _need_x(inst)), axis=-1)
+    return np.linalg.norm(np.matmul(w[:, None, :], _need_x(inst))[:, 0], axis=-1)
 
 
 # -- Theorem 1, random N-subset; Corollary 2 -------------------------------------------------
@@ -220,7 +266,7 @@ def _a_norm(inst: Instance) -> np.ndarray:
 
 @quantity("m_norm", "B", "||sum_i alpha_i x_i||_2, the norm of the attention output")
 def _m_norm(inst: Instance) -> np.ndarray:
-    return np.linalg.norm(np.einsum("bl,bld->bd", inst.alpha, _need_x(inst)), axis=-1)
+    return np.linalg.norm(np.matmul(inst.alpha[:, None, :], _need_x(inst))[:, 0], axis=-1)
 
 
 def _jensen_terms(inst: Instance, coefficient: str, xbar: str) -> np.ndarray:
@@ -252,28 +298,42 @@ def _gap_bound(inst: Instance) -> np.ndarray:
     if L <= 2 or N >= L - 1:
         return np.zeros(inst.B)  # the subset of the other L-1 tokens is then deterministic
     y = a[..., None] * x  # (B, L, d)
-    tot = y.sum(1)
-    tot2 = np.einsum("bld,bld->b", y, y)
-    yy = np.einsum("bld,bld->bl", y, y)
-    # population variance of {y_j : j != i}: (1/(L-1)) sum ||y_j||^2 - ||mean||^2
-    rest = tot[:, None, :] - y
-    var = (tot2[:, None] - yy) / (L - 1) - np.einsum("bld,bld->bl", rest, rest) / (L - 1) ** 2
+    mu = y.mean(1, keepdims=True)
+    dev = np.einsum("bld,bld->bl", y - mu, y - mu)
+    D = dev.sum(-1, keepdims=True)
+    # (L-1) * population variance of {y_j : j != i}, from the deviations about the overall mean
+    ss = D - dev * (L / (L - 1))
+    bad = np.nonzero(ss <= _CANCELLATION * D)
+    if bad[0].size:  # that difference cancels: sum the squared deviations about the other tokens' mean
+        b, i = bad
+        yb = y[b]
+        mu_i = (yb.sum(1) - yb[np.arange(b.size), i]) / (L - 1)
+        sq = np.einsum("kld,kld->kl", yb - mu_i[:, None], yb - mu_i[:, None])
+        sq[np.arange(b.size), i] = 0.0
+        ss[bad] = sq.sum(-1)
     fpc = N * (L - 1 - N) / (L - 2)  # sampling N of L-1 without replacement
-    return (L - N) / L * np.sqrt(np.maximum(fpc * var, 0.0)).sum(-1)
+    return (L - N) / L * np.sqrt(np.maximum(fpc * ss / (L - 1), 0.0)).sum(-1)
 
 
 #: random subsets are enumerated exactly up to this many, else sampled
 ENUMERATION_LIMIT = 4096
 
 
+@functools.lru_cache(maxsize=64)
+def _enumerated_masks(L: int, N: int) -> np.ndarray:
+    """Every N-subset of ``range(L)`` as a read-only ``(C(L, N), L)`` boolean array (lexicographic)."""
+    masks = np.zeros((comb(L, N, exact=True), L), dtype=bool)
+    for row, idx in enumerate(combinations(range(L), N)):
+        masks[row, list(idx)] = True
+    masks.flags.writeable = False
+    return masks
+
+
 def _subset_masks(inst: Instance) -> tuple[np.ndarray, bool]:
     """``(S, L)`` masks of uniform N-subsets: all of them when few, else Monte Carlo draws."""
     L, N = inst.L, inst.N
     if comb(L, N, exact=True) <= ENUMERATION_LIMIT:
-        masks = np.zeros((comb(L, N, exact=True), L), dtype=bool)
-        for row, idx in enumerate(combinations(range(L), N)):
-            masks[row, list(idx)] = True
-        return masks, True
+        return _enumerated_masks(L, N), True
     draws = int(inst.params.get("mc_draws", np.array([2000.0]))[0])
     seed = int(inst.params.get("seed", np.array([0.0]))[0])
     rng = np.random.default_rng(seed)
@@ -296,9 +356,10 @@ def _expected_dtilde(inst: Instance, reading: str) -> tuple[np.ndarray, np.ndarr
     s = np.einsum("sl,bld->bsd", masks.astype(np.float64), y)  # (B, S, d)
     if reading == "R1":
         yy = np.einsum("bld,bld->bl", y, y)
-        ys = np.einsum("bld,bsd->bsl", y, s)
+        ys = np.matmul(s, y.transpose(0, 2, 1))  # (B, S, L)
         ss = np.einsum("bsd,bsd->bs", s, s)
-        dist = np.sqrt(np.maximum(yy[:, None, :] + ss[..., None] - 2 * ys, 0.0))
+        dist = _distances(yy[:, None, :], ss[..., None], ys,
+                          lambda b, k, i: np.linalg.norm(y[b, i] - s[b, k], axis=-1))
         vals = np.where(masks[None], 0.0, dist).sum(-1)
     else:
         m = y.sum(1)
@@ -408,11 +469,22 @@ quantity("E_Ns_full", "B", "E[N_s]/N (full Definition) over random sphere embedd
 
 
 # -- Lemma 2 / Corollary 3: Jacobian of the normaliser ---------------------------------------
+# For alpha = F / sum F the Jacobian is J = A diag(g) with A = diag(alpha) - alpha alpha^T and
+# g = (log F)' (Lemma 2), so its norms have O(L) closed forms; ``1 - alpha_i`` is evaluated as the
+# sum of the other weights where it would cancel (a dominant token), which keeps them accurate
+# relative to themselves. Maps not of that form use their (B, L, L) closed-form Jacobian.
 def _jac(inst: Instance) -> np.ndarray:
     if "J" not in inst._cache:
         if inst.normaliser is None or inst.logits is None:
             raise AttnBoundsError("Jacobian quantities need logits and a normaliser (from_logits / from_qk)")
-        inst._cache["J"] = inst.normaliser.jacobian(inst.logits)
+        if isinstance(inst.normaliser, RatioNormaliser):
+            a, r, g = _ratio_jacobian_parts(inst)
+            J = -a[:, :, None] * (a * g)[:, None, :]
+            idx = np.arange(inst.L)
+            J[:, idx, idx] = a * r * g
+            inst._cache["J"] = J
+        else:
+            inst._cache["J"] = inst.normaliser.jacobian(inst.logits)
     return inst._cache["J"]
 
 
@@ -420,26 +492,169 @@ def _g(inst: Instance) -> np.ndarray:
     n = inst.normaliser
     if not isinstance(n, RatioNormaliser):
         raise AttnBoundsError("Lemma 2 needs a normaliser of the form F / sum F")
-    return n.dlog_F_values(inst.logits)
+    if "g" not in inst._cache:
+        if inst.logits is None:
+            raise AttnBoundsError("Jacobian quantities need logits and a normaliser (from_logits / from_qk)")
+        inst._cache["g"] = n.dlog_F_values(inst.logits)
+    return inst._cache["g"]
+
+
+def _norm_others(v: np.ndarray) -> np.ndarray:
+    """``||v_{-i}||_2`` (the row without entry i) for every i of the non-negative ``(B, L)`` array ``v``.
+
+    Scaled by the largest remaining entry, so neither the subtraction nor the squares lose it
+    when one entry dominates or the entries are tiny.
+    """
+    b = np.arange(v.shape[0])
+    k = v.argmax(-1)
+    m = v[b, k]
+    rest = v.copy()
+    rest[b, k] = 0.0
+    m2 = rest.max(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = v / m[:, None]
+        out = m[:, None] * np.sqrt(np.maximum((w * w).sum(-1, keepdims=True) - w * w, 0.0))
+        w2 = rest / m2[:, None]
+        out[b, k] = m2 * np.sqrt((w2 * w2).sum(-1))
+    return np.nan_to_num(out, nan=0.0)
+
+
+def _scaled_norm(v: np.ndarray) -> np.ndarray:
+    """``||v||_2`` over the last axis, scaled by the largest entry (no underflow of squares)."""
+    m = np.abs(v).max(-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.where(m > 0, v / m, 0.0)
+    return m[..., 0] * np.sqrt((w * w).sum(-1))
+
+
+def _ratio_jacobian_parts(inst: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(alpha, 1 - alpha, g)`` with ``1 - alpha`` summed from the other weights at the largest one."""
+    if "Jparts" not in inst._cache:
+        a = inst.alpha
+        k = a.argmax(-1)
+        r = 1.0 - a
+        b = np.arange(inst.B)
+        rest = a.copy()
+        rest[b, k] = 0.0
+        r[b, k] = rest.sum(-1)
+        inst._cache["Jparts"] = (a, r, _g(inst))
+    return inst._cache["Jparts"]
+
+
+def _top_eigenvalue(a: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Largest eigenvalue of ``diag(a) - a a^T`` (rows of ``a`` on the simplex, ``r = 1 - a``).
+
+    With ``t`` the largest weight (index k), ``c = t r_k`` and ``psi(lam) = sum_{i != k} a_i^2 / (lam - a_i)``,
+    the eigenvalue is the root in ``(a_(2), t]`` of ``g(lam) = lam - c + (lam - t) psi(lam)`` (the secular
+    equation times ``lam - t``; increasing there). It lies in ``[max(a_(2), max_i a_i r_i), min(t, 2 max_i
+    a_i r_i)]`` (interlacing, Rayleigh quotients of e_i, Gershgorin). Each step models ``psi`` by
+    ``u + s / (lam - a_(2))`` matching its value and slope at the current point (exact when one other
+    weight is positive) and solves the resulting quadratic, falling back to a Newton step (monotone
+    from the left, ``g`` being concave) and then to bisection of the bracket. ``lam = t`` when ``t`` is tied.
+    """
+    B, L = a.shape
+    if L == 1:
+        return np.zeros(B)
+    b = np.arange(B)
+    k = a.argmax(-1)
+    top = a[b, k]
+    rest = a.copy()
+    rest[b, k] = -np.inf
+    second = rest.max(-1)
+    diag = a * r
+    lo = np.maximum(second, diag.max(-1))
+    hi = np.minimum(top, 2.0 * diag.max(-1))
+    lam = np.where(second >= top, top, hi)
+    todo = np.nonzero((second < top) & (hi > lo))[0]
+    others = a[todo].copy()
+    others[np.arange(todo.size), k[todo]] = 0.0
+    c, t, p = diag[todo, k[todo]], top[todo], second[todo]
+    lo, hi = lo[todo], hi[todo]
+    x = hi.copy()
+    for _ in range(100):
+        if x.size == 0:
+            break
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            q = others / (x[:, None] - others)  # a_i / (lam - a_i): no a_i^2 to underflow
+            psi = (others * q).sum(-1)
+            dpsi = -(q * q).sum(-1)
+            g = x - c + (x - t) * psi
+            # psi ~ u + s / (lam - p); in mu = lam - p: (1 + u) mu^2 + (p - c + s - u D) mu - D s = 0, D = t - p
+            mu0 = x - p
+            s = -dpsi * mu0 * mu0
+            u = psi - s / mu0
+            P, Q, R = 1.0 + u, p - c + s - u * (t - p), -(t - p) * s
+            root = np.sqrt(np.maximum(Q * Q - 4.0 * P * R, 0.0))
+            mu = np.where(Q >= 0, -2.0 * R / (Q + root), (root - Q) / (2.0 * P))
+            step = p + mu
+            newton = x - g / (1.0 + psi + (x - t) * dpsi)
+        right = g > 0
+        hi = np.where(right, x, hi)
+        lo = np.where(right, lo, x)
+        inside = lambda v: (v >= lo) & (v <= hi)  # noqa: E731
+        new = np.where(inside(step), step, np.where(inside(newton), newton, 0.5 * (lo + hi)))
+        done = (g == 0) | (np.abs(new - x) <= 4e-16 * x) | (hi - lo <= 4e-16 * hi)
+        x = np.where(g == 0, x, new)
+        lam[todo[done]] = x[done]
+        keep = ~done
+        todo, others, c, t, p, lo, hi, x = (v[keep] for v in (todo, others, c, t, p, lo, hi, x))
+    lam[todo] = x
+    return lam
 
 
 @quantity("J_spectral", "B", "||d alpha / d l||_2, the spectral norm of the Jacobian")
 def _j_spec(inst: Instance) -> np.ndarray:
+    if isinstance(inst.normaliser, RatioNormaliser):
+        a, r, g = _ratio_jacobian_parts(inst)
+        flat = np.all(g == g[:, :1], axis=-1)  # (log F)' constant on the row (softmax): J = g A
+        out = np.empty(inst.B)
+        if flat.any():
+            rows, step = np.flatnonzero(flat), max(1, 2**16 // inst.L)  # blocks that stay in cache
+            for i in range(0, rows.size, step):
+                blk = rows[i:i + step]
+                out[blk] = np.abs(g[blk, 0]) * _top_eigenvalue(a[blk], r[blk])
+        if (~flat).any():
+            out[~flat] = np.linalg.norm(_jac(inst)[~flat], ord=2, axis=(1, 2))
+        return out
     return np.linalg.norm(_jac(inst), ord=2, axis=(1, 2))
 
 
 @quantity("J_frobenius", "B", "||d alpha / d l||_F")
 def _j_frob(inst: Instance) -> np.ndarray:
+    if isinstance(inst.normaliser, RatioNormaliser):
+        # column j of J is g_j alpha_j (e_j - alpha): norm |alpha_j g_j| sqrt((1 - alpha_j)^2 + sum_{i != j} alpha_i^2)
+        a, r, g = _ratio_jacobian_parts(inst)
+        col = np.abs(a * g) * np.hypot(r, _norm_others(a))
+        return _scaled_norm(col)
     return np.linalg.norm(_jac(inst), axis=(1, 2))
 
 
 @quantity("J_row", "B", "max_i ||grad_l alpha_i||_2, the largest row norm of the Jacobian")
 def _j_row(inst: Instance) -> np.ndarray:
+    if isinstance(inst.normaliser, RatioNormaliser):
+        # row i: alpha_i sqrt((1 - alpha_i)^2 g_i^2 + sum_{j != i} alpha_j^2 g_j^2)
+        a, r, g = _ratio_jacobian_parts(inst)
+        return (a * np.hypot(r * g, _norm_others(np.abs(a * g)))).max(-1)
     return np.linalg.norm(_jac(inst), axis=2).max(-1)
 
 
 @quantity("J_entry", "B", "max_{i,j} |d alpha_i / d l_j|")
 def _j_entry(inst: Instance) -> np.ndarray:
+    if isinstance(inst.normaliser, RatioNormaliser):
+        # diagonal alpha_i (1 - alpha_i) |g_i|; off-diagonal alpha_i alpha_j |g_j| (i != j)
+        a, r, g = _ratio_jacobian_parts(inst)
+        diag = (a * r * np.abs(g)).max(-1)
+        if inst.L == 1:
+            return diag
+        q = a * np.abs(g)
+        b = np.arange(inst.B)
+        ka, kq = a.argmax(-1), q.argmax(-1)
+        a2, q2 = a.copy(), q.copy()
+        a2[b, ka] = -np.inf
+        q2[b, kq] = -np.inf
+        off = np.where(ka != kq, a[b, ka] * q[b, kq],
+                       np.maximum(a[b, ka] * q2.max(-1), a2.max(-1) * q[b, kq]))
+        return np.maximum(diag, off)
     return np.abs(_jac(inst)).max(axis=(1, 2))
 
 
@@ -459,12 +674,12 @@ def _df_max(inst: Instance) -> np.ndarray:
 
 @quantity("F_l2", "B", "||F||_2 / sum_k F(l_k) = ||alpha||_2")
 def _f_l2(inst: Instance) -> np.ndarray:
-    return np.linalg.norm(inst.alpha, axis=-1)
+    return _scaled_norm(inst.alpha)
 
 
 @quantity("dF_l2", "B", "||F'||_2 / sum_k F(l_k) = ||alpha * g||_2")
 def _df_l2(inst: Instance) -> np.ndarray:
-    return np.linalg.norm(inst.alpha * _g(inst), axis=-1)
+    return _scaled_norm(inst.alpha * _g(inst))
 
 
 @quantity("g_absmax", "B", "max_j |(log F)'(l_j)|")
@@ -478,8 +693,12 @@ def _g_absmax(inst: Instance) -> np.ndarray:
 def _coverage(inst: Instance) -> np.ndarray:
     p, H = inst.param("p"), inst.param("H").astype(int)
     out = np.empty(inst.B)
-    for b in range(inst.B):
-        outcomes = np.array(np.meshgrid(*[[0, 1]] * H[b], indexing="ij")).reshape(H[b], -1).T
-        prob = np.prod(np.where(outcomes == 1, p[b], 1 - p[b]), axis=1)
-        out[b] = prob[outcomes.any(axis=1)].sum()
+    for h in np.unique(H):
+        outcomes = np.array(np.meshgrid(*[[0, 1]] * h, indexing="ij")).reshape(h, -1).T == 1  # (2^h, h)
+        covered = outcomes.any(axis=1)
+        rows = np.nonzero(H == h)[0]
+        for chunk in np.array_split(rows, max(1, rows.size * outcomes.size // 2**22)):
+            pc = p[chunk, None, None]
+            prob = np.prod(np.where(outcomes[None], pc, 1 - pc), axis=2)  # (b, 2^h)
+            out[chunk] = prob[:, covered].sum(-1)
     return out

@@ -1,0 +1,126 @@
+"""Turning a budget in seconds into a fixed amount of work, so results do not depend on machine speed.
+
+``search(statement, budget_s=..., seed=...)`` never looks at the clock to decide what to do: the
+budget is converted by :func:`plan` into counts (random batches and their size, gradient starts
+and steps, targeted examples, shrink evaluations) through the table :data:`RATES`, calibrated on
+the reference machine (2 CPU cores, one core per search) so that the work takes about
+``budget_s`` seconds there. The same ``(statement, budget_s, seed)`` therefore gives the same
+result everywhere; a slower machine just takes longer. ``bench/calibrate.py`` re-measures the
+table (its numbers are the seconds one unit of work takes per cost class).
+
+Cost classes (:func:`cost_class`) group statements by what one evaluation costs:
+
+- ``weights``: weights (and logits) only, e.g. Lemma 1, Corollary 1, the multi-head remark;
+- ``softmax-jacobian``: Jacobian norms of softmax (Corollary 3), closed forms in O(L);
+- ``jacobian``: Jacobian norms of any F / sum F (Lemma 2): an SVD per instance when (log F)' varies;
+- ``tokens``: token vectors (Theorem 1 with a fixed top-N set);
+- ``subsets``: expectations over random N-subsets (Theorem 1 random, Corollary 2), enumerated;
+- ``sphere``: expectations over random sphere embeddings (Theorem 2), Monte Carlo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from theory.errors import AttnBoundsError
+from theory.families import needs
+from theory.statement import Statement
+
+_JACOBIAN = {"J_spectral", "J_frobenius", "J_row", "J_entry", "g_fd", "dF_max", "F_l2", "dF_l2", "g_absmax"}
+_SPHERE = {"E_Ns_relaxed", "E_Ns_full"}
+_SUBSETS = {"E_dtilde_R1", "E_dtilde_R2"}
+
+
+def cost_class(statement: Statement) -> str:
+    """The cost class of a statement (module docstring)."""
+    q = set(statement.bindings.values())
+    if q & _SPHERE:
+        return "sphere"
+    if q & _SUBSETS or statement.kind == "expectation":
+        return "subsets"
+    if "x" in needs(statement):
+        return "tokens"
+    if q & _JACOBIAN:
+        softmax_only = any(h.id == "softmax" for h in statement.hypotheses)
+        return "softmax-jacobian" if softmax_only else "jacobian"
+    return "weights"
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Work per second of budget for one cost class (see :data:`RATES`)."""
+
+    batch: int  # instances per random batch
+    max_L: int  # longest sequence the random search draws
+    random_per_s: float  # random batches per second of budget
+    gradient_per_s: float  # gradient starts (each a batch of ``gradient_batch``) per second
+    gradient_batch: int
+    gradient_steps: int
+    targeted_per_s: float  # hypothesis examples per second
+    shrink_per_s: float  # shrink evaluations per second
+    refine_per_s: float  # Monte Carlo re-evaluations (with REFINE_DRAWS draws) of the tightest instances per second
+
+
+#: calibrated with ``python bench/calibrate.py`` on the reference machine (2 cores, one per search)
+RATES: dict[str, Rates] = {
+    "weights": Rates(batch=4096, max_L=64, random_per_s=20.0, gradient_per_s=4.5, gradient_batch=128,
+                     gradient_steps=60, targeted_per_s=120.0, shrink_per_s=300.0, refine_per_s=0.0),
+    "softmax-jacobian": Rates(batch=4096, max_L=64, random_per_s=35.0, gradient_per_s=5.0, gradient_batch=128,
+                              gradient_steps=60, targeted_per_s=200.0, shrink_per_s=300.0, refine_per_s=0.0),
+    "jacobian": Rates(batch=4096, max_L=64, random_per_s=12.0, gradient_per_s=3.0, gradient_batch=128,
+                      gradient_steps=60, targeted_per_s=120.0, shrink_per_s=300.0, refine_per_s=0.0),
+    "tokens": Rates(batch=256, max_L=64, random_per_s=100.0, gradient_per_s=1.8, gradient_batch=128,
+                    gradient_steps=60, targeted_per_s=90.0, shrink_per_s=250.0, refine_per_s=0.0),
+    "subsets": Rates(batch=64, max_L=10, random_per_s=220.0, gradient_per_s=3.5, gradient_batch=64,
+                     gradient_steps=60, targeted_per_s=150.0, shrink_per_s=300.0, refine_per_s=0.0),
+    "sphere": Rates(batch=8, max_L=6, random_per_s=22.0, gradient_per_s=0.0, gradient_batch=0,
+                    gradient_steps=0, targeted_per_s=45.0, shrink_per_s=40.0, refine_per_s=4.0),
+}
+
+#: shares of the budget per method; random search gets the rest (45 % with gradient and without refine)
+SHARES = {"gradient": 0.30, "targeted": 0.15, "shrink": 0.10, "refine": 0.15}
+#: Monte Carlo draws when re-evaluating the tightest instances of a sphere expectation (half-width ~0.012)
+REFINE_DRAWS = 50_000
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The work a search does: counts only, derived from ``(cost class, budget_s, gradient support)``."""
+
+    cost_class: str
+    batch: int
+    max_L: int
+    random_batches: int
+    gradient_starts: int
+    gradient_batch: int
+    gradient_steps: int
+    targeted_examples: int
+    shrink_evaluations: int
+    refine_evaluations: int
+
+    def to_dict(self) -> dict[str, int | str]:
+        return asdict(self)
+
+
+def plan(statement: Statement, budget_s: float, *, gradient: bool) -> Plan:
+    """The fixed amount of work for ``budget_s`` seconds (module docstring); at least one random batch."""
+    if not isinstance(budget_s, (int, float)) or not budget_s > 0 or budget_s != budget_s or budget_s == float("inf"):
+        raise AttnBoundsError(f"budget_s must be a positive finite number of seconds, got {budget_s!r}")
+    cls = cost_class(statement)
+    r = RATES[cls]
+    use_gradient = gradient and r.gradient_per_s > 0
+    others = SHARES["targeted"] + SHARES["shrink"] + (SHARES["gradient"] if use_gradient else 0.0) + (
+        SHARES["refine"] if r.refine_per_s > 0 else 0.0)
+    random_share = 1.0 - others
+    return Plan(
+        cost_class=cls,
+        batch=r.batch,
+        max_L=r.max_L,
+        random_batches=max(1, round(budget_s * random_share * r.random_per_s)),
+        gradient_starts=round(budget_s * SHARES["gradient"] * r.gradient_per_s) if use_gradient else 0,
+        gradient_batch=r.gradient_batch,
+        gradient_steps=r.gradient_steps,
+        targeted_examples=round(budget_s * SHARES["targeted"] * r.targeted_per_s),
+        shrink_evaluations=round(budget_s * SHARES["shrink"] * r.shrink_per_s),
+        refine_evaluations=round(budget_s * SHARES["refine"] * r.refine_per_s),
+    )

@@ -1,0 +1,257 @@
+"""Gradient ascent of the normalised gap ``(lhs - rhs) / (|lhs| + |rhs|)`` with torch autograd.
+
+Starts: the tightest instances the random search found (each replicated with small random
+perturbations into a batch) and fresh random batches. Variables are unconstrained and the
+hypotheses hold by construction: weights come from the normaliser (on the simplex, top-N set
+recomputed at every step), logits from ``q . k`` where the statement reads keys, temperatures
+as ``exp(log T)``, finite-difference directions normalised. Snapshots along the way are turned
+back into float :class:`~theory.instance.Instance` batches and evaluated by the statement's own
+evaluator; only those numbers are recorded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theory import hypotheses as hyp
+from theory.errors import AttnBoundsError
+from theory.families import needs
+from theory.instance import Instance
+from theory.normalisers import RatioNormaliser, make, softmax
+from theory.search import random_search, torch_eval
+from theory.search.budget import Plan
+from theory.search.tracker import Tracker
+from theory.statement import Statement
+
+#: Adam learning rate on the (rescaled) variables
+LR = 0.05
+#: snapshots evaluated per start (evenly spaced, the last at the final step)
+SNAPSHOTS = 4
+#: longest sequence drawn for fresh gradient starts
+MAX_L = {"weights": 16, "softmax-jacobian": 16, "jacobian": 16, "tokens": 16, "subsets": 8}
+_NORMALISER_HYPOTHESES = {hyp.SOFTMAX.id, hyp.F_POSITIVE.id, hyp.F_LENGTH_INDEPENDENT.id}
+_NORMALISER_QUANTITIES = {"C_1", "C_2", "logit_absmax", "J_spectral", "J_frobenius", "J_row", "J_entry", "g_fd",
+                          "dF_max", "F_l2", "dF_l2", "g_absmax", "Delta_own", "Delta_max"}
+
+
+def supports(statement: Statement) -> bool:
+    """Whether the statement has a torch path (see :mod:`theory.search.torch_eval`) and torch imports."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return torch_eval.supports(statement)
+
+
+def _weights_only(statement: Statement) -> bool:
+    """Only the weights matter: parametrise them as softmax(z) whatever the normaliser."""
+    return not ({h.id for h in statement.hypotheses} & _NORMALISER_HYPOTHESES
+                or set(statement.bindings.values()) & _NORMALISER_QUANTITIES)
+
+
+def _perturbed(inst: Instance, copies: int, rng: np.random.Generator) -> Instance:
+    """``copies`` instances: ``inst`` itself, then copies with relative noise of log-uniform size."""
+    idx = np.zeros(copies, dtype=int)
+    batch = inst.take(idx)
+    size = 10 ** rng.uniform(-4, 0, (copies, 1))
+    size[0] = 0.0
+
+    def jitter(a: np.ndarray | None) -> np.ndarray | None:
+        if a is None:
+            return None
+        scale = np.abs(a).max() + 1e-12
+        noise = rng.standard_normal(a.shape) * scale * size.reshape((copies,) + (1,) * (a.ndim - 1))
+        return a + noise
+
+    params = {k: v for k, v in batch.params.items() if not (batch.normaliser and k in batch.normaliser.params)}
+    x = jitter(batch.x)
+    if batch.q is not None:
+        return Instance.from_qk(jitter(batch.q), jitter(batch.k), batch.normaliser, x=x, N=batch.N,
+                                arrays=batch.arrays, **params)
+    if batch.normaliser is None:
+        logits = np.log(np.maximum(batch.alpha, 1e-300))
+        return Instance.from_logits(jitter(logits), softmax(1.0), x=x, N=batch.N, arrays=batch.arrays, **params)
+    return Instance.from_logits(jitter(batch.logits), batch.normaliser, x=x, N=batch.N, arrays=batch.arrays, **params)
+
+
+class _Problem:
+    """The variables of one batch and the maps from them to a torch State and to a float Instance."""
+
+    def __init__(self, statement: Statement, inst: Instance):
+        import torch
+
+        self.torch = torch
+        self.statement = statement
+        self.base = inst
+        self.weights_only = _weights_only(statement)
+        need = needs(statement)
+        n = inst.normaliser
+        if not self.weights_only and not isinstance(n, RatioNormaliser):
+            raise AttnBoundsError("gradient search needs a normaliser of the form F / sum F")
+        self.name = "softmax" if self.weights_only else n.name
+        self.extra = {} if self.weights_only else {k: v for k, v in n.params.items() if k != "T"}
+        self.free_T = not self.weights_only and not ({"C_1", "C_2"} & set(statement.bindings.values()))
+        T0 = np.broadcast_to(np.asarray(1.0 if self.weights_only else n.params["T"], dtype=np.float64), (inst.B,))
+        self.T_fixed = float(T0[0])
+        t = lambda a: torch.tensor(np.asarray(a, dtype=np.float64))  # noqa: E731
+        self.vars: dict[str, object] = {}
+        self.scale: dict[str, object] = {}
+
+        def var(name: str, value: np.ndarray, unit: np.ndarray | None = None) -> None:
+            # Adam moves each variable by ~LR of its unit per step: the unit is per instance
+            if unit is None:
+                unit = np.abs(value.reshape(inst.B, -1)).max(-1)
+            unit = np.where(np.isfinite(unit) & (unit > 0), unit, 1.0).reshape((inst.B,) + (1,) * (value.ndim - 1))
+            self.scale[name] = t(unit)
+            self.vars[name] = t(value / unit).requires_grad_(True)
+
+        if "qk" in need:
+            # logits q.k move by about T per step
+            qn, kn = np.linalg.norm(inst.q, axis=-1), np.linalg.norm(inst.k, axis=-1).max(-1)
+            shrink = np.minimum(1.0, np.sqrt(T0 / np.maximum(qn * kn, 1e-300)))
+            var("q", inst.q, np.maximum(qn, 1e-300) * shrink)
+            var("k", inst.k, np.maximum(kn, 1e-300) * shrink)
+        elif self.weights_only:
+            var("z", np.log(np.maximum(inst.alpha, 1e-300)), np.ones(inst.B))
+        else:
+            var("z", inst.logits, T0)  # logits in units of the temperature
+        if self.free_T:
+            self.vars["logT"] = t(np.log(T0)).requires_grad_(True)
+            self.scale["logT"] = t(np.ones(inst.B))
+        if "x" in need and inst.x is not None:
+            var("x", inst.x)
+        if "fd" in need:
+            var("v", inst.arrays["v"], np.ones(inst.B))
+        own = set(n.params) if n is not None else set()
+        self.params = {k: t(v) for k, v in inst.params.items() if k not in own}  # eps, a, kappa, ...
+        for k, v in statement.defaults.items():  # constants the statement fills in (quantities are recomputed)
+            if k in statement.parameters() and k not in self.params and not isinstance(v, str):
+                self.params[k] = t(np.full(inst.B, float(v)))
+
+    def value(self, name: str):
+        return self.vars[name] * self.scale[name] if name in self.vars else None
+
+    def T(self):
+        torch = self.torch
+        if self.free_T:
+            return self.vars["logT"].exp()
+        return torch.full((self.base.B,), self.T_fixed, dtype=torch.float64)
+
+    def state(self) -> torch_eval.State:
+        torch = self.torch
+        T = self.T()
+        q, k = self.value("q"), self.value("k")
+        logits = torch.einsum("bd,bld->bl", q, k) if q is not None else self.value("z")
+        if self.weights_only:
+            log_F, dlog_F = (lambda lg: lg), (lambda lg: torch.ones_like(lg))
+        else:
+            log_F, dlog_F = torch_eval.ratio_fns(make(self.name, T=self.T_fixed, **self.extra), T)
+        weights = lambda lg: torch.softmax(log_F(lg), dim=-1)  # noqa: E731
+        params = dict(self.params)
+        if not self.weights_only:
+            params["T"] = T
+        return torch_eval.State(alpha=weights(logits), logits=logits, N=self.base.N, params=params,
+                                x=self.value("x"), q=q, k=k, v=self.value("v"), weights_fn=weights, log_F=log_F,
+                                dlog_F=dlog_F)
+
+    def instance(self) -> Instance | None:
+        """The current variables as a float instance (rows with non-finite values dropped)."""
+        get = lambda name: None if name not in self.vars else self.value(name).detach().numpy()  # noqa: E731
+        arrays = {k: get(k) for k in ("z", "q", "k", "x", "v")}
+        T = np.exp(self.vars["logT"].detach().numpy()) if self.free_T else None
+        finite = np.ones(self.base.B, dtype=bool)
+        for a in (*arrays.values(), T):
+            if a is not None:
+                finite &= np.isfinite(a.reshape(self.base.B, -1)).all(-1)
+        if T is not None:
+            finite &= (T > 0) & (T < 1e300)
+        if not finite.any():
+            return None
+        rows = np.flatnonzero(finite)
+        pick = lambda a: None if a is None else a[rows]  # noqa: E731
+        Tn = self.T_fixed if T is None else T[rows]
+        normaliser = softmax(1.0) if self.weights_only else make(self.name, T=Tn, **self.extra)
+        params = {k: v[rows] for k, v in self.base.params.items() if k not in normaliser.params}
+        extra = {"v": arrays["v"][rows] / np.linalg.norm(arrays["v"][rows], axis=-1, keepdims=True)} \
+            if arrays["v"] is not None else {k: v[rows] for k, v in self.base.arrays.items()}
+        try:
+            if arrays["q"] is not None:
+                return Instance.from_qk(arrays["q"][rows], arrays["k"][rows], normaliser, x=pick(arrays["x"]),
+                                        N=self.base.N, arrays=extra, **params)
+            x = pick(arrays["x"]) if arrays["x"] is not None else pick(self.base.x)
+            return Instance.from_logits(arrays["z"][rows], normaliser, x=x, N=self.base.N, arrays=extra, **params)
+        except AttnBoundsError:
+            return None
+
+
+class _Adam:
+    """Adam (Kingma & Ba 2015) on a list of leaf tensors; non-finite gradient entries count as 0."""
+
+    def __init__(self, params: list, lr: float = LR, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        import torch
+
+        self.params, self.lr, self.betas, self.eps, self.t = params, lr, betas, eps, 0
+        self.m = [torch.zeros_like(p) for p in params]
+        self.v = [torch.zeros_like(p) for p in params]
+
+    def step(self, grads: tuple) -> None:
+        import torch
+
+        self.t += 1
+        b1, b2 = self.betas
+        with torch.no_grad():
+            for p, g, m, v in zip(self.params, grads, self.m, self.v):
+                if g is None:
+                    continue
+                g = torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0)
+                m.mul_(b1).add_(g, alpha=1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                p.sub_(self.lr * (m / (1 - b1**self.t)) / ((v / (1 - b2**self.t)).sqrt() + self.eps))
+
+
+def optimise(statement: Statement, inst: Instance, steps: int, tracker: Tracker) -> None:
+    """Adam on the normalised gap from the batch ``inst``; ``SNAPSHOTS`` float evaluations along the way."""
+    try:
+        prob = _Problem(statement, inst)
+    except (AttnBoundsError, KeyError):
+        tracker.method("gradient").errors += 1
+        return
+    torch = prob.torch
+    adam = _Adam(list(prob.vars.values()))
+    marks = {max(1, round(steps * (i + 1) / SNAPSHOTS)) for i in range(SNAPSHOTS)}
+    for step in range(1, steps + 1):
+        try:
+            g = torch_eval.gap(statement, prob.state())
+        except (RuntimeError, ValueError, KeyError):
+            tracker.method("gradient").errors += 1
+            return
+        loss = -torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0).sum()
+        if loss.requires_grad:
+            grads = torch.autograd.grad(loss, list(prob.vars.values()), allow_unused=True)
+            adam.step(grads)
+        if step in marks:
+            snap = prob.instance()
+            if snap is not None:
+                tracker.evaluate(snap, "gradient")
+
+
+def run(statement: Statement, plan: Plan, rng: np.random.Generator, tracker: Tracker, progress=None) -> None:
+    """``plan.gradient_starts`` optimisations: half from the tightest instances found, half fresh."""
+    if plan.gradient_starts == 0 or not supports(statement):
+        return
+    pool = [c.inst for c in tracker.pool]
+    fresh_plan = Plan(**{**plan.to_dict(), "batch": plan.gradient_batch,
+                         "max_L": min(plan.max_L, MAX_L.get(plan.cost_class, 16))})
+    for i in range(plan.gradient_starts):
+        if i % 2 == 0 and pool:
+            start = pool[(i // 2) % len(pool)]
+            try:
+                batch = _perturbed(start, plan.gradient_batch, rng)
+            except AttnBoundsError:
+                batch = None
+        else:
+            batch = random_search.build_batch(statement, random_search.draw_spec(rng, statement, fresh_plan))
+        if batch is not None and (plan.cost_class != "subsets" or torch_eval.enumerable(batch.L, batch.N)):
+            optimise(statement, batch, plan.gradient_steps, tracker)
+        if progress is not None:
+            progress.update(1)

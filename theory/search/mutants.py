@@ -1,0 +1,25 @@
+"""Planted mutants: a statement with its right-hand sides scaled, to measure what the search can kill.
+
+``scaled(statement, 0.97)`` tightens every conjunct ``lhs <= rhs`` to ``lhs <= 0.97 rhs`` (false
+as soon as the bound is attained within 3 %); ``scaled(statement, 1.03)`` loosens it (true
+whenever the statement is). The statement modules are not touched.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from theory.errors import AttnBoundsError
+from theory.statement import Statement, _conjuncts
+
+
+def scaled(statement: Statement, factor: float) -> Statement:
+    """``statement`` with every right-hand side multiplied by ``factor`` (id suffixed ``{rhs*factor}``)."""
+    if not factor > 0:
+        raise AttnBoundsError(f"factor must be > 0, got {factor!r}")
+    f = sp.Float(factor)
+    parts = [sp.Le(c.lhs, c.rhs * f) for c in _conjuncts(statement.relation)]
+    relation = parts[0] if len(parts) == 1 else sp.And(*parts)
+    return Statement(f"{statement.id}{{rhs*{factor:g}}}", statement.title, relation, statement.citation,
+                     statement.hypotheses, statement.bindings, statement.defaults, statement.kind,
+                     statement.expectation_over, statement.notes)

@@ -1,0 +1,21 @@
+"""Re-evaluating the tightest Monte Carlo instances with many more draws.
+
+A sphere expectation (Theorem 2) is estimated with a Hoeffding interval whose half-width
+shrinks like ``1/sqrt(draws)``; the random search uses a few hundred or thousand draws. The
+tightest instances found are evaluated again with :data:`~theory.search.budget.REFINE_DRAWS`
+draws, so a violation (or near-equality) smaller than the coarse interval can still show.
+"""
+
+from __future__ import annotations
+
+from theory.search.budget import REFINE_DRAWS, Plan
+from theory.search.tracker import Tracker
+from theory.statement import Statement
+
+
+def run(statement: Statement, plan: Plan, tracker: Tracker, progress=None) -> None:
+    """The ``plan.refine_evaluations`` tightest pool instances again, with more draws (method ``refine``)."""
+    for cand in list(tracker.pool)[: plan.refine_evaluations]:
+        tracker.evaluate(cand.inst.with_params(mc_draws=float(REFINE_DRAWS)), "refine")
+        if progress is not None:
+            progress.update(1)

@@ -1,0 +1,288 @@
+"""Shrinking a violation into a small, readable counterexample.
+
+Greedy and deterministic: from the most negative candidate, try in order to drop blocks of tokens
+(halves, quarters, ... single tokens), lower N, drop embedding dimensions, switch the normaliser
+to softmax and the temperature to 1, then round every number to 1, 2 or 3 significant digits
+(all at once, then array by array); keep a change whenever the float evaluator still finds a
+clear violation (relative margin below ``-min(1e-6, |start| / 2)``), and start over from it.
+Each try is one evaluation out of ``plan.shrink_evaluations``. The result is recorded (method
+``shrink``) among the violations; certification decides whether it is a counterexample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator
+
+import numpy as np
+
+from theory.errors import AttnBoundsError
+from theory.instance import Instance
+from theory.normalisers import make
+from theory.search.budget import Plan
+from theory.search.score import relative_margins
+from theory.search.tracker import Tracker
+from theory.statement import Statement
+
+#: relative margin a shrunk instance must stay below (or half the start's, if that is smaller)
+CLEAR = 1e-6
+#: instance parameters that shrink like integers towards their minimum
+_INTEGER_PARAMS = {"dim": 2, "H": 1}
+#: parameters never rounded (seeds, Monte Carlo knobs)
+_FIXED_PARAMS = {"seed", "mc_draws", "mc_level", "dim", "H"}
+
+
+@dataclass
+class Parts:
+    """One instance (B = 1) as plain arrays without the batch axis, ready to be edited and rebuilt."""
+
+    N: int | None
+    normaliser: tuple[str, dict[str, float]] | None
+    logits: np.ndarray | None = None
+    alpha: np.ndarray | None = None
+    x: np.ndarray | None = None
+    q: np.ndarray | None = None
+    k: np.ndarray | None = None
+    selection: np.ndarray | None = None
+    params: dict[str, float] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, inst: Instance) -> "Parts":
+        n = inst.normaliser
+        norm = None if n is None else (n.name, {k: float(np.ravel(v)[0]) for k, v in n.params.items()})
+        own = set(norm[1]) if norm else set()
+        first = lambda a: None if a is None else np.array(a[0])  # noqa: E731
+        return cls(N=inst.N, normaliser=norm, logits=first(inst.logits) if inst.q is None else None,
+                   alpha=first(inst.alpha) if n is None else None, x=first(inst.x), q=first(inst.q), k=first(inst.k),
+                   selection=first(inst.selection),
+                   params={k: float(v[0]) for k, v in inst.params.items() if k not in own},
+                   arrays={k: np.array(v[0]) for k, v in inst.arrays.items()})
+
+    @property
+    def L(self) -> int:
+        for a in (self.logits, self.alpha, self.k):
+            if a is not None:
+                return int(a.shape[0])
+        raise AttnBoundsError("an instance without logits, weights or keys")
+
+    @property
+    def d(self) -> int:
+        for a in (self.x, self.q):
+            if a is not None:
+                return int(a.shape[-1])
+        return 0
+
+    def build(self) -> Instance:
+        kw: dict[str, Any] = {"N": self.N, "arrays": {k: v[None] for k, v in self.arrays.items()}, **self.params}
+        if self.x is not None:
+            kw["x"] = self.x[None]
+        if self.selection is not None:
+            kw["selection"] = self.selection[None]
+        if self.normaliser is None:
+            return Instance.from_weights(self.alpha[None], **kw)
+        normaliser = make(self.normaliser[0], **self.normaliser[1])
+        if self.q is not None:
+            return Instance.from_qk(self.q[None], self.k[None], normaliser, **kw)
+        return Instance.from_logits(self.logits[None], normaliser, **kw)
+
+
+def _unit(v: np.ndarray) -> np.ndarray | None:
+    n = np.linalg.norm(v)
+    return v / n if n > 0 else None
+
+
+def _drop_tokens(p: Parts, drop: np.ndarray, selected: np.ndarray) -> Parts | None:
+    keep = ~drop
+    L = int(keep.sum())
+    if L < 1:
+        return None
+    lost = int((drop & selected).sum())
+    N = None if p.N is None else max(1, min(p.N - lost, L))
+    arrays = {}
+    for name, a in p.arrays.items():
+        arrays[name] = a[keep]
+        if name == "v":
+            u = _unit(arrays[name])
+            if u is None:
+                return None
+            arrays[name] = u
+    sel = None if p.selection is None else p.selection[keep]
+    if sel is not None and not sel.any():
+        return None
+    pick = lambda a: None if a is None else a[keep]  # noqa: E731
+    if p.alpha is not None:
+        alpha = p.alpha[keep]
+        if alpha.sum() <= 0:
+            return None
+        return replace(p, N=N, alpha=alpha / alpha.sum(), x=pick(p.x), selection=sel, arrays=arrays)
+    return replace(p, N=N, logits=pick(p.logits), x=pick(p.x), k=pick(p.k), selection=sel, arrays=arrays)
+
+
+def _token_moves(p: Parts, selected: np.ndarray) -> Iterator[Parts]:
+    L = p.L
+    size = L // 2
+    while size >= 1:
+        for start in range(0, L, size):
+            drop = np.zeros(L, dtype=bool)
+            drop[start:start + size] = True
+            if drop.all():
+                continue
+            out = _drop_tokens(p, drop, selected)
+            if out is not None:
+                yield out
+        size //= 2
+
+
+def _dimension_moves(p: Parts) -> Iterator[Parts]:
+    """Drop blocks of embedding coordinates (halves, quarters, ..., single ones)."""
+    d = p.d
+    size = d // 2
+    while size >= 1:
+        for start in range(0, d, size):
+            keep = np.ones(d, dtype=bool)
+            keep[start:start + size] = False
+            if not keep.any():
+                continue
+            params = dict(p.params)
+            if "dim" in params:  # sphere expectations draw in R^dim: it shrinks with x, never below 2
+                params["dim"] = float(keep.sum())
+                if params["dim"] < 2:
+                    continue
+            yield replace(p, x=None if p.x is None else p.x[:, keep], q=None if p.q is None else p.q[keep],
+                          k=None if p.k is None else p.k[:, keep], params=params)
+        size //= 2
+
+
+def round_sig(a: Any, digits: int) -> Any:
+    """``a`` rounded to ``digits`` significant digits (elementwise; 0 stays 0)."""
+    arr = np.asarray(a, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exp = np.floor(np.log10(np.abs(arr)))
+        scale = 10.0 ** (digits - 1 - np.where(arr == 0, 0, exp))
+        out = np.where(arr == 0, 0.0, np.round(arr * scale) / scale)
+    return out if out.ndim else float(out)
+
+
+def _rounded(p: Parts, digits: int, only: str | None = None) -> Parts | None:
+    def r(name: str, a: Any) -> Any:
+        return a if a is None or (only is not None and name != only) else round_sig(a, digits)
+
+    params = {k: (v if k in _FIXED_PARAMS else r(f"param:{k}", v)) for k, v in p.params.items()}
+    norm = None if p.normaliser is None else (p.normaliser[0], {k: r(f"normaliser:{k}", v)
+                                                               for k, v in p.normaliser[1].items()})
+    if norm is not None and any(v <= 0 for k, v in norm[1].items() if k in ("T", "c", "b", "s")):
+        return None
+    arrays = {k: r(f"array:{k}", v) for k, v in p.arrays.items()}
+    if "v" in arrays:
+        arrays["v"] = _unit(arrays["v"])
+        if arrays["v"] is None:
+            return None
+    alpha = r("alpha", p.alpha)
+    if alpha is not None:
+        if alpha.sum() <= 0 or np.any(alpha < 0):
+            return None
+        alpha = alpha / alpha.sum()
+    out = replace(p, normaliser=norm, logits=r("logits", p.logits), alpha=alpha, x=r("x", p.x), q=r("q", p.q),
+                  k=r("k", p.k), params=params, arrays=arrays)
+    return None if _same(out, p) else out
+
+
+def _names(p: Parts) -> list[str]:
+    names = [n for n in ("logits", "alpha", "x", "q", "k") if getattr(p, n) is not None]
+    names += [f"normaliser:{k}" for k in (p.normaliser[1] if p.normaliser else {})]
+    names += [f"param:{k}" for k in p.params if k not in _FIXED_PARAMS] + [f"array:{k}" for k in p.arrays]
+    return names
+
+
+def _same(a: Parts, b: Parts) -> bool:
+    for name in ("logits", "alpha", "x", "q", "k"):
+        u, v = getattr(a, name), getattr(b, name)
+        if (u is None) != (v is None) or (u is not None and not np.array_equal(u, v)):
+            return False
+    return a.params == b.params and a.normaliser == b.normaliser and all(
+        np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
+
+
+def _simplify_moves(p: Parts) -> Iterator[Parts]:
+    if p.N is not None and p.N > 1 and p.selection is None:
+        yield replace(p, N=p.N - 1)
+    for name, lo in _INTEGER_PARAMS.items():
+        if name in p.params and p.params[name] > lo and name != "dim":
+            yield replace(p, params={**p.params, name: p.params[name] - 1})
+    if p.normaliser is not None:
+        name, values = p.normaliser
+        if name != "softmax":
+            yield replace(p, normaliser=("softmax", {"T": values.get("T", 1.0)}))
+        if values.get("T", 1.0) != 1.0:
+            yield replace(p, normaliser=(name, {**values, "T": 1.0}))
+    if p.logits is not None and p.logits.size and np.any(p.logits != 0):
+        yield replace(p, logits=np.zeros_like(p.logits))
+        if p.logits.max() != 0:
+            yield replace(p, logits=p.logits - p.logits.max())
+    for name in ("logits", "x", "q", "k"):
+        a = getattr(p, name)
+        if a is not None and a.size:
+            tiny = (np.abs(a) < 1e-3 * np.abs(a).max()) & (a != 0)
+            if tiny.any():
+                yield replace(p, **{name: np.where(tiny, 0.0, a)})
+
+
+def _round_moves(p: Parts) -> Iterator[Parts]:
+    for digits in (1, 2, 3):
+        out = _rounded(p, digits)
+        if out is not None:
+            yield out
+    for name in _names(p):
+        for digits in (1, 2, 3):
+            out = _rounded(p, digits, only=name)
+            if out is not None:
+                yield out
+
+
+def moves(p: Parts, selected: np.ndarray) -> Iterator[Parts]:
+    """Candidate simplifications of ``p`` in the order they are tried (module docstring)."""
+    yield from _token_moves(p, selected)
+    yield from _simplify_moves(p)
+    yield from _dimension_moves(p)
+    yield from _round_moves(p)
+
+
+def shrink(statement: Statement, inst: Instance, evaluations: int, threshold: float) -> tuple[Instance, int]:
+    """The smallest, roundest instance reachable from ``inst`` (B = 1) that keeps a relative margin
+    below ``-threshold``; returns it and the number of evaluations used."""
+    current, used = inst, 0
+    improved = True
+    while improved and used < evaluations:
+        improved = False
+        parts = Parts.of(current)
+        for cand in moves(parts, current.mask[0] if current.N is not None else np.zeros(current.L, dtype=bool)):
+            if used >= evaluations:
+                break
+            try:
+                built = cand.build()
+                used += 1
+                with np.errstate(all="ignore"):
+                    ev = statement.evaluate(built)
+                    rel = relative_margins(statement, built, ev)
+            except (AttnBoundsError, FloatingPointError, ValueError, ZeroDivisionError, OverflowError):
+                continue
+            if ev.violated[0] and rel[0] < -threshold:
+                current, improved = built, True
+                break
+    return current, used
+
+
+def run(statement: Statement, plan: Plan, tracker: Tracker, progress=None) -> Instance | None:
+    """Shrink the most negative clear violation; record the result under method ``shrink``."""
+    clear = [c for c in tracker.violations if c.rel < -1e-9]
+    if not clear or plan.shrink_evaluations == 0:
+        return None
+    start = clear[0]
+    threshold = min(CLEAR, abs(start.rel) / 2)
+    small, used = shrink(statement, start.inst, plan.shrink_evaluations, threshold)
+    tracker.method("shrink").tried += used
+    if progress is not None:
+        progress.update(used)
+    result = tracker.evaluate(small, "shrink")
+    return small if result is not None and result[0].violated[0] else None

@@ -1,0 +1,113 @@
+"""Hypothesis-driven search over small, readable instances, guided by ``target()``.
+
+Instances have at most 6 tokens and 3 dimensions, small integer logits and embeddings times a
+scale drawn from a few powers of ten, temperatures from a short list: what hypothesis shrinks
+towards is then a counterexample a reader can check by hand. ``hypothesis.find`` runs with the
+search's seed, no example database and ``plan.targeted_examples`` examples; ``target()`` is fed
+the negated relative margin, so generation drifts towards violations, and a violation found is
+shrunk by hypothesis before it is returned.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+
+from theory.errors import AttnBoundsError
+from theory.families import admissible_normalisers, feasible_delta, needs
+from theory.instance import Instance
+from theory.normalisers import make
+from theory.quantities import sphere_embeddings
+from theory.search.budget import Plan
+from theory.search.tracker import Tracker
+from theory.statement import Statement
+
+MAX_L = 6
+MAX_D = 3
+SCALES = (1.0, 0.1, 10.0, 0.01, 100.0, 1e-3, 1e3)
+TEMPERATURES = (1.0, 0.5, 2.0, 0.1, 0.25, 10.0, 0.01, 100.0)
+#: a found violation must have a relative margin below this (clearly not rounding)
+CLEAR = 1e-6
+
+
+def instances(statement: Statement) -> Any:
+    """A hypothesis strategy of small readable B = 1 instances with what ``statement`` reads."""
+    from hypothesis import strategies as st
+
+    need = needs(statement)
+    min_L = 2 if need & {"x", "sphere"} or any(h.id == "L>=2" for h in statement.hypotheses) else 1
+    names = admissible_normalisers(statement)
+    # Lemma 1's constants cost a sympy solve per (normaliser, T): stay on the random search's grid
+    temperatures = (1.0, 0.1, 10.0) if {"C_1", "C_2"} & set(statement.bindings.values()) else TEMPERATURES
+
+    @st.composite
+    def draw(draw: Any) -> Instance:
+        from hypothesis import reject
+
+        try:
+            return _draw(draw)
+        except AttnBoundsError:
+            reject()
+
+    def _draw(draw: Any) -> Instance:
+        L = draw(st.integers(min_L, MAX_L))
+        N = draw(st.integers(1, L))
+        d = draw(st.integers(2 if "sphere" in need else 1, MAX_D))
+        small = lambda shape: np.array(draw(st.lists(st.integers(-4, 4), min_size=int(np.prod(shape)),  # noqa: E731
+                                                     max_size=int(np.prod(shape)))), dtype=float).reshape(shape)
+        name = draw(st.sampled_from(names))
+        T = draw(st.sampled_from(temperatures))
+        normaliser = make(name, T=T)
+        kw: dict[str, Any] = {"N": N}
+        params: dict[str, Any] = {}
+        arrays: dict[str, Any] = {}
+        if "x" in need:
+            kw["x"] = small((1, L, d)) * draw(st.sampled_from(SCALES))
+        if "sphere" in need:
+            M = draw(st.sampled_from((1.0, 2.0, 0.5)))
+            delta = draw(st.sampled_from((0.0, 0.5, 0.25, 1.0))) * feasible_delta(L, d, M)
+            rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+            kw["x"] = sphere_embeddings(rng, (1,), L, d, np.array([M]), np.array([delta]))
+            params.update(M=M, delta=delta, r=draw(st.sampled_from((1.0, 0.5, 2.0, 0.1, 0.25, 4.0, 0.01))) * M,
+                          dim=d, mc_draws=2000, seed=draw(st.integers(0, 2**16)))
+        if "fd" in need:
+            v = small((1, L))
+            v[0, 0] = v[0, 0] or 1.0
+            arrays["v"] = v / np.linalg.norm(v)
+            params["eps"] = draw(st.sampled_from((1e-3, 1.0, 0.1, 10.0, 1e-6)))
+        if "heads" in need:
+            params.update(p=draw(st.sampled_from((0.8, 0.5, 0.1, 0.9, 0.99, 0.0, 1.0))), H=draw(st.integers(1, 8)))
+        scale = draw(st.sampled_from(SCALES))
+        if "qk" in need:
+            return Instance.from_qk(small((1, d)), small((1, L, d)) * scale, normaliser, arrays=arrays, **kw, **params)
+        return Instance.from_logits(small((1, L)) * scale, normaliser, arrays=arrays, **kw, **params)
+
+    return draw()
+
+
+def run(statement: Statement, plan: Plan, seed: int, tracker: Tracker, progress=None) -> Instance | None:
+    """``plan.targeted_examples`` hypothesis examples (method ``targeted``); the shrunk violation or None."""
+    if plan.targeted_examples == 0:
+        return None
+    from hypothesis import HealthCheck, Phase, find, settings, target
+    from hypothesis.errors import NoSuchExample, Unsatisfiable
+
+    def violated(inst: Instance) -> bool:
+        if progress is not None:
+            progress.update(1)
+        out = tracker.evaluate(inst, "targeted")
+        if out is None or not out[0].applicable[0]:
+            return False
+        rel = float(out[1][0])
+        target(-rel if np.isfinite(rel) else 0.0, label="relative violation")
+        return bool(out[0].violated[0]) and rel < -CLEAR
+
+    config = settings(max_examples=plan.targeted_examples, database=None, deadline=None, derandomize=False,
+                      phases=[Phase.generate, Phase.target, Phase.shrink], suppress_health_check=list(HealthCheck),
+                      report_multiple_bugs=False)
+    try:
+        return find(instances(statement), violated, settings=config, random=random.Random(seed))
+    except (NoSuchExample, Unsatisfiable, AttnBoundsError):
+        return None

@@ -1,0 +1,161 @@
+"""What the search keeps while it runs: candidate violations, the tightest instance, per-method counts."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from theory.errors import AttnBoundsError
+from theory.instance import Instance
+from theory.search.score import relative_margins
+from theory.statement import Evaluation, Statement
+
+#: candidate violations kept (best first)
+KEEP = 20
+#: tight instances kept as starting points for the gradient and refine phases
+POOL = 16
+#: ranking key of instances with lhs = rhs = 0 (relative margins lie in [-1, 1])
+DEGENERATE = 2.0
+
+
+@dataclass(order=True)
+class Candidate:
+    """One instance (B = 1) with its relative margin, ratio and the method that found it."""
+
+    rel: float
+    order: int  # discovery order: ties in ``rel`` keep the earlier candidate first (deterministic)
+    inst: Instance = field(compare=False)
+    ratio: float = field(compare=False)
+    margin_hi: float = field(compare=False)
+    method: str = field(compare=False)
+
+
+def instance_key(inst: Instance, b: int = 0) -> bytes:
+    """A digest of instance ``b``'s inputs (12 significant digits): equal for duplicates."""
+    h = hashlib.sha1()
+    h.update(repr((inst.L, inst.N, repr(inst.normaliser.take(np.array([b])) if inst.normaliser else None))).encode())
+    arrays = [inst.alpha, inst.logits, inst.x, inst.q, inst.k, inst.selection,
+              *(inst.params[k] for k in sorted(inst.params)), *(inst.arrays[k] for k in sorted(inst.arrays))]
+    for a in arrays:
+        if a is not None:
+            v = np.asarray(a[b], dtype=np.float64)
+            h.update(np.array([float(f"{x:.12g}") for x in v.ravel()]).tobytes())
+    return h.digest()
+
+
+@dataclass
+class MethodStats:
+    tried: int = 0
+    applicable: int = 0
+    violations: int = 0
+    best_margin: float = float("inf")
+    best_ratio: float = float("nan")
+    best_key: float = float("inf")
+    seconds: float = 0.0
+    first_violation_s: float | None = None
+    errors: int = 0
+
+    def to_dict(self) -> dict:
+        out = {"tried": self.tried, "applicable": self.applicable, "violations": self.violations,
+               "best_margin": self.best_margin, "best_ratio": self.best_ratio, "seconds": round(self.seconds, 4)}
+        if self.first_violation_s is not None:
+            out["first_violation_s"] = round(self.first_violation_s, 4)
+        if self.errors:
+            out["errors"] = self.errors
+        return out
+
+
+class Tracker:
+    """Evaluates batches for one statement and keeps what the search reports (see :mod:`theory.search`)."""
+
+    def __init__(self, statement: Statement):
+        self.statement = statement
+        self.violations: list[Candidate] = []
+        self.best: Candidate | None = None
+        self.best_key = float("inf")
+        self.pool: list[Candidate] = []
+        self.stats: dict[str, MethodStats] = {}
+        self._keys: set[bytes] = set()
+        self._order = 0
+        self._start = time.perf_counter()
+
+    @property
+    def tried(self) -> int:
+        return sum(s.tried for s in self.stats.values())
+
+    def method(self, name: str) -> MethodStats:
+        return self.stats.setdefault(name, MethodStats())
+
+    def evaluate(self, inst: Instance, method: str) -> tuple[Evaluation, np.ndarray] | None:
+        """Evaluate a batch, record it, and return ``(evaluation, relative margins)``; None if it cannot be evaluated."""
+        st = self.method(method)
+        try:
+            with np.errstate(all="ignore"):
+                # defaults filled in once, so both evaluations share the quantities computed
+                # (candidates keep the instance as given: a default like a = max|l| must follow later edits)
+                prepared = self.statement.prepare(inst)
+                ev = self.statement.evaluate(prepared)
+                rel, degenerate = relative_margins(self.statement, prepared, ev, with_degenerate=True)
+        except (AttnBoundsError, FloatingPointError, ValueError, ZeroDivisionError, OverflowError):
+            st.errors += 1
+            return None
+        self.record(inst, ev, rel, degenerate, method)
+        return ev, rel
+
+    def record(self, inst: Instance, ev: Evaluation, rel: np.ndarray, degenerate: np.ndarray, method: str) -> None:
+        st = self.method(method)
+        st.tried += inst.B
+        st.applicable += int(ev.applicable.sum())
+        if not ev.applicable.any():
+            return
+        ratio = ev.ratio
+        viol = np.flatnonzero(ev.violated)
+        if viol.size:
+            st.violations += int(viol.size)
+            if st.first_violation_s is None:
+                st.first_violation_s = time.perf_counter() - self._start
+            worst_kept = self.violations[-1].rel if len(self.violations) >= KEEP else np.inf
+            for b in viol[np.argsort(rel[viol], kind="stable")][:KEEP]:
+                if rel[b] >= worst_kept and len(self.violations) >= KEEP:
+                    break
+                self._add_violation(inst, int(b), float(rel[b]), float(ratio[b]), float(ev.margin_hi[b]), method)
+        # "0 <= 0" (up to rounding) says nothing about how tight a bound is: such instances rank last
+        key = np.where(degenerate, DEGENERATE, rel)
+        b = int(np.argmin(key))
+        if key[b] < st.best_key:
+            st.best_key, st.best_margin, st.best_ratio = float(key[b]), float(rel[b]), float(ratio[b])
+        if self.best is None or key[b] < self.best_key:
+            self.best_key = float(key[b])
+            self.best = self._candidate(inst, b, float(rel[b]), float(ratio[b]), float(ev.margin_hi[b]), method)
+        self._add_to_pool(inst, key, ratio, ev.margin_hi, method)
+
+    def _candidate(self, inst: Instance, b: int, rel: float, ratio: float, margin_hi: float, method: str) -> Candidate:
+        self._order += 1
+        return Candidate(rel, self._order, inst.take(b), ratio, margin_hi, method)
+
+    def _add_violation(self, inst: Instance, b: int, rel: float, ratio: float, margin_hi: float, method: str) -> None:
+        key = instance_key(inst, b)
+        if key in self._keys:
+            return
+        self._keys.add(key)
+        self.violations.append(self._candidate(inst, b, rel, ratio, margin_hi, method))
+        self.violations.sort()
+        for dropped in self.violations[KEEP:]:
+            self._keys.discard(instance_key(dropped.inst))
+        del self.violations[KEEP:]
+
+    def _add_to_pool(self, inst: Instance, rel: np.ndarray, ratio: np.ndarray, margin_hi: np.ndarray, method: str) -> None:
+        bound = self.pool[-1].rel if len(self.pool) >= POOL else DEGENERATE
+        order = np.argsort(rel, kind="stable")[:POOL]
+        for b in order:
+            if not rel[b] < bound:
+                break
+            self.pool.append(self._candidate(inst, int(b), float(rel[b]), float(ratio[b]), float(margin_hi[b]), method))
+        self.pool.sort()
+        del self.pool[POOL:]
+
+    def add_seconds(self, method: str, seconds: float) -> None:
+        self.method(method).seconds += seconds
