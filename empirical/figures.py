@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from empirical import atomic
+from theory import atomic
 from empirical.headlines import HEADLINE_BOUND
 
 

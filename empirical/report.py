@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from empirical import atomic
+from theory import atomic
 
 
 def _fmt(v: Any) -> str:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from empirical import atomic
+from theory import atomic
 from empirical.cachedir import cache_dir, sha256_bytes, sha256_file
 from theory.errors import AttnBoundsError
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from empirical import atomic
+from theory import atomic
 from empirical.cachedir import cache_dir
 from empirical.modelload import LoadedModel, from_dir, quiet_transformers
 from empirical.text import TextSource

@@ -6,7 +6,7 @@ import hashlib
 
 import numpy as np
 
-from empirical import atomic
+from theory import atomic
 from empirical.cachedir import cache_dir
 from empirical.text import TextSource
 from empirical.tokenizer import Tokenizer

@@ -123,13 +123,9 @@ class Certificate:
 
 
 def _statement(statement: Statement | str) -> Statement:
-    if isinstance(statement, Statement):
-        return statement
-    if isinstance(statement, str):
-        from theory import registry
+    from theory.registry import resolve  # the registry imports every statement module: keep it lazy
 
-        return registry.get(statement)
-    raise AttnBoundsError(f"expected a Statement or a statement id, got {type(statement).__name__}")
+    return resolve(statement)
 
 
 # -- hypotheses in balls -----------------------------------------------------------------------------

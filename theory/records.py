@@ -18,13 +18,13 @@ import math
 import os
 import platform
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 
+from theory import atomic
 from theory.errors import AttnBoundsError
 
 FORMAT = "attnbounds.record"
@@ -146,20 +146,7 @@ def content_hash(data: dict[str, Any]) -> str:
 
 def write_json(path: str | os.PathLike[str], value: Any) -> Path:
     """Write ``value`` as deterministic JSON atomically (a temporary file in the same folder, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(dumps(value) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return atomic.write_text(path, dumps(value) + "\n")
 
 
 # -- provenance ----------------------------------------------------------------------------------------

@@ -42,3 +42,12 @@ def all_statements() -> list[Statement]:
 
 def ids() -> list[str]:
     return list(_REGISTRY)
+
+
+def resolve(statement: Statement | str) -> Statement:
+    """A statement given as itself or by id (for functions that accept either)."""
+    if isinstance(statement, Statement):
+        return statement
+    if isinstance(statement, str):
+        return get(statement)
+    raise AttnBoundsError(f"expected a Statement or a statement id, got {type(statement).__name__}")

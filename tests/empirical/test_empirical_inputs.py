@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from empirical import atomic, text, tokenizer, windows
+from empirical import text, tokenizer, windows
+from theory import atomic
 from theory.errors import AttnBoundsError
 
 

@@ -75,13 +75,9 @@ def _one_thread() -> Iterator[None]:
 
 
 def _statement(statement: Statement | str) -> Statement:
-    if isinstance(statement, Statement):
-        return statement
-    if isinstance(statement, str):
-        from theory import registry
+    from theory.registry import resolve  # the registry imports every statement module: keep it lazy
 
-        return registry.get(statement)
-    raise AttnBoundsError(f"search needs a Statement or a statement id, got {type(statement).__name__}")
+    return resolve(statement)
 
 
 def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0,

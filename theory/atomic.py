@@ -1,4 +1,4 @@
-"""Atomic file output: write to a temporary file in the target folder, then ``os.replace``."""
+"""Atomic file output (records, reports, caches): write to a temporary file in the target folder, then ``os.replace``."""
 
 from __future__ import annotations
 
