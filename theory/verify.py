@@ -199,8 +199,7 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
         best_cert = certify(st, res.best, 0)
         fields["tightness"] = {"best_ratio": _finite_or_none(res.best_ratio), "best_margin": _finite_or_none(res.best_margin),
                                "witness": instance_to_json(res.best.take(0)), "certificate": best_cert.to_json(timing=False),
-                               "equality": best_cert.equality() or (best_cert.status == "holds"
-                                                                    and best_cert.margin_lo == 0.0 == best_cert.margin_hi)}
+                               "equality": _attains(res.best_ratio, best_cert)}
     timing["certify_s"] = time.perf_counter() - t
 
     tried = int(res.tried)
@@ -236,6 +235,15 @@ def _candidates(violations: Any) -> list[Instance]:
     if isinstance(violations, Instance):
         return [violations.take(i) for i in range(violations.B)]
     return list(violations or [])
+
+
+def _attains(ratio: float, cert: Any) -> bool:
+    """Whether the tightest instance attains the bound: lhs/rhs is 1 to float precision and the certified
+    margin is 0 to 1e-12 of the sides' scale (a degenerate instance where both sides vanish is not an
+    equality case: its ratio is not 1)."""
+    if not (math.isfinite(ratio) and abs(ratio - 1.0) <= 1e-9) or cert.statistical:
+        return False
+    return cert.margin_lo <= 0.0 <= cert.margin_hi or max(abs(cert.margin_lo), abs(cert.margin_hi)) <= 1e-12 * cert.scale
 
 
 def _finite_or_none(x: Any) -> float | None:
