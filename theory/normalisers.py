@@ -306,11 +306,13 @@ class RatioNormaliser(Normaliser):
 def _critical_points(log_F: sp.Expr, values: tuple[tuple[str, float], ...]) -> np.ndarray:
     expr = log_F.subs({sp.Symbol(n): sp.Symbol(n, positive=True) for n, _ in values})
     d = sp.diff(_stable_log(expr), l_sym).subs({sp.Symbol(n, positive=True): sp.Rational(v) for n, v in values})
-    signed = sp.simplify(d.rewrite(sp.exp))
-    if signed.is_positive or signed.is_negative or d.is_zero:
+    if d.is_positive or d.is_negative or d.is_zero:  # cheap: decided from the factors' assumptions
         return np.empty(0)
     if d.is_polynomial(l_sym):
         return np.array([float(r) for r in sp.Poly(d, l_sym).real_roots()])
+    signed = sp.simplify(d.rewrite(sp.exp))  # slow: only when the factors did not decide the sign
+    if signed.is_positive or signed.is_negative:
+        return np.empty(0)
     raise AttnBoundsError(f"cannot locate the extrema of F={sp.exp(log_F)}: (log F)' = {d} is neither "
                           "of constant sign nor a polynomial in l")
 

@@ -310,11 +310,12 @@ class Statement:
         """lhs, rhs, margin on every instance; NOT-APPLICABLE (NaN, ``applicable=False``) where a hypothesis fails."""
         if not isinstance(inst, Instance):
             raise AttnBoundsError(f"evaluate needs a theory.instance.Instance, got {type(inst).__name__}")
-        ok, failed = self.check_hypotheses(self.prepare(inst))
+        inst = self.prepare(inst)
+        ok, failed = self.check_hypotheses(inst)
         out = {k: np.full(inst.B, np.nan) for k in ("lhs", "rhs", "margin", "lo", "hi")}
         idx = np.nonzero(ok)[0]
         if idx.size:
-            sub = self.prepare(inst if idx.size == inst.B else inst.take(idx))
+            sub = inst if idx.size == inst.B else inst.take(idx)
             lhs, rhs, margin = self._margins(self._env(sub, "mid"), sub.B)
             if any(QUANTITIES[q].estimate for q in self.bindings.values()):
                 m_a = self._margins(self._env(sub, "lo"), sub.B)[2]

@@ -9,7 +9,6 @@ with the statement's vectorised evaluator.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from scipy.special import comb
@@ -22,9 +21,6 @@ from theory.search.budget import Plan
 from theory.search.tracker import Tracker
 from theory.statement import Statement
 
-#: temperatures are drawn on this grid where Lemma 1's constants need F's extrema (computed once per T by sympy)
-T_GRID_PER_DECADE = 2
-_NEEDS_F_RANGE = {"C_1", "C_2"}
 
 
 def draw_spec(rng: np.random.Generator, statement: Statement, plan: Plan) -> Spec:
@@ -40,8 +36,6 @@ def draw_spec(rng: np.random.Generator, statement: Statement, plan: Plan) -> Spe
         L = int(rng.integers(2, plan.max_L + 1))
         spec = spec.with_(L=L, N=int(rng.integers(1, L + 1)), d=int(rng.choice([2, 3, 4])),
                           mc_draws=int(rng.choice([400, 2000])))
-    if set(statement.bindings.values()) & _NEEDS_F_RANGE:
-        spec = spec.with_(T=float(10 ** (round(math.log10(spec.T) * T_GRID_PER_DECADE) / T_GRID_PER_DECADE)))
     return spec
 
 

@@ -39,8 +39,6 @@ def instances(statement: Statement) -> Any:
     need = needs(statement)
     min_L = 2 if need & {"x", "sphere"} or any(h.id == "L>=2" for h in statement.hypotheses) else 1
     names = admissible_normalisers(statement)
-    # Lemma 1's constants cost a sympy solve per (normaliser, T): stay on the random search's grid
-    temperatures = (1.0, 0.1, 10.0) if {"C_1", "C_2"} & set(statement.bindings.values()) else TEMPERATURES
 
     @st.composite
     def draw(draw: Any) -> Instance:
@@ -58,7 +56,7 @@ def instances(statement: Statement) -> Any:
         small = lambda shape: np.array(draw(st.lists(st.integers(-4, 4), min_size=int(np.prod(shape)),  # noqa: E731
                                                      max_size=int(np.prod(shape)))), dtype=float).reshape(shape)
         name = draw(st.sampled_from(names))
-        T = draw(st.sampled_from(temperatures))
+        T = draw(st.sampled_from(TEMPERATURES))
         normaliser = make(name, T=T)
         kw: dict[str, Any] = {"N": N}
         params: dict[str, Any] = {}
