@@ -11,6 +11,7 @@ and budget give byte-identical records apart from ``timing``. :data:`SCHEMA` doc
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -113,7 +114,9 @@ SCHEMA: dict[str, Any] = {
 
 # -- canonical JSON ------------------------------------------------------------------------------------
 def canonical(value: Any) -> Any:
-    """Plain JSON types only: numpy scalars and arrays converted, non-finite floats as strings."""
+    """Plain JSON types only: dataclasses as dicts, numpy scalars and arrays converted, non-finite floats as strings."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {str(k): canonical(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

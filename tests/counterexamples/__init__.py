@@ -13,15 +13,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
+from theory import atomic
 from theory.errors import AttnBoundsError
 from theory.instance import Instance
+from theory.records import canonical
 from theory.serialize import instance_from_json, instance_to_json
 from theory.statement import Statement
 
@@ -77,27 +76,6 @@ def recertify(statement_id: str) -> Any:
     return None if cx is None else certify(get(statement_id), cx.instance, 0)
 
 
-def to_jsonable(value: Any) -> Any:
-    """Provenance as JSON: numpy values as plain ones (JSON floats round-trip exactly), the rest as text."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return to_jsonable(value.tolist())
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value) if np.isfinite(value) else repr(float(value))
-    if value is None or isinstance(value, str):
-        return value
-    return str(value)
-
-
 def write(statement: Statement, inst: Instance, certificate: Any, found_by: dict[str, Any]) -> Path:
     """Write the counterexample of ``statement`` atomically (temp file + ``os.replace``)."""
     if inst.B != 1:
@@ -107,18 +85,9 @@ def write(statement: Statement, inst: Instance, certificate: Any, found_by: dict
                               f"(status {getattr(certificate, 'status', None)!r})")
     record = {"format": FORMAT, "version": VERSION, "statement": statement.id, "formula": statement.formula,
               "kind": statement.kind, "certificate": certificate.to_json(timing=False),
-              "found_by": to_jsonable(found_by),
+              "found_by": canonical(found_by),
               "instance": instance_to_json(inst)}
     path = path_for(statement.id)
-    fd, tmp = tempfile.mkstemp(dir=DIRECTORY, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(record, fh, indent=1)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic.write_text(path, json.dumps(record, indent=1) + "\n")
     recertify.cache_clear()
     return path

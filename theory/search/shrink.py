@@ -119,39 +119,37 @@ def _drop_tokens(p: Parts, drop: np.ndarray, selected: np.ndarray) -> Parts | No
     return replace(p, N=N, logits=pick(p.logits), x=pick(p.x), k=pick(p.k), selection=sel, arrays=arrays)
 
 
-def _token_moves(p: Parts, selected: np.ndarray) -> Iterator[Parts]:
-    L = p.L
-    size = L // 2
+def _halving_blocks(n: int) -> Iterator[np.ndarray]:
+    """Boolean masks of the blocks of ``range(n)``: halves, quarters, ..., single entries (never all of it)."""
+    size = n // 2
     while size >= 1:
-        for start in range(0, L, size):
-            drop = np.zeros(L, dtype=bool)
-            drop[start:start + size] = True
-            if drop.all():
-                continue
-            out = _drop_tokens(p, drop, selected)
-            if out is not None:
-                yield out
+        for start in range(0, n, size):
+            block = np.zeros(n, dtype=bool)
+            block[start:start + size] = True
+            if not block.all():
+                yield block
         size //= 2
+
+
+def _token_moves(p: Parts, selected: np.ndarray) -> Iterator[Parts]:
+    """Drop blocks of tokens (halves, quarters, ..., single ones)."""
+    for drop in _halving_blocks(p.L):
+        out = _drop_tokens(p, drop, selected)
+        if out is not None:
+            yield out
 
 
 def _dimension_moves(p: Parts) -> Iterator[Parts]:
     """Drop blocks of embedding coordinates (halves, quarters, ..., single ones)."""
-    d = p.d
-    size = d // 2
-    while size >= 1:
-        for start in range(0, d, size):
-            keep = np.ones(d, dtype=bool)
-            keep[start:start + size] = False
-            if not keep.any():
+    for drop in _halving_blocks(p.d):
+        keep = ~drop
+        params = dict(p.params)
+        if "dim" in params:  # sphere expectations draw in R^dim: it shrinks with x, never below 2
+            params["dim"] = float(keep.sum())
+            if params["dim"] < 2:
                 continue
-            params = dict(p.params)
-            if "dim" in params:  # sphere expectations draw in R^dim: it shrinks with x, never below 2
-                params["dim"] = float(keep.sum())
-                if params["dim"] < 2:
-                    continue
-            yield replace(p, x=None if p.x is None else p.x[:, keep], q=None if p.q is None else p.q[keep],
-                          k=None if p.k is None else p.k[:, keep], params=params)
-        size //= 2
+        yield replace(p, x=None if p.x is None else p.x[:, keep], q=None if p.q is None else p.q[keep],
+                      k=None if p.k is None else p.k[:, keep], params=params)
 
 
 def round_sig(a: Any, digits: int) -> Any:
