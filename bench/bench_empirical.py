@@ -30,18 +30,18 @@ def _model(name: str) -> tuple[Any, str]:
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from empirical.modelload import load_model, quiet_transformers
+    from attnbounds.empirical.modelload import load_model, quiet_transformers
 
     quiet_transformers()
     if name == "random-tiny":
-        from empirical.tiny import DEFAULT_SPEC as s
+        from attnbounds.empirical.tiny import DEFAULT_SPEC as s
 
         torch.manual_seed(0)
         cfg = GPT2Config(vocab_size=s.vocab_size, n_positions=s.n_positions, n_embd=s.n_embd, n_layer=s.n_layer,
                          n_head=s.n_head, attn_implementation="eager")
         return GPT2LMHeadModel(cfg).eval(), "tiny architecture, random weights"
     if name == "tiny":
-        from empirical.text import resolve_text
+        from attnbounds.empirical.text import resolve_text
 
         return load_model("tiny", text=resolve_text()).model, "tiny (trained, cached)"
     return load_model(name).model, name
@@ -57,7 +57,7 @@ def overhead(model: Any, batch: int, length: int, repeats: int) -> dict[str, Any
     """Median wall times (s) of plain and extracting forwards, interleaved, and their ratios."""
     import torch
 
-    from empirical.extract import Extractor, plain_forward
+    from attnbounds.empirical.extract import Extractor, plain_forward
 
     ids = torch.randint(0, model.config.vocab_size, (batch, length), generator=torch.Generator().manual_seed(0))
 
@@ -92,7 +92,7 @@ def overhead(model: Any, batch: int, length: int, repeats: int) -> dict[str, Any
 
 
 def protocol_time(name: str, model: str) -> dict[str, Any]:
-    from empirical import run
+    from attnbounds.empirical import run
 
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()

@@ -17,10 +17,10 @@ from dataclasses import replace
 import numpy as np
 
 from _util import Row, table
-from theory import registry
-from theory.search import budget, gradient, random_search, refine, targeted
-from theory.search.budget import RATES
-from theory.search.tracker import Tracker
+from attnbounds.theory import registry
+from attnbounds.theory.search import budget, gradient, random_search, refine, targeted
+from attnbounds.theory.search.budget import RATES
+from attnbounds.theory.search.tracker import Tracker
 
 REPRESENTATIVES = {
     "weights": ["lemma1", "corollary1[delta=max-key]", "multihead"],

@@ -22,12 +22,12 @@ import time
 import numpy as np
 
 from _util import Row, interleaved, table, timed
-from theory import registry
-from theory.families import Spec, build
-from theory.instance import Instance
-from theory.normalisers import softmax
-from theory.search.budget import cost_class
-from theory.statement import Statement
+from attnbounds.theory import registry
+from attnbounds.theory.families import Spec, build
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.search.budget import cost_class
+from attnbounds.theory.statement import Statement
 
 SIZES = {  # (B, L, N, d) per cost class
     "weights": (2048, 16, 4, 4),

@@ -21,9 +21,9 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from _util import Row, table
-from theory import registry
-from theory.search import DEFAULT_BUDGET_S, scaled, search
-from theory.search.score import REAL
+from attnbounds.theory import registry
+from attnbounds.theory.search import DEFAULT_BUDGET_S, scaled, search
+from attnbounds.theory.search.score import REAL
 
 MAX_CERTIFY = 16
 
@@ -40,7 +40,7 @@ def run_one(job: tuple[str, float | None, float, int]) -> dict:
            "best_margin": res.best_margin, "best_ratio": res.best_ratio, "certified": None, "statistical": False,
            "time_to_certified_s": None}
     try:
-        from theory.certify import certify
+        from attnbounds.theory.certify import certify
     except ImportError:
         return out
     spent = 0.0

@@ -52,7 +52,7 @@ def main() -> None:
         rows += certification.rows()
     if "mutants" in todo:
         import mutants
-        from theory.search import DEFAULT_BUDGET_S
+        from attnbounds.theory.search import DEFAULT_BUDGET_S
 
         rows += mutants.rows(2.0 if args.quick else DEFAULT_BUDGET_S, args.jobs)
     print(table(rows))

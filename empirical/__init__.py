@@ -13,14 +13,14 @@ __all__ = ["run", "main"]
 
 
 def run(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    """See :func:`empirical.pipeline.run`."""
-    from empirical.pipeline import run as _run
+    """See :func:`attnbounds.empirical.pipeline.run`."""
+    from attnbounds.empirical.pipeline import run as _run
 
     return _run(*args, **kwargs)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """See :func:`empirical.cli.main`."""
-    from empirical.cli import main as _main
+    """See :func:`attnbounds.empirical.cli.main`."""
+    from attnbounds.empirical.cli import main as _main
 
     return _main(argv)

@@ -1,5 +1,5 @@
 """``python -m empirical ...`` is ``attnbounds empirical ...``."""
 
-from empirical.cli import main
+from attnbounds.empirical.cli import main
 
 raise SystemExit(main())

@@ -1,8 +1,8 @@
 """The one place empirical/ talks to theory/: instances from model rows, quantities, statements.
 
-Bounds are never re-implemented here: every bound value is the ``rhs``/``lhs`` of a registered
-statement (``theory.registry``) evaluated on instances built from real tensors (DESIGN.md).
-The private helpers at the bottom compute things theory/ has no public quantity for yet.
+Bounds and quantities are never re-implemented here: every bound value is the ``rhs``/``lhs`` of a
+registered statement (``attnbounds.theory.registry``) and every quantity a registered specification
+(``attnbounds.theory.quantities``), evaluated on instances built from real tensors (DESIGN.md).
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from empirical.rows import RowBatch
-from theory.instance import Instance
-from theory.normalisers import softmax
-from theory.quantities import compute
-from theory.registry import all_statements, get
-from theory.statement import Evaluation, Statement
+from attnbounds.empirical.rows import RowBatch
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.quantities import compute
+from attnbounds.theory.registry import all_statements, get
+from attnbounds.theory.statement import Evaluation, Statement
 
 __all__ = ["weights_instance", "logits_instance", "compute", "evaluate", "statement_ids", "with_observed",
            "paper_r", "min_pairwise_distance", "inside_ball"]
@@ -69,43 +69,18 @@ def with_observed(statement_id: str, symbol: str, parameter: str) -> Statement:
                                kind="deterministic", expectation_over=None)
 
 
-# -- private helpers: quantities theory/ does not expose (listed in the hand-over note) ----------
+# -- quantities of section 3 ---------------------------------------------------------------------------------
 def paper_r(inst: Instance) -> np.ndarray:
-    """The paper's radius (section 3): ``r = min_{i not in I_N} ||s - alpha_i x_i||_2``, ``(B,)``.
-
-    TODO(theory): move to theory.quantities as a named quantity.
-    """
-    x, a, mask = inst.x, inst.alpha, inst.mask
-    s = np.einsum("bl,bld->bd", np.where(mask, a, 0.0), x)
-    dist = np.linalg.norm(a[..., None] * x - s[:, None, :], axis=-1)
-    return np.where(mask, np.inf, dist).min(-1)
+    """The paper's radius (section 3): ``r = min_{i not in I_N} ||s - alpha_i x_i||_2`` (quantity ``r_paper``)."""
+    return compute("r_paper", inst)
 
 
 def inside_ball(inst: Instance, r: np.ndarray) -> np.ndarray:
-    """``(B, L)``: selected tokens with ``||alpha_i x_i - s|| <= r`` (the relaxed Definition's count, per token).
-
-    TODO(theory): theory.quantities._separable_counts computes the same test but returns counts only.
-    """
-    x, a, mask = inst.x, inst.alpha, inst.mask
-    s = np.einsum("bl,bld->bd", np.where(mask, a, 0.0), x)
-    dist = np.linalg.norm(a[..., None] * x - s[:, None, :], axis=-1)
-    return mask & (dist <= r[:, None])
+    """``(B, L)``: selected tokens with ``||alpha_i x_i - s|| <= r`` (the relaxed Definition, token by token)."""
+    return inst.mask & (compute("context_distance", inst) <= r[:, None])
 
 
 def min_pairwise_distance(x: np.ndarray) -> np.ndarray:
-    """``delta = min_{i != j} ||x_i - x_j||_2`` per row of ``x`` ``(B, L, d)`` (Assumption 2, empirical).
-
-    The Gram form locates the closest pair; its distance is then recomputed directly, so near-equal
-    vectors do not lose accuracy to cancellation. TODO(theory): a named quantity.
-    """
-    import torch
-
-    xt = torch.from_numpy(np.ascontiguousarray(x))
-    sq = (xt * xt).sum(-1)
-    d2 = sq[:, :, None] + sq[:, None, :] - 2.0 * torch.bmm(xt, xt.transpose(1, 2))
-    L = x.shape[1]
-    d2.diagonal(dim1=1, dim2=2).fill_(float("inf"))
-    flat = d2.reshape(x.shape[0], -1).argmin(-1).numpy()
-    i, j = np.divmod(flat, L)
-    b = np.arange(x.shape[0])
-    return np.linalg.norm(x[b, i] - x[b, j], axis=-1)
+    """``delta = min_{i != j} ||x_i - x_j||_2`` per row of ``x`` ``(B, L, d)`` (quantity ``delta_min``)."""
+    B, L = x.shape[:2]
+    return compute("delta_min", Instance.from_weights(np.full((B, L), 1.0 / L), x=x))

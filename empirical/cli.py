@@ -10,7 +10,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from theory.errors import AttnBoundsError
+from attnbounds.theory.errors import AttnBoundsError
 
 EPILOG = """\
 examples:
@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def protocol_from_args(args: argparse.Namespace) -> Any:
-    from empirical.config import Protocol
+    from attnbounds.empirical.config import Protocol
 
     overrides = {field: getattr(args, opt) for opt, field in OVERRIDES.items() if getattr(args, opt) is not None}
     base = Protocol.quick() if args.quick else Protocol.full()
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``attnbounds empirical``: parse ``argv``, run, print where the outputs are."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        from empirical.pipeline import run
+        from attnbounds.empirical.pipeline import run
 
         proto = protocol_from_args(args)
         results = run(args.model, args.out, text=args.text, protocol=proto, progress=not args.no_progress,

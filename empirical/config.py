@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from theory.errors import AttnBoundsError
+from attnbounds.theory.errors import AttnBoundsError
 
 TENSORS = ("values", "keys", "queries")
 EXPECTATIONS = ("J_scaled_weighted", "J_scaled_mean", "J_printed_weighted", "J_printed_mean")
@@ -149,7 +149,7 @@ class Protocol:
         for name in ("M", "hoeffding_constant"):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
                 raise bad(name, getattr(self, name), "a finite number > 0")
-        from empirical.rows import QuerySpec
+        from attnbounds.empirical.rows import QuerySpec
 
         QuerySpec.parse(self.queries, self.masked_keys)
         return self

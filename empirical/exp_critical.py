@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from empirical import bridge, stats
-from empirical._scan import distance_scan
-from empirical.accumulate import PerHead
-from empirical.config import EXPECTATIONS, Protocol
-from empirical.extract import LayerRecord
-from empirical.rows import QuerySpec, build
+from attnbounds.empirical import bridge, stats
+from attnbounds.theory.quantities.theorem1 import distance_scan
+from attnbounds.empirical.accumulate import PerHead
+from attnbounds.empirical.config import EXPECTATIONS, Protocol
+from attnbounds.empirical.extract import LayerRecord
+from attnbounds.empirical.rows import QuerySpec, build
 
 
 class Critical:
@@ -39,7 +39,7 @@ class Critical:
                 Ns = [N for N in grid if N < rows.L]
                 if not Ns:
                     continue
-                scan = distance_scan(rows.alpha, rows.x, Ns)  # all N at once (see empirical._scan)
+                scan = distance_scan(rows.alpha, rows.x, Ns)  # all N at once (see attnbounds.theory.quantities.theorem1.distance_scan)
                 for k, N in enumerate(Ns):
                     for name in (self.true, *EXPECTATIONS):
                         self.acc.add((name, L, N), rows.head, scan[name][:, k])
@@ -77,7 +77,7 @@ class Critical:
                          "found": len(pts), "of": len(per_L)}
         return {"per_L": per_L, "fits": fits, "expectation": self.proto.expectation, "true": self.true,
                 "scan_check": {"max_relative_deviation_from_theory": self.max_deviation,
-                               "what": "empirical._scan vs theory.quantities.compute at the middle N of each grid"},
+                               "what": "distance_scan vs the float forms of the quantities at the middle N of each grid"},
                 "choices": {"ks_alpha": alpha, "critical_reading": self.proto.critical_reading,
                             "max_frac": self.proto.critical_max_frac, "dense_upto": self.proto.critical_dense_upto,
                             "step": self.proto.critical_step, "tensor": self.proto.distance_tensor,

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from empirical import bridge
-from empirical.accumulate import PerHead, Tally
-from empirical.config import Protocol
-from empirical.extract import LayerRecord
-from empirical.rows import QuerySpec, build
+from attnbounds.empirical import bridge
+from attnbounds.empirical.accumulate import PerHead, Tally
+from attnbounds.empirical.config import Protocol
+from attnbounds.empirical.extract import LayerRecord
+from attnbounds.empirical.rows import QuerySpec, build
 
 ENVELOPES = ("corollary3[fd]", "corollary3[fd,corrected]")
 

@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from empirical import bridge
-from empirical.accumulate import PerHead, Tally
-from empirical.config import Protocol
-from empirical.extract import LayerRecord
-from empirical.rows import QuerySpec, RowBatch, build
+from attnbounds.empirical import bridge
+from attnbounds.empirical.accumulate import PerHead, Tally
+from attnbounds.empirical.config import Protocol
+from attnbounds.empirical.extract import LayerRecord
+from attnbounds.empirical.rows import QuerySpec, RowBatch, build
 
 BOUNDS = {"lower": "theorem2.lower[relaxed]", "upper": "theorem2.upper[relaxed]"}
 
@@ -111,7 +111,7 @@ class Separability:
                             "bounds": {k: v.id for k, v in self.stmts.items()}}}
 
     def _multihead(self, p_hat: float) -> dict[str, Any]:
-        from theory.instance import Instance
+        from attnbounds.theory.instance import Instance
 
         P = self.proto
         H = len(self.groups[0]) if self.groups else 0  # fewer heads per layer than multihead_H: all of them

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from theory.errors import AttnBoundsError
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
 
 @dataclass
@@ -74,13 +74,13 @@ class LayerRecord:
         try:
             return {"values": self.v, "keys": self.k, "queries": self.q}[name]
         except KeyError:
-            raise AttnBoundsError(f"token vectors must be one of values, keys, queries; got {name!r}") from None
+            raise InvalidArgument(f"token vectors must be one of values, keys, queries; got {name!r}") from None
 
 
 def _blocks(model: Any) -> Any:
     base = getattr(model, "transformer", model)
     if not hasattr(base, "h"):
-        raise AttnBoundsError(f"{type(model).__name__} is not a GPT-2-family model (no transformer.h blocks)")
+        raise InvalidArgument(f"{type(model).__name__} is not a GPT-2-family model (no transformer.h blocks)")
     return base, base.h
 
 
@@ -160,10 +160,10 @@ class Extractor:
 
         ids = torch.as_tensor(input_ids, dtype=torch.long)
         if ids.ndim != 2:
-            raise AttnBoundsError(f"input_ids must have shape (batch, length), got {tuple(ids.shape)}")
+            raise InvalidArgument(f"input_ids must have shape (batch, length), got {tuple(ids.shape)}")
         n_pos = self.model.config.n_positions
         if ids.shape[1] > n_pos:
-            raise AttnBoundsError(f"windows of {ids.shape[1]} tokens exceed the model's n_positions={n_pos}")
+            raise InvalidArgument(f"windows of {ids.shape[1]} tokens exceed the model's n_positions={n_pos}")
         with torch.inference_mode():
             self.base(input_ids=ids, use_cache=False)
 

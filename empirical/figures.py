@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from theory import atomic
-from empirical.headlines import HEADLINE_BOUND
+from attnbounds.theory import atomic
+from attnbounds.empirical.headlines import HEADLINE_BOUND
 
 
 def _plt() -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from empirical import stats
+from attnbounds.empirical import stats
 
 REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE = "reproduced", "not reproduced", "not comparable"
 HEADLINE_BOUND = "theorem1.fixed[R1,g1]"

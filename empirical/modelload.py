@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from empirical.tokenizer import Tokenizer, for_model
-from theory.errors import AttnBoundsError
+from attnbounds.empirical.tokenizer import Tokenizer, for_model
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
 
 @dataclass
@@ -70,7 +70,7 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 def _check_family(config: Any, name: str) -> None:
     if getattr(config, "model_type", None) != "gpt2":
-        raise AttnBoundsError(
+        raise InvalidArgument(
             f"model {name!r} has model_type {getattr(config, 'model_type', None)!r}; only GPT-2-family checkpoints "
             "(model_type 'gpt2': gpt2, gpt2-medium, distilgpt2, your own GPT2LMHeadModel) are supported"
         )
@@ -99,7 +99,7 @@ def from_dir(path: str | os.PathLike[str], name: str | None = None) -> Any:
     folder = Path(path)
     label = name or str(folder)
     if not (folder / "config.json").is_file():
-        raise AttnBoundsError(f"model folder {str(folder)!r} has no config.json; {how_to_provide(label)}")
+        raise InvalidArgument(f"model folder {str(folder)!r} has no config.json; {how_to_provide(label)}")
     config = AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     _check_family(config, label)
     if any(folder.glob("*.safetensors")):
@@ -108,7 +108,7 @@ def from_dir(path: str | os.PathLike[str], name: str | None = None) -> Any:
         return _finish(model)
     binary = folder / "pytorch_model.bin"
     if not binary.is_file():
-        raise AttnBoundsError(f"model folder {str(folder)!r} has neither *.safetensors nor pytorch_model.bin; "
+        raise InvalidArgument(f"model folder {str(folder)!r} has neither *.safetensors nor pytorch_model.bin; "
                               f"{how_to_provide(label)}")
     config._attn_implementation = "eager"
     model = GPT2LMHeadModel(config)
@@ -116,7 +116,7 @@ def from_dir(path: str | os.PathLike[str], name: str | None = None) -> Any:
     state = {k.removeprefix("module."): v for k, v in state.items()}
     missing, unexpected = model.load_state_dict(state, strict=False)
     if any(not k.endswith((".attn.bias", ".attn.masked_bias", "lm_head.weight")) for k in missing):
-        raise AttnBoundsError(f"weights in {str(binary)!r} do not fit the config: missing {missing[:5]}")
+        raise InvalidArgument(f"weights in {str(binary)!r} do not fit the config: missing {missing[:5]}")
     model.tie_weights()
     return _finish(model)
 
@@ -134,11 +134,11 @@ def from_hub(name: str) -> tuple[Any, str, str | None]:
     except Exception:  # noqa: BLE001 - not cached; try the network below
         pass
     if hub_offline() or not hub_reachable():
-        raise AttnBoundsError(how_to_provide(name)) from None
+        raise InvalidArgument(how_to_provide(name)) from None
     try:
         folder = snapshot_download(name, allow_patterns=["config.json", "*.safetensors", "*.json", "*.txt"])
     except Exception as exc:  # noqa: BLE001 - any hub failure becomes one clear message
-        raise AttnBoundsError(f"download of {name!r} failed ({type(exc).__name__}: {str(exc)[:200]}); "
+        raise InvalidArgument(f"download of {name!r} failed ({type(exc).__name__}: {str(exc)[:200]}); "
                               f"{how_to_provide(name)}") from None
     return from_dir(folder, name), "hub-download", folder
 
@@ -146,17 +146,17 @@ def from_hub(name: str) -> tuple[Any, str, str | None]:
 def load_model(name: str, *, text: Any = None, progress: bool = True) -> LoadedModel:
     """The model called ``name``: ``tiny`` (embedded, needs ``text``), a local folder, or a hub name."""
     if not isinstance(name, str) or not name.strip():
-        raise AttnBoundsError(f"--model must be 'tiny', a folder or a hub name such as 'gpt2', got {name!r}")
+        raise InvalidArgument(f"--model must be 'tiny', a folder or a hub name such as 'gpt2', got {name!r}")
     if name == "tiny":
-        from empirical import tiny
+        from attnbounds.empirical import tiny
 
         if text is None:
-            raise AttnBoundsError("--model tiny trains on the text; give a text (--text or ATTNBOUNDS_TEXT)")
+            raise InvalidArgument("--model tiny trains on the text; give a text (--text or ATTNBOUNDS_TEXT)")
         return tiny.load_or_train(text, progress=progress)
     folder = Path(name).expanduser()
     if folder.exists():
         if not folder.is_dir():
-            raise AttnBoundsError(f"--model {name!r} is a file; give the folder that holds config.json and weights")
+            raise InvalidArgument(f"--model {name!r} is a file; give the folder that holds config.json and weights")
         return LoadedModel(from_dir(folder, name), name, "local-dir", str(folder.resolve()), for_model(str(folder)))
     model, source, path = from_hub(name)
     return LoadedModel(model, name, source, path, for_model(path))

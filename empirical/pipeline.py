@@ -9,16 +9,16 @@ from typing import Any
 
 import numpy as np
 
-from empirical.config import Protocol
-from empirical.rows import QuerySpec
-from theory.errors import AttnBoundsError
+from attnbounds.empirical.config import Protocol
+from attnbounds.empirical.rows import QuerySpec
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
 
 def _experiments(proto: Protocol, n_heads: int, H: int, spec: QuerySpec) -> list[Any]:
-    from empirical.exp_critical import Critical
-    from empirical.exp_distance import Distance
-    from empirical.exp_gradients import Gradients
-    from empirical.exp_separability import Separability
+    from attnbounds.empirical.exp_critical import Critical
+    from attnbounds.empirical.exp_distance import Distance
+    from attnbounds.empirical.exp_gradients import Gradients
+    from attnbounds.empirical.exp_separability import Separability
 
     make = {"distance": lambda: Distance(proto, n_heads, spec), "critical": lambda: Critical(proto, n_heads, spec),
             "separability": lambda: Separability(proto, n_heads, spec, H),
@@ -30,12 +30,12 @@ def collect(loaded: Any, ids: np.ndarray, proto: Protocol, *, progress: bool = T
     """Run the experiments of ``proto`` on ``loaded`` over the windows of ``ids``; raw results per experiment."""
     from tqdm.auto import tqdm
 
-    from empirical.extract import Extractor
-    from empirical.windows import windows
+    from attnbounds.empirical.extract import Extractor
+    from attnbounds.empirical.windows import windows
 
     cfg = loaded.model.config
     if proto.max_L > cfg.n_positions:
-        raise AttnBoundsError(f"the protocol needs windows of {proto.max_L} tokens but the model has "
+        raise InvalidArgument(f"the protocol needs windows of {proto.max_L} tokens but the model has "
                               f"n_positions={cfg.n_positions}; lower L_grid/separability_L/gradient_L")
     spec = QuerySpec.parse(proto.queries, proto.masked_keys)
     wins = windows(ids, proto.max_L, proto.windows, proto.window_start)
@@ -75,17 +75,17 @@ def run(model: str = "tiny", out: str | Path = "attnbounds-empirical", *, text: 
     """
     import torch
 
-    from empirical import headlines, report
-    from empirical.modelload import load_model
-    from empirical.text import resolve_text
-    from empirical.windows import token_ids
+    from attnbounds.empirical import headlines, report
+    from attnbounds.empirical.modelload import load_model
+    from attnbounds.empirical.text import resolve_text
+    from attnbounds.empirical.windows import token_ids
 
     t0 = time.perf_counter()
     proto = protocol or (Protocol.quick() if quick else Protocol.full())
     proto.validated()
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
-        raise AttnBoundsError(f"--out {str(out_dir)!r} is a file; give a folder")
+        raise InvalidArgument(f"--out {str(out_dir)!r} is a file; give a folder")
     src = resolve_text(text)
     t_model = time.perf_counter()
     loaded = load_model(model, text=src, progress=progress)

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from theory import atomic
+from attnbounds.theory import atomic
 
 
 def _fmt(v: Any) -> str:
@@ -154,7 +154,7 @@ def html_page(markdown_text: str, figures: list[Path]) -> str:
 
 def write_all(results: dict[str, Any], out: Path, *, figures: bool = True) -> dict[str, Path]:
     """Figures, results.json, report.md and report.html under ``out`` (each file written atomically)."""
-    from empirical.figures import all_figures
+    from attnbounds.empirical.figures import all_figures
 
     out.mkdir(parents=True, exist_ok=True)
     figs = all_figures(results, out) if figures else []

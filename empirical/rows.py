@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from empirical.extract import LayerRecord
-from theory.errors import AttnBoundsError
+from attnbounds.empirical.extract import LayerRecord
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class QuerySpec:
     @classmethod
     def parse(cls, text: str, masked_keys: str = "drop") -> "QuerySpec":
         if masked_keys not in ("drop", "zero"):
-            raise AttnBoundsError(f"masked keys must be 'drop' or 'zero', got {masked_keys!r}")
+            raise InvalidArgument(f"masked keys must be 'drop' or 'zero', got {masked_keys!r}")
         if text == "last":
             return cls("last", 1, masked_keys)
         if text.startswith("tail:"):
@@ -43,7 +43,7 @@ class QuerySpec:
                 q = 0
             if q >= 1:
                 return cls("tail", q, masked_keys)
-        raise AttnBoundsError(f"queries must be 'last' or 'tail:Q' with an integer Q >= 1, got {text!r}")
+        raise InvalidArgument(f"queries must be 'last' or 'tail:Q' with an integer Q >= 1, got {text!r}")
 
     def label(self) -> str:
         return "last" if self.mode == "last" else f"tail:{self.count}"
@@ -96,11 +96,11 @@ def build(rec: LayerRecord, L: int, spec: QuerySpec, *, tensor: str | None = "va
     ``logits``: ``None``, ``"raw"`` (``q . k``) or ``"scaled"`` (times the model's ``1/sqrt(d_head)``).
     """
     if not 2 <= L <= rec.length:
-        raise AttnBoundsError(f"L must be in [2, {rec.length}] (the window length), got L={L}")
+        raise InvalidArgument(f"L must be in [2, {rec.length}] (the window length), got L={L}")
     if logits not in (None, "raw", "scaled"):
-        raise AttnBoundsError(f"logits must be 'raw' or 'scaled', got {logits!r}")
+        raise InvalidArgument(f"logits must be 'raw' or 'scaled', got {logits!r}")
     if logits and spec.mode == "tail" and spec.masked_keys == "zero":
-        raise AttnBoundsError("logit rows exist only over visible keys: use masked_keys='drop' with logits")
+        raise InvalidArgument("logit rows exist only over visible keys: use masked_keys='drop' with logits")
     B, H = int(rec.q.shape[0]), rec.n_heads
     xs = None
     if tensor is not None:

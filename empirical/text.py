@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from theory import atomic
-from empirical.cachedir import cache_dir, sha256_bytes, sha256_file
-from theory.errors import AttnBoundsError
+from attnbounds.theory import atomic
+from attnbounds.empirical.cachedir import cache_dir, sha256_bytes, sha256_file
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
 GUTENBERG_URL = "https://www.gutenberg.org/cache/epub/2600/pg2600.txt"
 #: SHA-256 of the downloaded file, when the project pins one; ``None`` means the file is checked by
@@ -42,14 +42,14 @@ class TextSource:
 
 def _read(path: Path, origin: str) -> TextSource:
     if not path.is_file():
-        raise AttnBoundsError(f"text file {str(path)!r} (from {origin}) does not exist; {_HOW_TO}")
+        raise InvalidArgument(f"text file {str(path)!r} (from {origin}) does not exist; {_HOW_TO}")
     data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise AttnBoundsError(f"text file {str(path)!r} is not UTF-8 ({exc}); convert it to UTF-8") from None
+        raise InvalidArgument(f"text file {str(path)!r} is not UTF-8 ({exc}); convert it to UTF-8") from None
     if not text.strip():
-        raise AttnBoundsError(f"text file {str(path)!r} is empty; {_HOW_TO}")
+        raise InvalidArgument(f"text file {str(path)!r} is empty; {_HOW_TO}")
     return TextSource(text=text, path=str(path), origin=origin, sha256=sha256_bytes(data))
 
 
@@ -58,7 +58,7 @@ def strip_gutenberg(raw: str) -> str:
     start = re.search(r"^\*\*\* ?START OF (THE|THIS) PROJECT GUTENBERG EBOOK.*$", raw, re.M | re.I)
     end = re.search(r"^\*\*\* ?END OF (THE|THIS) PROJECT GUTENBERG EBOOK.*$", raw, re.M | re.I)
     if not start or not end or end.start() <= start.end():
-        raise AttnBoundsError("the downloaded file has no Project Gutenberg START/END markers; it is not ebook 2600")
+        raise InvalidArgument("the downloaded file has no Project Gutenberg START/END markers; it is not ebook 2600")
     return raw[start.end(): end.start()].strip() + "\n"
 
 
@@ -66,11 +66,11 @@ def check_download(data: bytes) -> str:
     """Verify a downloaded ebook 2600 and return its body; raises AttnBoundsError when it is not."""
     digest = sha256_bytes(data)
     if GUTENBERG_SHA256 is not None and digest != GUTENBERG_SHA256:
-        raise AttnBoundsError(f"checksum mismatch for {GUTENBERG_URL}: sha256 {digest}, expected {GUTENBERG_SHA256}")
+        raise InvalidArgument(f"checksum mismatch for {GUTENBERG_URL}: sha256 {digest}, expected {GUTENBERG_SHA256}")
     raw = data.decode("utf-8-sig", errors="strict").replace("\r\n", "\n")
     body = strip_gutenberg(raw)
     if "WAR AND PEACE" not in raw[:5000].upper() or len(body) < 2_000_000:
-        raise AttnBoundsError(f"the file from {GUTENBERG_URL} is not War and Peace (title or size wrong, {len(body)} chars)")
+        raise InvalidArgument(f"the file from {GUTENBERG_URL} is not War and Peace (title or size wrong, {len(body)} chars)")
     return body
 
 
@@ -83,7 +83,7 @@ def download(url: str = GUTENBERG_URL, timeout: float = 30.0) -> bytes:
         with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (fixed https URL)
             return resp.read()
     except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        raise AttnBoundsError(f"could not download {url} ({exc}); this machine looks offline: {_HOW_TO}") from None
+        raise InvalidArgument(f"could not download {url} ({exc}); this machine looks offline: {_HOW_TO}") from None
 
 
 def cached_text_path() -> Path:
@@ -96,7 +96,7 @@ def _read_cached(path: Path) -> TextSource:
     recorded = sidecar.read_text().split()[0] if sidecar.is_file() else None
     actual = sha256_file(path)
     if recorded is not None and recorded != actual:
-        raise AttnBoundsError(
+        raise InvalidArgument(
             f"cached text {str(path)!r} is corrupt (sha256 {actual}, recorded {recorded}); delete it to download again"
         )
     return _read(path, "cache")
@@ -113,7 +113,7 @@ def resolve_text(path: str | os.PathLike[str] | None = None, *, allow_download: 
     if cached.is_file():
         return _read_cached(cached)
     if not allow_download:
-        raise AttnBoundsError(f"no text given and none cached at {str(cached)!r}; {_HOW_TO}")
+        raise InvalidArgument(f"no text given and none cached at {str(cached)!r}; {_HOW_TO}")
     body = check_download(download()).encode("utf-8")
     atomic.write_bytes(cached, body)
     atomic.write_text(cached.with_suffix(cached.suffix + ".sha256"), f"{sha256_bytes(body)}  {CACHE_NAME}\n")

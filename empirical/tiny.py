@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from theory import atomic
-from empirical.cachedir import cache_dir
-from empirical.modelload import LoadedModel, from_dir, quiet_transformers
-from empirical.text import TextSource
-from empirical.tokenizer import offline_gpt2
-from theory.errors import AttnBoundsError
+from attnbounds.theory import atomic
+from attnbounds.empirical.cachedir import cache_dir
+from attnbounds.empirical.modelload import LoadedModel, from_dir, quiet_transformers
+from attnbounds.empirical.text import TextSource
+from attnbounds.empirical.tokenizer import offline_gpt2
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def spec_from_env() -> TinySpec:
         fields = json.loads(raw)
         return replace(DEFAULT_SPEC, **fields)
     except (ValueError, TypeError) as exc:
-        raise AttnBoundsError(f"ATTNBOUNDS_TINY_SPEC must be a JSON object of TinySpec fields, got {raw!r} ({exc})") from None
+        raise InvalidArgument(f"ATTNBOUNDS_TINY_SPEC must be a JSON object of TinySpec fields, got {raw!r} ({exc})") from None
 
 
 def _seed_everything(seed: int) -> None:
@@ -100,7 +100,7 @@ def train(ids: np.ndarray, spec: TinySpec, progress: bool = True) -> tuple[Any, 
     quiet_transformers()
     split = int(len(ids) * spec.train_fraction)
     if split < spec.seq_len + 1 or len(ids) - split < spec.seq_len:
-        raise AttnBoundsError(f"the text has {len(ids)} tokens; training the tiny model needs at least "
+        raise InvalidArgument(f"the text has {len(ids)} tokens; training the tiny model needs at least "
                               f"{int(2 * spec.seq_len / (1 - spec.train_fraction)) + 1} (seq_len={spec.seq_len})")
     _seed_everything(spec.seed)
     config = GPT2Config(vocab_size=spec.vocab_size, n_positions=spec.n_positions, n_embd=spec.n_embd,
@@ -148,7 +148,7 @@ def train(ids: np.ndarray, spec: TinySpec, progress: bool = True) -> tuple[Any, 
 
 def load_or_train(text: TextSource, *, spec: TinySpec | None = None, progress: bool = True) -> LoadedModel:
     """The cached embedded model for ``text`` (trained and cached on first use)."""
-    from empirical.windows import token_ids
+    from attnbounds.empirical.windows import token_ids
 
     spec = spec or spec_from_env()
     tok = offline_gpt2()

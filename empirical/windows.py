@@ -6,11 +6,11 @@ import hashlib
 
 import numpy as np
 
-from theory import atomic
-from empirical.cachedir import cache_dir
-from empirical.text import TextSource
-from empirical.tokenizer import Tokenizer
-from theory.errors import AttnBoundsError
+from attnbounds.theory import atomic
+from attnbounds.empirical.cachedir import cache_dir
+from attnbounds.empirical.text import TextSource
+from attnbounds.empirical.tokenizer import Tokenizer
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
 
 def token_ids(text: TextSource, tokenizer: Tokenizer) -> np.ndarray:
@@ -37,14 +37,14 @@ def windows(ids: np.ndarray, length: int, count: int, start: int = 0) -> np.ndar
     Returns an int64 array ``(count, length)``; window ``w`` is ``ids[start + w*length : start + (w+1)*length]``.
     """
     if length < 2:
-        raise AttnBoundsError(f"window length must be >= 2 tokens, got {length}")
+        raise InvalidArgument(f"window length must be >= 2 tokens, got {length}")
     if count < 1:
-        raise AttnBoundsError(f"number of windows must be >= 1, got {count}")
+        raise InvalidArgument(f"number of windows must be >= 1, got {count}")
     if start < 0:
-        raise AttnBoundsError(f"window start must be >= 0, got {start}")
+        raise InvalidArgument(f"window start must be >= 0, got {start}")
     available = max(0, (len(ids) - start) // length)
     if count > available:
-        raise AttnBoundsError(
+        raise InvalidArgument(
             f"the text has {len(ids)} tokens: from token {start} it holds {available} windows of {length} tokens, "
             f"but {count} were asked for; lower --windows or --window-start, or give a longer text"
         )

@@ -8,9 +8,9 @@ constructor or RatioNormaliser). Symbols are bound to quantities by name (``bind
 
 import sympy as sp
 
-from theory import hypotheses as hyp
-from theory.normalisers import RatioNormaliser, l_sym
-from theory.statement import Citation, Statement
+from attnbounds.theory import hypotheses as hyp
+from attnbounds.theory.normalisers import RatioNormaliser, l_sym
+from attnbounds.theory.statement import Citation, Statement
 
 T, L = sp.symbols("T L", positive=True)
 J_row = sp.Symbol("J_row", nonnegative=True)

@@ -19,8 +19,8 @@ from __future__ import annotations
 import functools
 import importlib
 
-from proofs.framework import CLASSICAL, Derivation, Replay, StepResult, Witness
-from theory.errors import AttnBoundsError
+from attnbounds.proofs.framework import CLASSICAL, Derivation, Replay, StepResult, Witness
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
 #: one module per result of the paper
 MODULES = ("lemma1", "theorem1_fixed", "theorem1_random", "corollary2", "theorem2", "gradients", "multihead")
@@ -31,7 +31,7 @@ __all__ = ["CLASSICAL", "Derivation", "Replay", "StepResult", "Witness", "all_de
 
 @functools.cache
 def _modules() -> tuple:
-    return tuple(importlib.import_module(f"proofs.{name}") for name in MODULES)
+    return tuple(importlib.import_module(f"attnbounds.proofs.{name}") for name in MODULES)
 
 
 def all_derivations() -> list[Derivation]:
@@ -45,7 +45,7 @@ def _by_target() -> dict[str, Derivation]:
     for d in all_derivations():
         for target in d.targets:
             if target in out:
-                raise AttnBoundsError(f"{target} is proved by two derivations: {out[target].name} and {d.name}")
+                raise InvalidArgument(f"{target} is proved by two derivations: {out[target].name} and {d.name}")
             out[target] = d
     return out
 
@@ -57,7 +57,7 @@ def not_proved() -> dict[str, tuple[str, str | None]]:
 
 def get(statement_id: str) -> Derivation | None:
     """The derivation that proves ``statement_id``, or None; unknown ids raise (naming close matches)."""
-    from theory import registry
+    from attnbounds.theory import registry
 
     registry.get(statement_id)
     return _by_target().get(statement_id)

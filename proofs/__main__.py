@@ -2,6 +2,6 @@
 
 import sys
 
-from proofs.cli import main
+from attnbounds.proofs.cli import main
 
 sys.exit(main())

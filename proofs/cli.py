@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 
-from theory.errors import AttnBoundsError
+from attnbounds.theory.errors import AttnBoundsError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,8 +35,8 @@ def _steps(replay) -> list[str]:
 
 
 def run(ids: list[str], verbose: bool = False) -> int:
-    import proofs
-    from theory import registry
+    from attnbounds import proofs
+    from attnbounds.theory import registry
 
     from tqdm import tqdm
 

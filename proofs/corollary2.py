@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from proofs.framework import Cite, Conclude, Derivation, Identity, Witness, Z3
-from proofs.subsets import P_EXCLUDED, P_GIVEN_EXCLUDED, P_INCLUDED, jensen
-from theory.instance import Instance
-from theory.normalisers import softmax
-from theory.statements._symbols import A, E_dtilde, L, N, m
+from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Witness, Z3
+from attnbounds.proofs.subsets import P_EXCLUDED, P_GIVEN_EXCLUDED, P_INCLUDED, jensen
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.statements._symbols import A, E_dtilde, L, N, m
 
 e1, es = sp.symbols("e_1 e_s", nonnegative=True)
 s, Wv = sp.symbols("s W")  # vectors (used linearly)

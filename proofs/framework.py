@@ -29,9 +29,10 @@ from typing import Callable, Iterable, Sequence, Union
 import numpy as np
 import sympy as sp
 
-from proofs.z3bridge import prove
-from theory.errors import AttnBoundsError
-from theory.instance import Instance
+from attnbounds.proofs.z3bridge import prove
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.margins import relative_margin
 
 #: Named classical facts a :class:`Cite` step may invoke (name -> statement).
 CLASSICAL: dict[str, str] = {
@@ -224,7 +225,7 @@ def _conjuncts(relation: sp.Basic) -> list[tuple[sp.Expr, sp.Expr]]:
         elif isinstance(p, (sp.GreaterThan, sp.StrictGreaterThan)):
             out.append((p.rhs, p.lhs))
         else:
-            raise AttnBoundsError(f"a conclusion must be an inequality or a conjunction of them, got {p}")
+            raise InvalidArgument(f"a conclusion must be an inequality or a conjunction of them, got {p}")
     return out
 
 
@@ -262,7 +263,7 @@ class Conclude:
     kind = "conclusion"
 
     def check_target(self, statement_id: str, uses: Iterable[str]) -> tuple[bool, str]:
-        from theory import registry
+        from attnbounds.theory import registry
 
         try:
             stmt = registry.get(statement_id)
@@ -304,7 +305,7 @@ class Witness:
     """Instances showing the bound cannot be improved, evaluated through ``Statement.evaluate``.
 
     ``build()`` returns instance batches in order. ``attained``: every instance has relative
-    margin ``(rhs - lhs) / max(|lhs|, |rhs|)`` within ``1e-9`` of 0. ``approached``: the relative
+    margin (:func:`attnbounds.theory.margins.relative_margin`) within ``1e-9`` of 0. ``approached``: the relative
     margins decrease strictly and the last is below ``tol``. Any margin below ``-1e-9`` (a
     violation of a proved bound) fails the witness.
     """
@@ -317,7 +318,7 @@ class Witness:
     kind = "witness"
 
     def check_target(self, statement_id: str) -> tuple[bool, str]:
-        from theory import registry
+        from attnbounds.theory import registry
 
         stmt = registry.get(statement_id)
         gaps = []
@@ -325,8 +326,7 @@ class Witness:
             ev = stmt.evaluate(inst)
             if not ev.applicable.all():
                 return False, f"witness instance not applicable: hypotheses {ev.failed_hypotheses} fail"
-            scale = np.maximum(np.maximum(np.abs(ev.lhs), np.abs(ev.rhs)), np.finfo(float).tiny)
-            gaps.extend((ev.margin / scale).tolist())
+            gaps.extend(np.asarray(relative_margin(ev.lhs, ev.rhs)).tolist())
         gaps_a = np.asarray(gaps)
         if not np.all(np.isfinite(gaps_a)):
             return False, f"non-finite margins {gaps}"
@@ -395,7 +395,7 @@ class Replay:
     def restrict(self, target: str) -> "Replay":
         """The replay as seen by one target: shared steps plus that target's conclusion and witness checks."""
         if target not in self.targets:
-            raise AttnBoundsError(f"{self.name} does not prove {target}; it proves {', '.join(self.targets)}")
+            raise InvalidArgument(f"{self.name} does not prove {target}; it proves {', '.join(self.targets)}")
         keep = lambda rs: tuple(r for r in rs if r.target in (None, target))  # noqa: E731
         return Replay(self.name, (target,), keep(self.steps), keep(self.witness), self.seconds)
 
@@ -413,9 +413,9 @@ class Derivation:
 
     def __post_init__(self) -> None:
         if not self.steps or not isinstance(self.steps[-1], Conclude):
-            raise AttnBoundsError(f"derivation {self.name}: the final step must be a Conclude")
+            raise InvalidArgument(f"derivation {self.name}: the final step must be a Conclude")
         if not self.targets:
-            raise AttnBoundsError(f"derivation {self.name}: no target statement")
+            raise InvalidArgument(f"derivation {self.name}: no target statement")
 
     @property
     def uses(self) -> tuple[str, ...]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from proofs.framework import Cite, Conclude, Derivation, Identity, Witness, Z3, vector
-from theory.instance import Instance
-from theory.normalisers import softmax
-from theory.statements._symbols import (F_l2, L, T, alpha_max, alpha_min, dF_l2, dF_max, eps, g_absmax, g_fd, jac)
+from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Witness, Z3, vector
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.statements._symbols import (F_l2, L, T, alpha_max, alpha_min, dF_l2, dF_max, eps, g_absmax, g_fd, jac)
 
 Sv, Dm, nF, nFp, lo, hi, lam, G, S2, S3, rn, al, aj = sp.symbols(
     "S D n_F n_Fp lo hi lambda G S_2 S_3 R alpha a_j", nonnegative=True)

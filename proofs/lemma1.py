@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from proofs.framework import Cite, Conclude, Derivation, Identity, Sign, Witness, Z3
-from theory.instance import Instance
-from theory.normalisers import softmax
-from theory.statements._symbols import C_1, C_2, Delta, L, T, alpha_i
-from theory.statements.corrections import Delta_max
+from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Sign, Witness, Z3
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.statements._symbols import C_1, C_2, Delta, L, T, alpha_i
+from attnbounds.theory.statements.corrections import Delta_max
 
 f, S, lo, hi, u, R = sp.symbols("f S lo hi u R", positive=True)
 l, j = sp.symbols("l j", real=True)

@@ -7,9 +7,9 @@ from itertools import product
 import numpy as np
 import sympy as sp
 
-from proofs.framework import Cite, Conclude, Derivation, Identity, Witness
-from theory.instance import Instance
-from theory.statements._symbols import H, coverage, p
+from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Witness
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.statements._symbols import H, coverage, p
 
 
 def _outcome_sum(h: int) -> Identity:

@@ -11,7 +11,7 @@ from itertools import combinations
 
 import sympy as sp
 
-from proofs.framework import Cite, Identity, Psd
+from attnbounds.proofs.framework import Cite, Identity, Psd
 
 Li, Ni, n = sp.symbols("L N n", integer=True, positive=True)
 _x, _y = sp.symbols("x y", real=True)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from proofs.framework import Cite, Conclude, Derivation, Identity, Witness, Z3
-from theory.instance import Instance
-from theory.normalisers import softmax
-from theory.statements._symbols import L, N, abar_N, d_1, dtilde, max_norm
-from theory.statements.theorem1 import CORRECTED, FIXED_BINDINGS, GROUPING
+from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Witness, Z3
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.statements._symbols import L, N, abar_N, d_1, dtilde, max_norm
+from attnbounds.theory.statements.theorem1 import CORRECTED, FIXED_BINDINGS, GROUPING
 
 a_i, a_j, amax = sp.symbols("alpha_i alpha_j alpha_max", nonnegative=True)
 n1, n2, n3, w, ny = sp.symbols("n_1 n_2 n_3 w n_y", nonnegative=True)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from proofs.framework import Cite, Conclude, Derivation, Identity, Sign, Witness
-from proofs.subsets import (P_EXCLUDED, P_GIVEN_EXCLUDED, P_INCLUDED, P_PAIR, Ni, jensen, n,
+from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Sign, Witness
+from attnbounds.proofs.subsets import (P_EXCLUDED, P_GIVEN_EXCLUDED, P_INCLUDED, P_PAIR, Ni, jensen, n,
                             sample_variance_small_case)
-from theory.instance import Instance
-from theory.normalisers import softmax
-from theory.statements._symbols import E_dtilde, J, L, N, eps_bound, m
-from theory.statements.theorem1 import COEFFICIENTS, XBARS
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.statements._symbols import E_dtilde, J, L, N, eps_bound, m
+from attnbounds.theory.statements.theorem1 import COEFFICIENTS, XBARS
 
 a_i, rho = sp.symbols("alpha_i rho", nonnegative=True)
 x_i, R, mv, s, Wv = sp.symbols("x_i R m s W")  # vectors (used linearly)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from proofs.framework import Cite, Conclude, Derivation, Identity, Witness, Z3, vector
-from theory.instance import Instance
-from theory.normalisers import softmax
-from theory.statements._symbols import E_Ns, L, M, N, delta, i, r, xi
-from theory.statements.corrections import C, TAIL
+from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Witness, Z3, vector
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.statements._symbols import E_Ns, L, M, N, delta, i, r, xi
+from attnbounds.theory.statements.corrections import C, TAIL
 
 Ps, Qs, Cs, X, Bsum, xis, pr, W, EW = sp.symbols("P Q C X B xi_i p W E_W", nonnegative=True)
 gamma = sp.Symbol("gamma", real=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sympy as sp
 import z3
 
-from theory.errors import AttnBoundsError
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
 #: per-check time limit for z3 (milliseconds)
 TIMEOUT_MS = 10_000
@@ -67,7 +67,7 @@ class _Translator:
         if isinstance(e, sp.Piecewise):
             *branches, (last, otherwise) = e.args
             if otherwise is not sp.true:
-                raise AttnBoundsError(f"z3 translation needs a Piecewise ending with a (value, True) branch: {e}")
+                raise InvalidArgument(f"z3 translation needs a Piecewise ending with a (value, True) branch: {e}")
             out = self.expr(last)
             for value, cond in reversed(branches):
                 out = z3.If(self.boolean(cond), self.expr(value), out)
@@ -78,7 +78,7 @@ class _Translator:
             for a in args[1:]:
                 out = z3.If(a < out, a, out) if isinstance(e, sp.Min) else z3.If(a > out, a, out)
             return out
-        raise AttnBoundsError(f"z3 translation does not support {type(e).__name__}: {e}")
+        raise InvalidArgument(f"z3 translation does not support {type(e).__name__}: {e}")
 
     def _sqrt(self, base: sp.Expr) -> z3.ArithRef:
         if base not in self._roots:
@@ -107,7 +107,7 @@ class _Translator:
         for cls, op in ops.items():
             if isinstance(rel, cls):
                 return op(self.expr(rel.lhs), self.expr(rel.rhs))
-        raise AttnBoundsError(f"z3 translation needs a relation or a boolean combination, got {rel}")
+        raise InvalidArgument(f"z3 translation needs a relation or a boolean combination, got {rel}")
 
 
 def prove(goal: sp.Basic, given: tuple[sp.Basic, ...] = ()) -> tuple[bool, str]:

@@ -1,7 +1,7 @@
 """Certification: re-check one instance of a statement in interval arithmetic, and decide batches rigorously.
 
 :func:`certify` takes the exact float inputs of one instance, recomputes the weights and every
-quantity from its definition in balls (:mod:`theory.exact`, python-flint ``arb`` at 128 bits by
+quantity from its definition in balls (:mod:`attnbounds.theory.exact`, python-flint ``arb`` at 128 bits by
 default, ``mpmath.iv`` when flint is missing), checks the hypotheses that rounding could decide
 (simplex, top-N with exact ties, bounded logits) in balls, and evaluates the statement's sympy
 relation on the balls. The margin is ``rhs - lhs`` (minimum over conjuncts and, for per-token
@@ -33,12 +33,14 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from theory import exact as exact_mod
-from theory.errors import AttnBoundsError
-from theory.instance import Instance
-from theory.intervals import BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
-from theory.quantities import QUANTITIES, compute
-from theory.statement import Statement, _conjuncts
+from attnbounds.theory import balls as exact_mod
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.intervals import BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
+from attnbounds.theory.margins import relative_margins
+from attnbounds.theory.quantities import QUANTITIES
+from attnbounds.theory.quantities.theorem2 import refine_sphere
+from attnbounds.theory.statement import Statement, _conjuncts
 
 STATUSES = ("violated", "holds", "inconclusive", "not-applicable")
 #: hypotheses re-checked in balls (their float checks could be fooled by rounding)
@@ -123,7 +125,7 @@ class Certificate:
 
 
 def _statement(statement: Statement | str) -> Statement:
-    from theory.registry import resolve  # the registry imports every statement module: keep it lazy
+    from attnbounds.theory.registry import resolve  # the registry imports every statement module: keep it lazy
 
     return resolve(statement)
 
@@ -164,7 +166,7 @@ def top_n_status(ex: exact_mod.ExactInstance) -> bool | None:
 def simplex_status(ex: exact_mod.ExactInstance) -> bool | None:
     ops = ex.ops
     if ex.weights.startswith("recomputed") and type(ex.inst.normaliser).__name__ == "SigmoidAttention":
-        total = ops.total(ex.alpha) - ops.num(1)
+        total = ex.weighted_total(ex.alpha) - ops.num(1)
         if ops.exact(total) and not ops.positive(ops.abs(total)):
             return True
         return False if (ops.positive(total) or ops.negative(total)) else None
@@ -197,7 +199,7 @@ def logits_bounded_status(ex: exact_mod.ExactInstance, by_construction: set[str]
 @functools.lru_cache(maxsize=512)
 def _structure(st: Statement) -> tuple[tuple[str, ...], tuple[Any, ...], tuple[tuple[str, ...], ...]]:
     """The statement's free names, its conjuncts, and each conjunct's quantity symbols (cached)."""
-    from theory.statement import _free_names
+    from attnbounds.theory.statement import _free_names
 
     conj = tuple(_conjuncts(st.relation))
     terms = tuple(tuple(sorted(n for n in _free_names(c) if n in st.bindings)) for c in conj)
@@ -205,6 +207,7 @@ def _structure(st: Statement) -> tuple[tuple[str, ...], tuple[Any, ...], tuple[t
 
 
 def _environment(st: Statement, ex: exact_mod.ExactInstance) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Balls of the statement's symbols: per-selected-token quantities (over the selected columns) apart."""
     env: dict[str, Any] = {}
     selected: dict[str, Any] = {}
     for name in _structure(st)[0]:
@@ -231,14 +234,19 @@ class _Margin:
 def _margin(st: Statement, ex: exact_mod.ExactInstance) -> _Margin:
     ops = ex.ops
     env, selected = _environment(st, ex)
-    evaluate = BallEvaluator(ops, env, selected, ex.N)
+    weights = ex.m[ex.sel] if ex.mask is not None else None
     lows, highs, worst = [], [], None
     _, conjuncts, terms = _structure(st)
     for c, rel in enumerate(conjuncts):
+        kind = st._token_kinds[c]
+        evaluate = BallEvaluator(ops, {**env, **selected} if kind == "selected" else env, selected, weights)
         lhs, rhs = evaluate(rel.lhs), evaluate(rel.rhs)
         lhs_a, rhs_a = np.broadcast_arrays(np.atleast_1d(np.asarray(lhs, dtype=object)),
                                            np.atleast_1d(np.asarray(rhs, dtype=object)))
-        for t in range(lhs_a.shape[0]):
+        columns = range(lhs_a.shape[0])
+        if kind == "tokens" and lhs_a.shape[0] == ex.K:
+            columns = [t for t in columns if ex.counts[t] > 0]
+        for t in columns:
             m = rhs_a[t] - lhs_a[t]
             if not ops.is_finite(m):
                 raise PrecisionLoss(f"the margin is not finite (conjunct {c}, token {t}): lhs {ops.text(lhs_a[t])}, "
@@ -263,8 +271,7 @@ def _relative_width(ops: Ops, m: _Margin) -> float:
 
 
 def certify(statement: Statement | str, inst: Instance, index: int = 0, *, precision_bits: int = 128,
-            max_bits: int = 512, enumeration_limit: int = exact_mod.ENUMERATION_LIMIT,
-            backend_name: str | None = None) -> Certificate:
+            max_bits: int = 512, backend_name: str | None = None) -> Certificate:
     """Re-check instance ``index`` of ``inst`` against ``statement`` in interval arithmetic (module docstring).
 
     Precision doubles from ``precision_bits`` up to ``max_bits`` while the answer is inconclusive
@@ -274,11 +281,11 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
     start = time.perf_counter()
     st = _statement(statement)
     if not isinstance(inst, Instance):
-        raise AttnBoundsError(f"certify needs a theory.instance.Instance, got {type(inst).__name__}")
+        raise InvalidArgument(f"certify needs a theory.instance.Instance, got {type(inst).__name__}")
     if not isinstance(index, (int, np.integer)) or not -inst.B <= index < inst.B:
-        raise AttnBoundsError(f"index must be an integer in [0, {inst.B}), got {index!r}")
+        raise InvalidArgument(f"index must be an integer in [0, {inst.B}), got {index!r}")
     if precision_bits < 53 or max_bits < precision_bits:
-        raise AttnBoundsError(f"need 53 <= precision_bits <= max_bits, got {precision_bits}, {max_bits}")
+        raise InvalidArgument(f"need 53 <= precision_bits <= max_bits, got {precision_bits}, {max_bits}")
     ops = backend(backend_name)
     one = inst.take(int(index))
     defaulted = {n for n, v in st.defaults.items() if n not in one.params and isinstance(v, str)}
@@ -320,7 +327,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
         notes: list[str] = []
         with ops.precision(bits):
             try:
-                ex = exact_mod.exact_instance(one, ops, enumeration_limit=enumeration_limit)
+                ex = exact_mod.exact_instance(one, ops)
                 for name in defaulted:
                     ex.params[name] = exact_mod.value(st.defaults[name], ex)
                 statuses = {}
@@ -340,7 +347,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                 m = _margin(st, ex)
                 if not ops.negative(ops.upper(m.ball)) and not ops.nonnegative(ops.lower(m.ball)):
                     # undecided by the every-configuration bounds: Monte Carlo (statistical, labelled)
-                    if exact_mod.refine_sphere(ex):
+                    if refine_sphere(ex):
                         m = _margin(st, ex)
             except Unsupported as exc:
                 if isinstance(exc, PrecisionLoss) and bits * 2 <= max_bits:
@@ -375,98 +382,20 @@ def _method(ops: Ops, ex: exact_mod.ExactInstance) -> str:
 
 
 # -- batches -----------------------------------------------------------------------------------------
-#: float kernels that lose accuracy to cancellation: their magnitude for the band is this bound
-def _scale_hints(inst: Instance) -> dict[str, np.ndarray]:
-    hints: dict[str, np.ndarray] = {}
-    if inst.x is not None and inst.N is not None:
-        A = compute("A_norm", inst)
-        hints["dtilde_R1"] = hints["E_dtilde_R1"] = A * (inst.L - inst.N + 1)
-        hints["E_dtilde_R2"] = 3 * A
-        hints["jensen_gap_bound"] = A * inst.L
-        hints["d_1"] = 2 * np.sqrt(np.einsum("bld,bld->bl", inst.x, inst.x)).max(-1)
-    if "eps" in inst.params and inst.logits is not None:
-        T = np.asarray(inst.params.get("T", np.ones(inst.B)))
-        eps = inst.params["eps"]
-        hints["g_fd"] = 1e-8 * (1 + np.abs(inst.logits).max(-1) / T) * math.sqrt(inst.L) / eps
-    return hints
-
-
-def magnitude(statement: Statement | str, inst: Instance) -> np.ndarray:
-    """Per instance, a magnitude of the statement's terms without cancellation (the scale of :func:`decide`'s band).
-
-    Symbols take ``|value|`` (or, for kernels that cancel, a bound on their inputs); ``+`` adds
-    magnitudes, ``*`` multiplies them, functions take ``|f(value)|`` times the argument's
-    magnitude (at least 1); the result is the largest ``mag(lhs) + mag(rhs)`` over conjuncts and tokens.
-    """
-    st = _statement(statement)
-    inst = st.prepare(inst)
-    hints = _scale_hints(inst)
-    env = st._env(inst, "mid")
-    mags = {}
-    for name, v in env.items():
-        q = st.bindings.get(name)
-        mags[name] = np.abs(v)
-        if q in hints:
-            h = hints[q]
-            mags[name] = np.maximum(mags[name], h[:, None] if h.ndim == 1 else h)
-    out = np.zeros(inst.B)
-    for rel in _conjuncts(st.relation):
-        total = _mag(rel.lhs, env, mags) + _mag(rel.rhs, env, mags)
-        total = np.broadcast_to(total, (inst.B, np.shape(total)[-1] if np.ndim(total) == 2 else 1))
-        out = np.maximum(out, np.nan_to_num(total.max(-1), nan=np.inf))
-    return out
-
-
-@functools.lru_cache(maxsize=256)
-def _compiled(node: sp.Basic) -> Any:
-    from theory.statement import _Compiled, _indexed_to_symbol
-
-    return _Compiled(_indexed_to_symbol(node))
-
-
-def _value(node: sp.Basic, env: dict[str, np.ndarray]) -> np.ndarray:
-    return _compiled(node)(env)
-
-
-def _mag(node: sp.Basic, env: dict[str, np.ndarray], mags: dict[str, np.ndarray]) -> Any:
-    with np.errstate(all="ignore"):
-        if node.is_Number or node.is_NumberSymbol:
-            return abs(float(node))
-        if isinstance(node, (sp.Symbol, sp.Indexed)):
-            return mags[str(node.base) if isinstance(node, sp.Indexed) else str(node)]
-        if isinstance(node, (sp.Add, sp.Min, sp.Max)):
-            parts = [_mag(a, env, mags) for a in node.args]
-            return sum(parts) if isinstance(node, sp.Add) else np.maximum.reduce(np.broadcast_arrays(*parts))
-        if isinstance(node, sp.Mul):
-            return np.prod(np.broadcast_arrays(*[_mag(a, env, mags) for a in node.args]), axis=0)
-        if isinstance(node, sp.Abs):
-            return _mag(node.args[0], env, mags)
-        if isinstance(node, sp.Pow) and node.args[1].is_Number and node.args[1] > 0:
-            return _mag(node.args[0], env, mags) ** float(node.args[1])
-        if isinstance(node, sp.Piecewise):
-            parts = [_mag(e, env, mags) for e, _ in node.args]
-            return np.maximum.reduce(np.broadcast_arrays(*parts))
-        if isinstance(node, sp.Sum):
-            inner = _mag(node.function, env, mags)
-            return np.sum(inner, axis=-1, keepdims=True) if np.ndim(inner) == 2 else inner
-        arg = max((_mag(a, env, mags) for a in node.args), key=lambda a: np.max(a) if np.size(a) else 0, default=1.0)
-        return np.abs(_value(node, env)) * np.maximum(arg, 1.0)
-
-
 def decide(statement: Statement | str, inst: Instance, *, band: float = BAND, **certify_kwargs: Any) -> np.ndarray:
     """Per-instance status (:data:`STATUSES`) for a batch: float64 where the margin is far above 0, else :func:`certify`.
 
-    An instance is decided "holds" in float64 when its margin (the lower end of the Monte Carlo
-    interval for expectations) exceeds ``band * magnitude`` (:func:`magnitude`); "not-applicable"
-    when a hypothesis fails in float64; everything else, including every negative margin, goes
-    through :func:`certify`, so "violated" is always certified and an equality case is never
-    reported violated because of rounding.
+    An instance is decided "holds" in float64 when its relative margin (:mod:`attnbounds.theory.margins`;
+    the lower end of the Monte Carlo interval for expectations) exceeds ``band``; "not-applicable" when a
+    hypothesis fails in float64; everything else, including every negative margin, goes through
+    :func:`certify`, so "violated" is always certified and an equality case is never reported violated
+    because of rounding.
     """
     st = _statement(statement)
     if not isinstance(inst, Instance):
-        raise AttnBoundsError(f"decide needs a theory.instance.Instance, got {type(inst).__name__}")
+        raise InvalidArgument(f"decide needs a attnbounds.theory.instance.Instance, got {type(inst).__name__}")
     if not (isinstance(band, (int, float)) and 0 <= band < 1):
-        raise AttnBoundsError(f"band must be a number in [0, 1), got {band!r}")
+        raise InvalidArgument(f"band must be a number in [0, 1), got {band!r}")
     prepared = st.prepare(inst)
     ok, _ = st.check_hypotheses(prepared)
     out = np.full(inst.B, "not-applicable", dtype=object)
@@ -474,9 +403,8 @@ def decide(statement: Statement | str, inst: Instance, *, band: float = BAND, **
     if len(app) == 0:
         return out
     sub = prepared if len(app) == inst.B else prepared.take(app)  # one instance object: quantities computed once
-    lo = st.evaluate(sub).margin_lo
-    mag = magnitude(st, sub)
-    clear = np.isfinite(lo) & (lo > band * mag) & np.isfinite(mag)
+    rel = np.asarray(relative_margins(st, sub, st.evaluate(sub), pessimistic=True))
+    clear = np.isfinite(rel) & (rel > band)
     out[app[clear]] = "holds"
     for b in app[~clear]:
         out[b] = certify(st, inst, int(b), **certify_kwargs).status

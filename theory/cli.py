@@ -10,11 +10,11 @@ import argparse
 import sys
 from typing import Any, Callable
 
-from theory.errors import AttnBoundsError
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from theory import registry
+    from attnbounds.theory import registry
 
     statements = registry.all_statements()
     if args.ids:
@@ -31,13 +31,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _user_bounds(args: argparse.Namespace) -> Any:
     if getattr(args, "statements", None) is None:
         return None
-    from theory import userbounds
+    from attnbounds.theory import userbounds
 
     return userbounds.load(args.statements)
 
 
 def _statement(statement_id: str, user: Any) -> Any:
-    from theory import registry
+    from attnbounds.theory import registry
 
     if user is not None and any(s.id == statement_id for s in user.statements):
         return user.get(statement_id)
@@ -57,8 +57,8 @@ def _print_table(records: list) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from theory import records as rec
-    from theory.verify import verify
+    from attnbounds.theory import records as rec
+    from attnbounds.theory.verify import verify
 
     user = _user_bounds(args)
     records = verify(args.ids or None, budget_s=args.budget, seed=args.seed, progress=not args.quiet,
@@ -79,10 +79,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     import json
 
-    from theory.certify import certify
-    from theory.records import dumps
-    from theory.serialize import instance_to_json
-    from theory.verify import _check_budget, default_search
+    from attnbounds.theory.certify import certify
+    from attnbounds.theory.records import dumps
+    from attnbounds.theory.serialize import instance_to_json
+    from attnbounds.theory.verify import _check_budget, default_search
 
     _check_budget(args.budget, args.seed)
     st = _statement(args.id, _user_bounds(args))
@@ -103,14 +103,14 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_cite(args: argparse.Namespace) -> int:
-    from theory import records as rec
-    from theory.verify import verify
+    from attnbounds.theory import records as rec
+    from attnbounds.theory.verify import verify
 
     user = _user_bounds(args)
     if args.records:
         found = [r for r in rec.load(args.records) if r.id == args.id]
         if not found:
-            raise AttnBoundsError(f"no record for {args.id!r} in {args.records}")
+            raise InvalidArgument(f"no record for {args.id!r} in {args.records}")
         record = found[0]
     else:
         st = _statement(args.id, user)
@@ -127,7 +127,7 @@ def cmd_cite(args: argparse.Namespace) -> int:
 
 
 #: subcommands whose own parser takes every argument after the name
-DELEGATED = {"prove": "proofs.cli", "empirical": "empirical.cli"}
+DELEGATED = {"prove": "attnbounds.proofs.cli", "empirical": "attnbounds.empirical.cli"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ids", nargs="*", help="only these ids")
     p.add_argument("--short", action="store_true", help="one line per reading")
     p.set_defaults(func=cmd_list)
-    from theory.verify import DEFAULT_BUDGET_S
+    from attnbounds.theory.verify import DEFAULT_BUDGET_S
 
     def common(p: argparse.ArgumentParser, budget_help: str) -> None:
         p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S", help=budget_help)

@@ -1,11 +1,31 @@
-"""The one exception type attnbounds raises for bad input."""
+"""The exceptions attnbounds raises, one per kind of failure.
+
+- :class:`InvalidArgument`: bad input (a value out of its domain, a wrong shape, an unknown name);
+  the message names the value and what is allowed. The CLI exits 2.
+- :class:`NotApplicable`: a statement's hypothesis, or a quantity's requirement on the instance,
+  fails for this instance (weights undefined on these logits, an infeasible separation, ...). The
+  search skips such instances; a verdict on them is NOT-APPLICABLE. The CLI exits 2.
+- :class:`CannotCertify`: interval arithmetic cannot decide (an unsupported function, precision
+  lost): a certificate says ``inconclusive``, never a refutation.
+
+Every other exception is an internal error: never swallowed, the search counts it per method and a
+verdict that would have been VERIFIED becomes UNDECIDED naming it; the CLI exits 1.
+"""
 
 from __future__ import annotations
 
 
 class AttnBoundsError(ValueError):
-    """Bad input to a public attnbounds function.
+    """Base of the exceptions attnbounds raises on purpose (see module docstring)."""
 
-    The message names the offending value and what is allowed, e.g.
-    ``T must be > 0, got T=-1.0``.
-    """
+
+class InvalidArgument(AttnBoundsError):
+    """Bad input to a public attnbounds function, e.g. ``T must be > 0, got T=-1.0``."""
+
+
+class NotApplicable(AttnBoundsError):
+    """A hypothesis or requirement fails on this instance (not a bug, not bad input)."""
+
+
+class CannotCertify(AttnBoundsError):
+    """Interval arithmetic cannot decide this (unsupported operation, precision, infeasible check)."""

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import sympy as sp
 
-from theory.errors import AttnBoundsError
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
 #: sympy functions and constants allowed in user expressions.
 FUNCTIONS: dict[str, Any] = {
@@ -36,12 +36,12 @@ def parse_expression(text: str, names: Mapping[str, Any], *, where: str, relatio
     """
     ops = _OPS | ({"<=", ">=", "&"} if relational else set())
     if not isinstance(text, str) or not text.strip():
-        raise AttnBoundsError(f"{where}: expected a non-empty expression string, got {text!r}")
+        raise InvalidArgument(f"{where}: expected a non-empty expression string, got {text!r}")
     allowed = {**FUNCTIONS, **names}
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, IndentationError, SyntaxError) as exc:
-        raise AttnBoundsError(f"{where}: cannot parse {text!r}: {exc}") from None
+        raise InvalidArgument(f"{where}: cannot parse {text!r}: {exc}") from None
     previous = None
     for tok in tokens:
         if tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT):
@@ -49,20 +49,20 @@ def parse_expression(text: str, names: Mapping[str, Any], *, where: str, relatio
         if tok.type == tokenize.NAME:
             if keyword.iskeyword(tok.string) or tok.string not in allowed:
                 known = ", ".join(sorted(names)) or "none"
-                raise AttnBoundsError(f"{where}: unknown name {tok.string!r} in {text!r}; allowed symbols: {known}; "
+                raise InvalidArgument(f"{where}: unknown name {tok.string!r} in {text!r}; allowed symbols: {known}; "
                                       f"functions: {', '.join(sorted(FUNCTIONS))}")
         elif tok.type == tokenize.NUMBER:
             if tok.string.lower().endswith("j"):
-                raise AttnBoundsError(f"{where}: complex literal {tok.string!r} in {text!r} is not allowed")
+                raise InvalidArgument(f"{where}: complex literal {tok.string!r} in {text!r} is not allowed")
         elif tok.type == tokenize.OP:
             if tok.string not in ops:
-                raise AttnBoundsError(f"{where}: operator {tok.string!r} in {text!r} is not allowed "
+                raise InvalidArgument(f"{where}: operator {tok.string!r} in {text!r} is not allowed "
                                       f"(allowed: {' '.join(sorted(ops))})")
             if tok.string == "[" and not (previous is not None and previous.type == tokenize.NAME
                                          and isinstance(allowed.get(previous.string), sp.IndexedBase)):
-                raise AttnBoundsError(f"{where}: '[' in {text!r} may only index a per-selected-token quantity")
+                raise InvalidArgument(f"{where}: '[' in {text!r} may only index a per-selected-token quantity")
         else:
-            raise AttnBoundsError(f"{where}: token {tok.string!r} in {text!r} is not allowed")
+            raise InvalidArgument(f"{where}: token {tok.string!r} in {text!r} is not allowed")
         previous = tok
     from sympy.parsing.sympy_parser import parse_expr, standard_transformations
 
@@ -70,7 +70,7 @@ def parse_expression(text: str, names: Mapping[str, Any], *, where: str, relatio
         expr = parse_expr(text, local_dict=dict(allowed), global_dict={"__builtins__": {}, **_PARSER_NAMES},
                           transformations=standard_transformations, evaluate=True)
     except Exception as exc:  # sympy raises many types for malformed input
-        raise AttnBoundsError(f"{where}: cannot parse {text!r}: {type(exc).__name__}: {exc}") from None
+        raise InvalidArgument(f"{where}: cannot parse {text!r}: {type(exc).__name__}: {exc}") from None
     if not isinstance(expr, sp.Basic):
-        raise AttnBoundsError(f"{where}: {text!r} is not an expression")
+        raise InvalidArgument(f"{where}: {text!r} is not an expression")
     return expr

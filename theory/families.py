@@ -1,7 +1,7 @@
 """Seeded numpy generators of attention-instance batches, random and adversarial.
 
 A :class:`Spec` fixes the structure (sizes, family names, scales); :func:`build` turns a spec and a
-statement into an :class:`~theory.instance.Instance` batch holding exactly what the statement
+statement into an :class:`~attnbounds.theory.instance.Instance` batch holding exactly what the statement
 needs (logits or query/keys, token vectors, sphere parameters, a finite-difference direction,
 head parameters). Hypothesis strategies draw specs; the search draws many specs; both get
 arrays built here from one seed, so a counterexample is reproducible from ``(spec, seed)``.
@@ -15,12 +15,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from theory.errors import AttnBoundsError
-from theory.instance import Instance, top_n_mask
-from theory.normalisers import FAMILY, make
-from theory.quantities import sphere_embeddings
-from theory.statement import Statement
-from theory.validation import integer_in, positive
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.instance import Instance, top_n_mask
+from attnbounds.theory.normalisers import FAMILY, make
+from attnbounds.theory.quantities import COSTS, QUANTITIES, Cost, sphere_embeddings
+from attnbounds.theory.statement import Statement
+from attnbounds.theory.validation import integer_in, positive
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,13 @@ class Spec:
         for name in ("T", "M", "x_scale", "eps", "logit_scale"):
             positive(name, getattr(self, name))
         if self.logits not in LOGIT_FAMILIES:
-            raise AttnBoundsError(f"unknown logit family {self.logits!r}; allowed: {', '.join(LOGIT_FAMILIES)}")
+            raise InvalidArgument(f"unknown logit family {self.logits!r}; allowed: {', '.join(LOGIT_FAMILIES)}")
         if self.embeddings not in EMBEDDING_FAMILIES:
-            raise AttnBoundsError(f"unknown embedding family {self.embeddings!r}; allowed: {', '.join(EMBEDDING_FAMILIES)}")
+            raise InvalidArgument(f"unknown embedding family {self.embeddings!r}; allowed: {', '.join(EMBEDDING_FAMILIES)}")
         if not 0.0 <= self.delta_rel <= 1.0:
-            raise AttnBoundsError(f"delta_rel must be in [0, 1], got {self.delta_rel}")
+            raise InvalidArgument(f"delta_rel must be in [0, 1], got {self.delta_rel}")
         if not 0.0 <= self.p <= 1.0:
-            raise AttnBoundsError(f"p must be in [0, 1], got {self.p}")
+            raise InvalidArgument(f"p must be in [0, 1], got {self.p}")
         object.__setattr__(self, "normaliser_params", tuple((str(k), float(v)) for k, v in self.normaliser_params))
 
     def to_dict(self) -> dict[str, Any]:
@@ -184,29 +184,19 @@ EMBEDDING_FAMILIES: dict[str, Callable[[np.random.Generator, Spec, np.ndarray], 
 
 
 # -- what a statement needs ------------------------------------------------------------------------
-_NEEDS_QK = {"Delta_own", "Delta_max"}
-_NEEDS_SPHERE = {"xi", "E_Ns_relaxed", "E_Ns_full", "Ns_relaxed", "Ns_full"}
-_NEEDS_FD = {"g_fd"}
-_NEEDS_HEADS = {"coverage_enum"}
-
-
 def needs(statement: Statement) -> set[str]:
-    """Which inputs the statement reads: 'qk', 'x', 'sphere', 'fd', 'heads' (logits always)."""
-    q = set(statement.bindings.values())
-    out = set()
-    if q & _NEEDS_QK:
-        out.add("qk")
-    if q & _NEEDS_SPHERE:
-        out.add("sphere")
-    if q & _NEEDS_FD:
-        out.add("fd")
-    if q & _NEEDS_HEADS:
-        out.add("heads")
-    x_free = {"alpha_i", "alpha_min", "alpha_max", "C_1", "C_2", "logit_absmax", "J_spectral", "J_frobenius",
-              "J_row", "J_entry", "dF_max", "F_l2", "dF_l2", "g_absmax", "coverage_enum", "abar_N"}
-    if q - x_free - _NEEDS_QK - _NEEDS_FD - {"E_Ns_relaxed", "E_Ns_full", "xi"}:
-        out.add("x")
+    """What the statement's quantities read from an instance (their specifications' ``needs``:
+    'qk', 'x', 'sphere', 'fd', 'heads', 'selection', 'ratio', 'logits')."""
+    out: set[str] = set()
+    for q in statement.bindings.values():
+        out |= QUANTITIES[q].needs
     return out
+
+
+def cost(statement: Statement) -> Cost:
+    """What one evaluation of the statement costs: its most expensive quantity's :class:`~attnbounds.theory.quantities.Cost`."""
+    costs = [COSTS[QUANTITIES[q].cost] for q in statement.bindings.values()]
+    return max(costs, key=lambda c: c.rank, default=COSTS["weights"])
 
 
 def feasible_delta(L: int, d: int, M: float) -> float:

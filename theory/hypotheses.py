@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory.instance import Instance
-from theory.normalisers import RatioNormaliser
-from theory.statement import Hypothesis
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import RatioNormaliser
+from attnbounds.theory.statement import Hypothesis
 
 
 def _all(inst: Instance, value: bool) -> np.ndarray:
@@ -27,11 +27,12 @@ SOFTMAX = Hypothesis(
 
 LOGITS_BOUNDED = Hypothesis(
     "logits-bounded", "every logit lies in [-a, a] (a: instance parameter, default max_i |l_i|)",
-    lambda inst: np.abs(inst.logits).max(-1) <= inst.param("a"))
+    lambda inst: np.where(inst.present, np.abs(inst.logits), 0.0).max(-1) <= inst.param("a"))
 
 SIMPLEX = Hypothesis(
     "simplex", "weights are non-negative and sum to one",
-    lambda inst: (inst.alpha.min(-1) >= 0) & (np.abs(inst.alpha.sum(-1) - 1) <= 1e-9))
+    lambda inst: (np.where(inst.present, inst.alpha, 0.0).min(-1) >= 0)
+    & (np.abs((inst.multiplicity * inst.alpha).sum(-1) - 1) <= 1e-9))
 
 TOP_N = Hypothesis(
     "top-N", "I_N holds N largest weights: alpha_i <= alpha_j for i not in I_N, j in I_N",
@@ -52,4 +53,4 @@ INDEPENDENT_HEADS = Hypothesis(
 
 UNIT_DIRECTION = Hypothesis(
     "unit-direction", "the finite-difference direction v has unit Euclidean norm (Fig. 4's g(T, eps))",
-    lambda inst: np.abs(np.linalg.norm(inst.arrays["v"], axis=-1) - 1.0) <= 1e-12)
+    lambda inst: np.abs(np.sqrt((inst.multiplicity * inst.arrays["v"] ** 2).sum(-1)) - 1.0) <= 1e-12)

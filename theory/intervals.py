@@ -2,7 +2,7 @@
 evaluator of sympy expressions on balls.
 
 Every backend value is a *ball*: an enclosure of one real number. ``Ops`` gathers the few
-operations certification needs, so the definition-level quantities (:mod:`theory.exact`) are
+operations certification needs, so the definition-level quantities (:mod:`attnbounds.theory.exact`) are
 written once for both backends. Values over tokens are numpy object arrays of balls; arithmetic
 on them is elementwise (numpy calls the balls' own operators), functions go through ``Ops.map``.
 """
@@ -18,10 +18,10 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 import sympy as sp
 
-from theory.errors import AttnBoundsError
+from attnbounds.theory.errors import CannotCertify, InvalidArgument
 
 
-class Unsupported(AttnBoundsError):
+class Unsupported(CannotCertify):
     """Certification cannot evaluate something (a quantity, a function, a normaliser) rigorously."""
 
 
@@ -149,6 +149,18 @@ class Ops:
     def max2(self, a: Any, b: Any) -> Any:
         raise NotImplementedError
 
+    def log_binomial(self, n: int, k: int) -> Any:
+        """``log C(n, k)`` for integers ``0 <= k <= n``: exact integers while they are small, else log-Gamma."""
+        if not 0 <= k <= n:
+            raise InvalidArgument(f"log_binomial needs 0 <= k <= n, got n={n}, k={k}")
+        if min(k, n - k) <= 64 or n <= 4096:
+            return self.log(self.num(math.comb(n, k)))
+        return self.lgamma(n + 1) - self.lgamma(k + 1) - self.lgamma(n - k + 1)
+
+    def lgamma(self, n: int) -> Any:
+        """``log Gamma(n)`` for an integer ``n >= 1``."""
+        raise Unsupported("log-Gamma of large integers needs the arb backend")
+
     # helpers ------------------------------------------------------------------------------------
     def map(self, fn: Callable[[Any], Any], v: Any) -> Any:
         """``fn`` elementwise over an object array (or on a single ball)."""
@@ -267,6 +279,9 @@ class ArbOps(Ops):
 
     def min2(self, a: Any, b: Any) -> Any:
         return a.min(b)
+
+    def lgamma(self, n: int) -> Any:
+        return self.arb(n).lgamma()
 
     def max2(self, a: Any, b: Any) -> Any:
         return a.max(b)
@@ -390,10 +405,10 @@ def backend(name: str | None = None) -> Ops:
             return ArbOps()
         except ImportError:
             if name == "arb":
-                raise AttnBoundsError("backend 'arb' needs python-flint (pip install python-flint)") from None
+                raise InvalidArgument("backend 'arb' needs python-flint (pip install python-flint)") from None
     if name in (None, "mpmath"):
         return MpmathOps()
-    raise AttnBoundsError(f"unknown interval backend {name!r}; allowed: arb, mpmath")
+    raise InvalidArgument(f"unknown interval backend {name!r}; allowed: arb, mpmath")
 
 
 # -- sympy expressions on balls ---------------------------------------------------------------------
@@ -406,17 +421,19 @@ def _name(node: sp.Basic) -> str:
 class BallEvaluator:
     """Evaluate a sympy expression on balls.
 
-    ``env`` maps symbol names to balls or object arrays (per token); ``selected`` maps names of
-    per-selected-token quantities (``xi``) to object arrays of length N, used inside
-    ``Sum(f(xi[i]), (i, 1, N))``, which is expanded to the N terms. Supported: numbers, ``pi``,
+    ``env`` maps symbol names to balls or object arrays (per column); ``selected`` maps names of
+    per-selected-token quantities (``xi``) to object arrays over the selected columns, used inside
+    ``Sum(f(xi[i]), (i, 1, N))``: the sum of the terms weighted by ``weights`` (the columns' token
+    counts; a dense instance has weights 1), so that a body without per-token values counts N times. Supported: numbers, ``pi``,
     ``E``, ``+ * **``, ``exp log sqrt Abs Min Max``, ``softplus`` and ``sigmoid`` of the
     normalisers module, ``Sum`` over selected tokens, ``Piecewise`` with inequality conditions
     (decided in balls; an undecided condition takes the hull of the branches). Anything else
     raises :class:`Unsupported`.
     """
 
-    def __init__(self, ops: Ops, env: Mapping[str, Any], selected: Mapping[str, Any] | None = None, N: int | None = None):
-        self.ops, self.env, self.selected, self.N = ops, env, dict(selected or {}), N
+    def __init__(self, ops: Ops, env: Mapping[str, Any], selected: Mapping[str, Any] | None = None,
+                 weights: np.ndarray | None = None):
+        self.ops, self.env, self.selected, self.weights = ops, env, dict(selected or {}), weights
 
     def __call__(self, expr: sp.Basic) -> Any:
         return self._eval(expr, self.env)
@@ -550,8 +567,10 @@ class BallEvaluator:
         inner.update(self.selected)
         inner.pop(str(var), None)
         value = self._eval(node.function, inner)
-        if isinstance(value, np.ndarray):
-            return value.sum(axis=-1)
-        if self.N is None:
-            raise Unsupported("a Sum over the selected tokens needs N")
-        return value * self.ops.num(self.N)
+        if self.weights is None:
+            raise Unsupported("a Sum over the selected tokens needs a selection")
+        if not isinstance(value, np.ndarray):
+            value = np.array([value] * len(self.weights), dtype=object)
+        if value.shape != self.weights.shape:
+            raise Unsupported(f"the body of {node} is not a value per selected token")
+        return self.ops.total(value * self.weights)

@@ -19,8 +19,8 @@ import numpy as np
 import sympy as sp
 from sympy.printing.lambdarepr import LambdaPrinter
 
-from theory.errors import AttnBoundsError
-from theory.validation import as_float_array, nonnegative, positive
+from attnbounds.theory.errors import InvalidArgument, NotApplicable
+from attnbounds.theory.validation import as_float_array, nonnegative, positive
 
 #: The logit variable and the sequence length in every ``log F`` expression.
 l_sym = sp.Symbol("l", real=True)
@@ -117,14 +117,16 @@ class Normaliser:
     #: True when the weights always sum to one.
     normalising: bool = True
 
-    def weights(self, logits: Any) -> np.ndarray:
+    def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
+        """Per-token weights ``(B, K)``; with ``counts`` column k stands for ``counts[:, k]`` equal tokens
+        (``sum_k counts_k alpha_k = 1``), see :mod:`attnbounds.theory.instance`."""
         raise NotImplementedError
 
     def jacobian(self, logits: Any) -> np.ndarray:
         """``J[b, i, j] = d alpha_i / d l_j``, closed form, shape ``(B, L, L)``."""
         raise NotImplementedError
 
-    def torch_weights(self, logits: Any) -> Any:
+    def torch_weights(self, logits: Any, counts: Any = None) -> Any:
         """The same map in torch (differentiable), for autograd checks and gradient search."""
         raise NotImplementedError
 
@@ -151,8 +153,17 @@ def _check_logits(logits: Any) -> np.ndarray:
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.shape[1] < 1:
-        raise AttnBoundsError(f"logits must have at least one token (L >= 1), got shape {arr.shape}")
+        raise InvalidArgument(f"logits must have at least one token (L >= 1), got shape {arr.shape}")
     return arr
+
+
+def _multiplicity(logits: np.ndarray, counts: np.ndarray | None) -> np.ndarray:
+    """Tokens per column as floats (ones when ``counts`` is None)."""
+    return np.ones(logits.shape) if counts is None else np.asarray(counts, dtype=np.float64)
+
+
+def _length(logits: np.ndarray, counts: np.ndarray | None) -> int:
+    return int(logits.shape[-1]) if counts is None else int(np.asarray(counts)[0].sum())
 
 
 def _column(value: Any) -> Any:
@@ -218,28 +229,32 @@ class RatioNormaliser(Normaliser):
     def _args(self, L: int) -> list[Any]:
         return [L, *(_column(self.values[n]) for n in sorted(self.values))]
 
-    def log_F_values(self, logits: Any) -> np.ndarray:
-        """``log F(l_i)`` for a batch, shape ``(B, L)``."""
+    def log_F_values(self, logits: Any, L: int | None = None) -> np.ndarray:
+        """``log F(l_i)`` for a batch, shape ``(B, K)``; ``L`` the context length (default: the columns)."""
         lg = _check_logits(logits)
-        out = self._log_F_np(lg, *self._args(lg.shape[1]))
+        out = self._log_F_np(lg, *self._args(lg.shape[1] if L is None else L))
         return np.broadcast_to(np.asarray(out, dtype=np.float64), lg.shape).copy()
 
-    def dlog_F_values(self, logits: Any) -> np.ndarray:
-        """``g_i = d log F / d l`` at each logit, shape ``(B, L)``."""
+    def dlog_F_values(self, logits: Any, L: int | None = None) -> np.ndarray:
+        """``g_i = d log F / d l`` at each logit, shape ``(B, K)``."""
         lg = _check_logits(logits)
-        out = self._dlog_F_np(lg, *self._args(lg.shape[1]))
+        out = self._dlog_F_np(lg, *self._args(lg.shape[1] if L is None else L))
         return np.broadcast_to(np.asarray(out, dtype=np.float64), lg.shape).copy()
 
-    def weights(self, logits: Any) -> np.ndarray:
-        """Stable ``exp(log F_i - logsumexp_j log F_j)``; rows sum to one."""
-        lf = self.log_F_values(logits)
-        if np.any(np.isnan(lf)) or np.any(lf == np.inf):
-            raise AttnBoundsError(f"{self!r}: log F is not finite on these logits (F <= 0 or overflow)")
-        if np.any(np.all(lf == -np.inf, axis=-1)):
-            raise AttnBoundsError(f"{self!r}: F vanishes on every token of some row, weights undefined")
-        top = lf.max(axis=-1, keepdims=True)
-        e = np.exp(lf - top)
-        return e / e.sum(axis=-1, keepdims=True)
+    def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
+        """Stable ``exp(log F_i - max_j log F_j) / sum_j m_j exp(log F_j - max log F)`` (``m_j`` the counts)."""
+        lg = _check_logits(logits)
+        lf = self.log_F_values(lg, _length(lg, counts))
+        mult = _multiplicity(lg, counts)
+        present = mult > 0
+        if np.any(np.isnan(lf) & present) or np.any((lf == np.inf) & present):
+            raise NotApplicable(f"{self!r}: log F is not finite on these logits (F <= 0 or overflow)")
+        if np.any(np.all((lf == -np.inf) | ~present, axis=-1)):
+            raise NotApplicable(f"{self!r}: F vanishes on every token of some row, weights undefined")
+        top = np.where(present, lf, -np.inf).max(axis=-1, keepdims=True)
+        with np.errstate(invalid="ignore", over="ignore"):
+            e = np.where(present, np.exp(lf - top), 0.0)
+        return e / (mult * e).sum(axis=-1, keepdims=True)
 
     def jacobian(self, logits: Any) -> np.ndarray:
         """``J = (diag(alpha) - alpha alpha^T) diag(g)`` with ``g = (log F)'`` (Lemma 2)."""
@@ -252,17 +267,21 @@ class RatioNormaliser(Normaliser):
         J[:, idx, idx] += ag
         return J
 
-    def torch_weights(self, logits: Any) -> Any:
+    def torch_weights(self, logits: Any, counts: Any = None) -> Any:
         import torch
 
         f = sp.lambdify(self._symbols, self._expr, modules=_torch_modules(), printer=LambdaPrinter({"strict": False}))
         lg = logits if logits.ndim == 2 else logits[None, :]
-        args = [torch.tensor(float(lg.shape[1]), dtype=lg.dtype)]
+        L = float(lg.shape[1]) if counts is None else float(counts[0].sum())
+        args = [torch.tensor(L, dtype=lg.dtype)]
         for n in sorted(self.values):
             v = torch.as_tensor(np.asarray(self.values[n], dtype=np.float64), dtype=lg.dtype)
             args.append(v if v.ndim == 0 else v[:, None])
         lf = f(lg, *args) + torch.zeros_like(lg)
-        return torch.softmax(lf, dim=-1)
+        if counts is None:
+            return torch.softmax(lf, dim=-1)
+        m = torch.as_tensor(counts, dtype=lg.dtype)
+        return torch.softmax(lf + torch.log(m), dim=-1) / m.clamp(min=1.0)
 
     # -- computed hypotheses ---------------------------------------------------------------
     @functools.cached_property
@@ -284,7 +303,7 @@ class RatioNormaliser(Normaliser):
     def _critical_points(self) -> np.ndarray:
         """Real zeros of ``(log F)'`` (empty when its sign is constant); requires scalar parameters."""
         if any(np.ndim(v) for v in self.values.values()):
-            raise AttnBoundsError("Lemma 1's F range needs scalar normaliser parameters, got a per-instance array")
+            raise InvalidArgument("Lemma 1's F range needs scalar normaliser parameters, got a per-instance array")
         return _critical_points(self.log_F, tuple(sorted((k, float(v)) for k, v in self.values.items())))
 
     def log_F_range(self, a: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -293,7 +312,7 @@ class RatioNormaliser(Normaliser):
         The extrema lie at the endpoints or at real zeros of ``(log F)'``, found once by sympy.
         """
         if not self.length_independent:
-            raise AttnBoundsError(f"{self!r} depends on L: Lemma 1's F range is not defined for it")
+            raise InvalidArgument(f"{self!r} depends on L: Lemma 1's F range is not defined for it")
         a = np.atleast_1d(np.asarray(nonnegative("a", a), dtype=np.float64))
         crit = self._critical_points
         pts = np.concatenate([-a[:, None], a[:, None], np.broadcast_to(crit, (a.size, crit.size))], axis=1)
@@ -313,7 +332,7 @@ def _critical_points(log_F: sp.Expr, values: tuple[tuple[str, float], ...]) -> n
     signed = sp.simplify(d.rewrite(sp.exp))  # slow: only when the factors did not decide the sign
     if signed.is_positive or signed.is_negative:
         return np.empty(0)
-    raise AttnBoundsError(f"cannot locate the extrema of F={sp.exp(log_F)}: (log F)' = {d} is neither "
+    raise InvalidArgument(f"cannot locate the extrema of F={sp.exp(log_F)}: (log F)' = {d} is neither "
                           "of constant sign nor a polynomial in l")
 
 
@@ -333,15 +352,22 @@ class Sparsemax(SimplexMap):
 
     name = "sparsemax"
 
-    def weights(self, logits: Any) -> np.ndarray:
-        z = _check_logits(logits) / _column(self.T)
-        zs = -np.sort(-z, axis=-1)
-        k = np.arange(1, z.shape[1] + 1)
-        cums = np.cumsum(zs, axis=-1)
-        support = 1 + k * zs > cums
-        kz = support.sum(axis=-1, keepdims=True)
-        tau = (np.take_along_axis(cums, kz - 1, axis=-1) - 1) / kz
-        return np.maximum(z - tau, 0.0)
+    def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
+        """``max(z - tau, 0)``, ``z = l / T`` shifted by its row maximum (no cancellation in the sums),
+        ``tau`` from the sorted cumulative sums weighted by the counts."""
+        lg = _check_logits(logits)
+        mult = _multiplicity(lg, counts)
+        present = mult > 0
+        z = lg / _column(self.T)
+        z = z - np.where(present, z, -np.inf).max(axis=-1, keepdims=True)
+        order = np.argsort(np.where(present, -z, np.inf), axis=-1, kind="stable")
+        zs, ms = np.take_along_axis(z, order, -1), np.take_along_axis(mult, order, -1)
+        k = np.cumsum(ms, axis=-1)  # tokens up to and including this column
+        cums = np.cumsum(ms * zs, axis=-1)
+        support = (1 + k * zs > cums) & (ms > 0)
+        last = support.sum(axis=-1, keepdims=True) - 1
+        tau = (np.take_along_axis(cums, last, -1) - 1) / np.take_along_axis(k, last, -1)
+        return np.where(present, np.maximum(z - tau, 0.0), 0.0)
 
     def jacobian(self, logits: Any) -> np.ndarray:
         """``(diag(s) - s s^T / |S|) / T`` with ``s`` the support indicator."""
@@ -351,10 +377,13 @@ class Sparsemax(SimplexMap):
         J[:, idx, idx] += s
         return J / np.asarray(_column(self.T))[..., None]
 
-    def torch_weights(self, logits: Any) -> Any:
+    def torch_weights(self, logits: Any, counts: Any = None) -> Any:
         import torch
 
+        if counts is not None:
+            raise NotApplicable("sparsemax in torch takes dense logits only (no token classes)")
         z = logits / torch.as_tensor(_column(self.T), dtype=logits.dtype)
+        z = z - z.max(-1, keepdim=True).values
         zs, _ = torch.sort(z, dim=-1, descending=True)
         k = torch.arange(1, z.shape[-1] + 1, dtype=z.dtype)
         cums = zs.cumsum(-1)
@@ -368,19 +397,26 @@ class Entmax15(SimplexMap):
 
     name = "entmax15"
 
-    def weights(self, logits: Any) -> np.ndarray:
-        z = _check_logits(logits) / _column(self.T) / 2.0
-        z = z - z.max(axis=-1, keepdims=True)
-        zs = -np.sort(-z, axis=-1)
-        k = np.arange(1, z.shape[1] + 1)
-        mean = np.cumsum(zs, -1) / k
-        mean_sq = np.cumsum(zs**2, -1) / k
+    def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
+        """``[(z - tau)_+]^2``, ``z = l / (2T)`` shifted by its row maximum, ``tau`` from the sorted
+        cumulative moments weighted by the counts."""
+        lg = _check_logits(logits)
+        mult = _multiplicity(lg, counts)
+        present = mult > 0
+        z = lg / _column(self.T) / 2.0
+        z = z - np.where(present, z, -np.inf).max(axis=-1, keepdims=True)
+        order = np.argsort(np.where(present, -z, np.inf), axis=-1, kind="stable")
+        zs, ms = np.take_along_axis(z, order, -1), np.take_along_axis(mult, order, -1)
+        zs = np.where(ms > 0, zs, zs[..., :1])  # padding never enters the support
+        k = np.cumsum(ms, -1)
+        mean = np.cumsum(ms * zs, -1) / k
+        mean_sq = np.cumsum(ms * zs**2, -1) / k
         ss = k * (mean_sq - mean**2)
         delta = np.maximum((1 - ss) / k, 0.0)
         tau = mean - np.sqrt(delta)
-        support = (tau <= zs).sum(-1, keepdims=True)
+        support = ((tau <= zs) & (ms > 0)).sum(-1, keepdims=True)
         tau_star = np.take_along_axis(tau, support - 1, -1)
-        return np.maximum(z - tau_star, 0.0) ** 2
+        return np.where(present, np.maximum(z - tau_star, 0.0) ** 2, 0.0)
 
     def jacobian(self, logits: Any) -> np.ndarray:
         """``(diag(w) - w w^T / sum w) / T`` with ``w = sqrt(alpha)`` (Peters et al. 2019, Prop. 1)."""
@@ -390,9 +426,11 @@ class Entmax15(SimplexMap):
         J[:, idx, idx] += w
         return J / np.asarray(_column(self.T))[..., None]
 
-    def torch_weights(self, logits: Any) -> Any:
+    def torch_weights(self, logits: Any, counts: Any = None) -> Any:
         import torch
 
+        if counts is not None:
+            raise NotApplicable("entmax-1.5 in torch takes dense logits only (no token classes)")
         z = logits / torch.as_tensor(_column(self.T), dtype=logits.dtype) / 2.0
         z = z - z.max(-1, keepdim=True).values
         zs, _ = torch.sort(z, -1, descending=True)
@@ -411,7 +449,7 @@ class SigmoidAttention(SimplexMap):
     name = "sigmoid"
     normalising = False
 
-    def weights(self, logits: Any) -> np.ndarray:
+    def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
         return _np_sigmoid(_check_logits(logits) / _column(self.T))
 
     def jacobian(self, logits: Any) -> np.ndarray:
@@ -419,7 +457,7 @@ class SigmoidAttention(SimplexMap):
         d = a * (1 - a) / _column(self.T)
         return np.einsum("bi,ij->bij", d, np.eye(a.shape[1]))
 
-    def torch_weights(self, logits: Any) -> Any:
+    def torch_weights(self, logits: Any, counts: Any = None) -> Any:
         import torch
 
         return torch.sigmoid(logits / torch.as_tensor(_column(self.T), dtype=logits.dtype))
@@ -441,11 +479,12 @@ class ReluNormalised(SimplexMap):
 
     length_independent = True  # relu has no L in it; Lemma 1 fails through positivity instead
 
-    def weights(self, logits: Any) -> np.ndarray:
-        f = self.F(_check_logits(logits) / _column(self.T))
-        tot = f.sum(-1, keepdims=True)
+    def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
+        lg = _check_logits(logits)
+        f = self.F(lg / _column(self.T))
+        tot = (_multiplicity(lg, counts) * f).sum(-1, keepdims=True)
         if np.any(tot == 0):
-            raise AttnBoundsError("relu normaliser: every logit of some row is <= 0, weights undefined")
+            raise NotApplicable("relu normaliser: every logit of some row is <= 0, weights undefined")
         return f / tot
 
     def jacobian(self, logits: Any) -> np.ndarray:
@@ -458,11 +497,12 @@ class ReluNormalised(SimplexMap):
         J[:, idx, idx] += on
         return J / (tot[:, None, None] * np.asarray(_column(self.T))[..., None])
 
-    def torch_weights(self, logits: Any) -> Any:
+    def torch_weights(self, logits: Any, counts: Any = None) -> Any:
         import torch
 
         f = torch.relu(logits / torch.as_tensor(_column(self.T), dtype=logits.dtype))
-        return f / f.sum(-1, keepdim=True)
+        m = 1.0 if counts is None else torch.as_tensor(counts, dtype=logits.dtype)
+        return f / (m * f).sum(-1, keepdim=True)
 
 
 # -- constructors ---------------------------------------------------------------------------
@@ -515,5 +555,5 @@ FAMILY: dict[str, Callable[..., Normaliser]] = {
 def make(name: str, **params: Any) -> Normaliser:
     """Build a normaliser of the family by name."""
     if name not in FAMILY:
-        raise AttnBoundsError(f"unknown normaliser {name!r}; allowed: {', '.join(FAMILY)}")
+        raise InvalidArgument(f"unknown normaliser {name!r}; allowed: {', '.join(FAMILY)}")
     return FAMILY[name](**params)

@@ -25,8 +25,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from theory import atomic
-from theory.errors import AttnBoundsError
+from attnbounds.theory import atomic
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
 FORMAT = "attnbounds.record"
 VERSION = 1
@@ -132,7 +132,7 @@ def canonical(value: Any) -> Any:
         return v if math.isfinite(v) else repr(v)
     if value is None or isinstance(value, str):
         return value
-    raise AttnBoundsError(f"cannot write {type(value).__name__} {value!r:.60} into a record")
+    raise InvalidArgument(f"cannot write {type(value).__name__} {value!r:.60} into a record")
 
 
 def dumps(value: Any, *, indent: int | None = 2) -> str:
@@ -234,7 +234,7 @@ class Record:
         data["content_hash"] = content_hash(data)
         problems = validate(data)
         if problems:
-            raise AttnBoundsError("internal error: the record does not match its schema: " + "; ".join(problems))
+            raise InvalidArgument("internal error: the record does not match its schema: " + "; ".join(problems))
         return cls(data)
 
     @classmethod
@@ -242,9 +242,9 @@ class Record:
         """A record read back; raises naming the first schema problems or a hash mismatch."""
         problems = validate(data)
         if problems:
-            raise AttnBoundsError("not a valid attnbounds record: " + "; ".join(problems[:5]))
+            raise InvalidArgument("not a valid attnbounds record: " + "; ".join(problems[:5]))
         if content_hash(data) != data["content_hash"]:
-            raise AttnBoundsError(f"record {data['id']!r}: content hash mismatch (the record was edited)")
+            raise InvalidArgument(f"record {data['id']!r}: content hash mismatch (the record was edited)")
         return cls(data)
 
 
@@ -258,11 +258,11 @@ def load(path: str | os.PathLike[str]) -> list[Record]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise AttnBoundsError(f"cannot read records file {str(path)!r}: {exc.strerror}") from None
+        raise InvalidArgument(f"cannot read records file {str(path)!r}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
-        raise AttnBoundsError(f"records file {str(path)!r} is not JSON: {exc}") from None
+        raise InvalidArgument(f"records file {str(path)!r} is not JSON: {exc}") from None
     if not isinstance(data, list):
-        raise AttnBoundsError(f"records file {str(path)!r} must hold a JSON array of records")
+        raise InvalidArgument(f"records file {str(path)!r} must hold a JSON array of records")
     return [Record.from_json(d) for d in data]
 
 

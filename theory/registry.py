@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from theory.errors import AttnBoundsError
-from theory.statement import Statement
-from theory.statements import corollary2, corrections, gradients, lemma1, multihead, theorem1, theorem2
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.statement import Statement
+from attnbounds.theory.statements import corollary2, corrections, gradients, lemma1, multihead, theorem1, theorem2
 
 _REGISTRY: dict[str, Statement] = {}
 
@@ -12,9 +12,9 @@ _REGISTRY: dict[str, Statement] = {}
 def register(statement: Statement, *, replace: bool = False) -> Statement:
     """Add a statement (a user's own bound, a corrected form); ids are unique."""
     if not isinstance(statement, Statement):
-        raise AttnBoundsError(f"register needs a theory.statement.Statement, got {type(statement).__name__}")
+        raise InvalidArgument(f"register needs a theory.statement.Statement, got {type(statement).__name__}")
     if statement.id in _REGISTRY and not replace:
-        raise AttnBoundsError(f"a statement with id {statement.id!r} is already registered")
+        raise InvalidArgument(f"a statement with id {statement.id!r} is already registered")
     _REGISTRY[statement.id] = statement
     return statement
 
@@ -33,7 +33,7 @@ def get(statement_id: str) -> Statement:
 
         close = difflib.get_close_matches(statement_id, _REGISTRY, n=5, cutoff=0.4)
         hint = f"; did you mean {', '.join(close)}?" if close else "; run `attnbounds list` for every id"
-        raise AttnBoundsError(f"unknown statement id {statement_id!r}{hint}") from None
+        raise InvalidArgument(f"unknown statement id {statement_id!r}{hint}") from None
 
 
 def all_statements() -> list[Statement]:
@@ -50,4 +50,4 @@ def resolve(statement: Statement | str) -> Statement:
         return statement
     if isinstance(statement, str):
         return get(statement)
-    raise AttnBoundsError(f"expected a Statement or a statement id, got {type(statement).__name__}")
+    raise InvalidArgument(f"expected a Statement or a statement id, got {type(statement).__name__}")

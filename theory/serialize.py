@@ -1,4 +1,4 @@
-"""Exact JSON round trip of an :class:`~theory.instance.Instance` (a counterexample must be replayable bit for bit).
+"""Exact JSON round trip of an :class:`~attnbounds.theory.instance.Instance` (a counterexample must be replayable bit for bit).
 
 Every float is written twice: ``hex`` (``float.hex``, the authoritative exact value) and ``values``
 (the shortest decimal that reads back to the same double, for people). Arrays keep their shape as
@@ -10,7 +10,10 @@ another machine (whose ``exp`` may differ in the last bit) sees the same instanc
 Format (``"format": "attnbounds.instance", "version": 1``)::
 
     {"format", "version", "B", "L", "N", "normaliser", "alpha", "logits", "x", "q", "k",
-     "selection", "params", "arrays"}
+     "selection", "params", "arrays", "counts"}
+
+``L`` is the number of columns; ``counts`` (token classes: the exact integer token count of each
+column, see :mod:`attnbounds.theory.instance`) is absent for a dense instance.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from theory.errors import AttnBoundsError
-from theory.instance import Instance
-from theory.normalisers import FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
 
 FORMAT = "attnbounds.instance"
 VERSION = 1
@@ -44,22 +47,22 @@ def float_to_json(value: Any) -> dict[str, Any]:
 def float_from_json(data: Any, where: str) -> np.ndarray:
     """Inverse of :func:`float_to_json`; ``hex`` wins, ``values`` alone is accepted (hand-written files)."""
     if not isinstance(data, dict) or not ({"hex", "values"} & set(data)):
-        raise AttnBoundsError(f"{where}: expected an object with 'hex' and/or 'values', got {data!r:.80}")
+        raise InvalidArgument(f"{where}: expected an object with 'hex' and/or 'values', got {data!r:.80}")
     try:
         if "hex" in data:
             arr = np.asarray(_unhex(np.asarray(data["hex"], dtype=object)), dtype=np.float64)
         else:
             arr = np.asarray(data["values"], dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise AttnBoundsError(f"{where}: cannot read floats: {exc}") from None
+        raise InvalidArgument(f"{where}: cannot read floats: {exc}") from None
     if "hex" in data and "values" in data:
         try:
             dec = np.asarray(data["values"], dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise AttnBoundsError(f"{where}: cannot read 'values': {exc}") from None
+            raise InvalidArgument(f"{where}: cannot read 'values': {exc}") from None
         if dec.shape != arr.shape or not np.array_equal(dec, arr, equal_nan=True):
             bad = "shapes differ" if dec.shape != arr.shape else f"first difference at {np.argwhere(dec != arr)[0].tolist()}"
-            raise AttnBoundsError(f"{where}: 'hex' and 'values' disagree ({bad}); edit one of them and delete the other")
+            raise InvalidArgument(f"{where}: 'hex' and 'values' disagree ({bad}); edit one of them and delete the other")
     return arr
 
 
@@ -69,7 +72,7 @@ def _params_to_json(params: dict[str, Any]) -> dict[str, Any]:
 
 def _params_from_json(data: Any, where: str) -> dict[str, Any]:
     if not isinstance(data, dict):
-        raise AttnBoundsError(f"{where}: expected an object of parameters, got {data!r:.80}")
+        raise InvalidArgument(f"{where}: expected an object of parameters, got {data!r:.80}")
     out = {}
     for name, value in data.items():
         arr = float_from_json(value, f"{where}.{name}")
@@ -83,7 +86,7 @@ def normaliser_to_json(normaliser: Normaliser | None) -> dict[str, Any] | None:
         return None
     name = getattr(normaliser, "name", None)
     params = dict(normaliser.params)
-    if name in FAMILY and getattr(FAMILY[name], "__module__", "") == "theory.normalisers":  # built-in families only
+    if name in FAMILY and getattr(FAMILY[name], "__module__", "") == "attnbounds.theory.normalisers":  # built-in families only
         try:
             rebuilt = FAMILY[name](**params)
         except (TypeError, AttnBoundsError):
@@ -95,7 +98,7 @@ def normaliser_to_json(normaliser: Normaliser | None) -> dict[str, Any] | None:
     if isinstance(normaliser, RatioNormaliser):
         return {"family": "ratio", "name": normaliser.name, "log_F": sp.sstr(normaliser.log_F, full_prec=True),
                 "params": _params_to_json(params)}
-    raise AttnBoundsError(f"cannot serialise normaliser {normaliser!r}: it is neither in the family "
+    raise InvalidArgument(f"cannot serialise normaliser {normaliser!r}: it is neither in the family "
                           f"({', '.join(FAMILY)}) nor a RatioNormaliser")
 
 
@@ -104,31 +107,31 @@ def normaliser_from_json(data: Any, where: str = "normaliser") -> Normaliser | N
     if data is None:
         return None
     if not isinstance(data, dict) or "family" not in data:
-        raise AttnBoundsError(f"{where}: expected an object with 'family', got {data!r:.80}")
+        raise InvalidArgument(f"{where}: expected an object with 'family', got {data!r:.80}")
     params = _params_from_json(data.get("params", {}), f"{where}.params")
     family = data["family"]
     if family == "ratio":
-        from theory.exprparse import parse_expression
+        from attnbounds.theory.exprparse import parse_expression
 
         names = {"l": l_sym, "L": L_sym, "softplus": softplus, "sigmoid": sigmoid,
                  **{p: sp.Symbol(p) for p in params}}
         log_F = parse_expression(data.get("log_F", ""), names, where=f"{where}.log_F")
         return RatioNormaliser(str(data.get("name", "custom")), log_F, params)
     if family not in FAMILY:
-        raise AttnBoundsError(f"{where}: unknown family {family!r}; allowed: ratio, {', '.join(FAMILY)}")
+        raise InvalidArgument(f"{where}: unknown family {family!r}; allowed: ratio, {', '.join(FAMILY)}")
     if not isinstance(params, dict):
-        raise AttnBoundsError(f"{where}: bad parameters {params!r}")
+        raise InvalidArgument(f"{where}: bad parameters {params!r}")
     try:
         return FAMILY[family](**params)
     except TypeError as exc:
-        raise AttnBoundsError(f"{where}: bad parameters {sorted(params)} for family {family!r}: {exc}") from None
+        raise InvalidArgument(f"{where}: bad parameters {sorted(params)} for family {family!r}: {exc}") from None
 
 
 def instance_to_json(inst: Instance) -> dict[str, Any]:
     """A JSON-ready dict holding every input of the batch exactly (see module docstring)."""
     if not isinstance(inst, Instance):
-        raise AttnBoundsError(f"instance_to_json needs a theory.instance.Instance, got {type(inst).__name__}")
-    out: dict[str, Any] = {"format": FORMAT, "version": VERSION, "B": inst.B, "L": inst.L, "N": inst.N,
+        raise InvalidArgument(f"instance_to_json needs a theory.instance.Instance, got {type(inst).__name__}")
+    out: dict[str, Any] = {"format": FORMAT, "version": VERSION, "B": inst.B, "L": inst.K, "N": inst.N,
                            "normaliser": normaliser_to_json(inst.normaliser)}
     for name in _ARRAYS:
         value = getattr(inst, name)
@@ -136,34 +139,41 @@ def instance_to_json(inst: Instance) -> dict[str, Any]:
     out["selection"] = None if inst.selection is None else inst.selection.astype(bool).tolist()
     out["params"] = _params_to_json(inst.params)
     out["arrays"] = {name: float_to_json(value) for name, value in sorted(inst.arrays.items())}
+    if inst.counts is not None:
+        out["counts"] = [[int(c) for c in row] for row in inst.counts]
     return out
 
 
 def instance_from_json(data: Any) -> Instance:
     """The instance written by :func:`instance_to_json`, bit for bit (weights as stored)."""
     if not isinstance(data, dict):
-        raise AttnBoundsError(f"an instance must be a JSON object, got {type(data).__name__}")
+        raise InvalidArgument(f"an instance must be a JSON object, got {type(data).__name__}")
     if data.get("format") != FORMAT or data.get("version") != VERSION:
-        raise AttnBoundsError(f"not an attnbounds instance: format={data.get('format')!r} version={data.get('version')!r}"
+        raise InvalidArgument(f"not an attnbounds instance: format={data.get('format')!r} version={data.get('version')!r}"
                               f" (want {FORMAT!r} version {VERSION})")
-    unknown = set(data) - {"format", "version", "B", "L", "N", "normaliser", "selection", "params", "arrays", *_ARRAYS}
+    unknown = set(data) - {"format", "version", "B", "L", "N", "normaliser", "selection", "params", "arrays", "counts",
+                           *_ARRAYS}
     if unknown:
-        raise AttnBoundsError(f"instance: unknown keys {sorted(unknown)}")
+        raise InvalidArgument(f"instance: unknown keys {sorted(unknown)}")
     if data.get("alpha") is None:
-        raise AttnBoundsError("instance: 'alpha' (the weights) is required")
+        raise InvalidArgument("instance: 'alpha' (the weights) is required")
     arrays = {name: (None if data.get(name) is None else float_from_json(data[name], name)) for name in _ARRAYS}
     alpha = arrays["alpha"]
     if alpha.ndim != 2:
-        raise AttnBoundsError(f"alpha: expected shape (B, L), got {alpha.shape}")
+        raise InvalidArgument(f"alpha: expected shape (B, L), got {alpha.shape}")
     if (data.get("B"), data.get("L")) != alpha.shape:
-        raise AttnBoundsError(f"instance: B, L = {data.get('B')}, {data.get('L')} disagree with alpha of shape {alpha.shape}")
+        raise InvalidArgument(f"instance: B, L = {data.get('B')}, {data.get('L')} disagree with alpha of shape {alpha.shape}")
     normaliser = normaliser_from_json(data.get("normaliser"))
     selection = data.get("selection")
     if selection is not None:
         selection = np.asarray(selection)
         if selection.dtype != bool:
-            raise AttnBoundsError(f"selection: expected nested lists of true/false, got dtype {selection.dtype}")
+            raise InvalidArgument(f"selection: expected nested lists of true/false, got dtype {selection.dtype}")
     extra = {name: float_from_json(value, f"arrays.{name}") for name, value in (data.get("arrays") or {}).items()}
-    inst = Instance._build(alpha, arrays["logits"], normaliser, arrays["x"], arrays["q"], arrays["k"], data.get("N"),
-                           selection, extra, _params_from_json(data.get("params") or {}, "params"))
-    return inst
+    counts = data.get("counts")
+    if counts is not None and not (isinstance(counts, list) and all(isinstance(r, list) and all(
+            isinstance(c, int) and not isinstance(c, bool) for c in r) for r in counts)):
+        raise InvalidArgument("counts: expected nested lists of whole numbers of tokens")
+    return Instance._build(alpha, arrays["logits"], normaliser, arrays["x"], arrays["q"], arrays["k"], data.get("N"),
+                           selection, extra, _params_from_json(data.get("params") or {}, "params"),
+                           None if counts is None else np.asarray(counts, dtype=np.int64))

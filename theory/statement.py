@@ -1,7 +1,7 @@
 """A statement: one reading of one result of the paper, as a value you can print, compare and evaluate.
 
 The inequality is a sympy relation (``sp.Le`` or an ``sp.And`` of them) over named quantities
-(:mod:`theory.quantities`) and instance parameters; the vectorised evaluator is generated from
+(:mod:`attnbounds.theory.quantities`) and instance parameters; the vectorised evaluator is generated from
 that one expression (``lambdify`` plus a small rewrite of ``Sum`` over selected tokens), so the
 printed formula and the numbers cannot drift apart.
 
@@ -20,9 +20,9 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from theory.errors import AttnBoundsError
-from theory.instance import Instance
-from theory.quantities import QUANTITIES, compute, interval
+from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.quantities import QUANTITIES, compute, interval
 
 ARXIV = "arXiv:2508.17821"
 PAPER_VERSION = "v3 (5 Jun 2026)"
@@ -99,7 +99,7 @@ def _conjuncts(relation: sp.Basic) -> list[sp.Rel]:
         elif isinstance(p, (sp.GreaterThan, sp.StrictGreaterThan)):
             out.append(sp.Le(p.rhs, p.lhs))
         else:
-            raise AttnBoundsError(f"a statement must be an inequality or a conjunction of them, got {p}")
+            raise InvalidArgument(f"a statement must be an inequality or a conjunction of them, got {p}")
     return out
 
 
@@ -107,8 +107,26 @@ def _indexed_to_symbol(expr: sp.Expr) -> sp.Expr:
     return expr.replace(lambda e: isinstance(e, sp.Indexed), lambda e: sp.Symbol(str(e.base)))
 
 
+def check_sums(expr: sp.Basic, where: str) -> None:
+    """Every ``Sum`` must run over the selected tokens, ``(i, 1, N)``, with a single index (else InvalidArgument)."""
+    for node in expr.atoms(sp.Sum):
+        if len(node.limits) != 1:
+            raise InvalidArgument(f"{where}: only single sums over the selected tokens are supported, got {node}")
+        var, lo, hi = node.limits[0]
+        if lo != 1 or str(hi) != "N" or str(var) != "i":
+            raise InvalidArgument(f"{where}: a Sum must run over the selected tokens as Sum(body, (i, 1, N)); got "
+                                  f"limits {node.limits[0]} in {node}")
+        if node.function.atoms(sp.Sum):
+            raise InvalidArgument(f"{where}: nested sums are not supported: {node}")
+
+
+#: environment key of the weights of a Sum over the selected tokens: token counts on selected columns, 0 elsewhere
+SELECTED_WEIGHTS = "__selected_weights__"
+
+
 class _Compiled:
-    """``lambdify`` of one side of a relation, with ``Sum`` over selected tokens rewritten to ``.sum(-1)``."""
+    """``lambdify`` of one side of a relation; ``Sum(body, (i, 1, N))`` becomes the sum over the selected
+    columns of ``body`` weighted by their token counts (so a body without per-token values counts N times)."""
 
     def __init__(self, expr: sp.Expr):
         self.sums: list[tuple[sp.Symbol, Callable[..., Any], tuple[str, ...]]] = []
@@ -126,10 +144,17 @@ class _Compiled:
 
     def __call__(self, env: dict[str, np.ndarray]) -> np.ndarray:
         local = dict(env)
-        for dummy, fn, names in self.sums:
-            local[str(dummy)] = np.asarray(fn(*(local[n] for n in names))).sum(-1, keepdims=True)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            for dummy, fn, names in self.sums:
+                w = env[SELECTED_WEIGHTS]
+                body = np.broadcast_to(np.asarray(fn(*(local[n] for n in names)), dtype=np.float64), w.shape)
+                local[str(dummy)] = np.where(w > 0, body * w, 0.0).sum(-1, keepdims=True)
             return np.asarray(self.fn(*(local[n] for n in self.names)), dtype=np.float64)
+
+
+def _outside_sums(expr: sp.Basic) -> set[str]:
+    """Names of the symbols of ``expr`` that occur outside every ``Sum``."""
+    return _free_names(expr.xreplace({node: sp.Integer(0) for node in expr.atoms(sp.Sum)}))
 
 
 def _to_sympy(value: float, digits: int) -> sp.Expr:
@@ -183,8 +208,9 @@ class Statement:
     def __post_init__(self) -> None:
         for sym, qname in self.bindings.items():
             if qname not in QUANTITIES:
-                raise AttnBoundsError(f"statement {self.id}: symbol {sym} bound to unknown quantity {qname}")
+                raise InvalidArgument(f"statement {self.id}: symbol {sym} bound to unknown quantity {qname}")
         _conjuncts(self.relation)
+        check_sums(self.relation, f"statement {self.id}")
 
     # -- printing --------------------------------------------------------------------------------
     @property
@@ -245,7 +271,7 @@ class Statement:
         by_name = {str(sym): sym for sym in self.relation.free_symbols}  # symbols carry assumptions
         unknown = sorted(set(values) - set(by_name))
         if unknown:
-            raise AttnBoundsError(f"{self.id} has no symbol {unknown[0]!r}; its symbols: {', '.join(sorted(by_name))}")
+            raise InvalidArgument(f"{self.id} has no symbol {unknown[0]!r}; its symbols: {', '.join(sorted(by_name))}")
         new = self.relation.xreplace({by_name[k]: sp.sympify(v) for k, v in values.items()})
         tag = ",".join(f"{k}={v}" for k, v in values.items())
         return Statement(f"{self.id}{{{tag}}}", self.title, new, self.citation, self.hypotheses, self.bindings,
@@ -277,7 +303,28 @@ class Statement:
             else:
                 value = compute(qname, inst)
             env[name] = value[:, None] if value.ndim == 1 else value
+        if inst.N is not None:
+            env[SELECTED_WEIGHTS] = np.where(inst.mask & inst.present, inst.multiplicity, 0.0)
+        elif self.relation.atoms(sp.Sum):
+            raise InvalidArgument(f"{self.id} sums over the selected tokens: pass N=... when building the instance")
         return env
+
+    @functools.cached_property
+    def _token_kinds(self) -> list[str]:
+        """Per conjunct, over which columns it must hold: 'selected' (a per-selected-token symbol outside the
+        sums), 'tokens' (a per-token symbol), or 'none' (one value per instance)."""
+        kinds = []
+        for rel in _conjuncts(self.relation):
+            shapes = {QUANTITIES[self.bindings[n]].shape for n in _outside_sums(rel) if n in self.bindings}
+            kinds.append("selected" if "BN" in shapes else "tokens" if "BL" in shapes else "none")
+        return kinds
+
+    def column_mask(self, inst: Instance, conjunct: int) -> np.ndarray | None:
+        """The columns over which conjunct ``conjunct`` must hold ``(B, K)``, or None (one value per instance)."""
+        kind = self._token_kinds[conjunct]
+        if kind == "selected":
+            return inst.mask & inst.present
+        return inst.present if kind == "tokens" else None
 
     def check_hypotheses(self, inst: Instance) -> tuple[np.ndarray, tuple[tuple[str, ...], ...]]:
         results = [(h.id, h(inst)) for h in self.hypotheses]
@@ -287,18 +334,32 @@ class Statement:
         failed = ((),) * inst.B if ok.all() else tuple(tuple(hid for hid, r in results if not r[b]) for b in range(inst.B))
         return ok, failed
 
-    def _margins(self, env: dict[str, np.ndarray], B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        best_m = np.full(B, np.inf)
-        best_l = np.full(B, np.nan)
-        best_r = np.full(B, np.nan)
-        for lhs_fn, rhs_fn in self._compiled:
+    def sides(self, env: dict[str, np.ndarray], inst: Instance) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+        """Per conjunct ``(lhs, rhs, columns)``: both sides broadcast to ``(B, W)`` (W = 1 or the columns)
+        and the mask of the columns where it must hold (None for one value per instance)."""
+        B = inst.B
+        out = []
+        for c, (lhs_fn, rhs_fn) in enumerate(self._compiled):
             lhs, rhs = lhs_fn(env), rhs_fn(env)
             lhs, rhs = np.broadcast_arrays(np.atleast_2d(lhs).reshape(B, -1) if lhs.ndim else np.full((B, 1), lhs),
                                            np.atleast_2d(rhs).reshape(B, -1) if rhs.ndim else np.full((B, 1), rhs))
+            cols = self.column_mask(inst, c)
+            out.append((lhs, rhs, None if cols is None or lhs.shape[1] == 1 else cols))
+        return out
+
+    def _margins(self, env: dict[str, np.ndarray], inst: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        B = inst.B
+        best_m = np.full(B, np.inf)
+        best_l = np.full(B, np.nan)
+        best_r = np.full(B, np.nan)
+        for lhs, rhs, cols in self.sides(env, inst):
             with np.errstate(invalid="ignore"):
                 m = rhs - lhs
             m = np.where(np.isnan(m) & (lhs == rhs), 0.0, m)
-            k = np.argmin(np.where(np.isnan(m), -np.inf, m), axis=-1)
+            key = np.where(np.isnan(m), -np.inf, m)
+            if cols is not None:
+                key = np.where(cols, key, np.inf)
+            k = np.argmin(key, axis=-1)
             mk = np.take_along_axis(m, k[:, None], -1)[:, 0]
             better = ~(mk >= best_m)
             best_m = np.where(better, mk, best_m)
@@ -309,17 +370,17 @@ class Statement:
     def evaluate(self, inst: Instance) -> Evaluation:
         """lhs, rhs, margin on every instance; NOT-APPLICABLE (NaN, ``applicable=False``) where a hypothesis fails."""
         if not isinstance(inst, Instance):
-            raise AttnBoundsError(f"evaluate needs a theory.instance.Instance, got {type(inst).__name__}")
+            raise InvalidArgument(f"evaluate needs a attnbounds.theory.instance.Instance, got {type(inst).__name__}")
         inst = self.prepare(inst)
         ok, failed = self.check_hypotheses(inst)
         out = {k: np.full(inst.B, np.nan) for k in ("lhs", "rhs", "margin", "lo", "hi")}
         idx = np.nonzero(ok)[0]
         if idx.size:
             sub = inst if idx.size == inst.B else inst.take(idx)
-            lhs, rhs, margin = self._margins(self._env(sub, "mid"), sub.B)
+            lhs, rhs, margin = self._margins(self._env(sub, "mid"), sub)
             if any(QUANTITIES[q].estimate for q in self.bindings.values()):
-                m_a = self._margins(self._env(sub, "lo"), sub.B)[2]
-                m_b = self._margins(self._env(sub, "hi"), sub.B)[2]
+                m_a = self._margins(self._env(sub, "lo"), sub)[2]
+                m_b = self._margins(self._env(sub, "hi"), sub)[2]
                 lo, hi = np.minimum(m_a, m_b), np.maximum(m_a, m_b)
             else:
                 lo = hi = margin
@@ -332,18 +393,21 @@ class Statement:
         """(lhs, rhs, margin) of instance ``b`` from the sympy relation itself at ``digits`` digits.
 
         Quantity values are taken from the float64 quantity layer (exact as binary rationals); the
-        formula is evaluated by sympy substitution, independently of the generated evaluator.
+        formula is evaluated by sympy substitution, independently of the generated evaluator: a
+        ``Sum`` over the selected tokens is expanded column by column with the columns' token counts.
         """
         inst = self.prepare(inst)
         env = self._env(inst, "mid")
+        weights = env.get(SELECTED_WEIGHTS)
         best = None
-        for rel in _conjuncts(self.relation):
-            per_token = [n for n in _free_names(rel) if env[n].shape[1] > 1 and not self._is_selected(n)]
-            width = max((env[n].shape[1] for n in per_token), default=1)
-            for t in range(width):
+        for c, rel in enumerate(_conjuncts(self.relation)):
+            cols = self.column_mask(inst, c)
+            per_token = [n for n in _outside_sums(rel) if n in env and env[n].shape[1] > 1]
+            columns = [t for t in range(inst.K) if cols is None or cols[b, t]] if per_token else [0]
+            for t in columns:
                 vals = {}
                 for sym in rel.free_symbols:
-                    if not isinstance(sym, sp.Symbol) or self._is_selected(str(sym)) or str(sym) not in env:
+                    if not isinstance(sym, sp.Symbol) or str(sym) not in env:
                         continue
                     v = env[str(sym)][b]
                     vals[sym] = _to_sympy(float(v[t if v.shape[0] > 1 else 0]), digits)
@@ -351,13 +415,14 @@ class Statement:
                 for side in (rel.lhs, rel.rhs):
                     e = side
                     for node in e.atoms(sp.Sum):
-                        n_sym = [v for v in node.free_symbols if str(v) == "N"]
-                        expanded = node.subs({v: inst.N for v in n_sym}).doit()
-                        idx_vals = {}
-                        for ix in expanded.atoms(sp.Indexed):
-                            arr = env[str(ix.base)][b]
-                            idx_vals[ix] = _to_sympy(float(arr[int(ix.indices[0]) - 1]), digits)
-                        e = e.xreplace({node: expanded.xreplace(idx_vals)})
+                        assert weights is not None
+                        terms = []
+                        for k in np.flatnonzero(weights[b] > 0):
+                            body = _indexed_to_symbol(node.function)
+                            sub = {s_: _to_sympy(float(env[str(s_)][b][k if env[str(s_)][b].shape[0] > 1 else 0]), digits)
+                                   for s_ in body.free_symbols if str(s_) in env}
+                            terms.append(sp.Integer(int(weights[b, k])) * body.xreplace(sub))
+                        e = e.xreplace({node: sp.Add(*terms)})
                     sides.append(sp.N(e.xreplace(vals), digits))
                 lhs_v, rhs_v = (_to_mpf(x_) for x_ in sides)
                 m = rhs_v - lhs_v

@@ -1,7 +1,7 @@
 """Hypothesis strategies for attention instances: use them in your own property tests.
 
 Strategies draw STRUCTURE with hypothesis (sizes, family names, scales, a seed) and build the
-arrays with numpy from that seed through :mod:`theory.families`: drawing large float arrays
+arrays with numpy from that seed through :mod:`attnbounds.theory.families`: drawing large float arrays
 element by element is slow and yields arrays with a handful of distinct values, while a drawn
 seed gives realistic arrays and still shrinks (towards small sizes, the first family, seed 0).
 
@@ -11,21 +11,21 @@ Building blocks (each a hypothesis ``SearchStrategy``):
   (``1..4096``), :func:`selection_sizes` (``N`` in ``1..L``), :func:`seeds`;
 - :func:`normalisers` (members of the family, with their own parameters, filtered by a
   statement's hypotheses);
-- :func:`logits` (every family of :data:`theory.families.LOGIT_FAMILIES`), :func:`near_tie_logits`
+- :func:`logits` (every family of :data:`attnbounds.theory.families.LOGIT_FAMILIES`), :func:`near_tie_logits`
   (the two largest at a chosen gap), :func:`dominant_logits`, :func:`queries_keys` (logits bounded
   by ``a`` through Cauchy-Schwarz);
-- :func:`embeddings` (every family of :data:`theory.families.EMBEDDING_FAMILIES`: Gaussian, sphere,
+- :func:`embeddings` (every family of :data:`attnbounds.theory.families.EMBEDDING_FAMILIES`: Gaussian, sphere,
   clustered, (nearly) identical, antipodal pairs, large-norm outliers, split),
   :func:`sphere_embeddings` (uniform on the M-sphere with a guaranteed minimum separation);
 - :func:`top_n_sets` (N largest weights, ties broken at random), :func:`random_subsets`;
-- :func:`specs` (a :class:`~theory.families.Spec` sized for a statement) and
-  :func:`attention_instance` composing all of the above into an :class:`~theory.instance.Instance`.
+- :func:`specs` (a :class:`~attnbounds.theory.families.Spec` sized for a statement) and
+  :func:`attention_instance` composing all of the above into an :class:`~attnbounds.theory.instance.Instance`.
 
 Example (decide rigorously: a float ``lhs > rhs`` at an equality case is rounding, not a violation)::
 
     from hypothesis import given
-    from theory import registry, strategies
-    from theory.certify import decide
+    from attnbounds.theory import registry, strategies
+    from attnbounds.theory.certify import decide
 
     lemma1 = registry.get("lemma1")
 
@@ -45,13 +45,13 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from theory import families
-from theory.errors import AttnBoundsError
-from theory.families import EMBEDDING_FAMILIES, LOGIT_FAMILIES, Spec
-from theory.instance import Instance, top_n_mask
-from theory.normalisers import FAMILY, Normaliser, make
-from theory.quantities import sphere_embeddings as _rejection_sphere
-from theory.statement import Statement
+from attnbounds.theory import families
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.families import EMBEDDING_FAMILIES, LOGIT_FAMILIES, Spec
+from attnbounds.theory.instance import Instance, top_n_mask
+from attnbounds.theory.normalisers import FAMILY, Normaliser, make
+from attnbounds.theory.quantities import COSTS, sphere_embeddings as _rejection_sphere
+from attnbounds.theory.statement import Statement
 
 __all__ = [
     "T_RANGE", "MAX_LENGTH", "log_uniform", "temperatures", "lengths", "selection_sizes", "seeds",
@@ -80,7 +80,7 @@ _NORMALISER_PARAMS: dict[str, dict[str, tuple[float, float, bool]]] = {
 def log_uniform(lo: float, hi: float) -> st.SearchStrategy[float]:
     """Floats in ``[lo, hi]`` (``0 < lo <= hi``) uniform in ``log10`` (hypothesis favours the ends)."""
     if not (0 < lo <= hi and math.isfinite(hi)):
-        raise AttnBoundsError(f"log_uniform needs 0 < lo <= hi < inf, got lo={lo!r}, hi={hi!r}")
+        raise InvalidArgument(f"log_uniform needs 0 < lo <= hi < inf, got lo={lo!r}, hi={hi!r}")
     a, b = math.log10(lo), math.log10(hi)
     return st.floats(a, b, allow_nan=False).map(lambda e: min(max(10.0**e, lo), hi))
 
@@ -93,7 +93,7 @@ def temperatures(lo: float = T_RANGE[0], hi: float = T_RANGE[1]) -> st.SearchStr
 def lengths(min_L: int = 1, max_L: int = MAX_LENGTH) -> st.SearchStrategy[int]:
     """Sequence lengths in ``[min_L, max_L]``: small ones, powers of two (and neighbours), any."""
     if not 1 <= min_L <= max_L:
-        raise AttnBoundsError(f"lengths needs 1 <= min_L <= max_L, got min_L={min_L}, max_L={max_L}")
+        raise InvalidArgument(f"lengths needs 1 <= min_L <= max_L, got min_L={min_L}, max_L={max_L}")
     special = sorted({v for k in range(13) for v in (2**k - 1, 2**k, 2**k + 1) if min_L <= v <= max_L} | {max_L})
     return st.one_of(st.integers(min_L, min(max_L, min_L + 15)), st.sampled_from(special), st.integers(min_L, max_L))
 
@@ -101,7 +101,7 @@ def lengths(min_L: int = 1, max_L: int = MAX_LENGTH) -> st.SearchStrategy[int]:
 def selection_sizes(L: int) -> st.SearchStrategy[int]:
     """``N`` in ``1..L``, with the edge cases ``1``, ``L - 1`` and ``L`` likely."""
     if L < 1:
-        raise AttnBoundsError(f"selection_sizes needs L >= 1, got L={L}")
+        raise InvalidArgument(f"selection_sizes needs L >= 1, got L={L}")
     return st.one_of(st.sampled_from(sorted({1, max(L - 1, 1), L})), st.integers(1, L))
 
 
@@ -117,7 +117,7 @@ def _admissible(statement: Statement | None) -> tuple[str, ...]:
         return tuple(n for n in FAMILY if n != "relu")  # relu weights are undefined when every logit is <= 0
     names = tuple(families.admissible_normalisers(statement))
     if not names:
-        raise AttnBoundsError(f"no member of the normaliser family satisfies the hypotheses of {statement.id}")
+        raise InvalidArgument(f"no member of the normaliser family satisfies the hypotheses of {statement.id}")
     return names
 
 
@@ -129,7 +129,7 @@ def normaliser_names(statement: Statement | None = None) -> st.SearchStrategy[st
 def normaliser_params(name: str) -> st.SearchStrategy[tuple[tuple[str, float], ...]]:
     """The family parameters of normaliser ``name`` other than ``T`` (e.g. ``b`` of exp_poly)."""
     if name not in FAMILY:
-        raise AttnBoundsError(f"unknown normaliser {name!r}; allowed: {', '.join(FAMILY)}")
+        raise InvalidArgument(f"unknown normaliser {name!r}; allowed: {', '.join(FAMILY)}")
     ranges = _NORMALISER_PARAMS.get(name, {})
     parts = [(log_uniform(lo, hi) if log else st.floats(lo, hi)).map(lambda v, k=k: (k, v))
              for k, (lo, hi, log) in ranges.items()]
@@ -139,7 +139,7 @@ def normaliser_params(name: str) -> st.SearchStrategy[tuple[tuple[str, float], .
 @st.composite
 def normalisers(draw: st.DrawFn, statement: Statement | None = None,
                 T: st.SearchStrategy[float] | None = None) -> Normaliser:
-    """A :class:`~theory.normalisers.Normaliser` of the family: name, temperature and its own parameters."""
+    """A :class:`~attnbounds.theory.normalisers.Normaliser` of the family: name, temperature and its own parameters."""
     name = draw(normaliser_names(statement))
     return make(name, T=draw(T if T is not None else temperatures()), **dict(draw(normaliser_params(name))))
 
@@ -154,7 +154,7 @@ def _spec(**fields: Any) -> Spec:
 @st.composite
 def logits(draw: st.DrawFn, batch: int = 8, L: int | None = None, family: str | None = None,
            scale: float | None = None, gap: float | None = None) -> np.ndarray:
-    """Logits ``(batch, L)`` from one of :data:`~theory.families.LOGIT_FAMILIES` (drawn when None)."""
+    """Logits ``(batch, L)`` from one of :data:`~attnbounds.theory.families.LOGIT_FAMILIES` (drawn when None)."""
     L = draw(lengths(1, 64)) if L is None else L
     family = draw(st.sampled_from(sorted(LOGIT_FAMILIES))) if family is None else family
     scale = draw(log_uniform(1e-3, 1e2)) if scale is None else scale
@@ -205,7 +205,7 @@ def queries_keys(draw: st.DrawFn, batch: int = 8, L: int | None = None, d: int |
 @st.composite
 def embeddings(draw: st.DrawFn, batch: int = 8, L: int | None = None, d: int | None = None,
                family: str | None = None, scale: float | None = None, mask: np.ndarray | None = None) -> np.ndarray:
-    """Token vectors ``(batch, L, d)`` from one of :data:`~theory.families.EMBEDDING_FAMILIES`.
+    """Token vectors ``(batch, L, d)`` from one of :data:`~attnbounds.theory.families.EMBEDDING_FAMILIES`.
 
     The adversarial families: ``clustered`` (two tight clusters), ``identical`` and
     ``near-identical`` (all tokens equal up to 1e-7), ``antipodal`` (pairs ``u, -u``), ``outliers``
@@ -243,9 +243,9 @@ def sphere_embeddings(draw: st.DrawFn, batch: int = 4, L: int | None = None, d: 
     """``(x (batch, L, d), M, delta)``: points uniform on the sphere of radius M, pairwise ``>= delta``.
 
     Only feasible separations are drawn: ``delta = u * feasible_delta(L, d, M)`` with ``u`` in
-    ``[0, 1]`` (:func:`theory.families.feasible_delta`, where rejection accepts comfortably); an
+    ``[0, 1]`` (:func:`attnbounds.theory.families.feasible_delta`, where rejection accepts comfortably); an
     explicit ``delta`` above that raises. How the separation is guaranteed: rejection sampling
-    (:func:`theory.quantities.sphere_embeddings`, which is exactly Assumptions 1-2, the uniform law
+    (:func:`attnbounds.theory.quantities.sphere_embeddings`, which is exactly Assumptions 1-2, the uniform law
     conditioned on the separation) run at ``delta (1 + 1e-9)``, so that the rounding of its Gram-form
     distances cannot accept a pair closer than ``delta``; every accepted batch is then re-checked
     with distances computed from the differences ``x_i - x_j`` directly.
@@ -257,12 +257,12 @@ def sphere_embeddings(draw: st.DrawFn, batch: int = 4, L: int | None = None, d: 
     if delta is None:
         delta = draw(st.floats(0.0, 1.0)) * top
     elif not 0 <= delta <= top:
-        raise AttnBoundsError(f"delta={delta!r} is not a comfortably feasible separation for L={L}, d={d}, "
+        raise InvalidArgument(f"delta={delta!r} is not a comfortably feasible separation for L={L}, d={d}, "
                               f"M={M!r}: allowed 0 <= delta <= {top!r} (theory.families.feasible_delta)")
     rng = np.random.default_rng(draw(seeds()))
     x = _rejection_sphere(rng, (batch,), L, d, np.full(batch, M), np.full(batch, delta * (1 + SEPARATION_SAFETY)))
     if np.any(_min_pairwise_distance(x) < delta):
-        raise AttnBoundsError("sphere_embeddings: a pair closer than delta survived rejection (rounding); report this")
+        raise InvalidArgument("sphere_embeddings: a pair closer than delta survived rejection (rounding); report this")
     return x, float(M), float(delta)
 
 
@@ -278,7 +278,7 @@ def random_subsets(draw: st.DrawFn, batch: int, L: int, N: int | None = None) ->
     """Boolean masks ``(batch, L)`` of uniform random N-subsets (N drawn in 1..L when None)."""
     N = draw(selection_sizes(L)) if N is None else N
     if not 1 <= N <= L:
-        raise AttnBoundsError(f"random_subsets needs 1 <= N <= L, got N={N}, L={L}")
+        raise InvalidArgument(f"random_subsets needs 1 <= N <= L, got N={N}, L={L}")
     return _random_masks(np.random.default_rng(draw(seeds())), batch, L, N)
 
 
@@ -287,7 +287,7 @@ def top_n_sets(draw: st.DrawFn, alpha: np.ndarray, N: int) -> np.ndarray:
     """Masks of N largest weights per row of ``alpha`` ``(B, L)``, ties broken at random (all are valid I_N)."""
     alpha = np.asarray(alpha, dtype=np.float64)
     if alpha.ndim != 2 or not 1 <= N <= alpha.shape[1]:
-        raise AttnBoundsError(f"top_n_sets needs alpha of shape (B, L) and 1 <= N <= L, got {alpha.shape}, N={N}")
+        raise InvalidArgument(f"top_n_sets needs alpha of shape (B, L) and 1 <= N <= L, got {alpha.shape}, N={N}")
     rng = np.random.default_rng(draw(seeds()))
     order = np.lexsort((rng.random(alpha.shape), -alpha), axis=-1)[:, :N]
     mask = np.zeros(alpha.shape, dtype=bool)
@@ -296,26 +296,15 @@ def top_n_sets(draw: st.DrawFn, alpha: np.ndarray, N: int) -> np.ndarray:
 
 
 # -- specs and instances ----------------------------------------------------------------------------
-#: (quantities, max L, max batch): the first class whose quantities a statement uses bounds its sizes,
-#: so that one hypothesis example, certification of its closest calls included, costs well under a second.
-_SIZE_CLASSES: tuple[tuple[frozenset[str], int, int], ...] = (
-    (frozenset({"E_Ns_relaxed", "E_Ns_full"}), 12, 4),
-    (frozenset({"E_dtilde_R1", "E_dtilde_R2"}), 24, 8),
-    (frozenset({"J_spectral"}), 96, 8),
-    (frozenset({"J_frobenius", "J_row", "J_entry", "d_1"}), 128, 8),
-    (frozenset({"coverage_enum"}), 64, 16),
-)
 #: a batch holds at most this many tokens in all (B * L), so long sequences come in small batches
 TOKEN_BUDGET = 1 << 14
 
 
 def size_limits(statement: Statement | None) -> tuple[int, int]:
-    """``(max_L, max_batch)`` keeping one example of ``statement`` cheap (see :data:`_SIZE_CLASSES`)."""
-    used = set(statement.bindings.values()) if statement is not None else {"d_1", "E_dtilde_R1", "J_spectral"}
-    for quantities, max_L, batch in _SIZE_CLASSES:
-        if used & quantities:
-            return max_L, batch
-    return MAX_LENGTH, 16
+    """``(max_L, max_batch)`` keeping one example of ``statement`` cheap: its cost class's test sizes
+    (:data:`attnbounds.theory.quantities.COSTS`, read from its quantities' specifications)."""
+    c = families.cost(statement) if statement is not None else COSTS["subsets"]
+    return min(c.test_L, MAX_LENGTH), c.test_batch
 
 
 def _needs(statement: Statement | None) -> set[str]:
@@ -325,7 +314,7 @@ def _needs(statement: Statement | None) -> set[str]:
 @st.composite
 def specs(draw: st.DrawFn, statement: Statement | None = None, *, batch: int | None = None,
           max_L: int | None = None) -> Spec:
-    """A :class:`~theory.families.Spec` for ``statement``: only the fields it uses are drawn.
+    """A :class:`~attnbounds.theory.families.Spec` for ``statement``: only the fields it uses are drawn.
 
     Sizes respect :func:`size_limits` unless ``batch`` / ``max_L`` are given; the batch shrinks for
     long sequences (``B * L <= TOKEN_BUDGET``). Normalisers satisfy the statement's hypotheses on
@@ -394,9 +383,9 @@ def _build_any(spec: Spec, selection: np.ndarray | None, with_qk: bool) -> Insta
 @st.composite
 def attention_instance(draw: st.DrawFn, statement: Statement | None = None, *, batch: int | None = None,
                        max_L: int | None = None, selection: str = "top-N") -> Instance:
-    """An :class:`~theory.instance.Instance` batch for ``statement`` (or for any statement when None).
+    """An :class:`~attnbounds.theory.instance.Instance` batch for ``statement`` (or for any statement when None).
 
-    With a statement, the instance holds exactly what it needs (:func:`theory.families.build`) and
+    With a statement, the instance holds exactly what it needs (:func:`attnbounds.theory.families.build`) and
     satisfies its hypotheses (instances where one fails are dropped from the batch; with
     ``selection="random"`` nothing is dropped). Without one, it carries logits (half the time from
     a query and keys), token vectors, sphere parameters (``M``, ``delta``, ``r``), a
@@ -405,7 +394,7 @@ def attention_instance(draw: st.DrawFn, statement: Statement | None = None, *, b
     or ``"any"`` (either, drawn).
     """
     if selection not in ("top-N", "random", "any"):
-        raise AttnBoundsError(f"selection must be 'top-N', 'random' or 'any', got {selection!r}")
+        raise InvalidArgument(f"selection must be 'top-N', 'random' or 'any', got {selection!r}")
     spec = draw(specs(statement, batch=batch, max_L=max_L))
     if selection == "any":
         selection = draw(st.sampled_from(["top-N", "random"]))

@@ -16,9 +16,9 @@ The same search, certification and record as the paper's readings apply to them
     params = { T = 1.0, b = 0.1 }
 
 TOML text is never executed: expressions are tokenised and checked against the allowed names
-(:mod:`theory.exprparse`) before sympy parses them. A ``.py`` file is executed (it may define
-``STATEMENTS``, a list of :class:`~theory.statement.Statement`, and ``NORMALISERS``, a dict of
-name -> constructor or :class:`~theory.normalisers.RatioNormaliser`): use it only for files you trust.
+(:mod:`attnbounds.theory.exprparse`) before sympy parses them. A ``.py`` file is executed (it may define
+``STATEMENTS``, a list of :class:`~attnbounds.theory.statement.Statement`, and ``NORMALISERS``, a dict of
+name -> constructor or :class:`~attnbounds.theory.normalisers.RatioNormaliser`): use it only for files you trust.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from typing import Any, Callable
 
 import sympy as sp
 
-from theory.errors import AttnBoundsError
-from theory.exprparse import parse_expression
-from theory.normalisers import FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
-from theory.quantities import QUANTITIES
-from theory.statement import Citation, Hypothesis, Statement
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.exprparse import parse_expression
+from attnbounds.theory.normalisers import FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
+from attnbounds.theory.quantities import QUANTITIES
+from attnbounds.theory.statement import Citation, Hypothesis, Statement
 
 #: instance parameters a statement may use without declaring them
 PARAMETERS = ("L", "N", "T", "a", "r", "M", "delta", "eps", "p", "H", "kappa", "C_H")
@@ -55,13 +55,13 @@ class UserBounds:
         for s in self.statements:
             if s.id == statement_id:
                 return s
-        raise AttnBoundsError(f"{self.path}: no statement with id {statement_id!r}; it declares: "
+        raise InvalidArgument(f"{self.path}: no statement with id {statement_id!r}; it declares: "
                               f"{', '.join(s.id for s in self.statements) or 'none'}")
 
 
 def hypothesis_catalogue() -> dict[str, Hypothesis]:
-    """Every hypothesis a user may name: those of :mod:`theory.hypotheses` and of the registered readings."""
-    from theory import hypotheses, registry
+    """Every hypothesis a user may name: those of :mod:`attnbounds.theory.hypotheses` and of the registered readings."""
+    from attnbounds.theory import hypotheses, registry
 
     out = {h.id: h for h in vars(hypotheses).values() if isinstance(h, Hypothesis)}
     for s in registry.all_statements():
@@ -76,31 +76,31 @@ def _where(path: str, k: int, sid: str) -> str:
 
 def _parse_statement(table: Any, k: int, path: str) -> Statement:
     if not isinstance(table, dict):
-        raise AttnBoundsError(f"{path}: statement #{k} must be a table, got {type(table).__name__}")
+        raise InvalidArgument(f"{path}: statement #{k} must be a table, got {type(table).__name__}")
     sid = table.get("id")
     where = _where(path, k, sid)
     if not isinstance(sid, str) or not sid.strip():
-        raise AttnBoundsError(f"{path}: statement #{k}: key 'id' must be a non-empty string, got {sid!r}")
+        raise InvalidArgument(f"{path}: statement #{k}: key 'id' must be a non-empty string, got {sid!r}")
     unknown = set(table) - _STATEMENT_KEYS
     if unknown:
-        raise AttnBoundsError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_STATEMENT_KEYS)}")
+        raise InvalidArgument(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_STATEMENT_KEYS)}")
     aliases = table.get("where", {})
     if not isinstance(aliases, dict):
-        raise AttnBoundsError(f"{where}: key 'where' must be a table of symbol = \"quantity\"")
+        raise InvalidArgument(f"{where}: key 'where' must be a table of symbol = \"quantity\"")
     for sym, q in aliases.items():
         if q not in QUANTITIES:
-            raise AttnBoundsError(f"{where}: key 'where.{sym}': unknown quantity {q!r}; known: {', '.join(sorted(QUANTITIES))}")
+            raise InvalidArgument(f"{where}: key 'where.{sym}': unknown quantity {q!r}; known: {', '.join(sorted(QUANTITIES))}")
     defaults = table.get("defaults", {})
     if not isinstance(defaults, dict):
-        raise AttnBoundsError(f"{where}: key 'defaults' must be a table of name = number or \"quantity\"")
+        raise InvalidArgument(f"{where}: key 'defaults' must be a table of name = number or \"quantity\"")
     for name, value in defaults.items():
         if isinstance(value, str) and value not in QUANTITIES:
-            raise AttnBoundsError(f"{where}: key 'defaults.{name}': unknown quantity {value!r}")
+            raise InvalidArgument(f"{where}: key 'defaults.{name}': unknown quantity {value!r}")
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise AttnBoundsError(f"{where}: key 'defaults.{name}' must be a number or a quantity name, got {value!r}")
+            raise InvalidArgument(f"{where}: key 'defaults.{name}' must be a number or a quantity name, got {value!r}")
     declared = table.get("parameters", [])
     if not isinstance(declared, list) or not all(isinstance(p, str) and p.isidentifier() for p in declared):
-        raise AttnBoundsError(f"{where}: key 'parameters' must be a list of names, got {declared!r}")
+        raise InvalidArgument(f"{where}: key 'parameters' must be a list of names, got {declared!r}")
     # the names an expression may use: quantities (per-selected-token ones indexed), aliases, parameters
     names: dict[str, Any] = {"i": sp.Idx("i")}
     quantity_of: dict[str, str] = {}
@@ -116,62 +116,62 @@ def _parse_statement(table: Any, k: int, path: str) -> Statement:
         names.setdefault(p, sp.Symbol(p))
     if "relation" in table:
         if "lhs" in table or "rhs" in table:
-            raise AttnBoundsError(f"{where}: give either 'relation' or 'lhs' and 'rhs', not both")
+            raise InvalidArgument(f"{where}: give either 'relation' or 'lhs' and 'rhs', not both")
         relation = parse_expression(table["relation"], names, where=f"{where}: key 'relation'", relational=True)
     elif "lhs" in table and "rhs" in table:
         relation = sp.Le(parse_expression(table["lhs"], names, where=f"{where}: key 'lhs'"),
                          parse_expression(table["rhs"], names, where=f"{where}: key 'rhs'"))
     else:
-        raise AttnBoundsError(f"{where}: needs key 'relation' (e.g. \"dtilde_R1 <= 2*max_norm\") or keys 'lhs' and 'rhs'")
+        raise InvalidArgument(f"{where}: needs key 'relation' (e.g. \"dtilde_R1 <= 2*max_norm\") or keys 'lhs' and 'rhs'")
     if not isinstance(relation, (sp.Le, sp.Ge, sp.Lt, sp.Gt, sp.And)):
-        raise AttnBoundsError(f"{where}: key 'relation' must be an inequality (<=, >=) or a conjunction of them with &, "
+        raise InvalidArgument(f"{where}: key 'relation' must be an inequality (<=, >=) or a conjunction of them with &, "
                               f"got {relation}")
     used = {str(s.base) if isinstance(s, sp.Indexed) else str(s) for s in relation.atoms(sp.Symbol, sp.Indexed)}
     used |= {str(b) for b in relation.atoms(sp.IndexedBase)}
     bindings = {s: quantity_of[s] for s in used if s in quantity_of and s not in defaults}
     if not bindings:
-        raise AttnBoundsError(f"{where}: the relation uses no quantity (known: {', '.join(sorted(QUANTITIES))})")
+        raise InvalidArgument(f"{where}: the relation uses no quantity (known: {', '.join(sorted(QUANTITIES))})")
     catalogue = hypothesis_catalogue()
     hyp_ids = table.get("hypotheses", [])
     if not isinstance(hyp_ids, list):
-        raise AttnBoundsError(f"{where}: key 'hypotheses' must be a list of hypothesis ids")
+        raise InvalidArgument(f"{where}: key 'hypotheses' must be a list of hypothesis ids")
     hyps = []
     for h in hyp_ids:
         if h not in catalogue:
-            raise AttnBoundsError(f"{where}: key 'hypotheses': unknown hypothesis {h!r}; known: {', '.join(sorted(catalogue))}")
+            raise InvalidArgument(f"{where}: key 'hypotheses': unknown hypothesis {h!r}; known: {', '.join(sorted(catalogue))}")
         hyps.append(catalogue[h])
     estimate = any(QUANTITIES[q].estimate for q in bindings.values())
     kind = table.get("kind", "expectation" if estimate else "deterministic")
     if kind not in ("deterministic", "expectation"):
-        raise AttnBoundsError(f"{where}: key 'kind' must be 'deterministic' or 'expectation', got {kind!r}")
+        raise InvalidArgument(f"{where}: key 'kind' must be 'deterministic' or 'expectation', got {kind!r}")
     for key in ("title", "notes", "citation", "expectation_over"):
         if key in table and not isinstance(table[key], str):
-            raise AttnBoundsError(f"{where}: key {key!r} must be a string")
+            raise InvalidArgument(f"{where}: key {key!r} must be a string")
     citation = Citation(table.get("citation", f"user bound {sid}"), arxiv="", version="", source=path)
     try:
         return Statement(sid, table.get("title", sid), relation, citation, tuple(hyps), bindings=bindings,
                          defaults=dict(defaults), kind=kind, expectation_over=table.get("expectation_over"),
                          notes=table.get("notes", ""))
     except AttnBoundsError as exc:
-        raise AttnBoundsError(f"{where}: {exc}") from None
+        raise InvalidArgument(f"{where}: {exc}") from None
 
 
 def _parse_normaliser(table: Any, k: int, path: str) -> tuple[str, Callable[..., Normaliser]]:
     if not isinstance(table, dict):
-        raise AttnBoundsError(f"{path}: normaliser #{k} must be a table, got {type(table).__name__}")
+        raise InvalidArgument(f"{path}: normaliser #{k} must be a table, got {type(table).__name__}")
     name = table.get("name")
     where = f"{path}: normaliser #{k} ({name!r})"
     if not isinstance(name, str) or not name.isidentifier():
-        raise AttnBoundsError(f"{path}: normaliser #{k}: key 'name' must be an identifier, got {name!r}")
+        raise InvalidArgument(f"{path}: normaliser #{k}: key 'name' must be an identifier, got {name!r}")
     unknown = set(table) - _NORMALISER_KEYS
     if unknown:
-        raise AttnBoundsError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_NORMALISER_KEYS)}")
+        raise InvalidArgument(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_NORMALISER_KEYS)}")
     if name in _BUILTIN_FAMILY:
-        raise AttnBoundsError(f"{where}: name {name!r} is a built-in normaliser; choose another")
+        raise InvalidArgument(f"{where}: name {name!r} is a built-in normaliser; choose another")
     params = dict(table.get("params", {}))
     for p, v in params.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise AttnBoundsError(f"{where}: key 'params.{p}' must be a number, got {v!r}")
+            raise InvalidArgument(f"{where}: key 'params.{p}' must be a number, got {v!r}")
     params.setdefault("T", 1.0)
     names = {"l": l_sym, "L": L_sym, "softplus": softplus, "sigmoid": sigmoid, **{p: sp.Symbol(p) for p in params}}
     log_F = parse_expression(table.get("log_F", ""), names, where=f"{where}: key 'log_F'")
@@ -180,14 +180,14 @@ def _parse_normaliser(table: Any, k: int, path: str) -> tuple[str, Callable[...,
     def make(**overrides: Any) -> RatioNormaliser:
         bad = set(overrides) - set(defaults)
         if bad:
-            raise AttnBoundsError(f"normaliser {name!r} has parameters {sorted(defaults)}, got {sorted(bad)}")
+            raise InvalidArgument(f"normaliser {name!r} has parameters {sorted(defaults)}, got {sorted(bad)}")
         return RatioNormaliser(name, log_F, {**defaults, **overrides})
 
     probe = make()
     try:
         probe.weights([[0.0, 1.0]])
     except AttnBoundsError as exc:
-        raise AttnBoundsError(f"{where}: key 'log_F': {exc}") from None
+        raise InvalidArgument(f"{where}: key 'log_F': {exc}") from None
     return name, make
 
 
@@ -197,16 +197,16 @@ def _load_toml(path: Path) -> UserBounds:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise AttnBoundsError(f"{path}: not valid TOML: {exc}") from None
+        raise InvalidArgument(f"{path}: not valid TOML: {exc}") from None
     unknown = set(data) - {"statement", "normaliser"}
     if unknown:
-        raise AttnBoundsError(f"{path}: unknown top-level keys {sorted(unknown)}; allowed: [[statement]], [[normaliser]]")
+        raise InvalidArgument(f"{path}: unknown top-level keys {sorted(unknown)}; allowed: [[statement]], [[normaliser]]")
     out = UserBounds(str(path))
     # normalisers first: a statement's hypotheses may be checked on them
     for k, table in enumerate(data.get("normaliser", [])):
         name, make = _parse_normaliser(table, k, str(path))
         if name in out.normalisers:
-            raise AttnBoundsError(f"{path}: normaliser {name!r} is declared twice")
+            raise InvalidArgument(f"{path}: normaliser {name!r} is declared twice")
         out.normalisers[name] = make
     for k, table in enumerate(data.get("statement", [])):
         st = _parse_statement(table, k, str(path))
@@ -221,42 +221,42 @@ def _load_python(path: Path) -> UserBounds:
     out = UserBounds(str(path))
     for st in namespace.get("STATEMENTS", []):
         if not isinstance(st, Statement):
-            raise AttnBoundsError(f"{path}: STATEMENTS must hold theory.statement.Statement objects, got {type(st).__name__}")
+            raise InvalidArgument(f"{path}: STATEMENTS must hold theory.statement.Statement objects, got {type(st).__name__}")
         out.statements.append(st)
     for name, value in dict(namespace.get("NORMALISERS", {})).items():
         if name in _BUILTIN_FAMILY:
-            raise AttnBoundsError(f"{path}: NORMALISERS: {name!r} is a built-in normaliser; choose another")
+            raise InvalidArgument(f"{path}: NORMALISERS: {name!r} is a built-in normaliser; choose another")
         if isinstance(value, RatioNormaliser):
             value = (lambda base: lambda **kw: base._with({**base.values, **kw}))(value)
         if not callable(value):
-            raise AttnBoundsError(f"{path}: NORMALISERS[{name!r}] must be a constructor or a RatioNormaliser")
+            raise InvalidArgument(f"{path}: NORMALISERS[{name!r}] must be a constructor or a RatioNormaliser")
         out.normalisers[name] = value
     return out
 
 
 def load(path: str | Path, *, register: bool = True) -> UserBounds:
     """Read a statements file (``.toml``, or ``.py`` for trusted files); ``register`` adds its
-    normalisers to :data:`theory.normalisers.FAMILY`, so the search draws them too."""
+    normalisers to :data:`attnbounds.theory.normalisers.FAMILY`, so the search draws them too."""
     p = Path(path)
     if not p.is_file():
-        raise AttnBoundsError(f"statements file {str(path)!r} does not exist")
+        raise InvalidArgument(f"statements file {str(path)!r} does not exist")
     if p.suffix == ".toml":
         out = _load_toml(p)
     elif p.suffix == ".py":
         out = _load_python(p)
     else:
-        raise AttnBoundsError(f"statements file {str(path)!r}: use a .toml file (or a trusted .py file)")
-    from theory import registry
+        raise InvalidArgument(f"statements file {str(path)!r}: use a .toml file (or a trusted .py file)")
+    from attnbounds.theory import registry
 
     seen = set()
     for st in out.statements:
         if st.id in seen:
-            raise AttnBoundsError(f"{p}: statement id {st.id!r} is declared twice")
+            raise InvalidArgument(f"{p}: statement id {st.id!r} is declared twice")
         if st.id in registry.ids():
-            raise AttnBoundsError(f"{p}: statement id {st.id!r} is a reading of the paper; choose another id")
+            raise InvalidArgument(f"{p}: statement id {st.id!r} is a reading of the paper; choose another id")
         seen.add(st.id)
     if not out.statements and not out.normalisers:
-        raise AttnBoundsError(f"{p}: declares no [[statement]] and no [[normaliser]]")
+        raise InvalidArgument(f"{p}: declares no [[statement]] and no [[normaliser]]")
     if register:
         for name, make in out.normalisers.items():
             FAMILY[name] = make

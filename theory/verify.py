@@ -4,8 +4,8 @@ For each statement (:func:`verify_statement`):
 
 1. the derivation in ``proofs/`` (when one exists) is replayed; it counts only if it replays
    ``ok`` and ``complete`` (no prose step);
-2. the counterexample search (:func:`theory.search.search`) runs under the budget and seed;
-3. its candidates are certified in order (:func:`theory.certify.certify`) until one is a
+2. the counterexample search (:func:`attnbounds.theory.search.search`) runs under the budget and seed;
+3. its candidates are certified in order (:func:`attnbounds.theory.certify.certify`) until one is a
    certified violation, preferring a deterministic certificate to a Monte Carlo one;
 4. the tightest instance found (largest lhs / rhs) is certified too (tightness, equality).
 
@@ -24,15 +24,14 @@ import time
 import traceback
 from typing import Any, Callable, Iterable
 
-from theory.certify import Certificate, certify
-from theory.errors import AttnBoundsError
-from theory.instance import Instance
-from theory.records import PAPER, Record, git_state, software
-from theory.serialize import instance_to_json
-from theory.statement import PAPER_VERSION, Statement
+from attnbounds.theory.certify import Certificate, certify
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.records import PAPER, Record, git_state, software
+from attnbounds.theory.serialize import instance_to_json
+from attnbounds.theory.statement import PAPER_VERSION, Statement
 
-#: default search budget per reading (seconds): every reading in well under 10 minutes on 2 cores
-DEFAULT_BUDGET_S = 7.0
+from attnbounds.theory.search.budget import DEFAULT_BUDGET_S  # noqa: E402  (one default, re-exported)
 #: candidates certified per reading at most
 MAX_CANDIDATES = 16
 #: fewer instances than this evaluated is "too little searched" (UNDECIDED)
@@ -44,9 +43,9 @@ _TIMING_KEY = re.compile(r"(^|_)(s|seconds|secs|time|wall|wall_s|elapsed|rate|pe
 
 
 def default_search() -> SearchFn:
-    """:func:`theory.search.search` (imported when first needed)."""
+    """:func:`attnbounds.theory.search.search` (imported when first needed)."""
     try:
-        from theory.search import search
+        from attnbounds.theory.search import search
     except ImportError as exc:
         raise RuntimeError(f"the counterexample search (theory.search) cannot be imported: {exc}") from exc
     return search
@@ -55,7 +54,7 @@ def default_search() -> SearchFn:
 def default_prover(statement_id: str) -> tuple[str, Any] | None:
     """``(derivation name, replay)`` from ``proofs/`` for this reading, or None."""
     try:
-        import proofs
+        from attnbounds import proofs
     except ImportError:
         return None
     try:
@@ -204,6 +203,10 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
 
     tried = int(res.tried)
     applicable = _applicable(by_method)
+    errors = {m: info for m, info in by_method.items() if isinstance(info, dict) and info.get("errors")}
+    if errors:
+        notes.append("search errors: " + "; ".join(
+            f"{m}: {info['errors']} ({' | '.join(info.get('error_messages', [])[:2])})" for m, info in errors.items()))
     undecided = [s for s in summaries if s["status"] == "inconclusive" and not s["equality"]]
     what = f"{tried} instances searched (seed {seed}, budget {budget_s:g} s)"
     suffix = ("; " + "; ".join(notes)) if notes else ""
@@ -219,6 +222,9 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
         return "PROVED", f"derivation {proved_by} replays completely; no counterexample in {what}{suffix}"
     if tried > 0 and applicable == 0:
         return "NOT-APPLICABLE", f"no instance the search built satisfies the hypotheses; {what}{suffix}"
+    if errors:
+        return "UNDECIDED", (f"the search did not run as planned: {sum(i['errors'] for i in errors.values())} internal "
+                             f"error(s) in {', '.join(errors)}; {what}{suffix}")
     if undecided:
         statuses = ", ".join(f"#{s['rank']} margin [{s['margin_lo']:.3g}, {s['margin_hi']:.3g}] ({s['method']})"
                              for s in undecided[:4])
@@ -255,9 +261,9 @@ def _finite_or_none(x: Any) -> float | None:
 
 def _check_budget(budget_s: Any, seed: Any) -> None:
     if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not math.isfinite(budget_s) or budget_s <= 0:
-        raise AttnBoundsError(f"budget must be a positive finite number of seconds, got {budget_s!r}")
+        raise InvalidArgument(f"budget must be a positive finite number of seconds, got {budget_s!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise AttnBoundsError(f"seed must be an integer >= 0, got {seed!r}")
+        raise InvalidArgument(f"seed must be an integer >= 0, got {seed!r}")
 
 
 def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0, progress: bool = True,
@@ -265,10 +271,10 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
            prover: ProverFn | None = None) -> list[Record]:
     """Records for the readings ``ids`` (default: every registered reading) plus ``statements`` (a user's own).
 
-    ``search`` and ``prover`` default to :func:`theory.search.search` and ``proofs``; they can be
+    ``search`` and ``prover`` default to :func:`attnbounds.theory.search.search` and ``proofs``; they can be
     replaced (tests, other searches). Unknown ids and bad budgets raise before anything runs.
     """
-    from theory import registry
+    from attnbounds.theory import registry
 
     _check_budget(budget_s, seed)
     extra = list(statements or [])

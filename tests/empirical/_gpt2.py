@@ -8,7 +8,7 @@ def random_gpt2(seed: int = 0, **overrides: object):
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from empirical.modelload import quiet_transformers
+    from attnbounds.empirical.modelload import quiet_transformers
 
     quiet_transformers()
     cfg = dict(vocab_size=50257, n_positions=128, n_embd=32, n_layer=2, n_head=2, attn_implementation="eager")

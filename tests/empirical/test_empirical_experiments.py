@@ -15,10 +15,10 @@ import pytest
 import torch
 from scipy.stats import ks_2samp
 
-from empirical.config import Protocol
-from empirical.modelload import LoadedModel
-from empirical.pipeline import collect
-from empirical.tokenizer import offline_gpt2
+from attnbounds.empirical.config import Protocol
+from attnbounds.empirical.modelload import LoadedModel
+from attnbounds.empirical.pipeline import collect
+from attnbounds.empirical.tokenizer import offline_gpt2
 
 PROTO = Protocol.full(name="test", windows=3, batch_windows=2, L_grid=(8, 16, 32), N_fixed=3, N_grid=(1, 3, 6),
                       critical_dense_upto=4, critical_step=1.5, critical_max_frac=0.5,
@@ -222,8 +222,8 @@ def test_statements_evaluated_on_every_row(run: tuple[dict, dict]) -> None:
 
 def test_tail_queries_and_zero_masking(rand_model: torch.nn.Module) -> None:
     """tail:Q with dropped masked keys = rows of length t+1; with zero masking = length L, zero weights."""
-    from empirical.extract import Extractor
-    from empirical.rows import QuerySpec, build
+    from attnbounds.empirical.extract import Extractor
+    from attnbounds.empirical.rows import QuerySpec, build
 
     recs = []
     with Extractor(rand_model, recs.append) as ex:
@@ -241,10 +241,10 @@ def test_tail_queries_and_zero_masking(rand_model: torch.nn.Module) -> None:
 
 @pytest.mark.parametrize("concentration", [0.05, 1.0, 50.0])
 def test_distance_scan_equals_theory_quantities(concentration: float) -> None:
-    """The private many-N fast path agrees with theory's one-N quantities (ties included)."""
-    from empirical._scan import NAMES, distance_scan
-    from theory.instance import Instance
-    from theory.quantities import compute
+    """The many-N scan agrees with the quantities' float forms at each N (ties included)."""
+    from attnbounds.theory.quantities.theorem1 import SCAN_NAMES as NAMES, distance_scan
+    from attnbounds.theory.instance import Instance
+    from attnbounds.theory.quantities import compute
 
     rng = np.random.default_rng(1)
     alpha = rng.dirichlet(np.full(60, concentration), size=4)

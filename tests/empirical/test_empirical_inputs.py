@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from empirical import text, tokenizer, windows
-from theory import atomic
-from theory.errors import AttnBoundsError
+from attnbounds.empirical import text, tokenizer, windows
+from attnbounds.theory import atomic
+from attnbounds.theory.errors import AttnBoundsError
 
 
 def test_offline_tokenizer_is_gpt2() -> None:

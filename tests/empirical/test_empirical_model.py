@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from _gpt2 import random_gpt2
-from empirical import modelload, tiny
-from empirical.extract import Extractor, LayerRecord, causal_probs, plain_forward
-from empirical.text import resolve_text
-from theory.errors import AttnBoundsError
+from attnbounds.empirical import modelload, tiny
+from attnbounds.empirical.extract import Extractor, LayerRecord, causal_probs, plain_forward
+from attnbounds.empirical.text import resolve_text
+from attnbounds.theory.errors import AttnBoundsError
 
 SMALL_SPEC = tiny.TinySpec(n_layer=2, n_head=2, n_embd=32, n_positions=64, seq_len=64, steps=4, warmup=2,
                            eval_windows=2)
@@ -127,7 +127,7 @@ def test_tiny_needs_enough_text(tmp_path: Path) -> None:
 
 
 def test_default_tiny_spec_fits_the_protocol() -> None:
-    from empirical.config import Protocol
+    from attnbounds.empirical.config import Protocol
 
     spec = tiny.DEFAULT_SPEC
     assert spec.n_positions >= Protocol.full().max_L and spec.n_layer >= 4 and spec.n_head >= 4

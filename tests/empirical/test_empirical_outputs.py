@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from empirical import cli, headlines
-from empirical.config import Protocol
-from theory.errors import AttnBoundsError
+from attnbounds.empirical import cli, headlines
+from attnbounds.empirical.config import Protocol
+from attnbounds.theory.errors import AttnBoundsError
 
 TINY_ARGS = ["--windows", "2", "--batch-windows", "2", "--L-grid", "8,16,32", "--N-grid", "1,3,6", "--N-fixed", "3",
              "--separability-L", "32", "--separability-N", "1,2,4,16", "--gradient-L", "32",
@@ -22,7 +22,7 @@ TINY_ARGS = ["--windows", "2", "--batch-windows", "2", "--L-grid", "8,16,32", "-
 # -- verdicts -------------------------------------------------------------------------------------
 def _critical(c_found: dict[int, int | None]) -> dict:
     key = "J_scaled_weighted"
-    from empirical import stats
+    from attnbounds.empirical import stats
 
     pts = [(L, n) for L, n in c_found.items() if n is not None]
     return {"expectation": key, "choices": {"max_frac": 0.5},
@@ -161,8 +161,8 @@ def test_tiny_default_trains_and_quick_protocol_runs(tmp_path: Path, text_path: 
     (benchmarks: about 5 minutes of training and under 2 minutes of --quick on 2 idle cores)."""
     import torch
 
-    from empirical import tiny
-    from empirical.text import resolve_text
+    from attnbounds.empirical import tiny
+    from attnbounds.empirical.text import resolve_text
 
     torch.set_num_threads(os.cpu_count() or 1)
     lm = tiny.load_or_train(resolve_text(text_path), progress=False)

@@ -4,10 +4,10 @@ import subprocess
 import sys
 from dataclasses import replace
 
-import proofs
-from proofs import cli
-from proofs.framework import Identity
-from theory import cli as theory_cli
+from attnbounds import proofs
+from attnbounds.proofs import cli
+from attnbounds.proofs.framework import Identity
+from attnbounds.theory import cli as theory_cli
 
 
 def test_prove_selected_readings(capsys):

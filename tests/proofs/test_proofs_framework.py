@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import proofs
-from proofs.framework import Cite, Conclude, Derivation, Identity, Prose, Psd, Sign, Witness, Z3
-from theory.instance import Instance
-from theory.normalisers import softmax
-from theory.statements._symbols import abar_N, d_1, dtilde, jac, T
+from attnbounds import proofs
+from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Prose, Psd, Sign, Witness, Z3
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.statements._symbols import abar_N, d_1, dtilde, jac, T
 
 a, b = sp.symbols("a b", nonnegative=True)
 u, v = sp.symbols("u v")
@@ -121,7 +121,7 @@ def test_a_witness_that_does_not_attain_fails():
 
 
 def test_a_derivation_must_end_with_a_conclusion():
-    from theory.errors import AttnBoundsError
+    from attnbounds.theory.errors import AttnBoundsError
 
     with pytest.raises(AttnBoundsError, match="final step"):
         Derivation("x", ("lemma1",), "no conclusion", (Prose("..."),))

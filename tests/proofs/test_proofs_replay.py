@@ -2,10 +2,10 @@
 
 import pytest
 
-import proofs
-from proofs.framework import Prose
-from theory import registry
-from theory.errors import AttnBoundsError
+from attnbounds import proofs
+from attnbounds.proofs.framework import Prose
+from attnbounds.theory import registry
+from attnbounds.theory.errors import AttnBoundsError
 
 DERIVATIONS = proofs.all_derivations()
 

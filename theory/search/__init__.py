@@ -1,12 +1,12 @@
 """Counterexample search: random batches, gradient ascent, hypothesis targeting and shrinking, one budget.
 
-``search(statement, budget_s=..., seed=...) -> SearchResult`` (see :func:`theory.search.core.search`).
-The budget buys a fixed amount of work (:mod:`theory.search.budget`), so results are reproducible
+``search(statement, budget_s=..., seed=...) -> SearchResult`` (see :func:`attnbounds.theory.search.core.search`).
+The budget buys a fixed amount of work (:mod:`attnbounds.theory.search.budget`), so results are reproducible
 from ``(statement, budget_s, seed)``; candidates are ranked by relative margin
-(:mod:`theory.search.score`) and certified elsewhere (:mod:`theory.certify`).
+(:mod:`attnbounds.theory.search.score`) and certified elsewhere (:mod:`attnbounds.theory.certify`).
 """
 
-from theory.search.core import DEFAULT_BUDGET_S, SearchResult, search
-from theory.search.mutants import scaled
+from attnbounds.theory.search.core import DEFAULT_BUDGET_S, SearchResult, search
+from attnbounds.theory.search.mutants import scaled
 
 __all__ = ["DEFAULT_BUDGET_S", "SearchResult", "scaled", "search"]

@@ -22,28 +22,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from theory.errors import AttnBoundsError
-from theory.families import needs
-from theory.statement import Statement
-
-_JACOBIAN = {"J_spectral", "J_frobenius", "J_row", "J_entry", "g_fd", "dF_max", "F_l2", "dF_l2", "g_absmax"}
-_SPHERE = {"E_Ns_relaxed", "E_Ns_full"}
-_SUBSETS = {"E_dtilde_R1", "E_dtilde_R2"}
-
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.families import cost
+from attnbounds.theory.statement import Statement
 
 def cost_class(statement: Statement) -> str:
-    """The cost class of a statement (module docstring)."""
-    q = set(statement.bindings.values())
-    if q & _SPHERE:
-        return "sphere"
-    if q & _SUBSETS or statement.kind == "expectation":
-        return "subsets"
-    if "x" in needs(statement):
-        return "tokens"
-    if q & _JACOBIAN:
-        softmax_only = any(h.id == "softmax" for h in statement.hypotheses)
-        return "softmax-jacobian" if softmax_only else "jacobian"
-    return "weights"
+    """The cost class of a statement (module docstring): its most expensive quantity's cost
+    (:func:`attnbounds.theory.families.cost`), with the softmax Jacobian apart."""
+    name = cost(statement).name
+    if name == "jacobian" and any(h.id == "softmax" for h in statement.hypotheses):
+        return "softmax-jacobian"
+    return name
 
 
 @dataclass(frozen=True)
@@ -77,6 +66,8 @@ RATES: dict[str, Rates] = {
                     gradient_steps=0, targeted_per_s=45.0, shrink_per_s=40.0, refine_per_s=4.0),
 }
 
+#: per-reading budget (seconds) that keeps ``attnbounds verify`` over every reading under 10 minutes
+DEFAULT_BUDGET_S = 7.0
 #: shares of the budget per method; random search gets the rest (45 % with gradient and without refine)
 SHARES = {"gradient": 0.30, "targeted": 0.15, "shrink": 0.10, "refine": 0.15}
 #: Monte Carlo draws when re-evaluating the tightest instances of a sphere expectation (half-width ~0.012)
@@ -105,7 +96,7 @@ class Plan:
 def plan(statement: Statement, budget_s: float, *, gradient: bool) -> Plan:
     """The fixed amount of work for ``budget_s`` seconds (module docstring); at least one random batch."""
     if not isinstance(budget_s, (int, float)) or not budget_s > 0 or budget_s != budget_s or budget_s == float("inf"):
-        raise AttnBoundsError(f"budget_s must be a positive finite number of seconds, got {budget_s!r}")
+        raise InvalidArgument(f"budget_s must be a positive finite number of seconds, got {budget_s!r}")
     cls = cost_class(statement)
     r = RATES[cls]
     use_gradient = gradient and r.gradient_per_s > 0

@@ -9,15 +9,14 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from theory.errors import AttnBoundsError
-from theory.instance import Instance
-from theory.search import budget as budget_mod
-from theory.search import gradient, random_search, refine, shrink, targeted
-from theory.search.tracker import Tracker
-from theory.statement import Statement
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.search import budget as budget_mod
+from attnbounds.theory.search.budget import DEFAULT_BUDGET_S
+from attnbounds.theory.search import gradient, random_search, refine, shrink, targeted
+from attnbounds.theory.search.tracker import Tracker
+from attnbounds.theory.statement import Statement
 
-#: per-reading budget (seconds) that keeps ``attnbounds verify`` over every reading under 10 minutes
-DEFAULT_BUDGET_S = 7.0
 
 
 @dataclass(frozen=True)
@@ -27,11 +26,11 @@ class SearchResult:
     ``violations``: single instances (B = 1) whose float ``margin_hi < 0``, deduplicated, most
     negative relative margin first (at most 20; certification decides which are real).
     ``best``: the tightest applicable instance (smallest relative margin, see
-    :mod:`theory.search.score`); ``best_margin`` is that relative margin and ``best_ratio`` its
+    :mod:`attnbounds.theory.search.score`); ``best_margin`` is that relative margin and ``best_ratio`` its
     ``lhs / rhs``. ``minimal``: the shrunk, rounded counterexample (also among ``violations``),
     or None. ``by_method``: per method ``tried``, ``applicable``, ``violations``,
     ``best_margin``, ``best_ratio``, ``seconds`` (and ``first_violation_s``). ``plan``: the work
-    the budget bought (:mod:`theory.search.budget`).
+    the budget bought (:mod:`attnbounds.theory.search.budget`).
     """
 
     statement_id: str
@@ -75,7 +74,7 @@ def _one_thread() -> Iterator[None]:
 
 
 def _statement(statement: Statement | str) -> Statement:
-    from theory.registry import resolve  # the registry imports every statement module: keep it lazy
+    from attnbounds.theory.registry import resolve  # the registry imports every statement module: keep it lazy
 
     return resolve(statement)
 
@@ -91,12 +90,12 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     small readable instances), ``refine`` (Monte Carlo statements: the tightest instances again
     with many more draws) and ``shrink`` (minimise L, N, d of the best violation and round its
     numbers while it still violates). The budget is converted into a fixed amount of work
-    (:func:`theory.search.budget.plan`), so the same ``(statement, budget_s, seed)`` gives the
+    (:func:`attnbounds.theory.search.budget.plan`), so the same ``(statement, budget_s, seed)`` gives the
     same result on any machine; ``wall_s`` is what it took here.
     """
     st = _statement(statement)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise AttnBoundsError(f"seed must be a non-negative integer, got {seed!r}")
+        raise InvalidArgument(f"seed must be a non-negative integer, got {seed!r}")
     supports_gradient = gradient.supports(st)
     pl = budget_mod.plan(st, budget_s, gradient=supports_gradient)
     seeds = np.random.SeedSequence([int(seed), 0x5EA2C4]).spawn(3)

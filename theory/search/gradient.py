@@ -5,23 +5,27 @@ perturbations into a batch) and fresh random batches. Variables are unconstraine
 hypotheses hold by construction: weights come from the normaliser (on the simplex, top-N set
 recomputed at every step), logits from ``q . k`` where the statement reads keys, temperatures
 as ``exp(log T)``, finite-difference directions normalised. Snapshots along the way are turned
-back into float :class:`~theory.instance.Instance` batches and evaluated by the statement's own
+back into float :class:`~attnbounds.theory.instance.Instance` batches and evaluated by the statement's own
 evaluator; only those numbers are recorded.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from theory import hypotheses as hyp
-from theory.errors import AttnBoundsError
-from theory.families import needs
-from theory.instance import Instance
-from theory.normalisers import RatioNormaliser, make, softmax
-from theory.search import random_search, torch_eval
-from theory.search.budget import Plan
-from theory.search.tracker import Tracker
-from theory.statement import Statement
+from attnbounds.theory import hypotheses as hyp
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.families import needs
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import RatioNormaliser, make, softmax
+from attnbounds.theory.quantities import QUANTITIES
+from attnbounds.theory.quantities._subsets import enumerable
+from attnbounds.theory.search import random_search, torch_eval
+from attnbounds.theory.search.budget import Plan
+from attnbounds.theory.search.tracker import Tracker
+from attnbounds.theory.statement import Statement
 
 #: Adam learning rate on the (rescaled) variables
 LR = 0.05
@@ -30,12 +34,10 @@ SNAPSHOTS = 4
 #: longest sequence drawn for fresh gradient starts
 MAX_L = {"weights": 16, "softmax-jacobian": 16, "jacobian": 16, "tokens": 16, "subsets": 8}
 _NORMALISER_HYPOTHESES = {hyp.SOFTMAX.id, hyp.F_POSITIVE.id, hyp.F_LENGTH_INDEPENDENT.id}
-_NORMALISER_QUANTITIES = {"C_1", "C_2", "logit_absmax", "J_spectral", "J_frobenius", "J_row", "J_entry", "g_fd",
-                          "dF_max", "F_l2", "dF_l2", "g_absmax", "Delta_own", "Delta_max"}
 
 
 def supports(statement: Statement) -> bool:
-    """Whether the statement has a torch path (see :mod:`theory.search.torch_eval`) and torch imports."""
+    """Whether the statement has a torch path (see :mod:`attnbounds.theory.search.torch_eval`) and torch imports."""
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -46,7 +48,8 @@ def supports(statement: Statement) -> bool:
 def _weights_only(statement: Statement) -> bool:
     """Only the weights matter: parametrise them as softmax(z) whatever the normaliser."""
     return not ({h.id for h in statement.hypotheses} & _NORMALISER_HYPOTHESES
-                or set(statement.bindings.values()) & _NORMALISER_QUANTITIES)
+                or any(QUANTITIES[q].normaliser or QUANTITIES[q].needs & {"logits", "qk"}
+                       for q in statement.bindings.values()))
 
 
 def _perturbed(inst: Instance, copies: int, rng: np.random.Generator) -> Instance:
@@ -87,7 +90,7 @@ class _Problem:
         need = needs(statement)
         n = inst.normaliser
         if not self.weights_only and not isinstance(n, RatioNormaliser):
-            raise AttnBoundsError("gradient search needs a normaliser of the form F / sum F")
+            raise InvalidArgument("gradient search needs a normaliser of the form F / sum F")
         self.name = "softmax" if self.weights_only else n.name
         self.extra = {} if self.weights_only else {k: v for k, v in n.params.items() if k != "T"}
         self.free_T = not self.weights_only and not ({"C_1", "C_2"} & set(statement.bindings.values()))
@@ -142,17 +145,29 @@ class _Problem:
         T = self.T()
         q, k = self.value("q"), self.value("k")
         logits = torch.einsum("bd,bld->bl", q, k) if q is not None else self.value("z")
+        critical: tuple[float, ...] = ()
         if self.weights_only:
             log_F, dlog_F = (lambda lg: lg), (lambda lg: torch.ones_like(lg))
         else:
-            log_F, dlog_F = torch_eval.ratio_fns(make(self.name, T=self.T_fixed, **self.extra), T)
+            normaliser = make(self.name, T=self.T_fixed, **self.extra)
+            log_F, dlog_F = torch_eval.ratio_fns(normaliser, T)
+            if not self.free_T:  # Lemma 1's constants: the extrema of log F may be interior
+                critical = self.critical_points(normaliser)
         weights = lambda lg: torch.softmax(log_F(lg), dim=-1)  # noqa: E731
         params = dict(self.params)
         if not self.weights_only:
             params["T"] = T
         return torch_eval.State(alpha=weights(logits), logits=logits, N=self.base.N, params=params,
                                 x=self.value("x"), q=q, k=k, v=self.value("v"), weights_fn=weights, log_F=log_F,
-                                dlog_F=dlog_F)
+                                dlog_F=dlog_F, critical_points=critical)
+
+    def critical_points(self, normaliser: RatioNormaliser) -> tuple[float, ...]:
+        if "critical" not in self.__dict__:
+            try:
+                self.__dict__["critical"] = tuple(float(c) for c in normaliser._critical_points)
+            except AttnBoundsError:
+                self.__dict__["critical"] = ()
+        return self.__dict__["critical"]
 
     def instance(self) -> Instance | None:
         """The current variables as a float instance (rows with non-finite values dropped)."""
@@ -174,14 +189,11 @@ class _Problem:
         params = {k: v[rows] for k, v in self.base.params.items() if k not in normaliser.params}
         extra = {"v": arrays["v"][rows] / np.linalg.norm(arrays["v"][rows], axis=-1, keepdims=True)} \
             if arrays["v"] is not None else {k: v[rows] for k, v in self.base.arrays.items()}
-        try:
-            if arrays["q"] is not None:
-                return Instance.from_qk(arrays["q"][rows], arrays["k"][rows], normaliser, x=pick(arrays["x"]),
-                                        N=self.base.N, arrays=extra, **params)
-            x = pick(arrays["x"]) if arrays["x"] is not None else pick(self.base.x)
-            return Instance.from_logits(arrays["z"][rows], normaliser, x=x, N=self.base.N, arrays=extra, **params)
-        except AttnBoundsError:
-            return None
+        if arrays["q"] is not None:
+            return Instance.from_qk(arrays["q"][rows], arrays["k"][rows], normaliser, x=pick(arrays["x"]),
+                                    N=self.base.N, arrays=extra, **params)
+        x = pick(arrays["x"]) if arrays["x"] is not None else pick(self.base.x)
+        return Instance.from_logits(arrays["z"][rows], normaliser, x=x, N=self.base.N, arrays=extra, **params)
 
 
 class _Adam:
@@ -210,48 +222,55 @@ class _Adam:
 
 
 def optimise(statement: Statement, inst: Instance, steps: int, tracker: Tracker) -> None:
-    """Adam on the normalised gap from the batch ``inst``; ``SNAPSHOTS`` float evaluations along the way."""
-    try:
+    """Adam on the normalised gap from the batch ``inst``; ``SNAPSHOTS`` float evaluations along the way.
+
+    A start that cannot be set up or a step that fails is counted by the tracker's guard (skipped when
+    not applicable, an error otherwise) and ends this start only."""
+    prob = None
+    with tracker.guard("gradient"):
         prob = _Problem(statement, inst)
-    except (AttnBoundsError, KeyError):
-        tracker.method("gradient").errors += 1
+    if prob is None:
         return
     torch = prob.torch
     adam = _Adam(list(prob.vars.values()))
     marks = {max(1, round(steps * (i + 1) / SNAPSHOTS)) for i in range(SNAPSHOTS)}
     for step in range(1, steps + 1):
-        try:
+        g = None
+        with tracker.guard("gradient"):
             g = torch_eval.gap(statement, prob.state())
-        except (RuntimeError, ValueError, KeyError):
-            tracker.method("gradient").errors += 1
+        if g is None:
             return
         loss = -torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0).sum()
         if loss.requires_grad:
             grads = torch.autograd.grad(loss, list(prob.vars.values()), allow_unused=True)
             adam.step(grads)
         if step in marks:
-            snap = prob.instance()
+            snap = None
+            with tracker.guard("gradient"):
+                snap = prob.instance()
             if snap is not None:
                 tracker.evaluate(snap, "gradient")
 
 
-def run(statement: Statement, plan: Plan, rng: np.random.Generator, tracker: Tracker, progress=None) -> None:
+def run(statement: Statement, plan: Plan, rng: np.random.Generator, tracker: Tracker, progress: Any = None) -> None:
     """``plan.gradient_starts`` optimisations: half from the tightest instances found, half fresh."""
     if plan.gradient_starts == 0 or not supports(statement):
+        if plan.gradient_starts and not supports(statement):
+            tracker.method("gradient").stopped = "no torch form for some quantity of the statement"
         return
     pool = [c.inst for c in tracker.pool]
     fresh_plan = Plan(**{**plan.to_dict(), "batch": plan.gradient_batch,
                          "max_L": min(plan.max_L, MAX_L.get(plan.cost_class, 16))})
     for i in range(plan.gradient_starts):
+        batch = None
         if i % 2 == 0 and pool:
             start = pool[(i // 2) % len(pool)]
-            try:
+            with tracker.guard("gradient"):
                 batch = _perturbed(start, plan.gradient_batch, rng)
-            except AttnBoundsError:
-                batch = None
         else:
-            batch = random_search.build_batch(statement, random_search.draw_spec(rng, statement, fresh_plan))
-        if batch is not None and (plan.cost_class != "subsets" or torch_eval.enumerable(batch.L, batch.N)):
+            batch = random_search.build_batch(statement, random_search.draw_spec(rng, statement, fresh_plan), tracker,
+                                              "gradient")
+        if batch is not None and (plan.cost_class != "subsets" or enumerable((1,) * batch.L, batch.N)):
             optimise(statement, batch, plan.gradient_steps, tracker)
         if progress is not None:
             progress.update(1)

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import sympy as sp
 
-from theory.errors import AttnBoundsError
-from theory.statement import Statement, _conjuncts
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.statement import Statement, _conjuncts
 
 
 def scaled(statement: Statement, factor: float) -> Statement:
     """``statement`` with every right-hand side multiplied by ``factor`` (id suffixed ``{rhs*factor}``)."""
     if not factor > 0:
-        raise AttnBoundsError(f"factor must be > 0, got {factor!r}")
+        raise InvalidArgument(f"factor must be > 0, got {factor!r}")
     f = sp.Float(factor)
     parts = [sp.Le(c.lhs, c.rhs * f) for c in _conjuncts(statement.relation)]
     relation = parts[0] if len(parts) == 1 else sp.And(*parts)

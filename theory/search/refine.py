@@ -2,15 +2,15 @@
 
 A sphere expectation (Theorem 2) is estimated with a Hoeffding interval whose half-width
 shrinks like ``1/sqrt(draws)``; the random search uses a few hundred or thousand draws. The
-tightest instances found are evaluated again with :data:`~theory.search.budget.REFINE_DRAWS`
+tightest instances found are evaluated again with :data:`~attnbounds.theory.search.budget.REFINE_DRAWS`
 draws, so a violation (or near-equality) smaller than the coarse interval can still show.
 """
 
 from __future__ import annotations
 
-from theory.search.budget import REFINE_DRAWS, Plan
-from theory.search.tracker import Tracker
-from theory.statement import Statement
+from attnbounds.theory.search.budget import REFINE_DRAWS, Plan
+from attnbounds.theory.search.tracker import Tracker
+from attnbounds.theory.statement import Statement
 
 
 def run(statement: Statement, plan: Plan, tracker: Tracker, progress=None) -> None:

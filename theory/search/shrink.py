@@ -16,13 +16,13 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from theory.errors import AttnBoundsError
-from theory.instance import Instance
-from theory.normalisers import make
-from theory.search.budget import Plan
-from theory.search.score import relative_margins
-from theory.search.tracker import Tracker
-from theory.statement import Statement
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument, NotApplicable
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import make
+from attnbounds.theory.search.budget import Plan
+from attnbounds.theory.margins import relative_margins
+from attnbounds.theory.search.tracker import Tracker
+from attnbounds.theory.statement import Statement
 
 #: relative margin a shrunk instance must stay below (or half the start's, if that is smaller)
 CLEAR = 1e-6
@@ -46,6 +46,7 @@ class Parts:
     selection: np.ndarray | None = None
     params: dict[str, float] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    counts: np.ndarray | None = None
 
     @classmethod
     def of(cls, inst: Instance) -> "Parts":
@@ -55,16 +56,17 @@ class Parts:
         first = lambda a: None if a is None else np.array(a[0])  # noqa: E731
         return cls(N=inst.N, normaliser=norm, logits=first(inst.logits) if inst.q is None else None,
                    alpha=first(inst.alpha) if n is None else None, x=first(inst.x), q=first(inst.q), k=first(inst.k),
-                   selection=first(inst.selection),
+                   selection=first(inst.selection) if inst.counts is None else None,
                    params={k: float(v[0]) for k, v in inst.params.items() if k not in own},
-                   arrays={k: np.array(v[0]) for k, v in inst.arrays.items()})
+                   arrays={k: np.array(v[0]) for k, v in inst.arrays.items()}, counts=first(inst.counts))
 
     @property
     def L(self) -> int:
+        """Columns (tokens, or token classes)."""
         for a in (self.logits, self.alpha, self.k):
             if a is not None:
                 return int(a.shape[0])
-        raise AttnBoundsError("an instance without logits, weights or keys")
+        raise InvalidArgument("an instance without logits, weights or keys")
 
     @property
     def d(self) -> int:
@@ -75,6 +77,8 @@ class Parts:
 
     def build(self) -> Instance:
         kw: dict[str, Any] = {"N": self.N, "arrays": {k: v[None] for k, v in self.arrays.items()}, **self.params}
+        if self.counts is not None:
+            kw["counts"] = self.counts[None]
         if self.x is not None:
             kw["x"] = self.x[None]
         if self.selection is not None:
@@ -87,23 +91,25 @@ class Parts:
         return Instance.from_logits(self.logits[None], normaliser, **kw)
 
 
-def _unit(v: np.ndarray) -> np.ndarray | None:
-    n = np.linalg.norm(v)
+def _unit(v: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray | None:
+    """``v`` scaled to unit length over tokens (columns counted with their tokens)."""
+    n = np.linalg.norm(v) if counts is None else float(np.sqrt((counts * v * v).sum()))
     return v / n if n > 0 else None
 
 
 def _drop_tokens(p: Parts, drop: np.ndarray, selected: np.ndarray) -> Parts | None:
     keep = ~drop
-    L = int(keep.sum())
+    mult = np.ones(drop.shape, dtype=np.int64) if p.counts is None else p.counts
+    L = int(mult[keep].sum())
     if L < 1:
         return None
-    lost = int((drop & selected).sum())
+    lost = int(mult[drop & selected].sum())
     N = None if p.N is None else max(1, min(p.N - lost, L))
     arrays = {}
     for name, a in p.arrays.items():
         arrays[name] = a[keep]
         if name == "v":
-            u = _unit(arrays[name])
+            u = _unit(arrays[name], None if p.counts is None else p.counts[keep])
             if u is None:
                 return None
             arrays[name] = u
@@ -115,8 +121,10 @@ def _drop_tokens(p: Parts, drop: np.ndarray, selected: np.ndarray) -> Parts | No
         alpha = p.alpha[keep]
         if alpha.sum() <= 0:
             return None
-        return replace(p, N=N, alpha=alpha / alpha.sum(), x=pick(p.x), selection=sel, arrays=arrays)
-    return replace(p, N=N, logits=pick(p.logits), x=pick(p.x), k=pick(p.k), selection=sel, arrays=arrays)
+        total = alpha.sum() if p.counts is None else (alpha * p.counts[keep]).sum()
+        return replace(p, N=N, alpha=alpha / total, x=pick(p.x), selection=sel, arrays=arrays, counts=pick(p.counts))
+    return replace(p, N=N, logits=pick(p.logits), x=pick(p.x), k=pick(p.k), selection=sel, arrays=arrays,
+                   counts=pick(p.counts))
 
 
 def _halving_blocks(n: int) -> Iterator[np.ndarray]:
@@ -173,14 +181,15 @@ def _rounded(p: Parts, digits: int, only: str | None = None) -> Parts | None:
         return None
     arrays = {k: r(f"array:{k}", v) for k, v in p.arrays.items()}
     if "v" in arrays:
-        arrays["v"] = _unit(arrays["v"])
+        arrays["v"] = _unit(arrays["v"], p.counts)
         if arrays["v"] is None:
             return None
     alpha = r("alpha", p.alpha)
     if alpha is not None:
-        if alpha.sum() <= 0 or np.any(alpha < 0):
+        total = alpha.sum() if p.counts is None else (alpha * p.counts).sum()
+        if total <= 0 or np.any(alpha < 0):
             return None
-        alpha = alpha / alpha.sum()
+        alpha = alpha / total
     out = replace(p, normaliser=norm, logits=r("logits", p.logits), alpha=alpha, x=r("x", p.x), q=r("q", p.q),
                   k=r("k", p.k), params=params, arrays=arrays)
     return None if _same(out, p) else out
@@ -246,7 +255,8 @@ def moves(p: Parts, selected: np.ndarray) -> Iterator[Parts]:
     yield from _round_moves(p)
 
 
-def shrink(statement: Statement, inst: Instance, evaluations: int, threshold: float) -> tuple[Instance, int]:
+def shrink(statement: Statement, inst: Instance, evaluations: int, threshold: float,
+           tracker: Tracker | None = None) -> tuple[Instance, int]:
     """The smallest, roundest instance reachable from ``inst`` (B = 1) that keeps a relative margin
     below ``-threshold``; returns it and the number of evaluations used."""
     current, used = inst, 0
@@ -254,16 +264,24 @@ def shrink(statement: Statement, inst: Instance, evaluations: int, threshold: fl
     while improved and used < evaluations:
         improved = False
         parts = Parts.of(current)
-        for cand in moves(parts, current.mask[0] if current.N is not None else np.zeros(current.L, dtype=bool)):
+        for cand in moves(parts, current.mask[0] if current.N is not None else np.zeros(current.K, dtype=bool)):
             if used >= evaluations:
                 break
             try:
                 built = cand.build()
-                used += 1
+            except AttnBoundsError:  # the move leaves the domain (bad input or not applicable): skip it
+                continue
+            used += 1
+            try:
                 with np.errstate(all="ignore"):
                     ev = statement.evaluate(built)
                     rel = relative_margins(statement, built, ev)
-            except (AttnBoundsError, FloatingPointError, ValueError, ZeroDivisionError, OverflowError):
+            except NotApplicable:
+                continue
+            except Exception as exc:  # noqa: BLE001 - an internal error: reported, never silent
+                if tracker is None:
+                    raise
+                tracker.method("shrink").error(exc)
                 continue
             if ev.violated[0] and rel[0] < -threshold:
                 current, improved = built, True
@@ -278,7 +296,7 @@ def run(statement: Statement, plan: Plan, tracker: Tracker, progress=None) -> In
         return None
     start = clear[0]
     threshold = min(CLEAR, abs(start.rel) / 2)
-    small, used = shrink(statement, start.inst, plan.shrink_evaluations, threshold)
+    small, used = shrink(statement, start.inst, plan.shrink_evaluations, threshold, tracker)
     tracker.method("shrink").tried += used
     if progress is not None:
         progress.update(used)

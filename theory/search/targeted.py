@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from theory.errors import AttnBoundsError
-from theory.families import admissible_normalisers, feasible_delta, needs
-from theory.instance import Instance
-from theory.normalisers import make
-from theory.quantities import sphere_embeddings
-from theory.search.budget import Plan
-from theory.search.tracker import Tracker
-from theory.statement import Statement
+from attnbounds.theory.errors import NotApplicable
+from attnbounds.theory.families import admissible_normalisers, feasible_delta, needs
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import make
+from attnbounds.theory.quantities import sphere_embeddings
+from attnbounds.theory.search.budget import Plan
+from attnbounds.theory.search.tracker import Tracker
+from attnbounds.theory.statement import Statement
 
 MAX_L = 6
 MAX_D = 3
@@ -46,7 +46,7 @@ def instances(statement: Statement) -> Any:
 
         try:
             return _draw(draw)
-        except AttnBoundsError:
+        except NotApplicable:
             reject()
 
     def _draw(draw: Any) -> Instance:
@@ -105,7 +105,10 @@ def run(statement: Statement, plan: Plan, seed: int, tracker: Tracker, progress=
     config = settings(max_examples=plan.targeted_examples, database=None, deadline=None, derandomize=False,
                       phases=[Phase.generate, Phase.target, Phase.shrink], suppress_health_check=list(HealthCheck),
                       report_multiple_bugs=False)
-    try:
-        return find(instances(statement), violated, settings=config, random=random.Random(seed))
-    except (NoSuchExample, Unsatisfiable, AttnBoundsError):
-        return None
+    found = None
+    with tracker.guard("targeted"):
+        try:
+            found = find(instances(statement), violated, settings=config, random=random.Random(seed))
+        except (NoSuchExample, Unsatisfiable):
+            pass
+    return found

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import numpy as np
 
-from theory.errors import AttnBoundsError
-from theory.instance import Instance
-from theory.search.score import relative_margins
-from theory.statement import Evaluation, Statement
+from attnbounds.theory.errors import NotApplicable
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.margins import relative_margins
+from attnbounds.theory.statement import Evaluation, Statement
 
 #: candidate violations kept (best first)
 KEEP = 20
@@ -46,8 +48,16 @@ def instance_key(inst: Instance, b: int = 0) -> bytes:
     return h.digest()
 
 
+#: distinct error messages kept per method
+MESSAGES = 5
+
+
 @dataclass
 class MethodStats:
+    """What one search method did. ``skipped``: draws outside a hypothesis or requirement
+    (:class:`~attnbounds.theory.errors.NotApplicable`); ``errors``: any other exception (an internal error
+    of the search, never swallowed silently: the verdict becomes UNDECIDED naming it)."""
+
     tried: int = 0
     applicable: int = 0
     violations: int = 0
@@ -57,19 +67,33 @@ class MethodStats:
     seconds: float = 0.0
     first_violation_s: float | None = None
     errors: int = 0
+    skipped: int = 0
+    messages: list[str] = field(default_factory=list)
+    stopped: str = ""  # why a method stopped before using its budget
 
     def to_dict(self) -> dict:
         out = {"tried": self.tried, "applicable": self.applicable, "violations": self.violations,
                "best_margin": self.best_margin, "best_ratio": self.best_ratio, "seconds": round(self.seconds, 4)}
         if self.first_violation_s is not None:
             out["first_violation_s"] = round(self.first_violation_s, 4)
+        if self.skipped:
+            out["skipped"] = self.skipped
         if self.errors:
             out["errors"] = self.errors
+            out["error_messages"] = list(self.messages)
+        if self.stopped:
+            out["stopped"] = self.stopped
         return out
+
+    def error(self, exc: BaseException) -> None:
+        self.errors += 1
+        text = f"{type(exc).__name__}: {exc}"[:300]
+        if text not in self.messages and len(self.messages) < MESSAGES:
+            self.messages.append(text)
 
 
 class Tracker:
-    """Evaluates batches for one statement and keeps what the search reports (see :mod:`theory.search`)."""
+    """Evaluates batches for one statement and keeps what the search reports (see :mod:`attnbounds.theory.search`)."""
 
     def __init__(self, statement: Statement):
         self.statement = statement
@@ -89,19 +113,35 @@ class Tracker:
     def method(self, name: str) -> MethodStats:
         return self.stats.setdefault(name, MethodStats())
 
-    def evaluate(self, inst: Instance, method: str) -> tuple[Evaluation, np.ndarray] | None:
-        """Evaluate a batch, record it, and return ``(evaluation, relative margins)``; None if it cannot be evaluated."""
-        st = self.method(method)
+    @contextlib.contextmanager
+    def guard(self, method: str) -> Iterator[None]:
+        """Run a step of ``method``: a :class:`NotApplicable` is a skipped draw, any other exception an error
+        (counted with its message); neither stops the search. Interrupts pass through."""
         try:
             with np.errstate(all="ignore"):
-                # defaults filled in once, so both evaluations share the quantities computed
-                # (candidates keep the instance as given: a default like a = max|l| must follow later edits)
-                prepared = self.statement.prepare(inst)
-                ev = self.statement.evaluate(prepared)
-                rel, degenerate = relative_margins(self.statement, prepared, ev, with_degenerate=True)
-        except (AttnBoundsError, FloatingPointError, ValueError, ZeroDivisionError, OverflowError):
-            st.errors += 1
+                yield
+        except NotApplicable:
+            self.method(method).skipped += 1
+        except Exception as exc:  # noqa: BLE001 - counted and reported, see MethodStats
+            self.method(method).error(exc)
+
+    @property
+    def errors(self) -> int:
+        return sum(s.errors for s in self.stats.values())
+
+    def evaluate(self, inst: Instance, method: str) -> tuple[Evaluation, np.ndarray] | None:
+        """Evaluate a batch, record it, and return ``(evaluation, relative margins)``; None if it cannot be evaluated."""
+        result = None
+        with self.guard(method):
+            # defaults filled in once, so both evaluations share the quantities computed
+            # (candidates keep the instance as given: a default like a = max|l| must follow later edits)
+            prepared = self.statement.prepare(inst)
+            ev = self.statement.evaluate(prepared)
+            rel, degenerate = relative_margins(self.statement, prepared, ev, with_degenerate=True)
+            result = ev, rel, degenerate
+        if result is None:
             return None
+        ev, rel, degenerate = result
         self.record(inst, ev, rel, degenerate, method)
         return ev, rel
 

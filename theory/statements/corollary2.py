@@ -7,9 +7,9 @@ The paper states approximations ("~", "-> 0"); each gets a quantitative reading:
 
 import sympy as sp
 
-from theory import hypotheses as hyp
-from theory.statement import Citation, Statement
-from theory.statements._symbols import A, E_dtilde, L, N, kappa, m
+from attnbounds.theory import hypotheses as hyp
+from attnbounds.theory.statement import Citation, Statement
+from attnbounds.theory.statements._symbols import A, E_dtilde, L, N, kappa, m
 
 HYPS = (hyp.SIMPLEX, hyp.L_AT_LEAST_2)
 OVER = "I_N uniform among the N-subsets of {1..L}, weights and x fixed"

@@ -6,34 +6,18 @@ The derivations, and the instances showing each bound cannot be improved, are in
 Registering a corrected form claims nothing about the printed one, whose verdict comes from the search.
 """
 
-import numpy as np
 import sympy as sp
 
-from theory import hypotheses as hyp
-from theory.instance import Instance
-from theory.quantities import _split, quantity
-from theory.statement import Citation, Statement
-from theory.statements._symbols import (Delta, E_dtilde, E_Ns, L, M, N, T, alpha_i, delta, i, m, r, xi)
-from theory.statements.theorem1 import COEFFICIENTS, XBARS
-from theory.statements.theorem2 import OVER as THEOREM2_OVER
+from attnbounds.theory import hypotheses as hyp
+from attnbounds.theory.statement import Citation, Statement
+from attnbounds.theory.statements._symbols import (Delta, E_dtilde, E_Ns, L, M, N, T, alpha_i, delta, i, m, r, xi)
+from attnbounds.theory.statements.theorem1 import COEFFICIENTS, XBARS
+from attnbounds.theory.statements.theorem2 import OVER as THEOREM2_OVER
 
 Delta_max = sp.Symbol("Delta_max", nonnegative=True)
 C = sp.IndexedBase("C")
 J_sw = sp.Symbol("J", nonnegative=True)
 
-
-# -- quantities --------------------------------------------------------------------------------
-def _cross_weights(inst: Instance) -> np.ndarray:
-    """``C_i = sum_{j != k in I_N \\ {i}} alpha_j alpha_k`` per selected i (exactly 0 when N <= 2, never < 0)."""
-    sel, _ = _split(inst)
-    a = np.take_along_axis(inst.alpha, sel, 1)
-    P = a.sum(-1, keepdims=True) - a
-    cross = P**2 - ((a * a).sum(-1, keepdims=True) - a * a)
-    return np.maximum(cross, 0.0) if inst.N > 2 else np.zeros_like(cross)
-
-
-quantity("C_other", "BN", "C_i = sum_{j != k in I_N \\ {i}} alpha_j alpha_k = P_i^2 - Q_i for every selected i, P_i and "
-         "Q_i the sum and sum of squares of the other selected weights (Theorem 2)")(_cross_weights)
 
 def _corrected(printed: str, title: str, relation: sp.Basic, citation: str, hypotheses: tuple,
                bindings: dict, notes: str, **kwargs) -> Statement:

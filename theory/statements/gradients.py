@@ -2,9 +2,9 @@
 
 import sympy as sp
 
-from theory import hypotheses as hyp
-from theory.statement import Citation, Statement
-from theory.statements._symbols import (F_l2, L, T, alpha_max, alpha_min, dF_l2, dF_max, eps, g_absmax, g_fd,
+from attnbounds.theory import hypotheses as hyp
+from attnbounds.theory.statement import Citation, Statement
+from attnbounds.theory.statements._symbols import (F_l2, L, T, alpha_max, alpha_min, dF_l2, dF_max, eps, g_absmax, g_fd,
                                         jac)
 
 # The Jacobian of eq. (3) is J = diag(F')/S - F F'^T / S^2 (S = sum F) = (diag(alpha) - alpha alpha^T) diag(g),

@@ -2,9 +2,9 @@
 
 import sympy as sp
 
-from theory import hypotheses as hyp
-from theory.statement import Citation, Statement
-from theory.statements._symbols import C_1, C_2, Delta, L, T, alpha_i
+from attnbounds.theory import hypotheses as hyp
+from attnbounds.theory.statement import Citation, Statement
+from attnbounds.theory.statements._symbols import C_1, C_2, Delta, L, T, alpha_i
 
 LEMMA1 = Statement(
     "lemma1",

@@ -2,9 +2,9 @@
 
 import sympy as sp
 
-from theory import hypotheses as hyp
-from theory.statement import Citation, Statement
-from theory.statements._symbols import H, coverage, p
+from attnbounds.theory import hypotheses as hyp
+from attnbounds.theory.statement import Citation, Statement
+from attnbounds.theory.statements._symbols import H, coverage, p
 
 STATEMENTS = (
     Statement(

@@ -2,9 +2,9 @@
 
 import sympy as sp
 
-from theory import hypotheses as hyp
-from theory.statement import Citation, Statement
-from theory.statements._symbols import E_dtilde, J, L, N, abar_N, d_1, dtilde, eps_bound, max_norm
+from attnbounds.theory import hypotheses as hyp
+from attnbounds.theory.statement import Citation, Statement
+from attnbounds.theory.statements._symbols import E_dtilde, J, L, N, abar_N, d_1, dtilde, eps_bound, max_norm
 
 DTILDE = {"R1": "dtilde_R1", "R2": "dtilde_R2"}
 GROUPING = {

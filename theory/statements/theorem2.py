@@ -8,9 +8,9 @@ selected weights. The Hoeffding constant C_H is a parameter (16 as printed).
 
 import sympy as sp
 
-from theory import hypotheses as hyp
-from theory.statement import Citation, Statement
-from theory.statements._symbols import C_H, E_Ns, M, N, i, r, xi
+from attnbounds.theory import hypotheses as hyp
+from attnbounds.theory.statement import Citation, Statement
+from attnbounds.theory.statements._symbols import C_H, E_Ns, M, N, i, r, xi
 
 COUNT = {"full": "E_Ns_full", "relaxed": "E_Ns_relaxed"}
 OVER = "x_1..x_L i.i.d. uniform on the sphere of radius M in R^dim conditioned on pairwise distance >= delta; weights fixed"

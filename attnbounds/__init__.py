@@ -1,0 +1,68 @@
+"""attnbounds: a property-based verification suite for "Limitations of Normalization in Attention
+Mechanism" (Mudarisov, Burtsev, Petrova, State; arXiv:2508.17821).
+
+The public API, imported lazily so that ``import attnbounds`` stays fast::
+
+    import attnbounds
+    st = attnbounds.get("corollary3[spectral,corrected]")      # a statement reading (sympy + evaluator)
+    inst = attnbounds.Instance.from_logits([[0.0, 1.0, 3.0]], attnbounds.normalisers.softmax(T=0.5))
+    st.evaluate(inst).margin                                    # rhs - lhs per instance
+    attnbounds.certify(st, inst).status                         # 'holds' / 'violated' / ... in interval arithmetic
+    records = attnbounds.verify([st.id], budget_s=2)            # search + certify + proofs -> citable records
+
+Sub-packages: :mod:`attnbounds.theory` (statements, quantities, search, certification, records, CLI),
+:mod:`attnbounds.proofs` (replayable derivations), :mod:`attnbounds.empirical` (the paper's
+experiments on GPT-2-family models). Everything not listed in ``__all__`` is private by convention.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.2.0"
+
+#: public name -> (module, attribute or None for the module itself)
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    "Statement": ("attnbounds.theory.statement", "Statement"),
+    "Evaluation": ("attnbounds.theory.statement", "Evaluation"),
+    "Hypothesis": ("attnbounds.theory.statement", "Hypothesis"),
+    "Instance": ("attnbounds.theory.instance", "Instance"),
+    "ClassInstance": ("attnbounds.theory.classes", "ClassInstance"),
+    "Quantity": ("attnbounds.theory.quantities.spec", "Quantity"),
+    "quantities": ("attnbounds.theory.quantities", None),
+    "normalisers": ("attnbounds.theory.normalisers", None),
+    "hypotheses": ("attnbounds.theory.hypotheses", None),
+    "registry": ("attnbounds.theory.registry", None),
+    "strategies": ("attnbounds.theory.strategies", None),
+    "get": ("attnbounds.theory.registry", "get"),
+    "all_statements": ("attnbounds.theory.registry", "all_statements"),
+    "certify": ("attnbounds.theory.certify", "certify"),
+    "decide": ("attnbounds.theory.certify", "decide"),
+    "Certificate": ("attnbounds.theory.certify", "Certificate"),
+    "search": ("attnbounds.theory.search", "search"),
+    "verify": ("attnbounds.theory.verify", "verify"),
+    "Record": ("attnbounds.theory.records", "Record"),
+    "AttnBoundsError": ("attnbounds.theory.errors", "AttnBoundsError"),
+    "InvalidArgument": ("attnbounds.theory.errors", "InvalidArgument"),
+    "NotApplicable": ("attnbounds.theory.errors", "NotApplicable"),
+    "CannotCertify": ("attnbounds.theory.errors", "CannotCertify"),
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'attnbounds' has no attribute {name!r}") from None
+    value = importlib.import_module(module)
+    if attribute is not None:
+        value = getattr(value, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,172 @@
+"""Verdict logic: REFUTED needs a certified counterexample, PROVED a complete replay, contradictions are loud.
+
+The search is replaced by ``_fakesearch`` (scripted candidates or a tiny seeded random search),
+so these tests pin the verdict rules, not the search's strength.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from tests._fakesearch import no_proof, random_search, scripted
+from attnbounds.theory import normalisers as nm, registry
+from attnbounds.theory.certify import certify
+from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.records import Record, dumps
+from attnbounds.theory.serialize import instance_from_json
+from attnbounds.theory.statement import Citation, Statement
+from attnbounds.theory.verify import verify, verify_statement
+
+
+@dataclass
+class FakeReplay:
+    ok: bool = True
+    complete: bool = True
+    checked: int = 3
+    cited: int = 1
+    prose: int = 0
+    sharp: bool | None = True
+    failures: tuple = ()
+
+    @property
+    def result(self) -> str:
+        return "FAILED" if not self.ok else ("PROVED" if self.complete else "PROVED MODULO PROSE")
+
+
+def prover(**kw):
+    return lambda sid: ("fake.derivation", FakeReplay(**kw))
+
+
+def _equal_x() -> Instance:
+    # all x equal: theorem1.fixed[R1,g1] holds with equality (float margin may be -2e-16)
+    rng = np.random.default_rng(0)
+    return Instance.from_logits(rng.standard_normal((1, 6)), nm.softmax(1.0), x=np.ones((1, 6, 3)) * 0.7, N=2)
+
+
+def _violation() -> Instance:
+    return Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0))  # corollary3[spectral]: 1/2 > 1/4
+
+
+def test_refuted_needs_a_certified_counterexample_that_replays():
+    st = registry.get("corollary3[spectral]")
+    rec = verify_statement(st, search=scripted([_violation()]), prover=no_proof)
+    assert rec.verdict == "REFUTED" and rec.data["counterexample"]["certificate"]["status"] == "violated"
+    replayed = instance_from_json(rec.data["counterexample"]["instance"])
+    assert certify(st, replayed).status == "violated"  # the written instance is the counterexample, bit for bit
+
+
+def test_float_false_alarm_at_an_equality_case_is_not_a_refutation():
+    st = registry.get("theorem1.fixed[R1,g1]")
+    inst = _equal_x()
+    rec = verify_statement(st, search=scripted([inst], best=inst), prover=no_proof)
+    assert rec.verdict == "VERIFIED", rec.reason
+    assert rec.data["search"]["candidates"][0]["status"] in ("inconclusive", "holds")
+    assert rec.data["tightness"]["equality"] is True
+
+
+def test_proved_needs_a_complete_replay():
+    st = registry.get("corollary3[spectral,corrected]")
+    assert verify_statement(st, search=scripted([]), prover=prover()).verdict == "PROVED"
+    rec = verify_statement(st, search=scripted([]), prover=prover(complete=False, prose=2))
+    assert rec.verdict == "VERIFIED" and "prose" in rec.reason
+    rec = verify_statement(st, search=scripted([]), prover=prover(ok=False, complete=False))
+    assert rec.verdict == "VERIFIED" and "FAILED to replay" in rec.reason
+
+
+def test_proof_contradicted_by_a_certified_counterexample_is_an_error():
+    st = registry.get("corollary3[spectral]")
+    rec = verify_statement(st, search=scripted([_violation()]), prover=prover())
+    assert rec.verdict == "ERROR" and "internal contradiction" in rec.reason
+    assert rec.data["counterexample"] is not None  # the evidence is kept
+
+
+def test_candidates_that_cannot_be_certified_leave_it_undecided():
+    base = registry.get("corollary3[spectral]")
+    odd = Statement("test.odd", "odd", sp.Le(sp.Symbol("J_norm"), sp.gamma(sp.Symbol("T")) / 8), Citation("test"),
+                    base.hypotheses, base.bindings)
+    rec = verify_statement(odd, search=scripted([_violation()]), prover=no_proof, source="user")
+    assert rec.verdict == "UNDECIDED" and "could not be certified" in rec.reason
+
+
+def test_too_little_search_and_no_applicable_instance():
+    st = registry.get("corollary3[spectral,corrected]")
+    rec = verify_statement(st, search=scripted([], tried=5), prover=no_proof)
+    assert rec.verdict == "UNDECIDED" and "too little" in rec.reason
+    rec = verify_statement(st, search=scripted([], tried=500, applicable=0), prover=no_proof)
+    assert rec.verdict == "NOT-APPLICABLE"
+
+
+def test_a_crash_becomes_an_error_record():
+    def broken(statement, **kw):
+        raise RuntimeError("boom")
+
+    rec = verify_statement(registry.get("multihead"), search=broken, prover=no_proof)
+    assert rec.verdict == "ERROR" and "boom" in rec.reason and "traceback" in rec.data["timing"]
+
+
+def test_statistical_refutation_is_labelled():
+    st = registry.get("theorem1.random[R1,printed,mean]")
+    rng = np.random.default_rng(1)
+    inst = Instance.from_logits(rng.standard_normal((1, 30)), nm.softmax(1.0), x=rng.standard_normal((1, 30, 2)) + 3,
+                                N=6)
+    assert st.evaluate(inst).margin_hi[0] < 0
+    rec = verify_statement(st, search=scripted([inst]), prover=no_proof)
+    assert rec.verdict == "REFUTED" and rec.data["counterexample"]["statistical"] is True
+    assert "statistical" in rec.reason
+
+
+def test_same_seed_and_budget_give_identical_records_apart_from_timing():
+    ids = ["theorem1.fixed[R1,g2]", "corollary3[spectral,corrected]"]
+    a = verify(ids, budget_s=1, seed=3, progress=False, search=random_search, prover=no_proof)
+    b = verify(ids, budget_s=1, seed=3, progress=False, search=random_search, prover=no_proof)
+    for ra, rb in zip(a, b):
+        da = {k: v for k, v in ra.data.items() if k != "timing"}
+        db = {k: v for k, v in rb.data.items() if k != "timing"}
+        assert dumps(da) == dumps(db) and ra.content_hash == rb.content_hash
+        assert "search.random.seconds" in ra.data["timing"]  # clock fields moved out of the hashed part
+    c = verify(ids[:1], budget_s=1, seed=4, progress=False, search=random_search, prover=no_proof)
+    assert c[0].content_hash != a[0].content_hash
+
+
+def test_bad_input_raises_before_running():
+    calls = []
+
+    def search(statement, **kw):
+        calls.append(statement.id)
+        return scripted([])(statement, **kw)
+
+    with pytest.raises(AttnBoundsError, match="unknown statement id"):
+        verify(["multihead", "no-such-reading"], search=search, progress=False)
+    for bad in (-1, 0, float("nan"), "7"):
+        with pytest.raises(AttnBoundsError, match="budget"):
+            verify(["multihead"], budget_s=bad, search=search, progress=False)
+    with pytest.raises(AttnBoundsError, match="seed"):
+        verify(["multihead"], seed=-2, search=search, progress=False)
+    assert calls == []
+
+
+def test_records_are_valid_and_every_reading_gets_one():
+    ids = registry.ids()[:6]
+    recs = verify(ids, budget_s=1, search=scripted([]), prover=no_proof, progress=False)
+    assert [r.id for r in recs] == ids
+    for r in recs:
+        assert isinstance(Record.from_json(r.to_json()), Record)
+
+
+def test_search_that_cannot_build_instances_is_undecided_not_an_error():
+    def refuses(statement, **kw):
+        raise AttnBoundsError("no instance family provides quantity 'foo'")
+
+    rec = verify_statement(registry.get("multihead"), search=refuses, prover=no_proof)
+    assert rec.verdict == "UNDECIDED" and "could not run" in rec.reason
+    assert verify_statement(registry.get("multihead"), search=refuses, prover=prover()).verdict == "PROVED"
+
+
+def test_candidates_may_come_as_one_batch():
+    st = registry.get("corollary3[spectral]")
+    batch = Instance.from_logits(np.array([[0.0, 0.0], [0.0, 5.0]]), nm.softmax(1.0))
+    rec = verify_statement(st, search=scripted(batch), prover=no_proof)
+    assert rec.verdict == "REFUTED" and rec.data["counterexample"]["candidate_rank"] == 0

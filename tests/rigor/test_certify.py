@@ -1,0 +1,276 @@
+"""Certification in interval arithmetic: equality cases never refute, real violations (even by 1e-12) do.
+
+Also checks the definition-level interval quantities against the float64 kernels on random
+instances of every reading (two independent implementations must agree wherever the float
+margin is clearly away from 0), the handling of ties, renormalised weights, expectations
+(enumeration, every-configuration bounds, labelled Monte Carlo) and the mpmath fallback.
+"""
+
+import math
+import zlib
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings, strategies as st
+
+from attnbounds.theory import balls as exact, families, normalisers as nm, registry
+from attnbounds.theory.certify import BAND, Certificate, certify, decide
+from attnbounds.theory.margins import relative_margins
+from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.intervals import backend
+from attnbounds.theory.quantities import QUANTITIES
+from attnbounds.theory.statement import Citation, Statement
+from attnbounds.theory.statements import theorem1
+from attnbounds.theory.statements._symbols import dtilde
+
+
+def _equal_x(L: int, N: int, d: int, seed: int, logits=None) -> Instance:
+    rng = np.random.default_rng(seed)
+    x = np.broadcast_to(rng.standard_normal(d), (1, L, d)).copy()
+    lg = rng.standard_normal((1, L)) * 2 if logits is None else np.asarray(logits, dtype=float)[None]
+    return Instance.from_logits(lg, nm.softmax(1.0), x=x, N=N)
+
+
+def _variant(offset: float, base: str = "theorem1.fixed[R1,g1]") -> Statement:
+    """theorem1's g1 bound with the constant moved by ``offset`` times max_norm (false for offset < 0 at equality)."""
+    s = registry.get(base)
+    g1 = theorem1.GROUPING["g1"]
+    mx = sp.Symbol("max_norm", nonnegative=True)
+    return Statement(f"test-variant{offset}", "variant", sp.Le(dtilde, g1 + sp.Float(offset, 30) * mx),
+                     Citation("test"), s.hypotheses, s.bindings)
+
+
+# -- equality cases and tiny margins -------------------------------------------------------------------
+@pytest.mark.parametrize("L, N", [(2, 1), (3, 1), (5, 2), (8, 3), (16, 5)])
+def test_theorem1_equality_case_is_never_violated(L, N):
+    for seed in range(5):
+        inst = _equal_x(L, N, 3, seed)
+        for sid in ("theorem1.fixed[R1,g1]", "theorem1.fixed[R1,g2,corrected]"):
+            c = certify(sid, inst)
+            assert c.status in ("holds", "inconclusive"), (sid, c)
+            assert c.margin_lo <= 0 <= c.margin_hi or c.status == "holds"
+
+
+@given(L=st.integers(2, 12), data=st.data())
+@settings(max_examples=25)
+def test_equality_case_property(L, data):
+    N = data.draw(st.integers(1, L))
+    logits = data.draw(st.lists(st.sampled_from([-1.0, 0.0, 0.5, 3.0]) | st.floats(-5, 5), min_size=L, max_size=L))
+    inst = _equal_x(L, N, 2, 0, logits)
+    assert decide("theorem1.fixed[R1,g1]", inst)[0] in ("holds", "inconclusive")
+
+
+def test_hand_built_corollary3_violation_at_two_equal_logits():
+    inst = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0))
+    for sid in ("corollary3[spectral]", "corollary3[frobenius]"):
+        c = certify(sid, inst)
+        assert c.status == "violated" and c.margin_hi < 0
+        assert math.isclose(c.margin_lo, -0.25, rel_tol=1e-12)  # ||J|| = 1/(2T) against 1/(4T)
+    for sid in ("corollary3[spectral,corrected]", "corollary3[frobenius,corrected]", "lemma2[sharp]"):
+        assert certify(sid, inst).status in ("holds", "inconclusive")  # sharp: equality at L = 2
+
+
+@pytest.mark.parametrize("offset", [-1e-12, -1e-15])
+def test_tiny_violation_is_caught(offset):
+    inst = _equal_x(6, 2, 3, 1)
+    c = certify(_variant(offset), inst)
+    assert c.status == "violated" and c.margin_hi < 0
+    assert decide(_variant(offset), inst)[0] == "violated"
+    assert certify(_variant(-offset), inst).status == "holds"
+
+
+def test_tiny_violation_through_a_parameter():
+    # the Jacobian uses the normaliser's T = 1, the bound the instance parameter T = 1 + 2e-12
+    inst = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0), T=1.0 + 2e-12)
+    assert decide("corollary3[spectral,corrected]", inst)[0] == "violated"
+    inst = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0), T=1.0 - 2e-12)
+    assert decide("corollary3[spectral,corrected]", inst)[0] == "holds"
+
+
+def test_decide_batch_equality_and_violations():
+    rng = np.random.default_rng(5)
+    B, L, N = 60, 6, 2
+    x = rng.standard_normal((B, L, 3))
+    x[:30] = x[:30, :1]  # equality cases
+    inst = Instance.from_logits(rng.standard_normal((B, L)), nm.softmax(1.0), x=x, N=N)
+    status = decide("theorem1.fixed[R1,g1]", inst)
+    assert set(status[:30]) <= {"holds", "inconclusive"} and set(status[30:]) == {"holds"}
+    status = decide("theorem1.fixed[R1,g2]", inst)  # g2 is not homogeneous: fails on some of these
+    st = registry.get("theorem1.fixed[R1,g2]")
+    ev = st.evaluate(inst)
+    clear = np.abs(relative_margins(st, inst, ev)) > 1e-6
+    assert np.array_equal((status == "violated")[clear], (ev.margin < 0)[clear])
+    assert (status == "violated").any()
+
+
+# -- hypotheses ---------------------------------------------------------------------------------------
+def test_exact_tie_is_a_valid_top_n():
+    inst = Instance.from_logits(np.array([[1.0, 1.0, 1.0, -2.0]]), nm.softmax(0.7), x=np.ones((1, 4, 2)), N=2)
+    c = certify("theorem1.fixed[R1,g1]", inst)
+    assert c.hypotheses["top-N"] == "certified"
+
+
+def test_wrong_selection_is_not_applicable():
+    sel = np.array([[False, True, True]])
+    inst = Instance.from_logits(np.array([[3.0, 0.0, 0.1]]), nm.softmax(1.0), x=np.ones((1, 3, 2)), selection=sel)
+    c = certify("theorem1.fixed[R1,g1]", inst)
+    assert c.status == "not-applicable" and c.hypotheses["top-N"] == "fails (certified)"
+
+
+def test_structural_hypothesis_failure_is_not_applicable():
+    inst = Instance.from_logits(np.array([[0.5, 1.0]]), nm.scalable_softmax(0.4, 1.0))
+    assert certify("lemma1", inst).status == "not-applicable"
+    assert decide("lemma1", inst)[0] == "not-applicable"
+
+
+def test_given_weights_are_renormalised_onto_the_simplex():
+    w = np.array([0.1, 0.2, 0.3, 0.4])
+    w = w / w.sum()
+    inst = Instance.from_weights(w[None], x=np.ones((1, 4, 2)), N=2)
+    c = certify("theorem1.fixed[R1,g1]", inst)
+    assert "renormalised" in c.weights and c.status in ("holds", "inconclusive")
+
+
+# -- expectations ---------------------------------------------------------------------------------------
+def test_corollary2_counterexample_is_enumerated_exactly():
+    inst = Instance.from_logits(np.zeros((1, 6)), nm.softmax(1.0), x=np.ones((1, 6, 2)), N=1)
+    c = certify("corollary2.i[R1]", inst)
+    assert c.status == "violated" and c.method == "enumeration" and c.level is None
+    assert certify("corollary2.i[R1,corrected]", inst).status in ("holds", "inconclusive")
+
+
+def test_large_subset_count_is_a_labelled_statistical_check():
+    rng = np.random.default_rng(0)
+    inst = Instance.from_logits(rng.standard_normal((1, 30)), nm.softmax(1.0), x=rng.standard_normal((1, 30, 2)), N=6)
+    c = certify("theorem1.random[R1,printed,mean]", inst)
+    assert c.method == "hoeffding" and c.level == pytest.approx(1 - 1e-6) and c.statistical
+    assert any("statistical" in n for n in c.notes)
+
+
+def test_theorem2_counts_that_do_not_depend_on_the_configuration():
+    # N = 2: ||s - alpha_i x_i|| = alpha_other M on the sphere, so the relaxed count is deterministic
+    inst = Instance.from_logits(np.array([[2.0, 1.0, 0.0, -1.0]]), nm.softmax(1.0), N=2, M=1.0, delta=0.3, r=0.7, dim=3)
+    c = certify("theorem2.upper[relaxed]", inst)
+    assert c.status == "violated" and c.method == "arb" and any("every configuration" in n for n in c.notes)
+    # large r: every non-selected alpha_j x_j lies in the ball, so the full count is 0 for every configuration
+    inst = Instance.from_logits(np.array([[2.0, 1.0, 0.0, -1.0]]), nm.softmax(1.0), N=1, M=1.0, delta=0.0, r=5.0, dim=3)
+    assert certify("theorem2.lower[full]", inst).status == "violated"
+
+
+def test_lemma1_constants_with_an_interior_extremum():
+    # F = exp(l - 0.3 l^2) has its maximum inside [-a, a]; the bracketing must find it
+    inst = Instance.from_logits(np.array([[-3.0, 0.5, 1.7, 3.0]]), nm.exp_poly(0.3, 1.0))
+    ops = backend()
+    with ops.precision(128):
+        ex = exact.exact_instance(inst.with_params(a=3.0), ops)
+        c1, c2 = exact.value("C_1", ex), exact.value("C_2", ex)
+    lo, hi = inst.normaliser.log_F_range(3.0)
+    fmin, fmax = math.exp(lo[0]), math.exp(hi[0])
+    assert ops.upper_float(c1) - ops.lower_float(c1) < 1e-15  # a tight enclosure ...
+    assert c1.overlaps(ops.num(fmin / fmax) * (1 + ops.num(1e-12) * ops.hull(ops.num(-1), ops.num(1))))  # ... of min/max
+    assert c2.overlaps(ops.num(fmax / fmin) * (1 + ops.num(1e-12) * ops.hull(ops.num(-1), ops.num(1))))
+    assert certify("lemma1", inst).status == "holds"
+
+
+# -- two implementations agree ------------------------------------------------------------------------------
+def test_every_quantity_has_an_interval_definition():
+    missing = sorted(name for name, q in QUANTITIES.items() if not q.has("ball"))
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("sid", registry.ids())
+def test_certify_agrees_with_float_evaluator_away_from_zero(sid):
+    s = registry.get(sid)
+    rng = np.random.default_rng(zlib.crc32(sid.encode()))
+    checked = 0
+    independent = any(h.id == "independent-embeddings" for h in s.hypotheses)
+    for _ in range(4):
+        spec = families.random_spec(rng, s, B=4, max_L=6).with_(mc_draws=300)
+        if independent:
+            spec = spec.with_(delta_rel=0.0)
+        try:
+            inst = families.build(s, spec)
+        except AttnBoundsError:
+            continue
+        ev = s.evaluate(inst)
+        rel = relative_margins(s, inst, ev, pessimistic=True)
+        for b in np.flatnonzero(ev.applicable):
+            c = certify(s, inst, int(b))
+            assert c.status in ("holds", "violated", "inconclusive", "not-applicable")
+            checked += 1
+            if c.statistical or s.kind == "expectation" and "E_Ns" in "".join(s.bindings.values()):
+                # Monte Carlo on both sides: the certified and the float intervals must overlap
+                if c.status in ("holds", "violated"):
+                    assert c.margin_lo <= ev.margin_hi[b] + 1e-9 and ev.margin_lo[b] - 1e-9 <= c.margin_hi, (spec, c)
+                continue
+            hyp_doubt = any(v in ("undecided", "fails (certified)") for v in c.hypotheses.values())
+            if rel[b] > 10 * BAND:
+                assert c.status == "holds" or hyp_doubt, (spec, b, ev.margin[b], c)
+            elif rel[b] < -10 * BAND:
+                assert c.status == "violated" or hyp_doubt, (spec, b, ev.margin[b], c)
+    assert checked > 0
+
+
+# -- API, backends, speed knobs ---------------------------------------------------------------------------
+def test_mpmath_fallback_agrees_with_arb():
+    rng = np.random.default_rng(7)
+    inst = Instance.from_logits(rng.standard_normal((1, 5)), nm.softplus_shift(0.2, 0.7), x=rng.standard_normal((1, 5, 2)),
+                                N=2)
+    for sid in ("theorem1.fixed[R2,g1]", "lemma2[two-term]", "theorem1.random[R1,scaled,weighted]"):
+        a, b = certify(sid, inst), certify(sid, inst, backend_name="mpmath")
+        assert b.backend == "mpmath" and a.status == b.status
+        assert a.margin_lo <= b.margin_hi and b.margin_lo <= a.margin_hi
+
+
+def test_certificate_json_roundtrip_and_bad_input():
+    inst = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0))
+    c = certify("corollary3[spectral]", inst)
+    data = c.to_json(timing=False)
+    assert "seconds" not in data and data["status"] == "violated"
+    back = Certificate.from_json(c.to_json())
+    assert back == c
+    with pytest.raises(AttnBoundsError, match="index"):
+        certify("corollary3[spectral]", inst, 3)
+    with pytest.raises(AttnBoundsError, match="unknown statement"):
+        certify("corollary9", inst)
+    with pytest.raises(AttnBoundsError, match="band"):
+        decide("corollary3[spectral]", inst, band=-1)
+
+
+def test_unsupported_expression_is_inconclusive_not_an_error():
+    s = registry.get("corollary3[spectral]")
+    odd = Statement("test-odd", "odd", sp.Le(sp.Symbol("J_norm"), sp.gamma(sp.Symbol("T"))), Citation("test"),
+                    s.hypotheses, s.bindings)
+    c = certify(odd, Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0)))
+    assert c.status == "inconclusive" and "cannot certify" in c.notes[0]
+
+
+def test_hypotheses_that_rounding_could_fool_are_rechecked_or_never_refute():
+    from attnbounds.theory.statement import Hypothesis
+
+    base = registry.get("corollary3[spectral]")
+    opaque = Hypothesis("mine", "a user's hypothesis, checked in float64 only", lambda inst: np.ones(inst.B, dtype=bool))
+    st = Statement("test.opaque", "opaque", base.relation, Citation("test"), (*base.hypotheses, opaque), base.bindings)
+    c = certify(st, Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0)))
+    assert c.status == "inconclusive" and "mine" in c.notes[0] and c.margin_hi < 0
+    # max_norm >= 1 is decided in balls
+    fixed = registry.get("theorem1.fixed[R1,g2]")
+    big = Hypothesis("max-norm>=1", "max_norm >= 1", lambda inst: np.ones(inst.B, dtype=bool))  # float says yes
+    g2 = Statement("test.g2", "g2", fixed.relation, Citation("test"), (*fixed.hypotheses, big), fixed.bindings)
+    for norm, expected in ((1 - 2.0**-53, "fails (certified)"), (1 + 2.0**-52, "certified")):
+        x = np.zeros((1, 3, 2))
+        x[..., 0] = norm
+        c = certify(g2, Instance.from_logits(np.zeros((1, 3)), nm.softmax(1.0), x=x, N=1))
+        assert c.hypotheses["max-norm>=1"] == expected
+
+
+def test_equality_is_judged_against_the_terms_not_the_vanishing_sides():
+    # N = L: E[dtilde_R2] = ||m|| exactly and the bound's right side is 0; tiny embeddings
+    rng = np.random.default_rng(2)
+    inst = Instance.from_logits(rng.standard_normal((1, 3)), nm.softmax(1.0), x=rng.standard_normal((1, 3, 2)) * 1e-100,
+                                N=3)
+    c = certify("corollary2.ii[R2,corrected]", inst)
+    assert c.status in ("holds", "inconclusive") and (c.status == "holds" or c.equality())
+    assert 1e-101 < c.scale < 1e-98

@@ -1,0 +1,136 @@
+"""Each quantity against a straightforward loop over its definition in the paper."""
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+
+from attnbounds.theory import normalisers as nz
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.quantities import compute, interval
+
+
+def _instance(seed=0, B=3, L=6, N=2, d=3, **params):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(B, L)) * 1.5
+    x = rng.normal(size=(B, L, d))
+    return Instance.from_logits(logits, nz.softmax(0.7), x=x, N=N, **params)
+
+
+def _naive(inst, b):
+    a, x, N, L = inst.alpha[b], inst.x[b], inst.N, inst.L
+    sel = sorted(np.argsort(-a, kind="stable")[:N])  # xi is reported in index order
+    out = [i for i in range(L) if i not in sel]
+    s = sum(a[j] * x[j] for j in sel)
+    return a, x, sel, out, s
+
+
+@pytest.mark.parametrize("N", [1, 2, 6])
+def test_fixed_set_quantities_match_definitions(N):
+    inst = _instance(N=N)
+    for b in range(inst.B):
+        a, x, sel, out, s = _naive(inst, b)
+        assert compute("abar_N", inst)[b] == pytest.approx(sum(a[j] for j in sel), rel=1e-14)
+        assert compute("max_norm", inst)[b] == pytest.approx(max(np.linalg.norm(x[j]) for j in sel), rel=1e-14)
+        d1 = max((np.linalg.norm(x[i] - x[j]) for i in out for j in sel), default=0.0)
+        assert compute("d_1", inst)[b] == pytest.approx(d1, rel=1e-12, abs=1e-300)
+        r1 = sum(np.linalg.norm(a[i] * x[i] - s) for i in out)
+        assert compute("dtilde_R1", inst)[b] == pytest.approx(r1, rel=1e-10, abs=1e-14)
+        r2 = np.linalg.norm(sum((a[i] * x[i] for i in out), np.zeros(x.shape[1])) - s)
+        assert compute("dtilde_R2", inst)[b] == pytest.approx(r2, rel=1e-10, abs=1e-14)
+
+
+def test_expected_distance_by_enumeration_matches_loops():
+    inst = _instance(L=5, N=2)
+    for b in range(inst.B):
+        a, x = inst.alpha[b], inst.x[b]
+        r1, r2 = [], []
+        for S in combinations(range(5), 2):
+            s = sum(a[j] * x[j] for j in S)
+            out = [i for i in range(5) if i not in S]
+            r1.append(sum(np.linalg.norm(a[i] * x[i] - s) for i in out))
+            r2.append(np.linalg.norm(sum(a[i] * x[i] for i in out) - s))
+        assert compute("E_dtilde_R1", inst)[b] == pytest.approx(np.mean(r1), rel=1e-12)
+        assert compute("E_dtilde_R2", inst)[b] == pytest.approx(np.mean(r2), rel=1e-12)
+    lo, hi = interval("E_dtilde_R1", inst)
+    assert np.array_equal(lo, hi)  # exact enumeration has no width
+
+
+def test_monte_carlo_interval_contains_the_exact_value():
+    inst = _instance(L=16, N=8, B=2, mc_draws=4000, seed=3)  # C(16,8) = 12870 > enumeration limit
+    lo, hi = interval("E_dtilde_R1", inst)
+    assert np.all(hi > lo)
+    rng = np.random.default_rng(11)
+    for b in range(inst.B):
+        a, x = inst.alpha[b], inst.x[b]
+        vals = []
+        for _ in range(4000):
+            S = rng.choice(16, 8, replace=False)
+            s = (a[S, None] * x[S]).sum(0)
+            out = np.setdiff1d(np.arange(16), S)
+            vals.append(np.linalg.norm(a[out, None] * x[out] - s, axis=1).sum())
+        assert lo[b] <= np.mean(vals) <= hi[b]
+
+
+def test_jensen_term_and_gap_bound_match_definitions():
+    inst = _instance(L=5, N=2)
+    L, N = 5, 2
+    rho = N / (L - 1)
+    for b in range(inst.B):
+        a, x = inst.alpha[b], inst.x[b]
+        m = (a[:, None] * x).sum(0)
+        J = (L - N) / L * sum(np.linalg.norm(a[i] * (1 + rho) * x[i] - rho * m) for i in range(L))
+        assert compute("J_scaled_weighted", inst)[b] == pytest.approx(J, rel=1e-12)
+        Jp = (L - N) / L * sum(np.linalg.norm((a[i] + rho) * x[i] - x.mean(0)) for i in range(L))
+        assert compute("J_printed_mean", inst)[b] == pytest.approx(Jp, rel=1e-12)
+        gap = 0.0
+        for i in range(L):
+            ys = np.array([a[j] * x[j] for j in range(L) if j != i])
+            var = ((ys - ys.mean(0)) ** 2).sum(1).mean()
+            gap += np.sqrt(N * (L - 1 - N) / (L - 2) * var)
+        assert compute("jensen_gap_bound", inst)[b] == pytest.approx((L - N) / L * gap, rel=1e-10)
+
+
+def test_xi_bounds_the_spread_on_separated_spheres():
+    rng = np.random.default_rng(5)
+    from attnbounds.theory.quantities import sphere_embeddings
+
+    x = sphere_embeddings(rng, (4,), 6, 3, np.full(4, 2.0), np.full(4, 0.5))
+    d2 = ((x[:, :, None] - x[:, None]) ** 2).sum(-1) + np.eye(6) * 9
+    assert d2.min() >= 0.25 and np.allclose(np.linalg.norm(x, axis=-1), 2.0)
+    inst = Instance.from_logits(rng.normal(size=(4, 6)), nz.softmax(), x=x, N=4, M=2.0, delta=0.5, r=1.0)
+    xi = compute("xi", inst)
+    for b in range(4):
+        a, xb, sel, out, s = _naive(inst, b)
+        for k, i in enumerate(sel):
+            assert np.linalg.norm(s - a[i] * xb[i]) <= xi[b, i] * (1 + 1e-12)
+
+
+def test_separable_counts_follow_the_definition():
+    inst = _instance(L=6, N=3, r=0.5)
+    for b in range(inst.B):
+        a, x, sel, out, s = _naive(inst, b)
+        inside = [np.linalg.norm(a[i] * x[i] - s) <= 0.5 for i in range(6)]
+        relaxed = sum(inside[i] for i in sel)
+        full = relaxed if not any(inside[j] for j in out) else 0
+        assert compute("Ns_relaxed", inst)[b] == relaxed
+        assert compute("Ns_full", inst)[b] == full
+
+
+def test_jacobian_norms_and_finite_difference():
+    inst = _instance(B=2, L=4)
+    J = nz.softmax(0.7).jacobian(inst.logits)
+    for b in range(2):
+        assert compute("J_spectral", inst)[b] == pytest.approx(np.linalg.svd(J[b], compute_uv=False)[0])
+        assert compute("J_row", inst)[b] == pytest.approx(max(np.linalg.norm(J[b][i]) for i in range(4)))
+        assert compute("J_entry", inst)[b] == pytest.approx(np.abs(J[b]).max())
+    v = np.ones((2, 4)) / 2
+    fd = Instance.from_logits(inst.logits, nz.softmax(0.7), eps=1e-3, arrays={"v": v})
+    w = nz.softmax(0.7)
+    expect = np.linalg.norm(w.weights(inst.logits + 1e-3 * v) - w.weights(inst.logits), axis=-1) / 1e-3
+    np.testing.assert_allclose(compute("g_fd", fd), expect)
+
+
+def test_coverage_by_enumeration():
+    inst = Instance.from_logits(np.zeros((2, 2)), nz.softmax(), p=np.array([0.8, 0.5]), H=np.array([3.0, 1.0]))
+    np.testing.assert_allclose(compute("coverage_enum", inst), [1 - 0.2**3, 0.5])

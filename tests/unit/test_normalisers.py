@@ -1,0 +1,85 @@
+"""The normaliser family: closed-form Jacobians vs autograd, stability, computed hypotheses, bad input."""
+
+import zlib
+
+import numpy as np
+import pytest
+
+from attnbounds.theory import normalisers as nz
+from attnbounds.theory.errors import AttnBoundsError
+
+torch = pytest.importorskip("torch")
+
+ALL = sorted(nz.FAMILY)
+
+
+def _autograd_jacobian(n, logits):
+    out = []
+    for row in logits:
+        t = torch.tensor(row, dtype=torch.float64)
+        out.append(torch.autograd.functional.jacobian(lambda z: n.torch_weights(z[None])[0], t).numpy())
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("T", [0.3, 1.0, 7.0])
+def test_closed_form_jacobian_matches_autograd(name, T):
+    rng = np.random.default_rng(zlib.crc32(f"{name}{T}".encode()))
+    n = nz.make(name, T=T)
+    logits = rng.normal(size=(4, 6)) * 2 + (3.0 if name == "relu" else 0.0)
+    np.testing.assert_allclose(n.jacobian(logits), _autograd_jacobian(n, logits), atol=1e-12, rtol=1e-9)
+    np.testing.assert_allclose(n.weights(logits), n.torch_weights(torch.tensor(logits)).numpy(), atol=1e-14)
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if n != "relu"])
+@pytest.mark.parametrize("T", [1e-4, 1e-2, 1.0, 1e3])
+def test_stable_at_extreme_temperatures_and_logits(name, T):
+    logits = np.array([[1e3, -1e3, 999.9, 0.0], [-1e3, -1e3, -999.0, -1e3], [1e-300, 0.0, -1e-300, 5e-324]])
+    with np.errstate(over="raise", divide="raise", invalid="raise"):  # underflow to 0 is harmless
+        a = nz.make(name, T=T).weights(logits)
+        J = nz.make(name, T=T).jacobian(logits)
+    assert np.all(np.isfinite(a)) and np.all(np.isfinite(J))
+    if nz.make(name).normalising:
+        np.testing.assert_allclose(a.sum(-1), 1.0, rtol=0, atol=1e-12)
+
+
+def test_softmax_matches_textbook_formula():
+    logits = np.array([[0.1, -2.0, 3.0]])
+    e = np.exp(logits / 0.7)
+    np.testing.assert_allclose(nz.softmax(0.7).weights(logits), e / e.sum(), rtol=1e-15)
+
+
+def test_hypotheses_are_computed_not_declared():
+    assert nz.softmax().positive and nz.softmax().length_independent
+    assert nz.softplus_shift().positive and nz.exp_poly().positive and nz.shifted_sigmoid().positive
+    assert nz.scalable_softmax().positive and not nz.scalable_softmax().length_independent
+    for n in (nz.ReluNormalised(), nz.Sparsemax(), nz.Entmax15(), nz.SigmoidAttention()):
+        assert not n.positive
+    assert not nz.SigmoidAttention().normalising
+    # a user-built F with L inside is detected, whatever its name says
+    sneaky = nz.RatioNormaliser("softmax", nz.l_sym * nz.L_sym, {})
+    assert not sneaky.length_independent
+
+
+def test_F_range_includes_interior_extrema():
+    n = nz.exp_poly(b=0.1, T=1.0)  # log F = l - 0.1 l^2, maximal at l = 5
+    lo, hi = n.log_F_range(np.array([10.0, 2.0]))
+    np.testing.assert_allclose(hi, [2.5, 2 - 0.4])
+    np.testing.assert_allclose(lo, [-20.0, -2.4])
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_bad_temperature_is_named(bad):
+    with pytest.raises(AttnBoundsError, match="T"):
+        nz.softmax(bad)
+
+
+def test_bad_logits_and_unknown_name():
+    with pytest.raises(AttnBoundsError, match="finite"):
+        nz.softmax().weights(np.array([[0.0, np.nan]]))
+    with pytest.raises(AttnBoundsError, match="dimensions"):
+        nz.softmax().weights(np.zeros((2, 2, 2)))
+    with pytest.raises(AttnBoundsError, match="unknown normaliser 'softmaks'"):
+        nz.make("softmaks")
+    with pytest.raises(AttnBoundsError, match="relu"):
+        nz.ReluNormalised().weights(np.array([[-1.0, -2.0]]))

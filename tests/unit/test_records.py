@@ -1,0 +1,110 @@
+"""Records: schema, canonical JSON, content hash, atomic files, citation text."""
+
+import copy
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests._fakesearch import no_proof, scripted
+from attnbounds.theory import normalisers as nm, registry, records as rec
+from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.verify import verify_statement
+
+
+@pytest.fixture(scope="module")
+def refuted():
+    inst = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0))
+    return verify_statement(registry.get("corollary3[spectral]"), search=scripted([inst], best=inst), prover=no_proof)
+
+
+@pytest.fixture(scope="module")
+def verified():
+    return verify_statement(registry.get("corollary3[spectral,corrected]"), search=scripted([]), prover=no_proof)
+
+
+def test_schema_accepts_records_and_names_problems(refuted, verified):
+    for r in (refuted, verified):
+        assert rec.validate(r.to_json()) == []
+    bad = copy.deepcopy(refuted.to_json())
+    bad["verdict"] = "TRUE"
+    del bad["statement"]["srepr"]
+    bad["extra"] = 1
+    problems = rec.validate(bad)
+    assert any("verdict" in p for p in problems) and any("srepr" in p for p in problems)
+    assert any("unexpected key 'extra'" in p for p in problems)
+
+
+def test_validator_keywords():
+    schema = {"type": "object", "required": ["a"], "properties": {"a": {"anyOf": [{"type": "null"}, {"type": "integer"}]},
+                                                                  "b": {"type": "array", "items": {"enum": [1, 2]}},
+                                                                  "c": {"type": "string", "pattern": "^x+$"}}}
+    assert rec.validate({"a": None, "b": [1, 2], "c": "xx"}, schema) == []
+    assert len(rec.validate({"a": 1.5, "b": [3], "c": "y"}, schema)) == 3
+    assert rec.validate({}, schema) == ["$: missing required key 'a'"]
+    assert rec.validate(True, {"type": "integer"})  # booleans are not integers
+
+
+def test_record_content(refuted):
+    d = refuted.to_json()
+    assert d["id"] == "corollary3[spectral]" and d["verdict"] == "REFUTED"
+    assert d["statement"]["srepr"].startswith("LessThan(") and d["statement"]["latex"]
+    assert d["paper"]["arxiv"] == "arXiv:2508.17821" and d["paper"]["version"]
+    assert d["hypotheses"] == [{"id": "softmax", "description": registry.get("corollary3[spectral]").hypotheses[0].description}]
+    assert d["counterexample"]["instance"]["alpha"]["hex"] == [["0x1.0000000000000p-1", "0x1.0000000000000p-1"]]
+    assert set(d["software"]) >= {"numpy", "sympy", "flint", "python"}
+    assert d["git"]["commit"] is None or len(d["git"]["commit"]) == 40
+    assert "wall_s" in d["timing"] and "seconds" not in d["counterexample"]["certificate"]
+
+
+def test_content_hash_ignores_timing_only(refuted):
+    d = copy.deepcopy(refuted.to_json())
+    d["timing"]["wall_s"] = 123.0
+    assert rec.content_hash(d) == refuted.content_hash
+    d["reason"] += "!"
+    assert rec.content_hash(d) != refuted.content_hash
+    with pytest.raises(AttnBoundsError, match="hash mismatch"):
+        rec.Record.from_json({**d, "content_hash": refuted.content_hash})
+
+
+def test_canonical_json_is_deterministic():
+    value = {"b": np.float64(0.1), "a": [np.int64(3), float("inf"), float("nan"), np.array([1.5, -0.0])], "c": True}
+    text = rec.dumps(value, indent=None)
+    assert text == '{"a":[3,"inf","nan",[1.5,-0.0]],"b":0.1,"c":true}'
+    with pytest.raises(AttnBoundsError, match="cannot write"):
+        rec.dumps({"x": object()})
+
+
+def test_files_are_written_atomically(tmp_path, refuted, verified):
+    path = tmp_path / "out" / "records.json"
+    rec.save(path, [refuted, verified])
+    back = rec.load(path)
+    assert [r.content_hash for r in back] == [refuted.content_hash, verified.content_hash]
+    before = path.read_bytes()
+    with pytest.raises(AttnBoundsError):
+        rec.write_json(path, [{"bad": object()}])  # fails while serialising: the old file is untouched
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(path.parent)) == ["records.json"]  # no temporary file left behind
+    json.loads(before)
+
+
+def test_loading_bad_files_names_the_problem(tmp_path):
+    p = tmp_path / "r.json"
+    p.write_text("{not json")
+    with pytest.raises(AttnBoundsError, match="not JSON"):
+        rec.load(p)
+    p.write_text("{}")
+    with pytest.raises(AttnBoundsError, match="JSON array"):
+        rec.load(p)
+    with pytest.raises(AttnBoundsError, match="cannot read"):
+        rec.load(tmp_path / "missing.json")
+
+
+def test_citation_sentence_and_bibtex(refuted, verified):
+    s = rec.citation_sentence(refuted)
+    assert "is false" in s and "corollary3[spectral]" in s and refuted.content_hash in s and "128 bits" in s
+    s = rec.citation_sentence(verified)
+    assert "evidence, not a proof" in s and "seed 0" in s
+    assert "@article{mudarisov2025limitations" in rec.BIBTEX and "2508.17821" in rec.BIBTEX

@@ -1,0 +1,216 @@
+"""One specification per quantity, with its implementations registered on it (DESIGN.md).
+
+A :class:`Quantity` says what a named scalar of the paper is (definition, paper reference, shape),
+what it reads from an instance (``needs``), whether it depends on the normaliser beyond the
+weights, what one evaluation costs (:data:`COSTS`), how large the numbers it is computed from are
+(``magnitude``: the yardstick of rounding for the search and for certification), and, for
+expectations, its Monte Carlo protocol. Its implementations register on it:
+
+- ``float``: numpy, vectorised over the batch, for dense instances and token classes alike
+  (columns with their counts; :mod:`attnbounds.theory.instance`), the search's and the oracle's;
+- ``ball``: interval arithmetic from the definition (:mod:`attnbounds.theory.balls`), what certification trusts;
+- ``torch``: differentiable, what gradient ascent climbs.
+
+Search, certification, budgets and strategies read the specification; nothing else keeps a table
+of quantities. ``tests/rigor/test_value_oracle.py`` compares every implementation with every other.
+
+Shapes: ``B`` (one value per instance), ``BL`` (per token: one value per column, "for all i"),
+``BN`` (per selected token: one value per column, meaningful on the selected columns).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Literal
+
+import numpy as np
+
+from attnbounds.theory.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from attnbounds.theory.instance import Instance
+
+Shape = Literal["B", "BL", "BN"]
+Backend = Literal["float", "ball", "torch"]
+BACKENDS: tuple[Backend, ...] = ("float", "ball", "torch")
+#: what an instance can carry: logits (and a normaliser), query/keys, token vectors x, a selection I_N,
+#: sphere parameters (M, delta, r), a finite-difference direction and step, head parameters (p, H),
+#: and "ratio" for a normaliser of the form F / sum F (its log F is read, not only the weights)
+NEEDS = frozenset({"logits", "qk", "x", "selection", "sphere", "fd", "heads", "ratio"})
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one evaluation of a quantity costs, and the sizes that keep one test example cheap."""
+
+    name: str
+    rank: int  # a statement costs what its most expensive quantity costs
+    test_L: int  # largest L a hypothesis example draws for it
+    test_batch: int  # largest batch a hypothesis example draws for it
+    dense_L: int  # longest dense instance the search builds for it (longer ones are token classes)
+    doc: str
+
+
+#: cost classes, cheapest first (the search's work rates per class live in :mod:`attnbounds.theory.search.budget`)
+COSTS: dict[str, Cost] = {c.name: c for c in (
+    Cost("weights", 0, 4096, 16, 4096, "weights and logits only: O(L)"),
+    Cost("jacobian", 1, 96, 8, 512, "Jacobian norms: O(L) closed forms, an SVD per instance when (log F)' varies"),
+    Cost("tokens", 2, 128, 8, 1024, "token vectors: O(L d), O(L N d) for pairwise distances"),
+    Cost("subsets", 3, 24, 8, 24, "expectations over random N-subsets, enumerated through class counts"),
+    Cost("sphere", 4, 12, 4, 6, "expectations over random sphere embeddings: Monte Carlo, token by token"),
+)}
+
+
+@dataclass(frozen=True)
+class MonteCarlo:
+    """How an expectation is computed: exactly when it can be, else by sampling with a Hoeffding interval.
+
+    ``half-width = U sqrt(log(2 / beta) / (2 n))`` for ``n`` draws of a value that lies in an interval
+    of length ``U`` (:func:`hoeffding_halfwidth`), ``beta`` the instance parameter ``mc_level``
+    (default 1e-6); ``mc_draws`` (default 2000) and ``seed`` (default 0) set the sampling.
+    """
+
+    over: str  # what is random
+    exact: str  # when the expectation is computed exactly instead
+    range: str  # the deterministic bound U of the sampled value
+    classes: str  # what happens for token classes
+
+
+def hoeffding_halfwidth(U: Any, draws: int, level: float) -> Any:
+    """``U sqrt(log(2 / level) / (2 draws))``: a two-sided Hoeffding half-width at level ``1 - level``."""
+    return U * np.sqrt(np.log(2.0 / level) / (2.0 * draws))
+
+
+def mc_settings(params: dict[str, np.ndarray]) -> tuple[int, int, float]:
+    """``(draws, seed, level)`` from an instance's parameters (defaults 2000, 0, 1e-6)."""
+    draws = int(params["mc_draws"][0]) if "mc_draws" in params else 2000
+    seed = int(params["seed"][0]) if "seed" in params else 0
+    level = float(params["mc_level"][0]) if "mc_level" in params else 1e-6
+    if draws < 1 or not 0 < level < 1:
+        raise InvalidArgument(f"mc_draws must be >= 1 and mc_level in (0, 1), got {draws}, {level}")
+    return draws, seed, level
+
+
+@dataclass(eq=False)
+class Quantity:
+    """The specification of one named quantity (module docstring); register implementations with
+    :meth:`float_form`, :meth:`ball_form` and :meth:`torch_form`."""
+
+    name: str
+    shape: Shape
+    description: str
+    definition: str
+    reference: str
+    needs: frozenset[str]
+    cost: str
+    normaliser: bool = False
+    magnitude: Callable[["Instance"], np.ndarray] | None = None
+    montecarlo: MonteCarlo | None = None
+    class_limit: int | None = None  # longest token-class instance supported (None: any L)
+    forms: dict[str, Callable[..., Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.shape not in ("B", "BL", "BN"):
+            raise InvalidArgument(f"quantity {self.name}: shape must be B, BL or BN, got {self.shape!r}")
+        if self.cost not in COSTS:
+            raise InvalidArgument(f"quantity {self.name}: cost must be one of {sorted(COSTS)}, got {self.cost!r}")
+        self.needs = frozenset(self.needs)
+        if not self.needs <= NEEDS:
+            raise InvalidArgument(f"quantity {self.name}: unknown needs {sorted(self.needs - NEEDS)}; allowed {sorted(NEEDS)}")
+
+    @property
+    def estimate(self) -> bool:
+        """True for expectations: the float form returns ``(value, half-width)``."""
+        return self.montecarlo is not None
+
+    def _register(self, backend: Backend, fn: Callable[..., Any]) -> Callable[..., Any]:
+        if backend in self.forms:
+            raise InvalidArgument(f"quantity {self.name} already has a {backend} implementation")
+        self.forms[backend] = fn
+        return fn
+
+    def float_form(self, fn: Callable[["Instance"], Any]) -> Callable[["Instance"], Any]:
+        """Register ``fn(inst) -> (B,) / (B, K) array`` (``(value, half-width)`` for an estimate)."""
+        return self._register("float", fn)
+
+    def ball_form(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """Register ``fn(ex) -> ball`` (or an object array over columns) on a :class:`~attnbounds.theory.balls.ExactInstance`."""
+        return self._register("ball", fn)
+
+    def torch_form(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """Register ``fn(state) -> tensor`` on a :class:`~attnbounds.theory.search.torch_eval.State`."""
+        return self._register("torch", fn)
+
+    def has(self, backend: Backend) -> bool:
+        return backend in self.forms
+
+    def __repr__(self) -> str:
+        return f"Quantity({self.name!r}, {self.shape}, cost={self.cost}, forms={sorted(self.forms)})"
+
+
+QUANTITIES: dict[str, Quantity] = {}
+
+
+def register(q: Quantity) -> Quantity:
+    """Add a specification (names are unique)."""
+    if q.name in QUANTITIES:
+        raise InvalidArgument(f"a quantity named {q.name!r} is already registered")
+    QUANTITIES[q.name] = q
+    return q
+
+
+def define(name: str, shape: Shape, description: str, *, definition: str, reference: str, needs: Any,
+           cost: str, **kwargs: Any) -> Quantity:
+    """Create and register a :class:`Quantity` in one call."""
+    return register(Quantity(name, shape, description, definition, reference, frozenset(needs), cost, **kwargs))
+
+
+def spec(name: str) -> Quantity:
+    """The specification of ``name``; the error lists the known names."""
+    try:
+        return QUANTITIES[name]
+    except KeyError:
+        raise InvalidArgument(f"unknown quantity {name!r}; known: {', '.join(sorted(QUANTITIES))}") from None
+
+
+def _raw(name: str, inst: "Instance") -> Any:
+    q = spec(name)
+    key = "q:" + name
+    if key not in inst._cache:
+        if "float" not in q.forms:
+            raise InvalidArgument(f"quantity {name!r} has no float implementation")
+        if inst.counts is not None and q.class_limit is not None and inst.L > q.class_limit:
+            from attnbounds.theory.errors import NotApplicable
+
+            raise NotApplicable(f"{name} has no exact token-class form; it is computed token by token up to "
+                                f"L = {q.class_limit}, got L = {inst.L}")
+        inst._cache[key] = q.forms["float"](inst)
+    return inst._cache[key]
+
+
+def compute(name: str, inst: "Instance") -> np.ndarray:
+    """The value (point estimate for expectations) of quantity ``name`` on every instance."""
+    out = _raw(name, inst)
+    return out[0] if QUANTITIES[name].estimate else out
+
+
+def interval(name: str, inst: "Instance") -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` enclosing the quantity (with the stated confidence for Monte Carlo estimates)."""
+    out = _raw(name, inst)
+    if QUANTITIES[name].estimate:
+        mean, half = out
+        return mean - half, mean + half
+    return out, out
+
+
+def magnitude(name: str, inst: "Instance") -> np.ndarray:
+    """The size of the numbers quantity ``name`` is computed from (``|value|`` when the spec gives none):
+    its float rounding error is a few units in the last place of this times the number of terms."""
+    q = spec(name)
+    value = np.abs(compute(name, inst))
+    if q.magnitude is None:
+        return value
+    m = np.asarray(q.magnitude(inst), dtype=np.float64)
+    if m.ndim == 1 and value.ndim == 2:
+        m = m[:, None]
+    return np.maximum(value, m)
