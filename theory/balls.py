@@ -24,7 +24,7 @@ from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
 from attnbounds.theory.normalisers import (Entmax15, RatioNormaliser, ReluNormalised, SigmoidAttention, Sparsemax,
-                                           l_sym)
+                                           derivative, l_sym)
 
 #: pieces allowed when bracketing min F and max F on [-a, a] (Lemma 1 constants)
 F_RANGE_PIECES = 4000
@@ -142,26 +142,9 @@ def ratio_env(ops: Ops, normaliser: RatioNormaliser, L: int) -> dict[str, Any]:
     return {"L": ops.num(L), **{name: ops.num(_first(v)) for name, v in normaliser.values.items()}}
 
 
-def _complement_sigmoid(expr: sp.Expr) -> sp.Expr:
-    """Rewrite ``c - c sigmoid(u)`` as ``c sigmoid(-u)``: the same number, without the cancellation that
-    makes ``1 - sigmoid(u)`` lose every digit for large ``u``."""
-    def fix(add: sp.Add) -> sp.Expr:
-        terms = list(add.args)
-        for t in list(terms):
-            coeff, rest = t.as_coeff_Mul()
-            if type(rest).__name__ == "sigmoid" and -coeff in terms:
-                terms.remove(t)
-                terms.remove(-coeff)
-                terms.append(-coeff * type(rest)(-rest.args[0]))
-        return sp.Add(*terms, evaluate=False)
-
-    return expr.replace(lambda e: isinstance(e, sp.Add), fix)
-
-
 @functools.lru_cache(maxsize=64)
-def _log_F_expr(log_F_expr: sp.Expr, derivative: bool) -> sp.Expr:
-    expr = sp.diff(log_F_expr, _log_F_symbol(log_F_expr)) if derivative else log_F_expr
-    return _complement_sigmoid(expr)
+def _log_F_expr(log_F_expr: sp.Expr, derivative_form: bool) -> sp.Expr:
+    return derivative(log_F_expr, _log_F_symbol(log_F_expr)) if derivative_form else log_F_expr
 
 
 def log_F(ops: Ops, normaliser: RatioNormaliser, L: int, l: Any, derivative: bool = False) -> Any:
@@ -216,6 +199,7 @@ def exact_instance(inst: Instance, ops: Ops) -> ExactInstance:
     n = inst.normaliser
     if logits is not None and isinstance(n, (RatioNormaliser, ReluNormalised, SigmoidAttention)):
         ex.alpha = weights_from_logits(ex, logits)
+        ex.alpha[~ex.present] = ops.zero()  # padding columns hold no token: weight 0, as in the float forms
         ex.weights = f"recomputed from the logits ({source}) by {type(n).__name__} {getattr(n, 'name', '')}".rstrip()
     else:
         given = ops.array(inst.alpha[0])

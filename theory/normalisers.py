@@ -87,6 +87,28 @@ def _torch_modules() -> list[Any]:
     return [funcs]
 
 
+def complement_sigmoid(expr: sp.Expr) -> sp.Expr:
+    """Rewrite ``c - c sigmoid(u)`` as ``c sigmoid(-u)``: the same number, without the cancellation that
+    makes ``1 - sigmoid(u)`` lose every digit for large ``u`` (float: 0 where the value is ~e^-u)."""
+    def fix(add: sp.Add) -> sp.Expr:
+        terms = list(add.args)
+        for t in list(terms):
+            coeff, rest = t.as_coeff_Mul()
+            if isinstance(rest, sigmoid) and -coeff in terms:
+                terms.remove(t)
+                terms.remove(-coeff)
+                terms.append(-coeff * sigmoid(-rest.args[0]))
+        return sp.Add(*terms, evaluate=False)
+
+    return expr.replace(lambda e: isinstance(e, sp.Add), fix)
+
+
+def derivative(log_F: sp.Expr, variable: sp.Symbol) -> sp.Expr:
+    """``(log F)'`` in a form without cancellation (:func:`complement_sigmoid` after differentiating the
+    stable ``log F``); every backend (float, ball, torch) evaluates this same expression."""
+    return complement_sigmoid(sp.expand(sp.diff(_stable_log(log_F), variable)))
+
+
 def _stable_log(expr: sp.Expr) -> sp.Expr:
     """Rewrite ``log(sigmoid(x))`` so that lambdify emits a stable kernel."""
     return expr.replace(
@@ -179,7 +201,7 @@ def _kernels(log_F: sp.Expr, names: tuple[str, ...]) -> tuple[Callable[..., np.n
     expr = log_F.subs(pos)
     args = (l_sym, L_sym, *(pos[sp.Symbol(n)] for n in names))
     f = sp.lambdify(args, _stable_log(expr), modules=_NUMPY_MODULES, printer=_np_printer())
-    df = sp.lambdify(args, _stable_log(sp.simplify(sp.diff(expr, l_sym))), modules=_NUMPY_MODULES, printer=_np_printer())
+    df = sp.lambdify(args, derivative(expr, l_sym), modules=_NUMPY_MODULES, printer=_np_printer())
     return f, df
 
 

@@ -46,10 +46,10 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from attnbounds.theory import families
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument, NotApplicable
 from attnbounds.theory.families import EMBEDDING_FAMILIES, LOGIT_FAMILIES, Spec
 from attnbounds.theory.instance import Instance, top_n_mask
-from attnbounds.theory.normalisers import FAMILY, Normaliser, make
+from attnbounds.theory.normalisers import FAMILY, Normaliser, RatioNormaliser, make
 from attnbounds.theory.quantities import COSTS, sphere_embeddings as _rejection_sphere
 from attnbounds.theory.statement import Statement
 
@@ -57,7 +57,7 @@ __all__ = [
     "T_RANGE", "MAX_LENGTH", "log_uniform", "temperatures", "lengths", "selection_sizes", "seeds",
     "normaliser_names", "normaliser_params", "normalisers", "logits", "near_tie_logits", "dominant_logits",
     "queries_keys", "embeddings", "sphere_embeddings", "top_n_sets", "random_subsets", "size_limits",
-    "specs", "attention_instance",
+    "specs", "attention_instance", "token_counts", "adversarial_instance",
 ]
 
 #: temperatures are drawn log-uniformly over this range (normaliser kernels are stable on it)
@@ -410,3 +410,85 @@ def attention_instance(draw: st.DrawFn, statement: Statement | None = None, *, b
     ok, _ = statement.check_hypotheses(statement.prepare(inst))
     assume(ok.any())
     return inst if ok.all() else inst.take(np.flatnonzero(ok))
+
+
+# -- instances for any quantity: the value oracle's inputs ------------------------------------------------
+#: logit families the value oracle draws (each with the scales that stress a kernel)
+ADVERSARIAL_LOGITS = ("gaussian", "near-tie", "dominant", "equal", "extreme", "two-level")
+
+
+@st.composite
+def token_counts(draw: st.DrawFn, K: int, max_count: int = 10**6, batch: int = 1) -> np.ndarray:
+    """Token counts ``(batch, K)`` of K classes, log-uniform in ``[1, max_count]`` (some rows with a class of
+    count 0, padding), every row summing to the same L (the first row's counts, permuted per row)."""
+    rng = np.random.default_rng(draw(seeds()))
+    base = np.maximum(1, np.round(10 ** rng.uniform(0, math.log10(max_count), K))).astype(np.int64)
+    if K > 1 and draw(st.booleans()):
+        base[int(rng.integers(0, K))] = 0  # padding: a class without tokens
+        if base.sum() == 0:
+            base[0] = 1
+    return np.stack([rng.permutation(base) for _ in range(batch)])
+
+
+@st.composite
+def adversarial_instance(draw: st.DrawFn, *, max_L: int = 1024, classes: bool | None = None, batch: int = 3,
+                         ratio_only: bool = False, qk: bool | None = None, max_count: int = 10**6) -> Instance:
+    """An instance carrying what every quantity reads (logits or query/keys, x, N, sphere parameters ``M``,
+    ``delta``, ``r``, a finite-difference direction ``v`` and step ``eps``, head parameters ``p``, ``H``,
+    Lemma 1's ``a``), drawn to stress the kernels: interior extrema of F (exp_poly with a large b), near
+    ties down to 1e-12, one-hot rows, logits up to 1e3, T down to 1e-4, dense L up to ``max_L``; with
+    ``classes`` (drawn when None), K <= 6 token classes with counts up to ``max_count``.
+    """
+    rng = np.random.default_rng(draw(seeds()))
+    if classes is None:
+        classes = draw(st.booleans())
+    if classes:
+        K = draw(st.integers(1, 6))
+        counts = draw(token_counts(K, max_count, batch))
+        L = int(counts[0].sum())
+    else:
+        K = L = draw(st.one_of(st.integers(1, 8), st.sampled_from(sorted({v for v in (16, 31, 64, 127, 256, 1024)
+                                                                         if v <= max_L}) or [1])))
+        counts = None
+    names = [n for n in FAMILY if n != "relu" and (not ratio_only or isinstance(make(n), RatioNormaliser))]
+    if classes:
+        names = [n for n in names if n not in ("sparsemax", "entmax15")] or names
+    name = draw(st.sampled_from(names))
+    params = dict(draw(normaliser_params(name)))
+    if name == "exp_poly" and draw(st.booleans()):
+        params["b"] = draw(log_uniform(0.05, 1.0))  # maximum of F inside a moderate [-a, a]
+    T = draw(st.one_of(temperatures(), st.sampled_from([1e-4, 1e-2, 1.0, 1e3])))
+    normaliser = make(name, T=T, **params)
+    family = draw(st.sampled_from(ADVERSARIAL_LOGITS))
+    scale = draw(st.one_of(log_uniform(1e-3, 1e3), st.sampled_from([1e3, 832.3, 1.0])))
+    gap = draw(log_uniform(1e-12, 1.0))
+    spec = _spec(B=batch, L=K, N=1, logits=family, logit_scale=scale, gap=gap)
+    lg = np.clip(LOGIT_FAMILIES[family](rng, spec), -1e3, 1e3)
+    d = draw(st.sampled_from([1, 2, 3, 5]))
+    use_qk = draw(st.booleans()) if qk is None else qk
+    q = k = None
+    if use_qk:
+        q, k = _bounded_qk(rng, batch, K, d, min(scale, 1e3))
+        lg = np.einsum("bd,bkd->bk", q, k)
+    N = draw(st.integers(1, L)) if L < 64 else draw(st.one_of(st.integers(1, 8), st.integers(1, L)))
+    x_family = draw(st.sampled_from(sorted(EMBEDDING_FAMILIES)))
+    mask = np.zeros((batch, K), dtype=bool)
+    mask[:, : max(1, min(K, N))] = True
+    x = EMBEDDING_FAMILIES[x_family](rng, _spec(B=batch, L=K, d=d, embeddings=x_family), mask) * draw(log_uniform(1e-3, 1e3))
+    v = rng.standard_normal((batch, K))
+    mult = np.ones((batch, K)) if counts is None else counts.astype(np.float64)
+    v = v / np.sqrt((mult * v * v).sum(-1, keepdims=True))
+    M = draw(log_uniform(1e-2, 1e2))
+    dim = max(d, 2)
+    extra = dict(M=M, delta=draw(st.floats(0.0, 1.0)) * families.feasible_delta(L, dim, M) if L <= 4096 else 0.0,
+                 r=draw(log_uniform(1e-3, 10.0)) * M, dim=dim, mc_draws=64, seed=int(rng.integers(0, 2**31)),
+                 eps=draw(log_uniform(1e-8, 10.0)), p=draw(st.floats(0.0, 1.0)), H=draw(st.integers(0, 12)))
+    extra["a"] = float(np.max(np.abs(lg))) * (1 + draw(st.sampled_from([0.0, 0.5])))
+    try:
+        if use_qk:
+            return Instance.from_qk(q, k, normaliser, x=x, N=N, counts=counts, arrays={"v": v}, **extra)
+        return Instance.from_logits(lg, normaliser, x=x, N=N, counts=counts, arrays={"v": v}, **extra)
+    except NotApplicable:
+        from hypothesis import reject
+
+        reject()

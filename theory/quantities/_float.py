@@ -167,3 +167,26 @@ def top_n_sum(values: np.ndarray, mult: np.ndarray, n: int) -> np.ndarray:
     before = np.cumsum(m, -1) - m
     take = np.clip(n - before, 0, m)
     return (np.where(take > 0, v, 0.0) * take).sum(-1)
+
+
+def exponent_size(inst: Instance) -> np.ndarray:
+    """The size of the numbers each column's weight is ``exp`` of, ``(B, K)``: ``|log F_k| + max_j |log F_j|`` for
+    a ratio normaliser (``alpha_k = exp(log F_k - max_j log F_j) / ...``: the difference, and the rounding of the
+    logits it comes from, carry an absolute error of about ``eps`` times this), ``(|l_k| + max_j |l_j|) / T``
+    for the other maps, 0 without logits. The weights' relative rounding error is about ``eps`` times it."""
+    def compute() -> np.ndarray:
+        from attnbounds.theory.normalisers import RatioNormaliser
+
+        n, lg = inst.normaliser, inst.logits
+        if lg is None or n is None:
+            return np.zeros(inst.alpha.shape)
+        with np.errstate(all="ignore"):
+            if isinstance(n, RatioNormaliser):
+                lf = n.log_F_values(lg, inst.L)
+            else:
+                T = np.asarray(n.params.get("T", 1.0), dtype=np.float64)
+                lf = lg / (T[:, None] if T.ndim else T)
+            top = masked_max(np.abs(lf), inst.present & np.isfinite(lf), 0.0)[:, None]
+            return np.where(inst.present & np.isfinite(lf), np.abs(lf) + top, 0.0)
+
+    return cached(inst, "spread", compute)

@@ -14,7 +14,6 @@ import functools
 import math
 
 import numpy as np
-from scipy.special import gammaln
 
 from attnbounds.theory.errors import NotApplicable
 
@@ -79,22 +78,23 @@ def count_vectors(m: tuple[int, ...], N: int) -> np.ndarray:
     return rows
 
 
-def log_probabilities(m: tuple[int, ...], C: np.ndarray) -> np.ndarray:
-    """``log P(c)`` for the rows ``c`` of ``C`` (float64, via ``log Gamma``)."""
-    mm = np.asarray(m, dtype=np.float64)
-    L, N = float(mm.sum()), float(C[0].sum()) if len(C) else 0.0
-    log_comb = lambda n, k: gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)  # noqa: E731
-    return log_comb(mm[None, :], C).sum(-1) - log_comb(L, N)
-
-
 def probabilities(m: tuple[int, ...], C: np.ndarray) -> np.ndarray:
-    """``P(c)`` for the rows of ``C``; exact rationals rounded once when the integers are small."""
-    L = sum(m)
-    N = int(C[0].sum()) if len(C) else 0
-    if L <= 2000:
-        total = math.comb(L, N)
-        return np.array([math.prod(math.comb(mk, int(ck)) for mk, ck in zip(m, row)) / total for row in C])
-    return np.exp(log_probabilities(m, C))
+    """``P(c) = prod_k C(m_k, c_k) / C(L, N)`` for the rows ``c`` of ``C`` (every count vector of ``(m, N)``).
+
+    ``log C(m_k, c) - log C(m_k, c_min)`` is accumulated term by term over the few values ``c_k`` takes
+    (``log((m - j) / (j + 1))``), never as a difference of huge log-Gamma values; the common factor is
+    removed by normalising, since the rows are every count vector and their probabilities sum to one.
+    """
+    if len(C) == 0:
+        return np.zeros(0)
+    lo, hi = C.min(axis=0), C.max(axis=0)
+    logw = np.zeros(len(C))
+    for k, mk in enumerate(m):
+        j = np.arange(lo[k], hi[k], dtype=np.float64)
+        steps = np.concatenate([[0.0], np.cumsum(np.log((mk - j) / (j + 1)))])  # log C(m, c) - log C(m, lo)
+        logw += steps[C[:, k] - lo[k]]
+    w = np.exp(logw - logw.max())
+    return w / w.sum()
 
 
 def sample_count_vectors(rng: np.random.Generator, m: tuple[int, ...], N: int, draws: int) -> np.ndarray:
@@ -119,6 +119,8 @@ def top_sum(values: list[float] | np.ndarray, m: tuple[int, ...], n: int) -> flo
     """The sum of the ``n`` largest token values (column values repeated by their counts)."""
     total, left = 0.0, n
     for k in np.argsort(-np.asarray(values, dtype=np.float64), kind="stable"):
+        if m[k] == 0:
+            continue
         take = min(left, m[k])
         total += take * float(values[k])
         left -= take

@@ -227,8 +227,7 @@ def _j_frob_ball(ex: ExactInstance) -> Any:
 @J_frobenius.torch_form
 def _j_frob_torch(st: Any) -> Any:
     a, g, m = st.alpha * st.present, st.dlog_F(st.logits) * st.present, st.mult
-    p2 = (m * a * a).sum(-1, keepdim=True)
-    return ((m * (a * g) ** 2 * ((1 - a) ** 2 + p2 - a * a)).sum(-1) + st.TINY).sqrt()
+    return ((m * (a * g) ** 2 * (st.others(a) ** 2 + st.others(a * a))).sum(-1) + st.TINY).sqrt()
 
 
 J_row = define("J_row", "B", "max_i ||grad_l alpha_i||_2, the largest row norm of the Jacobian",
@@ -255,9 +254,8 @@ def _j_row_ball(ex: ExactInstance) -> Any:
 
 @J_row.torch_form
 def _j_row_torch(st: Any) -> Any:
-    a, g, m = st.alpha * st.present, st.dlog_F(st.logits) * st.present, st.mult
-    q2 = (m * (a * g) ** 2).sum(-1, keepdim=True)
-    row = a * (((1 - a) * g) ** 2 + q2 - (a * g) ** 2).clamp(min=0.0).add(st.TINY).sqrt()
+    a, g = st.alpha * st.present, st.dlog_F(st.logits) * st.present
+    row = a * ((st.others(a) * g) ** 2 + st.others((a * g) ** 2) + st.TINY).sqrt()
     return st.masked(row, st.present, "max")
 
 
@@ -309,23 +307,40 @@ def _j_entry_torch(st: Any) -> Any:
 
 
 # -- the finite difference of Fig. 4 --------------------------------------------------------------------------
-g_fd = define("g_fd", "B", "g(T, eps) = ||alpha(l + eps v) - alpha(l)||_2 / eps with the instance's direction v",
-              definition="||alpha(l + eps v) - alpha(l)||_2 / eps", reference="section 3 (Fig. 4)",
-              needs=("logits", "fd"), cost="jacobian", normaliser=True,
-              magnitude=lambda inst: 2 * F.scaled_norm(inst.alpha, inst.multiplicity) / inst.param("eps"))
-
-
 def _direction(inst: Instance) -> np.ndarray:
     if "v" not in inst.arrays:
         raise InvalidArgument("the finite-difference quantity needs a direction: arrays={'v': (B, L) unit vectors}")
     return inst.arrays["v"]
 
 
+def _shifted(inst: Instance) -> Instance:
+    """The instance at the shifted logits ``l + eps v`` (weights by the same normaliser)."""
+    def build() -> Instance:
+        eps = inst.param("eps")
+        return Instance.from_logits(F.need_logits(inst) + eps[:, None] * _direction(inst), inst.normaliser,  # type: ignore[arg-type]
+                                    counts=inst.counts, **{k: v for k, v in inst.params.items()
+                                                           if k not in inst.normaliser.params})  # type: ignore[union-attr]
+    return F.cached(inst, "shifted", build)
+
+
+def _g_fd_magnitude(inst: Instance) -> np.ndarray:
+    """``(||alpha|| + ||alpha'||) (1 + s) / eps``, ``s`` the largest exponent spread at either logits: the
+    weights are ``exp`` of numbers up to ``s``, so each carries a relative rounding error of about ``s eps``."""
+    moved = _shifted(inst)
+    spread = np.maximum(F.masked_max(F.exponent_size(inst), inst.present, 0.0),
+                        F.masked_max(F.exponent_size(moved), moved.present, 0.0))
+    norms = F.scaled_norm(inst.alpha, inst.multiplicity) + F.scaled_norm(moved.alpha, inst.multiplicity)
+    return norms * (1 + spread) / inst.param("eps")
+
+
+g_fd = define("g_fd", "B", "g(T, eps) = ||alpha(l + eps v) - alpha(l)||_2 / eps with the instance's direction v",
+              definition="||alpha(l + eps v) - alpha(l)||_2 / eps", reference="section 3 (Fig. 4)",
+              needs=("logits", "fd"), cost="jacobian", normaliser=True, magnitude=_g_fd_magnitude)
+
+
 @g_fd.float_form
 def _g_fd(inst: Instance) -> np.ndarray:
-    eps = inst.param("eps")
-    shifted = inst.normaliser.weights(F.need_logits(inst) + eps[:, None] * _direction(inst), counts=inst.counts)  # type: ignore[union-attr]
-    return F.scaled_norm(shifted - inst.alpha, inst.multiplicity) / eps
+    return F.scaled_norm(_shifted(inst).alpha - inst.alpha, inst.multiplicity) / inst.param("eps")
 
 
 @g_fd.ball_form

@@ -37,9 +37,12 @@ def _coverage(inst: Instance) -> np.ndarray:
     p, H = inst.param("p"), _heads(inst.param("H"), MAX_HEADS_ENUMERATED)
     out = np.empty(inst.B)
     for h in np.unique(H):
+        rows = np.nonzero(H == h)[0]
+        if h == 0:  # no head: nothing covers
+            out[rows] = 0.0
+            continue
         outcomes = np.array(np.meshgrid(*[[0, 1]] * h, indexing="ij")).reshape(h, -1).T == 1  # (2^h, h)
         covered = outcomes.any(axis=1)
-        rows = np.nonzero(H == h)[0]
         for chunk in np.array_split(rows, max(1, rows.size * outcomes.size // 2**22)):
             pc = p[chunk, None, None]
             prob = np.prod(np.where(outcomes[None], pc, 1 - pc), axis=2)  # (b, 2^h)
@@ -68,6 +71,8 @@ def _coverage_torch(st: Any) -> Any:
     p, H = st.param("p"), _heads(st.param("H").detach().numpy(), MAX_HEADS_ENUMERATED)
     out = torch.zeros_like(p)
     for h in np.unique(H):
+        if h == 0:
+            continue
         outcomes = torch.as_tensor(np.array(np.meshgrid(*[[0, 1]] * h, indexing="ij")).reshape(h, -1).T == 1)
         covered = outcomes.any(dim=1)
         pc = p[:, None, None]

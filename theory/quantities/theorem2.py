@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from attnbounds.theory import memory
 from attnbounds.theory.balls import ExactInstance
 from attnbounds.theory.errors import NotApplicable
 from attnbounds.theory.instance import Instance
@@ -24,7 +25,7 @@ from attnbounds.theory.quantities.spec import MonteCarlo, define, hoeffding_half
 
 _REF = "Theorem 2 (geometric separability)"
 #: the longest context whose sphere expectations are sampled (token by token)
-SPHERE_TOKENS = 4096
+SPHERE_TOKENS = 1024
 
 
 def _P_Q(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
@@ -39,10 +40,23 @@ def _P_Q_ball(ex: ExactInstance) -> tuple[np.ndarray, np.ndarray]:
     return -a + ex.weighted_total(ex.alpha, ex.sel), -(a * a) + ex.weighted_total(ex.alpha * ex.alpha, ex.sel)
 
 
+def _abar(inst: Instance) -> np.ndarray:
+    return F.selected_weight(inst).sum(-1)
+
+
 xi = define("xi", "BN", "xi_i = sqrt(M^2 P_i^2 - delta^2/2 (P_i^2 - Q_i)), P_i, Q_i the sum and sum of squares "
             "of the other selected weights: the bound on ||s - alpha_i x_i|| from <x_j,x_k> <= M^2 - delta^2/2",
             definition="sqrt(M^2 P_i^2 - delta^2/2 (P_i^2 - Q_i))", reference=_REF + ", proof",
-            needs=("selection", "sphere"), cost="weights")
+            needs=("selection", "sphere"), cost="weights",
+            magnitude=lambda inst: _xi_magnitude(inst))
+
+
+def _xi_magnitude(inst: Instance) -> np.ndarray:
+    """``xi = sqrt(z)`` with ``z`` known to ``eps ((M + delta) abar)^2``: its error is at most that over ``2 xi``,
+    and never more than ``sqrt(eps) (M + delta) abar``."""
+    scale = ((inst.param("M") + inst.param("delta")) * _abar(inst))[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(scale > 0, scale**2 / np.maximum(2 * _xi(inst), 2.0**-26 * scale), 0.0)
 
 
 @xi.float_form
@@ -71,7 +85,7 @@ def _xi_torch(st: Any) -> Any:
 C_other = define("C_other", "BN", "C_i = sum_{j != k in I_N \\ {i}} alpha_j alpha_k = P_i^2 - Q_i for every selected i, "
                  "P_i and Q_i the sum and sum of squares of the other selected weights (Theorem 2)",
                  definition="sum_{j != k in I_N \\ {i}} alpha_j alpha_k", reference=_REF + ", proof (corrected form)",
-                 needs=("selection",), cost="weights")
+                 needs=("selection",), cost="weights", magnitude=lambda inst: _abar(inst) ** 2)
 
 
 @C_other.float_form
@@ -146,7 +160,9 @@ for _which, _name, _what in ((0, "Ns_relaxed", "selected tokens with alpha_i x_i
 # -- the paper's radius and separation (section 3) ------------------------------------------------------------
 r_paper = define("r_paper", "B", "r = min_{i not in I_N} ||s - alpha_i x_i||_2, the paper's radius (section 3)",
                  definition="min_{i not in I_N} ||s - alpha_i x_i||_2", reference="section 3 (Fig. 3)",
-                 needs=("x", "selection"), cost="tokens")
+                 needs=("x", "selection"), cost="tokens",
+                 magnitude=lambda inst: F.masked_max(F.y_norms(inst), inst.present, 0.0)
+                 + np.linalg.norm(F.context(inst), axis=-1))
 
 
 @r_paper.float_form
@@ -185,6 +201,11 @@ def _delta_min(inst: Instance) -> np.ndarray:
         bb = np.arange(rows.size)
         has_pair = valid.reshape(rows.size, -1).any(-1)
         out[rows] = np.where(has_pair, np.linalg.norm(xb[bb, i] - xb[bb, j], axis=-1), np.inf)
+        scale = F.masked_max(n2[rows], p, 0.0)
+        for r in np.nonzero(has_pair & (d2[bb, i, j] <= F.CANCELLATION * 2 * scale))[0]:
+            # nearly equal vectors: the Gram form cannot rank the pairs, compare them all directly
+            diff = np.linalg.norm(xb[r][:, None, :] - xb[r][None, :, :], axis=-1)
+            out[rows[r]] = np.where(valid[r], diff, np.inf).min()
     if inst.counts is not None:
         out[(inst.counts >= 2).any(-1)] = 0.0
     return out
@@ -208,12 +229,16 @@ def sphere_embeddings(rng: np.random.Generator, shape: tuple[int, ...], L: int, 
     """Uniform points on the sphere of radius M in R^d conditioned on pairwise distance >= delta.
 
     Rejection sampling (Assumptions 1-2): a draw is kept only if every pair is delta-separated,
-    so the result is exactly the conditioned law. Raises :class:`NotApplicable` when acceptance is too rare.
+    so the result is exactly the conditioned law (the pairwise distances are checked in chunks that fit
+    :data:`attnbounds.theory.memory.CHUNK_BYTES`; nothing is checked where delta is 0). Raises
+    :class:`NotApplicable` when acceptance is too rare.
     """
+    memory.check(8.0 * float(np.prod(shape)) * L * d * 2, f"sampling {int(np.prod(shape))} x {L} sphere points in R^{d}")
     out = np.empty((*shape, L, d))
     todo = np.ones(shape, dtype=bool)
     Mb = np.broadcast_to(M, shape)
     db = np.broadcast_to(delta, shape)
+    step = memory.rows_per_chunk(8.0 * L * L)
     for _ in range(max_tries):
         idx = np.nonzero(todo)
         n = len(idx[0])
@@ -221,11 +246,16 @@ def sphere_embeddings(rng: np.random.Generator, shape: tuple[int, ...], L: int, 
             return out
         g = rng.standard_normal((n, L, d))
         pts = g / np.linalg.norm(g, axis=-1, keepdims=True) * Mb[idx][:, None, None]
-        gram = np.matmul(pts, pts.transpose(0, 2, 1))
-        sq = np.einsum("nld,nld->nl", pts, pts)
-        d2 = sq[:, :, None] + sq[:, None, :] - 2 * gram
-        d2[:, np.arange(L), np.arange(L)] = np.inf
-        ok = d2.min(axis=(1, 2)) >= db[idx] ** 2
+        need = db[idx]
+        ok = np.ones(n, dtype=bool)
+        separated = np.flatnonzero(need > 0) if L > 1 else np.empty(0, dtype=int)
+        for i in range(0, separated.size, step):
+            rows = separated[i:i + step]
+            p = pts[rows]
+            sq = np.einsum("nld,nld->nl", p, p)
+            d2 = sq[:, :, None] + sq[:, None, :] - 2 * np.matmul(p, p.transpose(0, 2, 1))
+            d2[:, np.arange(L), np.arange(L)] = np.inf
+            ok[rows] = d2.min(axis=(1, 2)) >= need[rows] ** 2
         sel = tuple(i[ok] for i in idx)
         out[sel] = pts[ok]
         todo[sel] = False
@@ -267,9 +297,17 @@ def _expected_ns(inst: Instance, which: int) -> tuple[np.ndarray, np.ndarray]:
     d = _sphere_dim(inst.params, inst.x)
     alpha, mask = _tokens(inst)
     rng = np.random.default_rng(seed)
-    x = sphere_embeddings(rng, (inst.B, draws), inst.L, d, inst.param("M")[:, None], inst.param("delta")[:, None])
-    counts = _separable_counts(alpha[:, None, :], x, mask[:, None, :], inst.param("r")[:, None])[which]
-    return (counts / inst.N).mean(-1), np.full(inst.B, float(hoeffding_halfwidth(1.0, draws, level)))
+    M, delta, r = inst.param("M"), inst.param("delta"), inst.param("r")
+    mean = np.empty(inst.B)
+    step = memory.rows_per_chunk(8.0 * inst.L * max(d, inst.L))  # draws per chunk
+    for b in range(inst.B):  # one row at a time, its draws in chunks: memory stays within CHUNK_BYTES
+        total = 0.0
+        for start in range(0, draws, step):
+            n = min(step, draws - start)
+            x = sphere_embeddings(rng, (n,), inst.L, d, np.full(n, M[b]), np.full(n, delta[b]))
+            total += _separable_counts(alpha[b][None], x, mask[b][None], np.full(n, r[b]))[which].sum()
+        mean[b] = total / draws / inst.N
+    return mean, np.full(inst.B, float(hoeffding_halfwidth(1.0, draws, level)))
 
 
 def _feasible(ex: ExactInstance) -> None:

@@ -12,7 +12,8 @@ from attnbounds.theory.quantities import _float as F
 from attnbounds.theory.quantities.spec import define
 
 alpha_i = define("alpha_i", "BL", "attention weight of every token", definition="alpha_i = F(l_i) / sum_j F(l_j)",
-                 reference="eq. (3)", needs=(), cost="weights")
+                 reference="eq. (3)", needs=(), cost="weights",
+                 magnitude=lambda inst: inst.alpha * (1 + F.exponent_size(inst)))
 
 
 @alpha_i.float_form

@@ -19,7 +19,7 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.theory.margins import relative_margin
-from attnbounds.theory.normalisers import L_sym, RatioNormaliser, _stable_log, l_sym
+from attnbounds.theory.normalisers import L_sym, RatioNormaliser, _stable_log, derivative, l_sym
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.statement import Statement, _conjuncts
 
@@ -117,6 +117,14 @@ class State:
         fill = torch.full_like(values, float("inf") if how == "min" else -float("inf"))
         picked = torch.where(mask, values, fill)
         return picked.min(-1).values if how == "min" else picked.max(-1).values
+
+    def others(self, values: Any) -> Any:
+        """``sum_{j != i} values_j`` over the other tokens, for a token of each column ``(B, K)``: summed
+        term by term (no ``total - own`` cancellation when one column dominates)."""
+        torch = _torch()
+        eye = torch.eye(self.K, dtype=torch.float64)
+        weights = self.mult[:, None, :] * (1 - eye)[None] + torch.diag_embed(self.mult - 1)
+        return (weights * values[:, None, :]).sum(-1)
 
     def context(self) -> Any:
         if "s" not in self.cache:
@@ -230,7 +238,7 @@ def _log_F_fns(log_F: sp.Expr, names: tuple[str, ...]) -> tuple[Callable[..., An
     args = (l_sym, L_sym, *(pos[sp.Symbol(n)] for n in names))
     mods, printer = _modules(), _printer()
     f = sp.lambdify(args, _for_torch(_stable_log(expr)), modules=mods, printer=printer)
-    df = sp.lambdify(args, _for_torch(_stable_log(sp.simplify(sp.diff(expr, l_sym)))), modules=mods, printer=printer)
+    df = sp.lambdify(args, _for_torch(derivative(expr, l_sym)), modules=mods, printer=printer)
     return f, df
 
 
@@ -250,3 +258,38 @@ def ratio_fns(normaliser: RatioNormaliser, T: Any, L: int | None = None) -> tupl
 
     return (lambda lg: f(lg, *args(lg)) + torch.zeros_like(lg)), (lambda lg: df(lg, *args(lg)) + torch.zeros_like(lg))
 
+
+
+def state_of(inst: Any, *, recompute_selection: bool = False) -> State:
+    """A :class:`State` holding a float instance as float64 tensors (no gradients), for comparing the torch
+    forms with the float forms (value oracle) and for starting gradient ascent. The weights come from the
+    normaliser's torch map (ratio normalisers) or are taken as given; the selection is the instance's own
+    unless ``recompute_selection`` (dense instances: the top-N set of the current weights)."""
+    torch = _torch()
+    t = lambda a: None if a is None else torch.as_tensor(np.asarray(a, dtype=np.float64))  # noqa: E731
+    n = inst.normaliser
+    params = {k: t(v) for k, v in inst.params.items()}
+    logits = t(inst.logits)
+    counts = inst.counts
+    log_F = dlog_F = None
+    weights_fn = None
+    critical: tuple[float, ...] = ()
+    if isinstance(n, RatioNormaliser) and logits is not None:
+        T = params.get("T", torch.ones(inst.B, dtype=torch.float64))
+        log_F, dlog_F = ratio_fns(n, T, inst.L)
+        if counts is None:
+            weights_fn = lambda lg: torch.softmax(log_F(lg), dim=-1)  # noqa: E731
+        else:
+            m = torch.as_tensor(counts, dtype=torch.float64)
+            weights_fn = lambda lg: torch.softmax(log_F(lg) + torch.log(m), dim=-1) / m.clamp(min=1.0)  # noqa: E731
+        try:
+            critical = tuple(float(c) for c in n._critical_points)
+        except Exception:  # noqa: BLE001 - only Lemma 1's torch constants need them
+            critical = ()
+    elif n is not None and logits is not None:
+        weights_fn = lambda lg: n.torch_weights(lg, counts)  # noqa: E731
+    alpha = weights_fn(logits) if weights_fn is not None else t(inst.alpha)
+    selection = None if (inst.N is None or (recompute_selection and counts is None)) else torch.as_tensor(inst.mask)
+    return State(alpha=alpha, logits=logits, N=inst.N, params=params, x=t(inst.x), q=t(inst.q), k=t(inst.k),
+                 v=t(inst.arrays.get("v")), weights_fn=weights_fn, log_F=log_F, dlog_F=dlog_F, counts=counts,
+                 selection=selection, critical_points=critical)
