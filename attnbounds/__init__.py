@@ -28,7 +28,6 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Evaluation": ("attnbounds.theory.statement", "Evaluation"),
     "Hypothesis": ("attnbounds.theory.statement", "Hypothesis"),
     "Instance": ("attnbounds.theory.instance", "Instance"),
-    "ClassInstance": ("attnbounds.theory.classes", "ClassInstance"),
     "Quantity": ("attnbounds.theory.quantities.spec", "Quantity"),
     "quantities": ("attnbounds.theory.quantities", None),
     "normalisers": ("attnbounds.theory.normalisers", None),

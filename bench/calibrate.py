@@ -45,7 +45,10 @@ def measure(sid: str) -> dict[str, float]:
     tr = Tracker(st)
     rng = np.random.default_rng(0)
     random_search.run(st, replace(pl, random_batches=3), rng, tr)  # warm: kernels, sympy caches
-    out = {"random": _per_unit(lambda: random_search.run(st, replace(pl, random_batches=10), rng, tr), 10)}
+    out = {"random": _per_unit(lambda: random_search.run(st, replace(pl, random_batches=10, class_batches=0), rng, tr), 10)}
+    if pl.class_batches or RATES[pl.cost_class].class_per_s:
+        out["classes"] = _per_unit(lambda: random_search.run(st, replace(pl, random_batches=0, class_batches=10), rng, tr),
+                                   10)
     if pl.gradient_starts:
         out["gradient"] = _per_unit(lambda: gradient.run(st, replace(pl, gradient_starts=2), rng, tr), 2)
     out["targeted"] = _per_unit(lambda: targeted.run(st, replace(pl, targeted_examples=40), 1, tr), 40)
@@ -62,7 +65,7 @@ def rows() -> list[Row]:
     for cls, ids in REPRESENTATIVES.items():
         per = [measure(sid) for sid in ids]
         current = RATES[cls]
-        for method, attr in (("random", "random_per_s"), ("gradient", "gradient_per_s"),
+        for method, attr in (("random", "random_per_s"), ("classes", "class_per_s"), ("gradient", "gradient_per_s"),
                              ("targeted", "targeted_per_s"), ("shrink", "shrink_per_s"), ("refine", "refine_per_s")):
             secs = [p[method] for p in per if method in p]
             if not secs:

@@ -11,7 +11,7 @@ import numpy as np
 
 from attnbounds.empirical.config import Protocol
 from attnbounds.empirical.rows import QuerySpec
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 
 
 def _experiments(proto: Protocol, n_heads: int, H: int, spec: QuerySpec) -> list[Any]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnbounds.empirical.extract import LayerRecord
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 
 
 @dataclass(frozen=True)

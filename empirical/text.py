@@ -13,7 +13,7 @@ from pathlib import Path
 
 from attnbounds.theory import atomic
 from attnbounds.empirical.cachedir import cache_dir, sha256_bytes, sha256_file
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 
 GUTENBERG_URL = "https://www.gutenberg.org/cache/epub/2600/pg2600.txt"
 #: SHA-256 of the downloaded file, when the project pins one; ``None`` means the file is checked by

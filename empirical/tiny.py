@@ -25,7 +25,7 @@ from attnbounds.empirical.cachedir import cache_dir
 from attnbounds.empirical.modelload import LoadedModel, from_dir, quiet_transformers
 from attnbounds.empirical.text import TextSource
 from attnbounds.empirical.tokenizer import offline_gpt2
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 
 
 @dataclass(frozen=True)

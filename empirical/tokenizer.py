@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from attnbounds.theory import atomic
 from attnbounds.empirical.cachedir import cache_dir
 from attnbounds.empirical.text import TextSource
 from attnbounds.empirical.tokenizer import Tokenizer
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 
 
 def token_ids(text: TextSource, tokenizer: Tokenizer) -> np.ndarray:

@@ -20,7 +20,7 @@ import functools
 import importlib
 
 from attnbounds.proofs.framework import CLASSICAL, Derivation, Replay, StepResult, Witness
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 
 #: one module per result of the paper
 MODULES = ("lemma1", "theorem1_fixed", "theorem1_random", "corollary2", "theorem2", "gradients", "multihead")

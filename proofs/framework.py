@@ -74,6 +74,7 @@ class StepResult:
     ok: bool | None
     detail: str = ""
     target: str | None = None  # the statement a conclusion or witness check is about
+    side_conditions: int = 0  # for a cited fact: how many of its side conditions were replayed
 
     @property
     def category(self) -> str:
@@ -368,6 +369,11 @@ class Replay:
         return self._count("prose")
 
     @property
+    def cited_unchecked(self) -> int:
+        """Cited classical facts applied without any replayed side condition (taken on the citation alone)."""
+        return sum(1 for s in self.steps if s.category == "cited" and s.side_conditions == 0)
+
+    @property
     def ok(self) -> bool:
         """Every checked and cited step, and every witness check, replays."""
         return all(s.ok for s in (*self.steps, *self.witness) if s.ok is not None)
@@ -435,7 +441,8 @@ class Derivation:
                 ok, detail = step.check()
             except AttnBoundsError as exc:
                 ok, detail = False, str(exc)
-            results.append(StepResult(step.kind, step.text, ok, detail))
+            results.append(StepResult(step.kind, step.text, ok, detail,
+                                      side_conditions=len(getattr(step, "conditions", ()))))
         final = self.steps[-1]
         assert isinstance(final, Conclude)
         for target in self.targets:

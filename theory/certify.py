@@ -31,10 +31,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from attnbounds.theory import balls as exact_mod
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
 from attnbounds.theory.margins import relative_margins
@@ -47,7 +46,7 @@ STATUSES = ("violated", "holds", "inconclusive", "not-applicable")
 BALL_HYPOTHESES = ("simplex", "top-N", "logits-bounded", "max-norm>=1")
 #: hypotheses whose float check is exact: structural, or comparisons of the exact input doubles
 EXACT_FLOAT_HYPOTHESES = ("softmax", "F-positive", "F-length-independent", "L>=2", "assumptions-1-2",
-                          "independent-heads", "independent-embeddings")
+                          "independent-heads", "independent-embeddings", "fixed-parameters")
 #: hypotheses that the certified object satisfies by construction once the float check passes
 BY_CONSTRUCTION = {"unit-direction": "float check; the certificate normalises v exactly to unit length"}
 # Any other hypothesis (a user's, or a new one) is checked in float64 only, and a certificate that
@@ -290,7 +289,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
     one = inst.take(int(index))
     defaulted = {n for n, v in st.defaults.items() if n not in one.params and isinstance(v, str)}
     one = st.prepare(one)
-    float_ok, failed = st.check_hypotheses(one)
+    _, failed = st.check_hypotheses(one)
     failed_ids = set(failed[0])
     hyp_report = {h.id: ("" if h.id in BALL_HYPOTHESES else BY_CONSTRUCTION.get(h.id, "float check"))
                   for h in st.hypotheses}

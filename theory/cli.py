@@ -126,6 +126,18 @@ def cmd_cite(args: argparse.Namespace) -> int:
     return 1 if record.verdict == "ERROR" else 0
 
 
+def cmd_table(args: argparse.Namespace) -> int:
+    from attnbounds.theory import records as rec
+
+    records = rec.load(args.records)
+    if args.readme:
+        rec.update_readme(args.readme, records)
+        print(f"verdict table of {len(records)} records written into {args.readme}")
+    else:
+        print(rec.verdict_table(records))
+    return 0
+
+
 #: subcommands whose own parser takes every argument after the name
 DELEGATED = {"prove": "attnbounds.proofs.cli", "empirical": "attnbounds.empirical.cli"}
 
@@ -159,6 +171,10 @@ def build_parser() -> argparse.ArgumentParser:
     common(p, f"search budget when no --records file is given (default {DEFAULT_BUDGET_S:g})")
     p.add_argument("--records", metavar="PATH", help="take the record from this file (written by verify --json)")
     p.set_defaults(func=cmd_cite)
+    p = sub.add_parser("table", help="the markdown verdict table of a records file (written by verify --json)")
+    p.add_argument("records", metavar="RECORDS", help="a records file written by `attnbounds verify --json`")
+    p.add_argument("--readme", metavar="PATH", help="replace the generated table in this document instead of printing")
+    p.set_defaults(func=cmd_table)
     sub.add_parser("prove", help="replay the machine-checked derivations (see `attnbounds prove --help`)")
     sub.add_parser("empirical", help="run the paper's experiments on a GPT-2-family model (see `attnbounds empirical --help`)")
     return parser

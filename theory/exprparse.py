@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import sympy as sp
 
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 
 #: sympy functions and constants allowed in user expressions.
 FUNCTIONS: dict[str, Any] = {

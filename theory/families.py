@@ -10,14 +10,15 @@ arrays built here from one seed, so a counterexample is reproducible from ``(spe
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
 
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
-from attnbounds.theory.instance import Instance, top_n_mask
-from attnbounds.theory.normalisers import FAMILY, make
+from attnbounds.theory.instance import MAX_LENGTH, Instance, top_n_mask
+from attnbounds.theory.normalisers import FAMILY, Normaliser, RatioNormaliser, make
 from attnbounds.theory.quantities import COSTS, QUANTITIES, Cost, sphere_embeddings
 from attnbounds.theory.statement import Statement
 from attnbounds.theory.validation import integer_in, positive
@@ -47,11 +48,20 @@ class Spec:
     H: int = 3
     mc_draws: int = 200
     seed: int = 0
+    K: int = 0  # token classes (0: a dense batch of L tokens)
+    classes: str = "random"  # the class family (CLASS_FAMILIES) when K > 0
+    small: int = 1  # tokens of the small group (one-vs-rest, extremes)
+    fraction: float = 0.5  # share of the first group (two-level)
 
     def __post_init__(self) -> None:
         integer_in("B", self.B, 1)
-        integer_in("L", self.L, 1)
+        integer_in("L", self.L, 1, MAX_LENGTH)
         integer_in("N", self.N, 1, self.L)
+        integer_in("K", self.K, 0, 64)
+        if self.K and self.classes not in CLASS_FAMILIES:
+            raise InvalidArgument(f"unknown class family {self.classes!r}; allowed: {', '.join(CLASS_FAMILIES)}")
+        if self.K > self.L:
+            raise InvalidArgument(f"K={self.K} token classes need L >= K tokens, got L={self.L}")
         integer_in("d", self.d, 1)
         integer_in("H", self.H, 1, 20)
         for name in ("T", "M", "x_scale", "eps", "logit_scale"):
@@ -71,6 +81,54 @@ class Spec:
 
     def with_(self, **changes: Any) -> "Spec":
         return replace(self, **changes)
+
+
+# -- token classes: K classes of identical tokens with counts, L up to MAX_LENGTH ----------------------
+def _split_counts(total: int, shares: np.ndarray) -> np.ndarray:
+    """Counts ``(B, K)`` proportional to ``shares`` (rows), at least one token each, every row summing to
+    ``total`` (which must be at least K)."""
+    K = shares.shape[-1]
+    raw = np.floor(shares / shares.sum(-1, keepdims=True) * (total - K)).astype(np.int64) + 1
+    raw[:, -1] += total - raw.sum(-1)  # the last class takes the rounding
+    return raw
+
+
+def _levels(rng: np.random.Generator, s: Spec, normaliser: Normaliser, k: int) -> np.ndarray:
+    """``k`` logit levels per row: extremes of F on ``[-a, a]`` (``a = logit_scale``: the endpoints and the
+    interior critical points of log F) or uniform draws in ``[-a, a]``."""
+    a = s.logit_scale
+    points = [-a, a, 0.0]
+    if isinstance(normaliser, RatioNormaliser):
+        try:
+            points += [float(c) for c in normaliser._critical_points if abs(c) <= a]
+        except AttnBoundsError:
+            pass
+    pts = np.asarray(points)
+    extreme = rng.choice(pts, size=(s.B, k))
+    free = rng.uniform(-a, a, (s.B, k))
+    return np.where(rng.random((s.B, 1)) < 0.7, extreme, free)
+
+
+def class_counts_and_logits(rng: np.random.Generator, s: Spec, normaliser: Normaliser) -> tuple[np.ndarray, np.ndarray]:
+    """``(counts, logits)`` of a batch of ``s.K`` token classes (:data:`CLASS_FAMILIES`)."""
+    K, B, L = s.K, s.B, s.L
+    first = {"one-vs-rest": min(max(1, s.small), L - K + 1),
+             "two-level": min(max(1, int(round(s.fraction * L))), L - K + 1)}.get(s.classes)
+    if first is not None and K >= 2:  # a few tokens (or a share of them) against the rest
+        counts = np.zeros((B, K), dtype=np.int64)
+        counts[:, 0] = first
+        counts[:, 1:] = _split_counts(L - first, np.ones((B, K - 1)))
+        logits = _levels(rng, s, normaliser, K)
+    elif s.classes in ("uniform", "near-uniform"):
+        counts = _split_counts(L, np.ones((B, K)))
+        logits = np.zeros((B, K)) if s.classes == "uniform" else rng.standard_normal((B, K)) * s.gap
+    else:  # random shares and levels
+        counts = _split_counts(L, rng.dirichlet(np.full(K, 0.5), size=B))
+        logits = _levels(rng, s, normaliser, K)
+    return counts, logits
+
+
+CLASS_FAMILIES = ("one-vs-rest", "two-level", "uniform", "near-uniform", "random")
 
 
 # -- logits -------------------------------------------------------------------------------------
@@ -206,40 +264,68 @@ def feasible_delta(L: int, d: int, M: float) -> float:
 
 
 def build(statement: Statement, spec: Spec) -> Instance:
-    """A batch for ``statement`` from ``spec``: everything it needs, reproducibly from ``spec.seed``."""
+    """A batch for ``statement`` from ``spec``: everything it needs, reproducibly from ``spec.seed``; token
+    classes when ``spec.K > 0``; the statement's fixed parameters as given (never drawn)."""
     rng = np.random.default_rng(spec.seed)
     need = needs(statement)
-    normaliser = make(spec.normaliser, T=spec.T, **dict(spec.normaliser_params))
+    fixed = dict(statement.fixed)
+    spec = spec.with_(**{f: fixed[f] for f in ("T", "M", "p", "eps") if f in fixed},
+                      **({"H": int(fixed["H"])} if "H" in fixed else {}),
+                      **({"logit_scale": fixed["a"]} if "a" in fixed and fixed["a"] > 0 else {}))
+    own = {k: v for k, v in spec.normaliser_params}
+    own.update({k: fixed[k] for k in fixed if k in _family_parameters(spec.normaliser)})
+    normaliser = make(spec.normaliser, T=spec.T, **own)
+    classes = spec.K > 0
+    cols = spec.K if classes else spec.L
+    counts = None
     kwargs: dict[str, Any] = {"N": spec.N}
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = {k: v for k, v in fixed.items() if k not in normaliser.params}
     arrays: dict[str, Any] = {}
-    if "qk" in need:
-        q = rng.standard_normal((spec.B, spec.d))
-        k = rng.standard_normal((spec.B, spec.L, spec.d)) * np.exp(rng.uniform(-2, 2, (spec.B, spec.L, 1)))
-        k = k * spec.logit_scale
-        logits = np.einsum("bd,bld->bl", q, k)
-        kwargs.update(q=q, k=k)
+    shape = spec.with_(L=cols, N=1, K=0)  # what the per-column array builders read
+    if classes:
+        counts, logits = class_counts_and_logits(rng, spec, normaliser)
+        kwargs["counts"] = counts
     else:
         logits = LOGIT_FAMILIES[spec.logits](rng, spec)
-    alpha = normaliser.weights(logits)
-    mask = top_n_mask(alpha, spec.N)
+    if "qk" in need:  # keys per column scaled so that q . k reproduces the drawn logits' spread
+        q = rng.standard_normal((spec.B, spec.d))
+        k = rng.standard_normal((spec.B, cols, spec.d)) * np.exp(rng.uniform(-2, 2, (spec.B, cols, 1)))
+        k = k * spec.logit_scale
+        kwargs.update(q=q, k=k)
+        logits = np.einsum("bd,bld->bl", q, k)
+    if "a" in fixed and any(h.id == "logits-bounded" for h in statement.hypotheses) and "qk" not in need:
+        logits = np.clip(logits, -fixed["a"], fixed["a"])
+    mult = np.ones((spec.B, cols)) if counts is None else counts.astype(np.float64)
+    alpha = normaliser.weights(logits, counts=counts)
+    from attnbounds.theory.instance import split_top_n
+
+    mask = top_n_mask(alpha, spec.N) if counts is None else split_top_n(alpha, counts, spec.N)[1][:, :cols]
     if "x" in need:
-        kwargs["x"] = EMBEDDING_FAMILIES[spec.embeddings](rng, spec, mask) * spec.x_scale
+        kwargs["x"] = EMBEDDING_FAMILIES[spec.embeddings](rng, shape, mask) * spec.x_scale
     if "sphere" in need:
         delta = spec.delta_rel * feasible_delta(spec.L, spec.d, spec.M)
-        abar = np.where(mask, alpha, 0).sum(-1)
+        abar = (np.where(mask, alpha, 0) * mult).sum(-1)
         params.update(M=spec.M, delta=delta, r=np.maximum(spec.r_rel * spec.M * abar, 1e-12), dim=spec.d,
                       mc_draws=spec.mc_draws, seed=spec.seed)
-        kwargs["x"] = sphere_embeddings(rng, (spec.B,), spec.L, spec.d, np.full(spec.B, spec.M), np.full(spec.B, delta))
+        params.update({k: v for k, v in fixed.items() if k in ("M", "delta", "r")})
+        if not classes:
+            kwargs["x"] = sphere_embeddings(rng, (spec.B,), spec.L, spec.d, np.full(spec.B, spec.M),
+                                            np.full(spec.B, delta))
     if "fd" in need:
-        v = rng.standard_normal((spec.B, spec.L))
-        arrays["v"] = v / np.linalg.norm(v, axis=-1, keepdims=True)
+        v = rng.standard_normal((spec.B, cols))
+        arrays["v"] = v / np.sqrt((mult * v * v).sum(-1, keepdims=True))
         params["eps"] = spec.eps
     if "heads" in need:
         params.update(p=spec.p, H=spec.H)
     if "q" in kwargs:
         return Instance.from_qk(kwargs.pop("q"), kwargs.pop("k"), normaliser, arrays=arrays, **kwargs, **params)
     return Instance.from_logits(logits, normaliser, arrays=arrays, **kwargs, **params)
+
+
+@functools.lru_cache(maxsize=None)
+def _family_parameters(name: str) -> frozenset[str]:
+    """The parameters of a family member besides ``T`` (e.g. ``b`` of exp_poly)."""
+    return frozenset(make(name).params) - {"T"}
 
 
 _NORMALISER_HYPOTHESES = {"softmax", "F-positive", "F-length-independent", "simplex"}
@@ -266,11 +352,55 @@ def _admissible(checks: tuple) -> tuple[str, ...]:
     return tuple(out)
 
 
-def random_spec(rng: np.random.Generator, statement: Statement, *, B: int = 64, max_L: int = 64) -> Spec:
-    """A random spec over every family, sizes and scales (the search's and the oracle's prior)."""
-    L = int(rng.choice([1, 2, 3, 4, 5, 8, 16, 32, max_L])) if max_L >= 2 else 1
-    L = max(L, 2 if "x" in needs(statement) or "sphere" in needs(statement) else 1)
-    N = int(rng.integers(1, L + 1))
+def log_length(rng: np.random.Generator, lo: int, hi: int) -> int:
+    """A length in ``[lo, hi]``, log-uniform (with the small ones, ``lo`` and ``hi`` themselves likely)."""
+    if hi <= lo:
+        return lo
+    u = rng.random()
+    if u < 0.1:
+        return lo
+    if u < 0.2:
+        return hi
+    return int(min(hi, max(lo, round(math.exp(rng.uniform(math.log(lo), math.log(hi + 1)))))))
+
+
+def selection_size(rng: np.random.Generator, L: int) -> int:
+    """N in ``[1, L]``: small (1..8), a fraction of L (0.06 L as in the paper's critical top-N), L - 1, L, or log-uniform."""
+    choice = rng.integers(0, 5)
+    if choice == 0:
+        return int(rng.integers(1, min(L, 8) + 1))
+    if choice == 1:
+        return int(min(L, max(1, round(float(rng.choice([0.01, 0.06, 0.25, 0.5])) * L))))
+    if choice == 2:
+        return int(max(1, L - int(rng.integers(0, 2))))
+    return log_length(rng, 1, L)
+
+
+#: how often each class family is drawn (the extremes of long contexts first)
+CLASS_WEIGHTS = {"one-vs-rest": 0.35, "two-level": 0.25, "random": 0.2, "uniform": 0.1, "near-uniform": 0.1}
+
+
+def random_spec(rng: np.random.Generator, statement: Statement, *, B: int = 64, max_L: int = 64,
+                classes: bool = False, stratum: tuple[int, int] | None = None) -> Spec:
+    """A random spec over every family, sizes and scales (the search's and the oracle's prior): dense with
+    L log-uniform up to ``max_L``, or (``classes``) up to six token classes with L log-uniform up to
+    ``max_L``; ``stratum = (j, n)`` draws log L from the j-th of n equal slices of its range instead
+    (successive batches then cover every scale of L)."""
+    need = needs(statement)
+    lo = 2 if "x" in need or "sphere" in need or any(h.id == "L>=2" for h in statement.hypotheses) else 1
+    K = 0
+    family = str(rng.choice(list(CLASS_WEIGHTS), p=list(CLASS_WEIGHTS.values())))
+    if classes:
+        K = int(rng.choice([2, 2, 3, 4, 6])) if family in ("one-vs-rest", "two-level") else int(rng.integers(1, 7))
+        lo = max(lo, K)
+    hi = max(lo, max_L)
+    if stratum is not None and hi > lo:
+        j, n = stratum
+        u = (j % n + rng.random()) / n
+        L = int(min(hi, max(lo, round(math.exp(math.log(lo) + u * (math.log(hi + 1) - math.log(lo)))))))
+    else:
+        L = log_length(rng, lo, hi)
+    N = selection_size(rng, L)
     d = int(rng.choice([1, 2, 3, 4, 8, 16]))
     if "sphere" in needs(statement):
         d = max(d, 2)
@@ -290,4 +420,6 @@ def random_spec(rng: np.random.Generator, statement: Statement, *, B: int = 64, 
         p=float(rng.uniform(0, 1)),
         H=int(rng.integers(1, 8)),
         seed=int(rng.integers(0, 2**31)),
+        K=K, classes=family,
+        small=int(rng.choice([1, 1, 1, 2, 3, 8])), fraction=float(rng.choice([0.5, 0.1, 0.01, 0.9, 0.001])),
     )

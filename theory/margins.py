@@ -38,7 +38,8 @@ def relative_margin(lhs: Any, rhs: Any, scale: Any = 0.0) -> Any:
         import torch
 
         size = torch.maximum(torch.maximum(lhs.abs(), rhs.abs()), torch.as_tensor(scale, dtype=lhs.dtype))
-        return (rhs - lhs) / (size + 1e-300)
+        r = torch.where(lhs == rhs, torch.zeros_like(size), (rhs - lhs) / (size + 1e-300))
+        return torch.where(torch.isnan(r), torch.sign(rhs - lhs), r)
     lhs, rhs = np.asarray(lhs, dtype=np.float64), np.asarray(rhs, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         size = np.maximum(np.maximum(np.abs(lhs), np.abs(rhs)), scale)

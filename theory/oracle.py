@@ -114,7 +114,7 @@ def record(stats: Any, ev: Evaluation, status: np.ndarray, certified: np.ndarray
     decided = (status == "holds") | (status == "violated")  # ratios of undecided near-equalities are rounding noise
     if not decided.any():
         return
-    lhs, rhs, margin = ev.lhs[decided], ev.rhs[decided], ev.margin[decided]
+    lhs, rhs = ev.lhs[decided], ev.rhs[decided]
     proved = (certified & (status == "holds"))[decided]
     rel = relative_margin(lhs, rhs)
     with np.errstate(divide="ignore", invalid="ignore"):

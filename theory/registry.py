@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.statement import Statement
 from attnbounds.theory.statements import corollary2, corrections, gradients, lemma1, multihead, theorem1, theorem2
 

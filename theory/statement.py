@@ -12,6 +12,7 @@ margin is the minimum over tokens. ``Sum(f(xi[i]), (i, 1, N))`` sums over the se
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -88,6 +89,22 @@ class Evaluation:
         """Index of the applicable instance with the smallest margin (-1 if none applies)."""
         m = np.where(self.applicable, self.margin_hi, np.inf)
         return int(np.argmin(m)) if np.isfinite(m).any() or np.any(self.applicable) else -1
+
+
+FIXED_HYPOTHESIS = "fixed-parameters"
+
+
+def fixed_parameters(values: dict[str, float]) -> Hypothesis:
+    """The hypothesis that the instance's parameters equal the statement's fixed values (never drawn)."""
+    text = ", ".join(f"{k} = {v:g}" for k, v in sorted(values.items()))
+
+    def check(inst: Instance) -> np.ndarray:
+        ok = np.ones(inst.B, dtype=bool)
+        for name, value in values.items():
+            ok &= inst.param(name) == value
+        return ok
+
+    return Hypothesis(FIXED_HYPOTHESIS, f"parameters fixed by the statement: {text}", check)
 
 
 def _conjuncts(relation: sp.Basic) -> list[sp.Rel]:
@@ -204,6 +221,7 @@ class Statement:
     kind: str = "deterministic"
     expectation_over: str | None = None
     notes: str = ""
+    fixed: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for sym, qname in self.bindings.items():
@@ -211,6 +229,10 @@ class Statement:
                 raise InvalidArgument(f"statement {self.id}: symbol {sym} bound to unknown quantity {qname}")
         _conjuncts(self.relation)
         check_sums(self.relation, f"statement {self.id}")
+        if self.kind not in ("deterministic", "expectation"):
+            raise InvalidArgument(f"statement {self.id}: kind must be 'deterministic' or 'expectation', got {self.kind!r}")
+        if self.fixed and not any(h.id == FIXED_HYPOTHESIS for h in self.hypotheses):
+            object.__setattr__(self, "hypotheses", (*self.hypotheses, fixed_parameters(self.fixed)))
 
     # -- printing --------------------------------------------------------------------------------
     @property
@@ -274,8 +296,7 @@ class Statement:
             raise InvalidArgument(f"{self.id} has no symbol {unknown[0]!r}; its symbols: {', '.join(sorted(by_name))}")
         new = self.relation.xreplace({by_name[k]: sp.sympify(v) for k, v in values.items()})
         tag = ",".join(f"{k}={v}" for k, v in values.items())
-        return Statement(f"{self.id}{{{tag}}}", self.title, new, self.citation, self.hypotheses, self.bindings,
-                         self.defaults, self.kind, self.expectation_over, self.notes)
+        return dataclasses.replace(self, id=f"{self.id}{{{tag}}}", relation=new)
 
     # -- evaluation ------------------------------------------------------------------------------
     @functools.cached_property
@@ -283,9 +304,9 @@ class Statement:
         return [(_Compiled(c.lhs), _Compiled(c.rhs)) for c in _conjuncts(self.relation)]
 
     def prepare(self, inst: Instance) -> Instance:
-        """The instance with missing parameters filled from ``defaults``."""
+        """The instance with missing parameters filled from ``fixed`` and ``defaults``."""
         missing = {}
-        for name, value in self.defaults.items():
+        for name, value in {**self.defaults, **self.fixed}.items():
             if name not in inst.params:
                 missing[name] = compute(value, inst) if isinstance(value, str) else value
         return inst.with_params(**missing) if missing else inst

@@ -46,7 +46,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from attnbounds.theory import families
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument, NotApplicable
+from attnbounds.theory.errors import InvalidArgument, NotApplicable
 from attnbounds.theory.families import EMBEDDING_FAMILIES, LOGIT_FAMILIES, Spec
 from attnbounds.theory.instance import Instance, top_n_mask
 from attnbounds.theory.normalisers import FAMILY, Normaliser, RatioNormaliser, make

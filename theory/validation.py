@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 
 
 def as_float_array(name: str, value: Any, ndim: int | tuple[int, ...], *, finite: bool = True) -> np.ndarray:

@@ -3,6 +3,8 @@
 import zlib
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 
 from attnbounds.theory import normalisers as nz
@@ -83,3 +85,33 @@ def test_bad_logits_and_unknown_name():
         nz.make("softmaks")
     with pytest.raises(AttnBoundsError, match="relu"):
         nz.ReluNormalised().weights(np.array([[-1.0, -2.0]]))
+
+
+# -- the entmax package (Peters, Niculae, Martins) as an independent reference --------------------------
+@pytest.mark.parametrize("name", ["sparsemax", "entmax15"])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_sparse_maps_match_the_entmax_package(name: str, data: st.DataObject) -> None:
+    """Our float kernels against ``entmax.sparsemax`` / ``entmax.entmax15`` (float64), including rows of
+    large equal logits at tiny T (z ~ 1e7): a kernel that does not shift by the row maximum loses the mass."""
+    entmax = pytest.importorskip("entmax")
+    torch = pytest.importorskip("torch")
+    L = data.draw(st.integers(1, 1024))
+    T = data.draw(st.sampled_from([1e-4, 1e-2, 0.5, 1.0, 30.0]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    base = data.draw(st.sampled_from([0.0, 832.3, -500.0]))
+    logits = base + rng.standard_normal((3, L)) * data.draw(st.sampled_from([1e-6, 1e-3, 1.0, 100.0]))
+    ours = nz.make(name, T=T).weights(logits)
+    ref_fn = entmax.sparsemax if name == "sparsemax" else entmax.entmax15
+    ref = ref_fn(torch.tensor(logits / T, dtype=torch.float64), dim=-1).numpy()
+    np.testing.assert_allclose(ours.sum(-1), 1.0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ours, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_sparsemax_keeps_the_mass_of_large_nearly_equal_logits() -> None:
+    """The case from the issue: logits near 832.3 at T = 1e-4 over 1024 tokens (z ~ 8e6). Without the shift
+    by the row maximum the cumulative sums lose the spread and the weights sum to 1 - 6e-6."""
+    lg = 832.3 + np.random.default_rng(1).standard_normal((1, 1024)) * 1e-7
+    w = nz.make("sparsemax", T=1e-4).weights(lg)
+    np.testing.assert_allclose(w.sum(), 1.0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(nz.make("sparsemax", T=1e-4).weights(np.full((1, 1024), 832.3)), 1 / 1024, rtol=1e-12)

@@ -88,7 +88,7 @@ def dist_to_context(inst: Instance) -> np.ndarray:
         xs = np.einsum("bkd,bd->bk", x, s)
         ss = np.einsum("bd,bd->b", s, s)[:, None]
         return distances(a * a * norms_sq(inst), ss, a * xs,
-                         lambda b, k: np.linalg.norm(a[b, k, None] * x[b, k] - s[b], axis=-1))
+                         lambda b, k: norm(a[b, k, None] * x[b, k] - s[b]))
 
     return cached(inst, "rs", compute)
 
@@ -102,6 +102,15 @@ def column_sets(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     valid = np.arange(S)[None, :] < count[:, None]
     first = order[:, :1]
     return np.where(valid, order, first), valid
+
+
+def norm(v: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Euclidean norm along ``axis``, scaled by the largest entry: no underflow of the squares of tiny
+    vectors (``alpha_i x_i`` with ``alpha_i ~ 1e-260``) and no overflow of huge ones."""
+    m = np.max(np.abs(v), axis=axis, keepdims=True) if v.shape[axis] else np.zeros(v.shape[:axis] + (1,))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = np.where(m > 0, v / m, 0.0)
+    return np.squeeze(m, axis=axis) * np.sqrt((u * u).sum(axis=axis))
 
 
 def scaled_norm(v: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:

@@ -11,7 +11,6 @@ When there are too many count vectors, they are sampled (Monte Carlo with a Hoef
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 

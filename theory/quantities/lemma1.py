@@ -51,8 +51,19 @@ def _log_F_range_torch(st: Any) -> tuple[Any, Any]:
     return lo, hi
 
 
+def _exp_magnitude(sign: float) -> Any:
+    """``C = exp(sign (hi - lo))`` from log F values known to about ``eps (|lo| + |hi|)``: its rounding error
+    is about ``C (1 + |lo| + |hi|)`` ulps."""
+    def magnitude(inst: Instance) -> np.ndarray:
+        lo, hi = _log_F_range(inst)
+        with np.errstate(over="ignore"):
+            return np.exp(sign * (hi - lo)) * (1 + np.abs(lo) + np.abs(hi))
+    return magnitude
+
+
 C_1 = define("C_1", "B", "Lemma 1 lower constant min F / max F on [-a, a]", definition="min_{|l|<=a} F / max_{|l|<=a} F",
-             reference=_REFERENCE, needs=("ratio", "logits"), cost="weights", normaliser=True)
+             reference=_REFERENCE, needs=("ratio", "logits"), cost="weights", normaliser=True,
+             magnitude=_exp_magnitude(-1.0))
 
 
 @C_1.float_form
@@ -75,7 +86,7 @@ def _c1_torch(st: Any) -> Any:
 
 C_2 = define("C_2", "B", "Lemma 1 upper constant max F / min F on [-a, a] (inf when it exceeds the float range)",
              definition="max_{|l|<=a} F / min_{|l|<=a} F", reference=_REFERENCE, needs=("ratio", "logits"),
-             cost="weights", normaliser=True)
+             cost="weights", normaliser=True, magnitude=_exp_magnitude(1.0))
 
 
 @C_2.float_form

@@ -98,11 +98,11 @@ def _d1(inst: Instance) -> np.ndarray:
         flat = d2.reshape(rows.size, -1).argmax(-1)
         i, j = np.divmod(flat, S)
         bb = np.arange(rows.size)
-        result[rows] = np.linalg.norm(xb[bb, i] - xs[bb, j], axis=-1)
+        result[rows] = F.norm(xb[bb, i] - xs[bb, j], axis=-1)
         scale = F.masked_max(n2[rows], out_mask[rows], 0.0) + F.masked_max(n2s, v, 0.0)
         bad = np.nonzero(d2[bb, i, j] <= F.CANCELLATION * scale)[0]
         for r in bad:
-            diff = np.linalg.norm(xb[r][:, None, :] - xs[r][None, :, :], axis=-1)
+            diff = F.norm(xb[r][:, None, :] - xs[r][None, :, :], axis=-1)
             result[rows[r]] = np.where(ok[r], diff, -np.inf).max()
     return result
 
@@ -147,7 +147,7 @@ context_distance = define("context_distance", "BL", "||alpha_i x_i - s||_2 for e
                           definition="||alpha_i x_i - s||_2, s = sum_{j in I_N} alpha_j x_j",
                           reference="eq. (7); Definition (geometric distinguishability)", needs=("x", "selection"),
                           cost="tokens", magnitude=lambda inst: F.y_norms(inst)
-                          + np.linalg.norm(F.context(inst), axis=-1)[:, None])
+                          + F.norm(F.context(inst), axis=-1)[:, None])
 
 
 @context_distance.float_form
@@ -198,7 +198,7 @@ dtilde_R2 = define("dtilde_R2", "B", "R2 of eq. (7): ||sum_{i not in I_N} alpha_
 @dtilde_R2.float_form
 def _dtilde_r2(inst: Instance) -> np.ndarray:
     w = np.where(inst.mask, -1.0, 1.0) * inst.multiplicity * inst.alpha
-    return np.linalg.norm(np.einsum("bk,bkd->bd", w, F.need_x(inst)), axis=-1)
+    return F.norm(np.einsum("bk,bkd->bd", w, F.need_x(inst)), axis=-1)
 
 
 @dtilde_R2.ball_form
@@ -242,7 +242,7 @@ m_norm = define("m_norm", "B", "||sum_i alpha_i x_i||_2, the norm of the attenti
 
 @m_norm.float_form
 def _m_norm(inst: Instance) -> np.ndarray:
-    return np.linalg.norm(F.output(inst), axis=-1)
+    return F.norm(F.output(inst), axis=-1)
 
 
 def _output_ball(ex: ExactInstance) -> np.ndarray:
@@ -275,7 +275,7 @@ def _jensen(inst: Instance, coefficient: str, xbar: str) -> np.ndarray:
     rho = N / (L - 1)
     c = a * (1 + rho) if coefficient == "scaled" else a + rho
     xb = rho * F.output(inst) if xbar == "weighted" else np.einsum("bk,bkd->bd", mult, x) / L
-    return (L - N) / L * (mult * np.linalg.norm(c[..., None] * x - xb[:, None, :], axis=-1)).sum(-1)
+    return (L - N) / L * (mult * F.norm(c[..., None] * x - xb[:, None, :], axis=-1)).sum(-1)
 
 
 def _jensen_ball(ex: ExactInstance, coefficient: str, xbar: str) -> Any:
@@ -390,12 +390,12 @@ def _values(y: np.ndarray, mult: np.ndarray, C: np.ndarray, reading: str) -> np.
     s = np.einsum("sk,bkd->bsd", C.astype(np.float64), y)
     if reading == "R2":
         m = np.einsum("k,bkd->bd", mult, y)
-        return np.linalg.norm(m[:, None, :] - 2.0 * s, axis=-1)
+        return F.norm(m[:, None, :] - 2.0 * s, axis=-1)
     yy = np.einsum("bkd,bkd->bk", y, y)
     ys = np.einsum("bsd,bkd->bsk", s, y)
     ss = np.einsum("bsd,bsd->bs", s, s)
     dist = F.distances(yy[:, None, :], ss[..., None], ys,
-                       lambda b, t, k: np.linalg.norm(y[b, k] - s[b, t], axis=-1))
+                       lambda b, t, k: F.norm(y[b, k] - s[b, t], axis=-1))
     return ((mult[None, :] - C)[None] * dist).sum(-1)
 
 
@@ -563,7 +563,7 @@ def distance_scan(alpha: np.ndarray, x: np.ndarray, Ns: Sequence[int]) -> dict[s
     outside = rank[:, :, None] >= Ns_arr[None, None, :]
     out = {"dtilde_R1": np.where(outside, np.sqrt(np.maximum(d2, 0.0)), 0.0).sum(1)}
     m = y.sum(1)
-    out["dtilde_R2"] = np.linalg.norm(m[:, None, :] - 2.0 * S, axis=-1)
+    out["dtilde_R2"] = F.norm(m[:, None, :] - 2.0 * S, axis=-1)
     rho = Ns_arr / (L - 1)
     front = (L - Ns_arr) / L
     xx = np.einsum("bld,bld->bl", x, x)

@@ -162,7 +162,7 @@ r_paper = define("r_paper", "B", "r = min_{i not in I_N} ||s - alpha_i x_i||_2, 
                  definition="min_{i not in I_N} ||s - alpha_i x_i||_2", reference="section 3 (Fig. 3)",
                  needs=("x", "selection"), cost="tokens",
                  magnitude=lambda inst: F.masked_max(F.y_norms(inst), inst.present, 0.0)
-                 + np.linalg.norm(F.context(inst), axis=-1))
+                 + F.norm(F.context(inst), axis=-1))
 
 
 @r_paper.float_form
@@ -200,11 +200,11 @@ def _delta_min(inst: Instance) -> np.ndarray:
         i, j = np.divmod(d2.reshape(rows.size, -1).argmin(-1), K)
         bb = np.arange(rows.size)
         has_pair = valid.reshape(rows.size, -1).any(-1)
-        out[rows] = np.where(has_pair, np.linalg.norm(xb[bb, i] - xb[bb, j], axis=-1), np.inf)
+        out[rows] = np.where(has_pair, F.norm(xb[bb, i] - xb[bb, j], axis=-1), np.inf)
         scale = F.masked_max(n2[rows], p, 0.0)
         for r in np.nonzero(has_pair & (d2[bb, i, j] <= F.CANCELLATION * 2 * scale))[0]:
             # nearly equal vectors: the Gram form cannot rank the pairs, compare them all directly
-            diff = np.linalg.norm(xb[r][:, None, :] - xb[r][None, :, :], axis=-1)
+            diff = F.norm(xb[r][:, None, :] - xb[r][None, :, :], axis=-1)
             out[rows[r]] = np.where(valid[r], diff, np.inf).min()
     if inst.counts is not None:
         out[(inst.counts >= 2).any(-1)] = 0.0
@@ -284,7 +284,7 @@ def _separable_counts(alpha: np.ndarray, x: np.ndarray, mask: np.ndarray, r: np.
     """``(relaxed, full)`` counts N_s of the Definition for token vectors ``x`` (any leading axes)."""
     w = np.where(mask, alpha, 0.0)
     s = np.einsum("...l,...ld->...d", w, x)
-    dist = np.linalg.norm(alpha[..., None] * x - s[..., None, :], axis=-1)
+    dist = F.norm(alpha[..., None] * x - s[..., None, :], axis=-1)
     inside = dist <= r[..., None]
     relaxed = (inside & mask).sum(-1)
     no_outsider = ~(inside & ~mask).any(-1)
@@ -415,7 +415,7 @@ def _expected_ns_mc(ex: ExactInstance, which: int) -> Any:
     a = ex.inst.alpha[0][reps]
     mask = ex._need_mask()[reps]
     s = np.einsum("l,nld->nd", np.where(mask, a, 0.0), x)
-    dist = np.linalg.norm(a[None, :, None] * x - s[:, None, :], axis=-1)
+    dist = F.norm(a[None, :, None] * x - s[:, None, :], axis=-1)
     tol = 1e-9 * (r + (a + a[mask].sum()) * M)[None, :]  # rounding of the float draw and weights
     sure, maybe = dist <= r - tol, dist <= r + tol
     rel_lo, rel_hi = (sure & mask).sum(-1), (maybe & mask).sum(-1)

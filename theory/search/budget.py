@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.families import cost
 from attnbounds.theory.statement import Statement
 
@@ -39,9 +39,11 @@ def cost_class(statement: Statement) -> str:
 class Rates:
     """Work per second of budget for one cost class (see :data:`RATES`)."""
 
-    batch: int  # instances per random batch
-    max_L: int  # longest sequence the random search draws
-    random_per_s: float  # random batches per second of budget
+    batch: int  # instances per random batch (dense batches hold at most TOKENS_PER_BATCH tokens)
+    max_L: int  # longest dense sequence the random search draws
+    random_per_s: float  # dense random batches per second of budget
+    class_per_s: float  # token-class random batches per second of budget
+    max_class_L: int  # longest token-class context at the default budget (it grows with the budget)
     gradient_per_s: float  # gradient starts (each a batch of ``gradient_batch``) per second
     gradient_batch: int
     gradient_steps: int
@@ -52,26 +54,47 @@ class Rates:
 
 #: calibrated with ``python bench/calibrate.py`` on the reference machine (2 cores, one per search)
 RATES: dict[str, Rates] = {
-    "weights": Rates(batch=4096, max_L=64, random_per_s=20.0, gradient_per_s=4.5, gradient_batch=128,
-                     gradient_steps=60, targeted_per_s=120.0, shrink_per_s=300.0, refine_per_s=0.0),
-    "softmax-jacobian": Rates(batch=4096, max_L=64, random_per_s=35.0, gradient_per_s=5.0, gradient_batch=128,
-                              gradient_steps=60, targeted_per_s=200.0, shrink_per_s=300.0, refine_per_s=0.0),
-    "jacobian": Rates(batch=4096, max_L=64, random_per_s=12.0, gradient_per_s=3.0, gradient_batch=128,
-                      gradient_steps=60, targeted_per_s=120.0, shrink_per_s=300.0, refine_per_s=0.0),
-    "tokens": Rates(batch=256, max_L=64, random_per_s=100.0, gradient_per_s=1.8, gradient_batch=128,
-                    gradient_steps=60, targeted_per_s=90.0, shrink_per_s=250.0, refine_per_s=0.0),
-    "subsets": Rates(batch=64, max_L=10, random_per_s=220.0, gradient_per_s=3.5, gradient_batch=64,
-                     gradient_steps=60, targeted_per_s=150.0, shrink_per_s=300.0, refine_per_s=0.0),
-    "sphere": Rates(batch=8, max_L=6, random_per_s=22.0, gradient_per_s=0.0, gradient_batch=0,
-                    gradient_steps=0, targeted_per_s=45.0, shrink_per_s=40.0, refine_per_s=4.0),
+    "weights": Rates(batch=1024, max_L=4096, random_per_s=20.0, class_per_s=150.0, max_class_L=10**7,
+                     gradient_per_s=4.5, gradient_batch=128, gradient_steps=60, targeted_per_s=120.0,
+                     shrink_per_s=300.0, refine_per_s=0.0),
+    "softmax-jacobian": Rates(batch=1024, max_L=512, random_per_s=70.0, class_per_s=200.0, max_class_L=10**7,
+                              gradient_per_s=5.0, gradient_batch=128, gradient_steps=60, targeted_per_s=200.0,
+                              shrink_per_s=300.0, refine_per_s=0.0),
+    "jacobian": Rates(batch=512, max_L=128, random_per_s=100.0, class_per_s=100.0, max_class_L=10**7,
+                      gradient_per_s=3.0, gradient_batch=128, gradient_steps=60, targeted_per_s=120.0,
+                      shrink_per_s=300.0, refine_per_s=0.0),
+    "tokens": Rates(batch=256, max_L=256, random_per_s=100.0, class_per_s=180.0, max_class_L=10**7,
+                    gradient_per_s=1.8, gradient_batch=128, gradient_steps=60, targeted_per_s=90.0,
+                    shrink_per_s=250.0, refine_per_s=0.0),
+    "subsets": Rates(batch=64, max_L=10, random_per_s=150.0, class_per_s=60.0, max_class_L=10**7,
+                     gradient_per_s=3.5, gradient_batch=64, gradient_steps=60, targeted_per_s=150.0,
+                     shrink_per_s=300.0, refine_per_s=0.0),
+    "sphere": Rates(batch=8, max_L=6, random_per_s=22.0, class_per_s=0.0, max_class_L=6,
+                    gradient_per_s=0.0, gradient_batch=0, gradient_steps=0, targeted_per_s=45.0,
+                    shrink_per_s=40.0, refine_per_s=4.0),
 }
 
 #: per-reading budget (seconds) that keeps ``attnbounds verify`` over every reading under 10 minutes
 DEFAULT_BUDGET_S = 7.0
 #: shares of the budget per method; random search gets the rest (45 % with gradient and without refine)
 SHARES = {"gradient": 0.30, "targeted": 0.15, "shrink": 0.10, "refine": 0.15}
+#: share of the random phase spent on token-class batches (the rest on dense batches)
+CLASS_SHARE = 0.5
+#: a dense random batch holds at most this many tokens (B x L)
+TOKENS_PER_BATCH = 1 << 18
+#: the longest token-class context any search draws
+LONGEST = 10**12
 #: Monte Carlo draws when re-evaluating the tightest instances of a sphere expectation (half-width ~0.012)
 REFINE_DRAWS = 50_000
+
+
+def reach(rates: Rates, budget_s: float) -> int:
+    """The longest token-class context searched for ``budget_s``: the class's reach at the default budget,
+    times the square of the budget ratio (twice the budget reaches four times further), at least 10^4
+    (when the class has token classes), at most :data:`LONGEST`."""
+    if rates.class_per_s == 0:
+        return rates.max_class_L
+    return int(min(LONGEST, max(10**4, rates.max_class_L * (budget_s / DEFAULT_BUDGET_S) ** 2)))
 
 
 @dataclass(frozen=True)
@@ -82,6 +105,8 @@ class Plan:
     batch: int
     max_L: int
     random_batches: int
+    class_batches: int
+    max_class_L: int
     gradient_starts: int
     gradient_batch: int
     gradient_steps: int
@@ -103,11 +128,14 @@ def plan(statement: Statement, budget_s: float, *, gradient: bool) -> Plan:
     others = SHARES["targeted"] + SHARES["shrink"] + (SHARES["gradient"] if use_gradient else 0.0) + (
         SHARES["refine"] if r.refine_per_s > 0 else 0.0)
     random_share = 1.0 - others
+    class_share = CLASS_SHARE if r.class_per_s > 0 else 0.0
     return Plan(
         cost_class=cls,
         batch=r.batch,
         max_L=r.max_L,
-        random_batches=max(1, round(budget_s * random_share * r.random_per_s)),
+        random_batches=max(1, round(budget_s * random_share * (1 - class_share) * r.random_per_s)),
+        class_batches=round(budget_s * random_share * class_share * r.class_per_s),
+        max_class_L=reach(r, budget_s),
         gradient_starts=round(budget_s * SHARES["gradient"] * r.gradient_per_s) if use_gradient else 0,
         gradient_batch=r.gradient_batch,
         gradient_steps=r.gradient_steps,

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.search import budget as budget_mod
 from attnbounds.theory.search.budget import DEFAULT_BUDGET_S

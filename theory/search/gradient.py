@@ -31,6 +31,8 @@ from attnbounds.theory.statement import Statement
 LR = 0.05
 #: snapshots evaluated per start (evenly spaced, the last at the final step)
 SNAPSHOTS = 4
+#: a tight instance with more columns than this is not a gradient start (its torch forms cost O(K^2) to O(K^3))
+MAX_START_COLUMNS = 64
 #: longest sequence drawn for fresh gradient starts
 MAX_L = {"weights": 16, "softmax-jacobian": 16, "jacobian": 16, "tokens": 16, "subsets": 8}
 _NORMALISER_HYPOTHESES = {hyp.SOFTMAX.id, hyp.F_POSITIVE.id, hyp.F_LENGTH_INDEPENDENT.id}
@@ -68,13 +70,13 @@ def _perturbed(inst: Instance, copies: int, rng: np.random.Generator) -> Instanc
 
     params = {k: v for k, v in batch.params.items() if not (batch.normaliser and k in batch.normaliser.params)}
     x = jitter(batch.x)
+    common: dict[str, Any] = {"x": x, "N": batch.N, "arrays": batch.arrays, "counts": batch.counts, **params}
     if batch.q is not None:
-        return Instance.from_qk(jitter(batch.q), jitter(batch.k), batch.normaliser, x=x, N=batch.N,
-                                arrays=batch.arrays, **params)
+        return Instance.from_qk(jitter(batch.q), jitter(batch.k), batch.normaliser, **common)
     if batch.normaliser is None:
         logits = np.log(np.maximum(batch.alpha, 1e-300))
-        return Instance.from_logits(jitter(logits), softmax(1.0), x=x, N=batch.N, arrays=batch.arrays, **params)
-    return Instance.from_logits(jitter(batch.logits), batch.normaliser, x=x, N=batch.N, arrays=batch.arrays, **params)
+        return Instance.from_logits(jitter(logits), softmax(1.0), **common)
+    return Instance.from_logits(jitter(batch.logits), batch.normaliser, **common)
 
 
 class _Problem:
@@ -153,13 +155,20 @@ class _Problem:
             log_F, dlog_F = torch_eval.ratio_fns(normaliser, T)
             if not self.free_T:  # Lemma 1's constants: the extrema of log F may be interior
                 critical = self.critical_points(normaliser)
-        weights = lambda lg: torch.softmax(log_F(lg), dim=-1)  # noqa: E731
+        counts = self.base.counts
+        if counts is None:
+            weights = lambda lg: torch.softmax(log_F(lg), dim=-1)  # noqa: E731
+        else:  # token classes: F_k / sum_j m_j F_j
+            log_m = torch.log(torch.as_tensor(counts, dtype=torch.float64))
+            m = torch.as_tensor(counts, dtype=torch.float64).clamp(min=1.0)
+            weights = lambda lg: torch.softmax(log_F(lg) + log_m, dim=-1) / m  # noqa: E731
         params = dict(self.params)
         if not self.weights_only:
             params["T"] = T
         return torch_eval.State(alpha=weights(logits), logits=logits, N=self.base.N, params=params,
                                 x=self.value("x"), q=q, k=k, v=self.value("v"), weights_fn=weights, log_F=log_F,
-                                dlog_F=dlog_F, critical_points=critical)
+                                dlog_F=dlog_F, critical_points=critical, counts=counts,
+                                selection=None if counts is None else torch.as_tensor(self.base.mask))
 
     def critical_points(self, normaliser: RatioNormaliser) -> tuple[float, ...]:
         if "critical" not in self.__dict__:
@@ -187,13 +196,16 @@ class _Problem:
         Tn = self.T_fixed if T is None else T[rows]
         normaliser = softmax(1.0) if self.weights_only else make(self.name, T=Tn, **self.extra)
         params = {k: v[rows] for k, v in self.base.params.items() if k not in normaliser.params}
-        extra = {"v": arrays["v"][rows] / np.linalg.norm(arrays["v"][rows], axis=-1, keepdims=True)} \
+        counts = pick(self.base.counts)
+        mult = np.ones(arrays["v"][rows].shape) if arrays["v"] is not None and counts is None else counts
+        extra = {"v": arrays["v"][rows] / np.sqrt((mult * arrays["v"][rows] ** 2).sum(-1, keepdims=True))} \
             if arrays["v"] is not None else {k: v[rows] for k, v in self.base.arrays.items()}
         if arrays["q"] is not None:
             return Instance.from_qk(arrays["q"][rows], arrays["k"][rows], normaliser, x=pick(arrays["x"]),
-                                    N=self.base.N, arrays=extra, **params)
+                                    N=self.base.N, arrays=extra, counts=counts, **params)
         x = pick(arrays["x"]) if arrays["x"] is not None else pick(self.base.x)
-        return Instance.from_logits(arrays["z"][rows], normaliser, x=x, N=self.base.N, arrays=extra, **params)
+        return Instance.from_logits(arrays["z"][rows], normaliser, x=x, N=self.base.N, arrays=extra, counts=counts,
+                                    **params)
 
 
 class _Adam:
@@ -263,10 +275,12 @@ def run(statement: Statement, plan: Plan, rng: np.random.Generator, tracker: Tra
                          "max_L": min(plan.max_L, MAX_L.get(plan.cost_class, 16))})
     for i in range(plan.gradient_starts):
         batch = None
-        if i % 2 == 0 and pool:
-            start = pool[(i // 2) % len(pool)]
+        starts = [p for p in pool if p.K <= MAX_START_COLUMNS]
+        if i % 2 == 0 and starts:
+            start = starts[(i // 2) % len(starts)]
+            copies = max(1, min(plan.gradient_batch, (1 << 16) // start.K**2))  # torch forms are O(B K^2) and more
             with tracker.guard("gradient"):
-                batch = _perturbed(start, plan.gradient_batch, rng)
+                batch = _perturbed(start, copies, rng)
         else:
             batch = random_search.build_batch(statement, random_search.draw_spec(rng, statement, fresh_plan), tracker,
                                               "gradient")

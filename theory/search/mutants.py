@@ -7,9 +7,11 @@ whenever the statement is). The statement modules are not touched.
 
 from __future__ import annotations
 
+import dataclasses
+
 import sympy as sp
 
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.statement import Statement, _conjuncts
 
 
@@ -20,6 +22,4 @@ def scaled(statement: Statement, factor: float) -> Statement:
     f = sp.Float(factor)
     parts = [sp.Le(c.lhs, c.rhs * f) for c in _conjuncts(statement.relation)]
     relation = parts[0] if len(parts) == 1 else sp.And(*parts)
-    return Statement(f"{statement.id}{{rhs*{factor:g}}}", statement.title, relation, statement.citation,
-                     statement.hypotheses, statement.bindings, statement.defaults, statement.kind,
-                     statement.expectation_over, statement.notes)
+    return dataclasses.replace(statement, id=f"{statement.id}{{rhs*{factor:g}}}", relation=relation)

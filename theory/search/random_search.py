@@ -2,9 +2,10 @@
 
 Each round draws a :class:`~attnbounds.theory.families.Spec` (sizes, logit and embedding families, scales,
 normaliser, temperature, sphere parameters) from :func:`attnbounds.theory.families.random_spec`, adjusted to
-the statement's cost class (short sequences where an expectation is enumerated, few tokens and
-dimensions for sphere expectations), builds a batch of instances with one seed and evaluates it
-with the statement's vectorised evaluator.
+the statement's cost class, builds a batch of instances with one seed and evaluates it with the
+statement's vectorised evaluator. Half of the rounds are dense (L log-uniform up to the class's dense
+limit), half are token classes (one against the rest, two levels, uniform and near-uniform, extremes of
+F, random shares; L log-uniform up to the plan's reach, 10^6 at the default budget).
 """
 
 from __future__ import annotations
@@ -15,25 +16,35 @@ import numpy as np
 from attnbounds.theory.families import Spec, build, random_spec
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.quantities._subsets import enumerable
-from attnbounds.theory.search.budget import Plan
+from attnbounds.theory.search.budget import TOKENS_PER_BATCH, Plan
 from attnbounds.theory.search.tracker import Tracker
 from attnbounds.theory.statement import Statement
 
 
 
-def draw_spec(rng: np.random.Generator, statement: Statement, plan: Plan) -> Spec:
-    """One random spec for the statement, shaped by its cost class (module docstring)."""
-    spec = random_spec(rng, statement, B=plan.batch, max_L=plan.max_L)
+def draw_spec(rng: np.random.Generator, statement: Statement, plan: Plan, *, classes: bool = False,
+              stratum: tuple[int, int] | None = None) -> Spec:
+    """One random spec for the statement, shaped by its cost class: dense L log-uniform up to ``plan.max_L``
+    (the batch shrinks so that it holds at most :data:`~attnbounds.theory.search.budget.TOKENS_PER_BATCH`
+    tokens), or (``classes``) up to six token classes with L log-uniform up to ``plan.max_class_L``."""
+    spec = random_spec(rng, statement, B=plan.batch, max_L=plan.max_class_L if classes else plan.max_L,
+                       classes=classes, stratum=stratum)
+    if not classes:
+        spec = spec.with_(B=max(1, min(plan.batch, TOKENS_PER_BATCH // spec.L)))
     if plan.cost_class == "subsets":
-        L = int(rng.integers(2, plan.max_L + 1))
-        N = int(rng.integers(1, L + 1))
-        while not enumerable((1,) * L, N):
+        if classes:  # a few classes and few selected tokens: the count vectors stay enumerable
+            K = min(spec.K, 3)
+            spec = spec.with_(K=K, L=max(spec.L, K), N=min(spec.N, int(rng.integers(1, 31)), max(spec.L, K)))
+        else:
+            L = int(rng.integers(2, plan.max_L + 1))
             N = int(rng.integers(1, L + 1))
-        spec = spec.with_(L=L, N=N)
+            while not enumerable((1,) * L, N):
+                N = int(rng.integers(1, L + 1))
+            spec = spec.with_(L=L, N=N, B=plan.batch)
     elif plan.cost_class == "sphere":
         L = int(rng.integers(2, plan.max_L + 1))
         spec = spec.with_(L=L, N=int(rng.integers(1, L + 1)), d=int(rng.choice([2, 3, 4])),
-                          mc_draws=int(rng.choice([400, 2000])))
+                          mc_draws=int(rng.choice([400, 2000])), K=0, B=plan.batch)
     return spec
 
 
@@ -46,10 +57,18 @@ def build_batch(statement: Statement, spec: Spec, tracker: Tracker, method: str)
 
 
 def run(statement: Statement, plan: Plan, rng: np.random.Generator, tracker: Tracker, progress: Any = None) -> None:
-    """``plan.random_batches`` rounds of draw, build, evaluate (recorded under method ``random``)."""
-    for _ in range(plan.random_batches):
-        inst = build_batch(statement, draw_spec(rng, statement, plan), tracker, "random")
+    """``plan.random_batches`` dense rounds (method ``random``) and ``plan.class_batches`` token-class rounds
+    (method ``classes``) of draw, build, evaluate, interleaved."""
+    total = plan.random_batches + plan.class_batches
+    done = {"random": 0, "classes": 0}
+    for k in range(total):
+        classes = plan.class_batches > 0 and (k * plan.class_batches) // total != ((k + 1) * plan.class_batches) // total
+        method = "classes" if classes else "random"
+        n = plan.class_batches if classes else plan.random_batches
+        spec = draw_spec(rng, statement, plan, classes=classes, stratum=(done[method], n))  # every scale of L in turn
+        done[method] += 1
+        inst = build_batch(statement, spec, tracker, method)
         if inst is not None:
-            tracker.evaluate(inst, "random")
+            tracker.evaluate(inst, method)
         if progress is not None:
             progress.update(1)

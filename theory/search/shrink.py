@@ -1,7 +1,8 @@
 """Shrinking a violation into a small, readable counterexample.
 
-Greedy and deterministic: from the most negative candidate, try in order to drop blocks of tokens
-(halves, quarters, ... single tokens), lower N, drop embedding dimensions, switch the normaliser
+Greedy and deterministic: from the most negative candidate, try in order to shrink the context (token
+classes: every count scaled down, which walks towards the smallest L that still violates; short ones
+written out token by token), drop blocks of tokens or classes (halves, quarters, ... single ones), lower N, drop embedding dimensions, switch the normaliser
 to softmax and the temperature to 1, then round every number to 1, 2 or 3 significant digits
 (all at once, then array by array); keep a change whenever the float evaluator still finds a
 clear violation (relative margin below ``-min(1e-6, |start| / 2)``), and start over from it.
@@ -247,8 +248,29 @@ def _round_moves(p: Parts) -> Iterator[Parts]:
                 yield out
 
 
+def _count_moves(p: Parts, selected: np.ndarray) -> Iterator[Parts]:
+    """Token classes: scale every count down (to 1/1000, 1/100, 1/10, 1/4, 1/2, 3/4, keeping each class and
+    N at least 1), then write a short context out token by token (a dense instance reads best)."""
+    if p.counts is None:
+        return
+    L = int(p.counts.sum())
+    for factor in (1e-3, 1e-2, 0.1, 0.25, 0.5, 0.75, 0.9, 0.97, 0.99):
+        counts = np.where(p.counts > 0, np.maximum(1, np.round(p.counts * factor)), 0).astype(np.int64)
+        if counts.sum() >= L:
+            continue
+        N = None if p.N is None else int(min(counts.sum(), max(1, round(p.N * factor)) if p.N > 8 else p.N))
+        yield replace(p, counts=counts, N=N)
+    if L <= 64:
+        reps = np.repeat(np.arange(p.counts.size), p.counts)
+        pick = lambda a: None if a is None else a[reps]  # noqa: E731
+        arrays = {k: v[reps] for k, v in p.arrays.items()}
+        yield replace(p, counts=None, logits=pick(p.logits), alpha=pick(p.alpha), x=pick(p.x), k=pick(p.k),
+                      arrays=arrays, selection=None)
+
+
 def moves(p: Parts, selected: np.ndarray) -> Iterator[Parts]:
     """Candidate simplifications of ``p`` in the order they are tried (module docstring)."""
+    yield from _count_moves(p, selected)
     yield from _token_moves(p, selected)
     yield from _simplify_moves(p)
     yield from _dimension_moves(p)
