@@ -4,7 +4,8 @@ Sections: ``kernel`` (Theorem 1 fixed set at L=128, d=64, N=5 against the memory
 straightforward numpy version), ``evaluators`` (every reading against naive sympy and the floor),
 ``throughput`` (softmax-only readings at L=128, instances/s per core), ``certify`` (interval
 arithmetic per instance at L=128), ``mutants`` (kill rate of planted mutants with the default
-search budget, time to the first certified counterexample). Every figure is measured in this run;
+search budget, time to the first certified counterexample), ``long`` (the long-context set: kill rate and time
+to the first certificate per range of L, and what twice the budget buys). Every figure is measured in this run;
 nothing is compared with stored timings. ``--quick`` shortens the mutant searches to 2 s (about
 5 minutes in all otherwise, on 2 cores).
 """
@@ -21,7 +22,7 @@ from dataclasses import asdict
 
 from _util import Row, table
 
-SECTIONS = ("kernel", "evaluators", "throughput", "certify", "mutants")
+SECTIONS = ("kernel", "evaluators", "throughput", "certify", "mutants", "long")
 
 
 def main() -> None:
@@ -55,6 +56,11 @@ def main() -> None:
         from attnbounds.theory.search import DEFAULT_BUDGET_S
 
         rows += mutants.rows(2.0 if args.quick else DEFAULT_BUDGET_S, args.jobs)
+    if "long" in todo:
+        import long_contexts
+        from attnbounds.theory.search import DEFAULT_BUDGET_S
+
+        rows += long_contexts.rows(DEFAULT_BUDGET_S, args.jobs)
     print(table(rows))
     print(f"\n{len(rows)} rows in {time.perf_counter() - start:.0f} s")
     if args.json:

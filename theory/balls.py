@@ -91,13 +91,26 @@ class ExactInstance:
     def num(self, value: float | int) -> Any:
         return self.ops.num(value)
 
+    @property
+    def length(self) -> Any:
+        """L as a ball (what arithmetic reads; ``L`` itself is the integer the structure is built from).
+        A family of instances growing with a parameter (:mod:`attnbounds.theory.limits`) sets it to an expression."""
+        return self.cache["length"] if "length" in self.cache else self.num(self.L)
+
+    @property
+    def size_N(self) -> Any:
+        """N as a ball (see :attr:`length`)."""
+        if "size_N" in self.cache:
+            return self.cache["size_N"]
+        if self.N is None:
+            raise InvalidArgument("this statement needs N; pass N=... when building the instance")
+        return self.num(self.N)
+
     def param(self, name: str) -> Any:
         if name == "L":
-            return self.num(self.L)
+            return self.length
         if name == "N":
-            if self.N is None:
-                raise InvalidArgument("this statement needs N; pass N=... when building the instance")
-            return self.num(self.N)
+            return self.size_N
         if name not in self.params:
             raise InvalidArgument(f"this statement needs parameter {name!r}; the instance has: "
                                   f"{', '.join(sorted(self.params)) or 'none'}")
@@ -137,9 +150,9 @@ def _log_F_symbol(expr: sp.Expr) -> sp.Symbol:
     return next((s for s in expr.free_symbols if s.name == "l"), l_sym)
 
 
-def ratio_env(ops: Ops, normaliser: RatioNormaliser, L: int) -> dict[str, Any]:
-    """Parameter values of a ratio normaliser as exact balls (plus ``L``)."""
-    return {"L": ops.num(L), **{name: ops.num(_first(v)) for name, v in normaliser.values.items()}}
+def ratio_env(ops: Ops, normaliser: RatioNormaliser, L: Any) -> dict[str, Any]:
+    """Parameter values of a ratio normaliser as exact balls (plus ``L``, an integer or a ball)."""
+    return {"L": ops.num(L) if isinstance(L, int) else L, **{name: ops.num(_first(v)) for name, v in normaliser.values.items()}}
 
 
 @functools.lru_cache(maxsize=64)
@@ -147,7 +160,7 @@ def _log_F_expr(log_F_expr: sp.Expr, derivative_form: bool) -> sp.Expr:
     return derivative(log_F_expr, _log_F_symbol(log_F_expr)) if derivative_form else log_F_expr
 
 
-def log_F(ops: Ops, normaliser: RatioNormaliser, L: int, l: Any, derivative: bool = False) -> Any:
+def log_F(ops: Ops, normaliser: RatioNormaliser, L: Any, l: Any, derivative: bool = False) -> Any:
     """``log F(l)`` (or ``(log F)'(l)``) on balls, evaluated from the normaliser's sympy expression."""
     expr = _log_F_expr(normaliser.log_F, derivative)
     env = ratio_env(ops, normaliser, L)
@@ -163,7 +176,7 @@ def weights_from_logits(ex: ExactInstance, logits: np.ndarray) -> np.ndarray:
     ops, n = ex.ops, ex.inst.normaliser
     one = ops.num(1)
     if isinstance(n, RatioNormaliser):
-        F = ops.map(ops.exp, log_F(ops, n, ex.L, logits))
+        F = ops.map(ops.exp, log_F(ops, n, ex.length, logits))
         return F / ex.weighted_total(F)
     if isinstance(n, ReluNormalised):
         T = ops.num(_first(n.T))

@@ -89,7 +89,7 @@ SCHEMA: dict[str, Any] = {
         "proof": {"anyOf": [_NULL, {"type": "object", "required": ["name", "result", "ok", "complete", "checked",
                                                                     "cited", "cited_unchecked", "prose"]}]},
         "counterexample": {"anyOf": [_NULL, {
-            "type": "object", "required": ["instance", "certificate", "statistical", "candidate_rank"],
+            "type": "object", "required": ["instance", "certificate", "statistical", "candidate_rank", "L", "boundary"],
             "properties": {"instance": {"type": "object", "required": ["format", "alpha"]},
                            "certificate": {"type": "object", "required": ["status", "margin_lo", "margin_hi", "method",
                                                                           "precision_bits"]},
@@ -100,7 +100,7 @@ SCHEMA: dict[str, Any] = {
                                      "witness": {"type": ["object", "null"]},
                                      "certificate": {"type": ["object", "null"]},
                                      "equality": {"type": ["boolean", "null"]}}},
-        "search": {"type": "object", "required": ["budget_s", "seed", "tried", "by_method", "candidates"],
+        "search": {"type": "object", "required": ["budget_s", "seed", "tried", "by_method", "candidates", "L_range"],
                    "properties": {"budget_s": _NUM, "seed": {"type": "integer"}, "tried": {"type": "integer"},
                                   "by_method": _OBJ, "candidates": {"type": "array"}}},
         "software": {"type": "object", "required": ["attnbounds", "python", "numpy", "sympy", "mpmath", "flint", "torch"]},

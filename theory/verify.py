@@ -172,34 +172,37 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
     if getattr(res, "plan", None):
         fields["search"]["plan"] = dict(res.plan)  # the fixed work the budget bought (deterministic)
 
+    fields["search"]["L_range"] = _L_range(by_method)
+
     t = time.perf_counter()
-    chosen: tuple[int, Any, Certificate] | None = None
-    statistical: tuple[int, Any, Certificate] | None = None
-    summaries = []
     minimal = getattr(res, "minimal", None)  # the shrunk, rounded counterexample: most readable, certify it first
     cands = _candidates(res.violations)
     if minimal is not None:
         cands = [minimal, *(c for c in cands if c is not minimal)]
-    for rank, cand in enumerate(cands[:max_candidates]):
-        cert = certify(st, cand, 0)
-        summaries.append(_certificate_summary(rank, cert))
-        if cert.status == "violated" and not cert.statistical:
-            chosen = (rank, cand, cert)
-            break
-        if cert.status == "violated" and statistical is None:
-            statistical = (rank, cand, cert)
-    chosen = chosen or statistical
+    chosen, summaries = _certified(st, cands[:max_candidates])
     fields["search"]["candidates"] = summaries
     if chosen is not None:
         rank, cand, cert = chosen
-        fields["counterexample"] = {"instance": instance_to_json(cand.take(0)), "certificate": cert.to_json(timing=False),
-                                    "statistical": cert.statistical, "candidate_rank": rank,
-                                    "shrunk": minimal is not None and cand is minimal}
+        fields["counterexample"] = _counterexample_json(cand, cert, rank, minimal is not None and cand is minimal)
+        fields["counterexample"]["smallest_violating_L_seen"] = min(
+            (info["violation_L_min"] for info in by_method.values() if isinstance(info, dict) and "violation_L_min" in info),
+            default=None)
+        at_limit = cand
+        if fields["counterexample"]["boundary"]:  # also look for a counterexample inside the hypotheses
+            interior = _interior_counterexample(st, cands, chosen, budget_s=budget_s, seed=seed, search=search,
+                                                max_candidates=max_candidates)
+            fields["counterexample"]["interior"] = interior
+            if interior.get("found"):
+                at_limit = interior["_instance"]
+                del interior["_instance"]
+        fields["counterexample"]["limit"] = _limits(st, at_limit, violated=True)
     if res.best is not None:
         best_cert = certify(st, res.best, 0)
         fields["tightness"] = {"best_ratio": _finite_or_none(res.best_ratio), "best_margin": _finite_or_none(res.best_margin),
                                "witness": instance_to_json(res.best.take(0)), "certificate": best_cert.to_json(timing=False),
                                "equality": _attains(res.best_ratio, best_cert)}
+        if chosen is None:
+            fields["tightness"]["limit"] = _limits(st, res.best, violated=False)
     timing["certify_s"] = time.perf_counter() - t
 
     tried = int(res.tried)
@@ -209,7 +212,9 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
         notes.append("search errors: " + "; ".join(
             f"{m}: {info['errors']} ({' | '.join(info.get('error_messages', [])[:2])})" for m, info in errors.items()))
     undecided = [s for s in summaries if s["status"] == "inconclusive" and not s["equality"]]
-    what = f"{tried} instances searched (seed {seed}, budget {budget_s:g} s)"
+    L_range = fields["search"]["L_range"]
+    what = (f"{tried} instances searched (seed {seed}, budget {budget_s:g} s; L from {L_range['all'][0]} to "
+            f"{L_range['all'][1]})" if L_range["all"] else f"{tried} instances searched (seed {seed}, budget {budget_s:g} s)")
     suffix = ("; " + "; ".join(notes)) if notes else ""
     if chosen is not None and proved_by is not None:
         return "ERROR", (f"internal contradiction: derivation {proved_by} replays as a complete proof, but search "
@@ -218,7 +223,20 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
     if chosen is not None:
         kind = (f"a statistical counterexample (Monte Carlo interval at level {chosen[2].level})" if chosen[2].statistical
                 else f"a counterexample certified in {chosen[2].backend} interval arithmetic ({chosen[2].method})")
-        return "REFUTED", f"{kind}, margin in [{chosen[2].margin_lo:.6g}, {chosen[2].margin_hi:.6g}]; {what}{suffix}"
+        cx = fields["counterexample"]
+        where = f" at L = {cx['L']}"
+        if cx["boundary"]:
+            found = cx.get("interior", {}).get("found")
+            where += (f" on the boundary of the hypotheses ({', '.join(cx['boundary'])}); an interior one at L = "
+                      f"{cx['interior']['L']}" if found else f" on the boundary of the hypotheses "
+                      f"({', '.join(cx['boundary'])}); no interior one found")
+        forall = [lim for lim in cx.get("limit", []) if lim["status"].startswith("violated")]
+        if forall:
+            best = min(forall, key=lambda lim: lim["L0"])
+            where += (f"; violated for every L >= {best['L0']}" + ("" if best["status"].endswith("for-all")
+                      else f" up to {best['L_max']:.3g}") + f" along '{best['family']}'")
+        return "REFUTED", (f"{kind}{where}, margin in [{chosen[2].margin_lo:.6g}, {chosen[2].margin_hi:.6g}]; "
+                           f"{what}{suffix}")
     if proved_by is not None:
         return "PROVED", f"derivation {proved_by} replays completely; no counterexample in {what}{suffix}"
     if tried > 0 and applicable == 0:
@@ -235,6 +253,72 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
         return "UNDECIDED", f"too little searched: {what} (fewer than {min_tried}){suffix}"
     ratio = _finite_or_none(res.best_ratio)
     return "VERIFIED", f"no counterexample in {what}; largest lhs/rhs found {_fmt(ratio)}{suffix}"
+
+
+def _certified(st: Statement, cands: list[Instance]) -> tuple[tuple[int, Instance, Certificate] | None, list[dict[str, Any]]]:
+    """The first candidate certified violated (deterministic preferred to statistical), and every certificate tried."""
+    chosen = statistical = None
+    summaries = []
+    for rank, cand in enumerate(cands):
+        cert = certify(st, cand, 0)
+        summaries.append(_certificate_summary(rank, cert))
+        if cert.status == "violated" and not cert.statistical:
+            chosen = (rank, cand, cert)
+            break
+        if cert.status == "violated" and statistical is None:
+            statistical = (rank, cand, cert)
+    return chosen or statistical, summaries
+
+
+def _counterexample_json(cand: Instance, cert: Certificate, rank: int, shrunk: bool) -> dict[str, Any]:
+    from attnbounds.theory.boundary import boundaries
+
+    return {"instance": instance_to_json(cand.take(0)), "certificate": cert.to_json(timing=False),
+            "statistical": cert.statistical, "candidate_rank": rank, "shrunk": shrunk, "L": int(cand.L),
+            "boundary": boundaries(cand.take(0))[0]}
+
+
+def _interior_counterexample(st: Statement, cands: list[Instance], chosen: tuple[int, Instance, Certificate], *,
+                             budget_s: float, seed: int, search: SearchFn, max_candidates: int) -> dict[str, Any]:
+    """A certified counterexample on no boundary of the hypotheses: among the other candidates first, else from a
+    search that only counts interior violations (half the budget, the next seed)."""
+    from attnbounds.theory.boundary import interior
+
+    others = [c for k, c in enumerate(cands) if k != chosen[0] and bool(interior(c.take(0))[0])]
+    found, _ = _certified(st, others[:max_candidates])
+    tried = 0
+    if found is None:
+        try:
+            res = search(st, budget_s=budget_s / 2, seed=seed + 1, progress=False, interior=True)
+        except TypeError:  # a replacement search without the interior option
+            return {"found": False, "reason": "the search in use cannot restrict itself to interior instances"}
+        tried = int(res.tried)
+        minimal = getattr(res, "minimal", None)
+        found, _ = _certified(st, ([minimal] if minimal is not None else []) + _candidates(res.violations)[:max_candidates])
+    if found is None:
+        return {"found": False, "tried": tried, "reason": f"no interior counterexample among the candidates and {tried} "
+                                                          "more instances searched (seed + 1, half the budget)"}
+    _, inst, cert = found
+    out = _counterexample_json(inst, cert, found[0], False)
+    out.update(found=True, tried=tried, _instance=inst)
+    return out
+
+
+def _limits(st: Statement, inst: Instance, *, violated: bool) -> list[dict[str, Any]]:
+    """The statement along the token-class families through ``inst`` (:mod:`attnbounds.theory.limits`)."""
+    from attnbounds.theory import limits
+
+    return [r.to_json() for r in limits.analyse(st, inst.take(0), violated=violated)]
+
+
+def _L_range(by_method: dict[str, Any]) -> dict[str, list[int] | None]:
+    """The contexts searched: dense (``random``, ``gradient``, ``targeted``...), token classes, and all of them."""
+    def span(methods: list[str]) -> list[int] | None:
+        spans = [by_method[m]["L_range"] for m in methods if isinstance(by_method.get(m), dict) and "L_range" in by_method[m]]
+        return [min(s[0] for s in spans), max(s[1] for s in spans)] if spans else None
+
+    return {"dense": span([m for m in by_method if m != "classes"]), "classes": span(["classes"]),
+            "all": span(list(by_method))}
 
 
 def _candidates(violations: Any) -> list[Instance]:

@@ -153,8 +153,8 @@ def _F_parts(ex: ExactInstance) -> tuple[np.ndarray, np.ndarray, Any]:
         if not isinstance(n, RatioNormaliser):
             raise Unsupported(f"Jacobian quantities are certified for normalisers F / sum F only, not {n!r}")
         ops, lg = ex.ops, ex.need_logits()
-        F_ = ops.map(ops.exp, log_F(ops, n, ex.L, lg))
-        dF = F_ * log_F(ops, n, ex.L, lg, derivative=True)
+        F_ = ops.map(ops.exp, log_F(ops, n, ex.length, lg))
+        dF = F_ * log_F(ops, n, ex.length, lg, derivative=True)
         ex.cache["F"] = (F_, dF, ex.weighted_total(F_))
     return ex.cache["F"]
 
@@ -440,7 +440,7 @@ def _g_absmax_ball(ex: ExactInstance) -> Any:
     n = ex.inst.normaliser
     if not isinstance(n, RatioNormaliser):
         raise Unsupported(f"(log F)' is certified for normalisers F / sum F only, not {n!r}")
-    g = log_F(ex.ops, n, ex.L, ex.need_logits(), derivative=True)
+    g = log_F(ex.ops, n, ex.length, ex.need_logits(), derivative=True)
     return ex.ops.maximum(ex.ops.map(ex.ops.abs, g[ex.present]))
 
 

@@ -33,7 +33,7 @@ def _log_F_range_ball(ex: ExactInstance) -> tuple[Any, Any]:
         n = ex.inst.normaliser
         if not isinstance(n, RatioNormaliser):
             raise Unsupported("Lemma 1's constants need a normaliser of the form F / sum F")
-        ex.cache["F_range"] = F_extrema(ex.ops, n, ex.L, ex.param("a"))
+        ex.cache["F_range"] = F_extrema(ex.ops, n, ex.L, ex.param("a"))  # F does not depend on L here
     return ex.cache["F_range"]
 
 

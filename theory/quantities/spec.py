@@ -107,6 +107,10 @@ class Quantity:
     magnitude: Callable[["Instance"], np.ndarray] | None = None
     montecarlo: MonteCarlo | None = None
     class_limit: int | None = None  # longest token-class instance supported (None: any L)
+    #: the ball form reads the counts only through ``ex.m``, ``ex.length`` and ``ex.size_N`` and decides no
+    #: branch on a count-dependent value, so it gives a closed form along growing token classes
+    #: (:mod:`attnbounds.theory.limits`)
+    closed_form: bool = False
     forms: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

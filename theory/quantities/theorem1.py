@@ -67,6 +67,26 @@ def _max_norm_torch(st: Any) -> Any:
     return st.masked(st.norm(st.x), st.mask & st.present, "max")
 
 
+# -- the largest token vector ------------------------------------------------------------------------------
+x_max = define("x_max", "B", "max_i ||x_i||_2 over every token (selected or not)", definition="max_i ||x_i||_2",
+               reference="Theorem 1 (the norms its bounds use)", needs=("x",), cost="tokens", closed_form=True)
+
+
+@x_max.float_form
+def _x_max(inst: Instance) -> np.ndarray:
+    return np.sqrt(F.masked_max(F.norms_sq(inst), inst.present, 0.0))
+
+
+@x_max.ball_form
+def _x_max_ball(ex: ExactInstance) -> Any:
+    return ex.ops.maximum(ex.ops.norm(ex.need_x()[ex.present], axis=-1))
+
+
+@x_max.torch_form
+def _x_max_torch(st: Any) -> Any:
+    return st.masked(st.norm(st.x), st.present, "max")
+
+
 # -- d_1 -----------------------------------------------------------------------------------------------
 d_1 = define("d_1", "B", "d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||_2 (0 when N = L)",
              definition="max_{i not in I_N, j in I_N} ||x_i - x_j||_2", reference=_FIXED, needs=("x", "selection"),
@@ -279,14 +299,15 @@ def _jensen(inst: Instance, coefficient: str, xbar: str) -> np.ndarray:
 
 
 def _jensen_ball(ex: ExactInstance, coefficient: str, xbar: str) -> Any:
-    L, N, ops = ex.L, ex.N, ex.ops
-    _need_two(L)
-    rho = ops.rational(N, L - 1)
+    ops = ex.ops
+    _need_two(ex.L)
+    L, N, one = ex.length, ex.size_N, ops.num(1)
+    rho = N / (L - one)
     x = ex.need_x()
-    c = ex.alpha * (ops.num(1) + rho) if coefficient == "scaled" else ex.alpha + rho
-    xb = _output_ball(ex) * rho if xbar == "weighted" else ex.weighted_total(x) / ops.num(L)
+    c = ex.alpha * (one + rho) if coefficient == "scaled" else ex.alpha + rho
+    xb = _output_ball(ex) * rho if xbar == "weighted" else ex.weighted_total(x) / L
     terms = ops.norm(c[:, None] * x - xb[None, :], axis=-1)
-    return ops.rational(L - N, L) * ops.total(ex.m * terms)
+    return (L - N) / L * ops.total(ex.m * terms)
 
 
 def _jensen_torch(st: Any, coefficient: str, xbar: str) -> Any:
@@ -342,21 +363,22 @@ def _gap_bound(inst: Instance) -> np.ndarray:
 
 @jensen_gap_bound.ball_form
 def _gap_bound_ball(ex: ExactInstance) -> Any:
-    L, N, ops = ex.L, ex.N, ex.ops
-    if L <= 2 or N >= L - 1:
+    ops = ex.ops
+    if ex.L <= 2 or ex.N >= ex.L - 1:  # (a family growing in L keeps these: L - N never decreases)
         return ops.num(0)
+    L, N, one, two = ex.length, ex.size_N, ops.num(1), ops.num(2)
     y = ex.alpha[:, None] * ex.need_x()
-    fpc = ops.rational(N * (L - 1 - N), L - 2)
+    fpc = N * (L - one - N) / (L - two)
     terms = []
     for k in np.flatnonzero(ex.present):
         others = list(ex.m)
-        others[k] = others[k] - ops.num(1)
+        others[k] = others[k] - one
         w = np.array(others, dtype=object)
-        mean = (w[:, None] * y).sum(axis=0) / ops.num(L - 1)
+        mean = (w[:, None] * y).sum(axis=0) / (L - one)
         dev = y - mean[None, :]
-        var = ops.total(w * (dev * dev).sum(axis=1)) / ops.num(L - 1)
+        var = ops.total(w * (dev * dev).sum(axis=1)) / (L - one)
         terms.append(ex.m[k] * ops.sqrt(fpc * var))
-    return ops.rational(L - N, L) * ops.total(np.array(terms, dtype=object))
+    return (L - N) / L * ops.total(np.array(terms, dtype=object))
 
 
 @jensen_gap_bound.torch_form

@@ -11,6 +11,7 @@ import numpy as np
 
 from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.instance import Instance
+from attnbounds.theory import boundary
 from attnbounds.theory.search import budget as budget_mod
 from attnbounds.theory.search.budget import DEFAULT_BUDGET_S
 from attnbounds.theory.search import gradient, random_search, refine, shrink, targeted
@@ -80,7 +81,7 @@ def _statement(statement: Statement | str) -> Statement:
 
 
 def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0,
-           progress: bool = False) -> SearchResult:
+           progress: bool = False, interior: bool = False) -> SearchResult:
     """Look for counterexamples to ``statement`` and for its tightest instance, under one budget.
 
     Methods, in order, each recorded in ``by_method``: ``random`` (batched random search over
@@ -89,7 +90,9 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     with the hypotheses kept by construction), ``targeted`` (hypothesis with ``target()`` over
     small readable instances), ``refine`` (Monte Carlo statements: the tightest instances again
     with many more draws) and ``shrink`` (minimise L, N, d of the best violation and round its
-    numbers while it still violates). The budget is converted into a fixed amount of work
+    numbers while it still violates). With ``interior``, only violations on no boundary of the hypotheses
+    count (:mod:`attnbounds.theory.boundary`: not L = 1, N = L, exact ties, zero vectors), and shrinking keeps
+    them there. The budget is converted into a fixed amount of work
     (:func:`attnbounds.theory.search.budget.plan`), so the same ``(statement, budget_s, seed)`` gives the
     same result on any machine; ``wall_s`` is what it took here.
     """
@@ -99,7 +102,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     supports_gradient = gradient.supports(st)
     pl = budget_mod.plan(st, budget_s, gradient=supports_gradient)
     seeds = np.random.SeedSequence([int(seed), 0x5EA2C4]).spawn(3)
-    tracker = Tracker(st)
+    tracker = Tracker(st, accept=boundary.interior if interior else None)
     start = time.perf_counter()
     bar = _bar(progress, st, pl)
     with _one_thread():

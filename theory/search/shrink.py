@@ -305,7 +305,8 @@ def shrink(statement: Statement, inst: Instance, evaluations: int, threshold: fl
                     raise
                 tracker.method("shrink").error(exc)
                 continue
-            if ev.violated[0] and rel[0] < -threshold:
+            if ev.violated[0] and rel[0] < -threshold and (tracker is None or tracker.accept is None
+                                                           or bool(tracker.accept(built)[0])):
                 current, improved = built, True
                 break
     return current, used

@@ -6,7 +6,7 @@ import contextlib
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -70,6 +70,9 @@ class MethodStats:
     skipped: int = 0
     messages: list[str] = field(default_factory=list)
     stopped: str = ""  # why a method stopped before using its budget
+    L_min: int | None = None  # the shortest and longest context this method evaluated
+    L_max: int | None = None
+    violation_L_min: int | None = None  # the shortest context of a float violation it found
 
     def to_dict(self) -> dict:
         out = {"tried": self.tried, "applicable": self.applicable, "violations": self.violations,
@@ -83,6 +86,10 @@ class MethodStats:
             out["error_messages"] = list(self.messages)
         if self.stopped:
             out["stopped"] = self.stopped
+        if self.L_min is not None:
+            out["L_range"] = [self.L_min, self.L_max]
+        if self.violation_L_min is not None:
+            out["violation_L_min"] = self.violation_L_min
         return out
 
     def error(self, exc: BaseException) -> None:
@@ -95,8 +102,10 @@ class MethodStats:
 class Tracker:
     """Evaluates batches for one statement and keeps what the search reports (see :mod:`attnbounds.theory.search`)."""
 
-    def __init__(self, statement: Statement):
+    def __init__(self, statement: Statement, accept: Callable[[Instance], np.ndarray] | None = None):
+        """``accept(inst) -> (B,) bool``: only accepted instances count as violations (e.g. interior ones)."""
         self.statement = statement
+        self.accept = accept
         self.violations: list[Candidate] = []
         self.best: Candidate | None = None
         self.best_key = float("inf")
@@ -149,12 +158,16 @@ class Tracker:
         st = self.method(method)
         st.tried += inst.B
         st.applicable += int(ev.applicable.sum())
+        st.L_min = inst.L if st.L_min is None else min(st.L_min, inst.L)
+        st.L_max = inst.L if st.L_max is None else max(st.L_max, inst.L)
         if not ev.applicable.any():
             return
         ratio = ev.ratio
-        viol = np.flatnonzero(ev.violated)
+        violated = ev.violated if self.accept is None else ev.violated & self.accept(inst)
+        viol = np.flatnonzero(violated)
         if viol.size:
             st.violations += int(viol.size)
+            st.violation_L_min = inst.L if st.violation_L_min is None else min(st.violation_L_min, inst.L)
             if st.first_violation_s is None:
                 st.first_violation_s = time.perf_counter() - self._start
             worst_kept = self.violations[-1].rel if len(self.violations) >= KEEP else np.inf

@@ -1,0 +1,453 @@
+"""For every L beyond a threshold: a statement's margin along a family of token-class instances that grows
+with a parameter ``t >= 0``, as a closed form, its limit as ``t -> oo``, and a certificate.
+
+A :class:`Family` starts from one token-class instance (counts ``m``) and lets the counts grow as
+``m + b t`` (``b``: which classes grow: the largest one, or all of them in proportion), so that
+``L(t) = L + (sum b) t``; logits, token vectors and the selected classes stay as they are (the order
+of the weights does not change with the counts, so the top-N classes stay the top-N classes).
+
+The closed form comes from the quantities' own ``ball`` forms, run on :class:`SymbolicOps`: numbers
+that do not depend on ``t`` are arb balls (held as symbols ``_c0, _c1, ...``), everything that does is a
+sympy expression in ``t``. Only quantities whose ball form reads the counts through ``ex.m``,
+``ex.length`` and ``ex.size_N`` (``closed_form`` on their specification) take part.
+
+The certificate: with ``u = 1 / (1 + t)`` in ``(0, 1]`` and ``p`` the order at which the margin vanishes
+(``margin ~ c u^p``), ``G(u) = margin / u^p`` is evaluated in ball arithmetic on pieces of ``[0, u0]``
+(bisected until each enclosure has a sign); ``G < 0`` on all of them certifies "violated for every
+``t >= 1/u0 - 1``", i.e. every ``L >= L0`` of the family, rigorously (no sampling, no monotonicity
+assumption). ``G > 0`` certifies "holds on the whole family". The limit ``c`` (``p = 0``) or the leading
+coefficient, found by sympy at the balls' midpoints, only guides the choice of ``p``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+import sympy as sp
+
+from attnbounds.theory import balls
+from attnbounds.theory.errors import AttnBoundsError, CannotCertify, InvalidArgument
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.intervals import ArbOps, BallEvaluator, Ops, Unsupported
+from attnbounds.theory.quantities import QUANTITIES
+from attnbounds.theory.statement import Statement, _conjuncts
+
+t = sp.Symbol("t", nonnegative=True)
+u = sp.Symbol("u", positive=True)
+#: pieces of [0, u0] the certificate may evaluate
+MAX_PIECES = 2048
+#: orders of vanishing tried for the margin (margin ~ c u^p)
+MAX_ORDER = 3
+
+
+class SymbolicOps(Ops):
+    """Ball operations where values are sympy expressions in ``t``; anything that does not depend on ``t`` is
+    computed in arb and held as a symbol whose ball is recorded (``consts``)."""
+
+    name = "symbolic"
+
+    def __init__(self) -> None:
+        self.arb = ArbOps()
+        self.consts: dict[sp.Symbol, Any] = {}
+
+    @contextlib.contextmanager
+    def precision(self, bits: int) -> Iterator[None]:
+        with self.arb.precision(bits):
+            self.bits = bits
+            yield
+
+    # -- constants --------------------------------------------------------------------------------
+    def const(self, ball: Any) -> sp.Symbol:
+        sym = sp.Symbol(f"_c{len(self.consts)}", real=True)
+        self.consts[sym] = ball
+        return sym
+
+    def ball(self, value: Any) -> Any:
+        """The arb ball of a value that does not depend on ``t`` (None when it does)."""
+        if isinstance(value, sp.Symbol) and value in self.consts:
+            return self.consts[value]
+        expr = sp.sympify(value)
+        if t in expr.free_symbols:
+            return None
+        return BallEvaluator(self.arb, {str(s): b for s, b in self.consts.items()})(expr)
+
+    def _fold(self, fn_ball: Any, fn_sym: Any, *values: Any) -> Any:
+        args = [self.ball(v) for v in values]
+        if all(a is not None for a in args):
+            return self.const(fn_ball(*args))
+        return fn_sym(*values)
+
+    def _decide(self, fn: Any, b: Any) -> bool:
+        ball = self.ball(b)
+        if ball is None:
+            raise Unsupported("a decision on a value that depends on L: no closed form along this family")
+        return bool(fn(ball))
+
+    # -- the Ops interface ---------------------------------------------------------------------------
+    def to_fraction(self, b: Any) -> Any:
+        return self.arb.to_fraction(self._need(b))
+
+    def _need(self, b: Any) -> Any:
+        ball = self.ball(b)
+        if ball is None:
+            raise Unsupported("this step needs a number, not an expression in L")
+        return ball
+
+    def num(self, value: float | int) -> Any:
+        if isinstance(value, (int, np.integer)):
+            return sp.Integer(int(value))
+        return self.const(self.arb.num(value))
+
+    def rational(self, p: int, q: int) -> Any:
+        return sp.Rational(int(p), int(q))
+
+    def dyadic(self, man: int, exp: int) -> Any:
+        return self.const(self.arb.dyadic(man, exp))
+
+    def hull(self, lo: Any, hi: Any) -> Any:
+        return self.const(self.arb.hull(self._need(lo), self._need(hi)))
+
+    def pi(self) -> Any:
+        return sp.pi
+
+    def lower(self, b: Any) -> Any:
+        return self.const(self.arb.lower(self._need(b)))
+
+    def upper(self, b: Any) -> Any:
+        return self.const(self.arb.upper(self._need(b)))
+
+    def positive(self, b: Any) -> bool:
+        return self._decide(self.arb.positive, b)
+
+    def nonnegative(self, b: Any) -> bool:
+        return self._decide(self.arb.nonnegative, b)
+
+    def is_finite(self, b: Any) -> bool:
+        ball = self.ball(b)
+        return True if ball is None else self.arb.is_finite(ball)
+
+    def exact(self, b: Any) -> bool:
+        ball = self.ball(b)
+        return False if ball is None else self.arb.exact(ball)
+
+    def _to_float(self, b: Any) -> float:
+        return self.arb._to_float(self._need(b))
+
+    def mid_rad(self, b: Any) -> tuple[float, float]:
+        return self.arb.mid_rad(self._need(b))
+
+    def text(self, b: Any, digits: int = 20) -> str:
+        ball = self.ball(b)
+        return self.arb.text(ball, digits) if ball is not None else str(b)
+
+    def exp(self, b: Any) -> Any:
+        return self._fold(self.arb.exp, sp.exp, b)
+
+    def log(self, b: Any) -> Any:
+        return self._fold(self.arb.log, sp.log, b)
+
+    def sqrt(self, b: Any) -> Any:
+        return self._fold(self.arb.sqrt, sp.sqrt, b)
+
+    def abs(self, b: Any) -> Any:
+        return self._fold(self.arb.abs, sp.Abs, b)
+
+    def min2(self, a: Any, b: Any) -> Any:
+        return self._fold(self.arb.min2, sp.Min, a, b)
+
+    def max2(self, a: Any, b: Any) -> Any:
+        return self._fold(self.arb.max2, sp.Max, a, b)
+
+    def ipow(self, b: Any, n: int) -> Any:
+        return self._fold(lambda x: self.arb.ipow(x, n), lambda x: x**n, b)
+
+    def lgamma(self, n: int) -> Any:
+        return self.const(self.arb.lgamma(n))
+
+    def total(self, v: Any) -> Any:
+        return sp.Add(*list(np.ravel(v))) if np.size(v) else sp.Integer(0)
+
+
+@dataclass(frozen=True)
+class Family:
+    """Token-class instances growing with ``t >= 0``: counts ``m + b t`` from the instance ``base`` (B = 1)."""
+
+    base: Instance
+    growth: tuple[int, ...]
+    name: str
+
+    @property
+    def counts(self) -> np.ndarray:
+        return np.ones(self.base.K, dtype=np.int64) if self.base.counts is None else self.base.counts[0]
+
+    def length(self, value: Any) -> Any:
+        return int(self.counts.sum()) + sum(self.growth) * value
+
+    def selected_growth(self) -> int:
+        mask = self.base.mask[0] if self.base.N is not None else np.zeros(self.base.K, dtype=bool)
+        return int(sum(b for b, s in zip(self.growth, mask) if s))
+
+    def at(self, value: int) -> Instance:
+        """The member at integer ``t = value`` (a float instance, for checks and records)."""
+        counts = self.counts + np.asarray(self.growth, dtype=np.int64) * int(value)
+        N = None if self.base.N is None else self.base.N + self.selected_growth() * int(value)
+        return Instance._build(self.base.alpha, self.base.logits, self.base.normaliser, self.base.x, self.base.q,
+                               self.base.k, N, self.base.mask if N is not None else None, self.base.arrays,
+                               {k: v for k, v in self.base.params.items()}, counts[None])
+
+
+def families(inst: Instance) -> list[Family]:
+    """The families through a single instance: its largest class grows; every class grows in proportion."""
+    base = inst.take(0)
+    counts = np.ones(base.K, dtype=np.int64) if base.counts is None else base.counts[0]
+    out = []
+    if base.counts is not None or base.K > 1:
+        present = counts > 0
+        largest = int(np.argmax(np.where(present, counts, -1)))
+        out.append(Family(base, tuple(int(k == largest) for k in range(base.K)),
+                          f"the class of {int(counts[largest])} tokens (column {largest}) grows"))
+        g = math.gcd(*[int(c) for c in counts[present]])
+        step = tuple(int(c // g) if c > 0 else 0 for c in counts)
+        if step != out[0].growth:
+            out.append(Family(base, step, "every class grows in proportion"))
+    return out
+
+
+def closed_form(statement: Statement) -> bool:
+    """Whether every quantity of the statement has a closed form along token-class families."""
+    return all(QUANTITIES[q].closed_form for q in statement.bindings.values())
+
+
+def _family_instance(family: Family, ops: SymbolicOps) -> balls.ExactInstance:
+    ex = balls.exact_instance(family.base, ops)  # structure from the base; arithmetic below from t
+    counts = family.counts
+    ex.cache["m"] = np.array([sp.Integer(int(c)) + b * t for c, b in zip(counts, family.growth)], dtype=object)
+    ex.cache["length"] = sp.Integer(int(counts.sum())) + sum(family.growth) * t
+    if family.base.N is not None:
+        ex.cache["size_N"] = sp.Integer(family.base.N) + family.selected_growth() * t
+    n = family.base.normaliser
+    if ex.logits is not None and n is not None:  # recompute the weights with the growing counts
+        ex.alpha = balls.weights_from_logits(ex, ex.logits)
+        ex.alpha[~ex.present] = sp.Integer(0)
+    return ex
+
+
+@dataclass
+class Margin:
+    """One conjunct at one column: its margin ``rhs - lhs`` as a function of ``t``."""
+
+    conjunct: int
+    column: int
+    expr: sp.Expr
+    rhs: sp.Expr
+
+
+def margins(statement: Statement, family: Family, ops: SymbolicOps) -> list[Margin]:
+    """Every (conjunct, column) margin of the statement along the family, as expressions in ``t``."""
+    ex = _family_instance(family, ops)
+    inst = statement.prepare(family.base)
+    for name, value in statement.defaults.items():
+        if isinstance(value, str) and name not in family.base.params:
+            ex.params[name] = balls.value(value, ex)
+    for name, value in inst.params.items():
+        ex.params.setdefault(name, ops.num(float(value[0])))
+    from attnbounds.theory.certify import _environment
+
+    env, selected = _environment(statement, ex)
+    weights = ex.m[ex.sel] if ex.mask is not None else None
+    out = []
+    for c, rel in enumerate(_conjuncts(statement.relation)):
+        kind = statement._token_kinds[c]
+        evaluate = BallEvaluator(ops, {**env, **selected} if kind == "selected" else env, selected, weights)
+        lhs = np.atleast_1d(np.asarray(evaluate(rel.lhs), dtype=object))
+        rhs = np.atleast_1d(np.asarray(evaluate(rel.rhs), dtype=object))
+        lhs, rhs = np.broadcast_arrays(lhs, rhs)
+        columns = range(lhs.shape[0])
+        if kind == "tokens" and lhs.shape[0] == ex.K:
+            columns = [k for k in columns if ex.counts[k] > 0]
+        for k in columns:
+            out.append(Margin(c, k if lhs.shape[0] > 1 else -1, sp.sympify(rhs[k] - lhs[k]), sp.sympify(rhs[k])))
+    return out
+
+
+@dataclass
+class LimitResult:
+    """What the analysis concluded along one family (see :func:`analyse`)."""
+
+    family: str
+    status: str  # "violated-for-all" / "-up-to", "holds-for-all" / "-up-to", "limit-only", "unsupported"
+    L0: int | None = None
+    L_max: int | None = None  # the certificate stops there ("-up-to"); None: every L >= L0
+    limit: str = ""
+    slack: float | None = None
+    order: int | None = None
+    detail: str = ""
+    checked: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"family": self.family, "status": self.status, "L0": self.L0, "L_max": self.L_max, "limit": self.limit,
+                "relative_slack": self.slack, "order": self.order, "detail": self.detail}
+
+
+def _midpoints(ops: SymbolicOps) -> dict[sp.Symbol, sp.Rational]:
+    return {s: sp.Rational(ops.arb.mid_rad(b)[0]) for s, b in ops.consts.items()}
+
+
+def _order(expr: sp.Expr, ops: SymbolicOps) -> tuple[int, sp.Expr] | None:
+    """``(p, c)`` with ``margin ~ c t^-p`` as ``t -> oo`` (``p`` in 0..MAX_ORDER), at the constants' midpoints."""
+    numeric = expr.xreplace(_midpoints(ops))
+    for p in range(MAX_ORDER + 1):
+        try:
+            c = sp.limit(numeric * t**p, t, sp.oo)
+        except (NotImplementedError, ValueError, TypeError, RecursionError):
+            return None
+        if c.is_finite is False or c in (sp.oo, -sp.oo, sp.zoo):
+            return (p, c) if p == 0 else None
+        if c.is_number and c != 0:
+            return p, c
+    return None
+
+
+def _in_u(expr: sp.Expr, p: int) -> sp.Expr:
+    """``margin(t = 1/u - 1) / u^p`` in a form regular at ``u = 0`` (as far as sympy can make it)."""
+    g = expr.xreplace({t: 1 / u - 1}) / u**p
+    g = sp.together(g)
+    num, den = sp.fraction(g)
+    return sp.expand(num) / sp.expand(den) if den.free_symbols else g
+
+
+def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, pieces: int = MAX_PIECES) -> tuple[int, bool]:
+    """``(sign, to_zero)``: +1 (G > 0) or -1 (G < 0) on all of ``[2^-50 u0, u0]`` in ball arithmetic (0 when
+    undecided), and whether the sign also holds on ``[0, 2^-50 u0]`` (the limit itself; that needs G in a form
+    regular at 0). The interval is cut geometrically (pieces a factor 2 apart: the margin changes on every
+    scale of L), and a piece whose enclosure straddles 0 is bisected."""
+    arb = ops.arb
+    env = {str(s): b for s, b in ops.consts.items()}
+    dG = sp.diff(G, u)
+    edges = [0.0] + [u0 * 2.0**-k for k in range(50, -1, -1)]
+    stack = list(zip(edges[:-1], edges[1:]))[::-1]
+    sign = 0
+    used = 0
+
+    def enclose(lo: float, hi: float) -> Any:
+        """The natural enclosure of G on [lo, hi], or the mean-value form G(mid) + G'([lo, hi]) ([lo, hi] - mid)
+        where that is tighter (it shrinks quadratically with the piece, the natural one only linearly)."""
+        piece = arb.hull(arb.num(lo), arb.num(hi))
+        try:
+            natural = BallEvaluator(arb, {**env, "u": piece})(G)
+        except (AttnBoundsError, ZeroDivisionError, ValueError):
+            natural = None
+        if natural is not None and arb.is_finite(natural) and (arb.positive(natural) or arb.negative(natural)):
+            return natural
+        mid = arb.num((lo + hi) / 2)
+        try:
+            centred = BallEvaluator(arb, {**env, "u": mid})(G) + BallEvaluator(arb, {**env, "u": piece})(dG) * (piece - mid)
+        except (AttnBoundsError, ZeroDivisionError, ValueError):
+            return natural
+        return centred
+
+    tail = stack.pop()  # [0, 2^-50 u0]: decided last, and optional
+    while stack:
+        lo, hi = stack.pop()
+        used += 1
+        if used > pieces:
+            return 0, False
+        value = enclose(lo, hi)
+        if value is not None and arb.is_finite(value) and (arb.positive(value) or arb.negative(value)):
+            s = 1 if arb.positive(value) else -1
+            if sign and s != sign:
+                return 0, False
+            sign = s
+            continue
+        if hi - lo < 1e-12 * hi:
+            return 0, False
+        mid = (lo + hi) / 2
+        stack += [(lo, mid), (mid, hi)]
+    last = enclose(*tail)
+    to_zero = last is not None and arb.is_finite(last) and (arb.positive(last) if sign > 0 else arb.negative(last))
+    return sign, bool(sign and to_zero)
+
+
+#: seconds one family's analysis may take (sympy's limits can be slow on large expressions)
+TIME_LIMIT_S = 5.0
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise TimeoutError after ``seconds`` (SIGALRM: the main thread of a POSIX process only)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        raise Unsupported("the limit analysis needs the main thread (its time limit is a signal)")
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"the limit analysis took more than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def analyse(statement: Statement, inst: Instance, *, violated: bool = True, bits: int = 128,
+            time_limit_s: float = TIME_LIMIT_S) -> list[LimitResult]:
+    """The statement along each family through ``inst`` (B = 1): for a violation, the smallest ``L0`` found
+    such that it is certified violated for every ``L >= L0`` of the family; for a tight instance, whether the
+    bound holds on the whole family and its relative slack in the limit."""
+    if inst.B != 1:
+        raise InvalidArgument(f"analyse needs a single instance (B=1), got B={inst.B}")
+    if not closed_form(statement):
+        missing = sorted(q for q in statement.bindings.values() if not QUANTITIES[q].closed_form)
+        return [LimitResult("", "unsupported", detail=f"no closed form along token classes for {', '.join(missing)}")]
+    out = []
+    for family in families(inst):
+        ops = SymbolicOps()
+        try:
+            with _time_limit(time_limit_s), ops.precision(bits):
+                out.append(_analyse_family(statement, family, ops, violated))
+        except (CannotCertify, AttnBoundsError, NotImplementedError, RecursionError, TypeError, ValueError,
+                TimeoutError, ZeroDivisionError) as exc:
+            out.append(LimitResult(family.name, "unsupported", detail=f"{type(exc).__name__}: {exc}"[:300]))
+    return out
+
+
+def _analyse_family(statement: Statement, family: Family, ops: SymbolicOps, violated: bool) -> LimitResult:
+    ms = margins(statement, family, ops)
+    mid = _midpoints(ops)
+    at0 = [float(m.expr.xreplace(mid).xreplace({t: 0})) for m in ms]
+    worst = ms[int(np.argmin(at0))]
+    order = _order(worst.expr, ops)
+    if order is None:
+        return LimitResult(family.name, "unsupported", detail="sympy found no limit of the margin")
+    p, c = order
+    rhs_order = _order(worst.rhs, ops)
+    slack = None
+    if rhs_order is not None and rhs_order[0] == p and rhs_order[1] != 0 and c.is_finite:
+        slack = float(c / sp.Abs(rhs_order[1]))
+    leading = f"margin ~ {sp.N(c, 6)} L^-{p}" if p else f"margin -> {sp.N(c, 6)}"
+    negative = bool((c < 0) == True)  # noqa: E712 - a sympy truth value
+    G = _in_u(worst.expr, p)
+    for u0 in (1.0, 0.5, 0.1, 1e-2, 1e-4, 1e-6, 1e-9):
+        sign, to_zero = _sign_on(G, ops, u0)
+        if sign == 0:
+            continue
+        t0 = 0 if u0 == 1.0 else math.ceil(1 / u0 - 1)
+        L0 = int(family.length(t0))
+        upto = "" if to_zero else f" up to L = {int(family.length(2**50 / u0)):.3g} (the limit itself is sympy's, not certified)"
+        what = "< 0" if sign < 0 else ">= 0"
+        status = ("violated" if sign < 0 else "holds") + ("-for-all" if to_zero else "-up-to")
+        L_max = None if to_zero else int(family.length(2**50 / u0))
+        return LimitResult(family.name, status, L0=L0, L_max=L_max, limit=leading, slack=slack, order=p,
+                           detail=f"the margin is certified {what} for every t >= {t0} (L >= {L0}) of the family{upto}")
+    status = "limit-only"
+    detail = ("sympy's limit says the margin stays negative, but interval evaluation could not certify it"
+              if negative else "sympy's limit says the margin stays positive (not certified)")
+    return LimitResult(family.name, status, limit=leading, slack=slack, order=p, detail=detail)
