@@ -33,6 +33,8 @@ LR = 0.05
 SNAPSHOTS = 4
 #: a tight instance with more columns than this is not a gradient start (its torch forms cost O(K^2) to O(K^3))
 MAX_START_COLUMNS = 64
+#: an expectation start whose random subsets have more count vectors (times columns) than this is left out
+MAX_START_VECTORS = 1 << 12
 #: longest sequence drawn for fresh gradient starts
 MAX_L = {"weights": 16, "softmax-jacobian": 16, "jacobian": 16, "tokens": 16, "subsets": 8}
 _NORMALISER_HYPOTHESES = {hyp.SOFTMAX.id, hyp.F_POSITIVE.id, hyp.F_LENGTH_INDEPENDENT.id}
@@ -275,7 +277,9 @@ def run(statement: Statement, plan: Plan, rng: np.random.Generator, tracker: Tra
                          "max_L": min(plan.max_L, MAX_L.get(plan.cost_class, 16))})
     for i in range(plan.gradient_starts):
         batch = None
-        starts = [p for p in pool if p.K <= MAX_START_COLUMNS]
+        starts = [p for p in pool if p.K <= MAX_START_COLUMNS and (plan.cost_class != "subsets" or enumerable(
+            tuple(int(c) for c in (p.counts[0] if p.counts is not None else np.ones(p.K, dtype=int))), p.N, 1,
+            MAX_START_VECTORS))]
         if i % 2 == 0 and starts:
             start = starts[(i // 2) % len(starts)]
             copies = max(1, min(plan.gradient_batch, (1 << 16) // start.K**2))  # torch forms are O(B K^2) and more

@@ -29,8 +29,9 @@ def draw_spec(rng: np.random.Generator, statement: Statement, plan: Plan, *, cla
     tokens), or (``classes``) up to six token classes with L log-uniform up to ``plan.max_class_L``."""
     spec = random_spec(rng, statement, B=plan.batch, max_L=plan.max_class_L if classes else plan.max_L,
                        classes=classes, stratum=stratum)
-    if not classes:
-        spec = spec.with_(B=max(1, min(plan.batch, TOKENS_PER_BATCH // spec.L)))
+    if not classes:  # Jacobian norms cost O(L^2) to O(L^3) per instance, the rest O(L)
+        per = spec.L**2 if plan.cost_class == "jacobian" else spec.L
+        spec = spec.with_(B=max(1, min(plan.batch, TOKENS_PER_BATCH // per)))
     if plan.cost_class == "subsets":
         if classes:  # a few classes and few selected tokens: the count vectors stay enumerable
             K = min(spec.K, 3)

@@ -15,7 +15,10 @@ from attnbounds.theory.statement import Statement
 
 def run(statement: Statement, plan: Plan, tracker: Tracker, progress=None) -> None:
     """The ``plan.refine_evaluations`` tightest pool instances again, with more draws (method ``refine``)."""
-    for cand in list(tracker.pool)[: plan.refine_evaluations]:
+    todo = list(tracker.pool)[: plan.refine_evaluations]
+    if len(todo) < plan.refine_evaluations:
+        tracker.method("refine").stopped = f"only {len(todo)} tight instances to refine"
+    for cand in todo:
         tracker.evaluate(cand.inst.with_params(mc_draws=float(REFINE_DRAWS)), "refine")
         if progress is not None:
             progress.update(1)

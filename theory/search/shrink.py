@@ -316,11 +316,15 @@ def run(statement: Statement, plan: Plan, tracker: Tracker, progress=None) -> In
     """Shrink the most negative clear violation; record the result under method ``shrink``."""
     clear = [c for c in tracker.violations if c.rel < -1e-9]
     if not clear or plan.shrink_evaluations == 0:
+        if plan.shrink_evaluations:
+            tracker.method("shrink").stopped = "no clear violation to shrink"
         return None
     start = clear[0]
     threshold = min(CLEAR, abs(start.rel) / 2)
     small, used = shrink(statement, start.inst, plan.shrink_evaluations, threshold, tracker)
     tracker.method("shrink").tried += used
+    if used < plan.shrink_evaluations:
+        tracker.method("shrink").stopped = f"no simpler violation after {used} of {plan.shrink_evaluations} evaluations"
     if progress is not None:
         progress.update(used)
     result = tracker.evaluate(small, "shrink")

@@ -109,6 +109,9 @@ def run(statement: Statement, plan: Plan, seed: int, tracker: Tracker, progress=
     with tracker.guard("targeted"):
         try:
             found = find(instances(statement), violated, settings=config, random=random.Random(seed))
-        except (NoSuchExample, Unsatisfiable):
+            tracker.method("targeted").stopped = "found a violation (and shrank it) before using every example"
+        except NoSuchExample:
             pass
+        except Unsatisfiable:
+            tracker.method("targeted").stopped = "hypothesis could not draw instances satisfying the hypotheses"
     return found
