@@ -121,7 +121,8 @@ def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed:
         "hypotheses": [{"id": h.id, "description": h.description} for h in st.hypotheses],
         "paper": {**PAPER, "version": PAPER_VERSION}, "proof": None, "counterexample": None,
         "tightness": {"best_ratio": None, "best_margin": None, "witness": None, "certificate": None, "equality": None},
-        "search": {"budget_s": float(budget_s), "seed": int(seed), "tried": 0, "by_method": {}, "candidates": []},
+        "search": {"budget_s": float(budget_s), "seed": int(seed), "tried": 0, "by_method": {}, "candidates": [],
+                   "L_range": {"dense": None, "classes": None, "all": None}},
         "software": dict(software()), "git": dict(git_state()),
     }
     try:
