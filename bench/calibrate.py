@@ -1,80 +1,71 @@
 """Re-measure ``theory.search.budget.RATES``: units of search work per second, per cost class.
 
-Run: ``python bench/calibrate.py``. For representative readings of each cost class, times one
-unit of each method (a random batch, a gradient start, a targeted example, a shrink evaluation,
-a Monte Carlo refinement) on this machine (one core) and prints the measured rates beside the
-table in use. The search itself never reads the clock: paste the new numbers into ``RATES``
-only on the reference machine, since every result depends on them.
+Run: ``python bench/calibrate.py [--budget 2] [--only CLASS]``. Runs the whole search on every
+reading (one core, in process) and divides the work each method did (random and token-class batches,
+gradient starts, targeted examples, shrink evaluations, Monte Carlo refinements) by the seconds it
+took, overheads included; prints per cost class the geometric mean of those rates beside the table in
+use, and the search's wall time against its budget. The search itself never reads the clock: paste
+the new numbers into ``RATES`` only on the reference machine (2 cores, nothing else running), since
+every result depends on them.
 """
 
 from __future__ import annotations
 
 import _util  # noqa: F401  (one BLAS thread before numpy loads)
 
+import argparse
 import time
-from dataclasses import replace
+from collections import defaultdict
 
 import numpy as np
 
 from _util import Row, table
 from attnbounds.theory import registry
-from attnbounds.theory.search import budget, gradient, random_search, refine, targeted
+from attnbounds.theory.search import budget, search
 from attnbounds.theory.search.budget import RATES
-from attnbounds.theory.search.tracker import Tracker
 
-REPRESENTATIVES = {
-    "weights": ["lemma1", "corollary1[delta=max-key]", "multihead"],
-    "softmax-jacobian": ["corollary3[spectral]", "corollary3[entry,corrected]", "corollary3[fd]"],
-    "jacobian": ["lemma2[sharp]", "lemma2[two-term]"],
-    "tokens": ["theorem1.fixed[R1,g1]", "theorem1.fixed[R2,g2]"],
-    "subsets": ["theorem1.random[R1,scaled,weighted]", "corollary2.i[R1]"],
-    "sphere": ["theorem2.lower[relaxed]", "theorem2.upper[full]"],
-}
+#: method -> (Rates attribute, where its units are counted: the plan or the method's tried count)
+METHODS = {"random": ("random_per_s", "random_batches"), "classes": ("class_per_s", "class_batches"),
+           "gradient": ("gradient_per_s", "gradient_starts"), "targeted": ("targeted_per_s", "tried"),
+           "shrink": ("shrink_per_s", "tried"), "refine": ("refine_per_s", "tried")}
+#: a method that ran for less than this is too short to time
+MIN_SECONDS = 0.02
 
 
-def _per_unit(run, units: int) -> float:
-    t = time.perf_counter()
-    run()
-    return (time.perf_counter() - t) / max(units, 1)
-
-
-def measure(sid: str) -> dict[str, float]:
-    """Seconds per unit of each method for one reading (caches warmed first)."""
-    st = registry.get(sid)
-    pl = budget.plan(st, 1.0, gradient=gradient.supports(st))
-    tr = Tracker(st)
-    rng = np.random.default_rng(0)
-    random_search.run(st, replace(pl, random_batches=3), rng, tr)  # warm: kernels, sympy caches
-    out = {"random": _per_unit(lambda: random_search.run(st, replace(pl, random_batches=10, class_batches=0), rng, tr), 10)}
-    if pl.class_batches or RATES[pl.cost_class].class_per_s:
-        out["classes"] = _per_unit(lambda: random_search.run(st, replace(pl, random_batches=0, class_batches=10), rng, tr),
-                                   10)
-    if pl.gradient_starts:
-        out["gradient"] = _per_unit(lambda: gradient.run(st, replace(pl, gradient_starts=2), rng, tr), 2)
-    out["targeted"] = _per_unit(lambda: targeted.run(st, replace(pl, targeted_examples=40), 1, tr), 40)
-    one = tr.pool[0].inst if tr.pool else None
-    if one is not None:
-        out["shrink"] = _per_unit(lambda: [st.evaluate(one.take([0])) for _ in range(20)], 20)
-    if RATES[pl.cost_class].refine_per_s:
-        out["refine"] = _per_unit(lambda: refine.run(st, replace(pl, refine_evaluations=2), tr), 2)
-    return out
-
-
-def rows() -> list[Row]:
-    out = []
-    for cls, ids in REPRESENTATIVES.items():
-        per = [measure(sid) for sid in ids]
-        current = RATES[cls]
-        for method, attr in (("random", "random_per_s"), ("classes", "class_per_s"), ("gradient", "gradient_per_s"),
-                             ("targeted", "targeted_per_s"), ("shrink", "shrink_per_s"), ("refine", "refine_per_s")):
-            secs = [p[method] for p in per if method in p]
-            if not secs:
+def rows(budget_s: float, only: str | None = None) -> list[Row]:
+    rates: dict[tuple[str, str], list[float]] = defaultdict(list)
+    walls: dict[str, list[float]] = defaultdict(list)
+    for st in registry.all_statements():
+        cls = budget.cost_class(st)
+        if only is not None and cls != only:
+            continue
+        t = time.perf_counter()
+        res = search(st, budget_s=budget_s, seed=0)
+        walls[cls].append(time.perf_counter() - t)
+        for method, (_attr, unit) in METHODS.items():
+            stats = res.by_method.get(method)
+            if not stats or stats.get("seconds", 0.0) < MIN_SECONDS:
                 continue
-            rate = 1.0 / float(np.mean(secs))
-            out.append(Row(f"calibrate {cls}", f"{method} units/s", rate, "", f"table: {getattr(current, attr):g}",
-                           None, ", ".join(f"{s * 1e3:.1f} ms" for s in secs)))
+            units = stats["tried"] if unit == "tried" else res.plan[unit]
+            if units:
+                rates[(cls, method)].append(units / stats["seconds"])
+    out = []
+    for cls, w in walls.items():
+        out.append(Row(f"calibrate {cls}", "search wall / budget", float(np.mean(w)) / budget_s, "",
+                       "0.5 .. 1.5", 0.5 <= float(np.mean(w)) / budget_s <= 1.5,
+                       f"{len(w)} readings, max {max(w) / budget_s:.2f}"))
+        for method, (attr, _unit) in METHODS.items():
+            got = rates.get((cls, method))
+            if got:
+                out.append(Row(f"calibrate {cls}", f"{method} units/s", float(np.exp(np.mean(np.log(got)))), "",
+                               f"table: {getattr(RATES[cls], attr):g}", None,
+                               f"{len(got)} readings, {min(got):.3g} .. {max(got):.3g}"))
     return out
 
 
 if __name__ == "__main__":
-    print(table(rows()))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--budget", type=float, default=2.0, help="seconds of search per reading (default 2)")
+    ap.add_argument("--only", choices=sorted(RATES), help="one cost class")
+    args = ap.parse_args()
+    print(table(rows(args.budget, args.only)))

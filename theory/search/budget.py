@@ -52,26 +52,27 @@ class Rates:
     refine_per_s: float  # Monte Carlo re-evaluations (with REFINE_DRAWS draws) of the tightest instances per second
 
 
-#: calibrated with ``python bench/calibrate.py`` on the reference machine (2 cores, one per search)
+#: calibrated with ``python bench/calibrate.py`` on the reference machine (2 cores, one per search): about 0.8 of
+#: the measured whole-search rates (overheads included), so a search takes about its budget
 RATES: dict[str, Rates] = {
-    "weights": Rates(batch=1024, max_L=4096, random_per_s=20.0, class_per_s=150.0, max_class_L=10**7,
-                     gradient_per_s=4.5, gradient_batch=128, gradient_steps=60, targeted_per_s=120.0,
-                     shrink_per_s=300.0, refine_per_s=0.0),
-    "softmax-jacobian": Rates(batch=1024, max_L=512, random_per_s=70.0, class_per_s=200.0, max_class_L=10**7,
-                              gradient_per_s=5.0, gradient_batch=128, gradient_steps=60, targeted_per_s=200.0,
-                              shrink_per_s=300.0, refine_per_s=0.0),
-    "jacobian": Rates(batch=512, max_L=128, random_per_s=100.0, class_per_s=100.0, max_class_L=10**7,
-                      gradient_per_s=3.0, gradient_batch=128, gradient_steps=60, targeted_per_s=120.0,
-                      shrink_per_s=300.0, refine_per_s=0.0),
-    "tokens": Rates(batch=256, max_L=256, random_per_s=100.0, class_per_s=180.0, max_class_L=10**7,
-                    gradient_per_s=1.8, gradient_batch=128, gradient_steps=60, targeted_per_s=90.0,
-                    shrink_per_s=250.0, refine_per_s=0.0),
-    "subsets": Rates(batch=64, max_L=10, random_per_s=150.0, class_per_s=60.0, max_class_L=10**7,
-                     gradient_per_s=3.5, gradient_batch=64, gradient_steps=60, targeted_per_s=150.0,
-                     shrink_per_s=300.0, refine_per_s=0.0),
-    "sphere": Rates(batch=8, max_L=6, random_per_s=22.0, class_per_s=0.0, max_class_L=6,
-                    gradient_per_s=0.0, gradient_batch=0, gradient_steps=0, targeted_per_s=45.0,
-                    shrink_per_s=40.0, refine_per_s=4.0),
+    "weights": Rates(batch=1024, max_L=4096, random_per_s=20.0, class_per_s=180.0, max_class_L=10**7,
+                     gradient_per_s=9.0, gradient_batch=128, gradient_steps=60, targeted_per_s=250.0,
+                     shrink_per_s=1000.0, refine_per_s=0.0),
+    "softmax-jacobian": Rates(batch=1024, max_L=512, random_per_s=90.0, class_per_s=230.0, max_class_L=10**7,
+                              gradient_per_s=10.0, gradient_batch=128, gradient_steps=60, targeted_per_s=300.0,
+                              shrink_per_s=1500.0, refine_per_s=0.0),
+    "jacobian": Rates(batch=512, max_L=128, random_per_s=170.0, class_per_s=185.0, max_class_L=10**7,
+                      gradient_per_s=7.0, gradient_batch=128, gradient_steps=60, targeted_per_s=400.0,
+                      shrink_per_s=1000.0, refine_per_s=0.0),
+    "tokens": Rates(batch=256, max_L=256, random_per_s=45.0, class_per_s=160.0, max_class_L=10**7,
+                    gradient_per_s=6.0, gradient_batch=128, gradient_steps=60, targeted_per_s=300.0,
+                    shrink_per_s=1000.0, refine_per_s=0.0),
+    "subsets": Rates(batch=64, max_L=10, random_per_s=230.0, class_per_s=70.0, max_class_L=10**7,
+                     gradient_per_s=6.0, gradient_batch=64, gradient_steps=60, targeted_per_s=250.0,
+                     shrink_per_s=1000.0, refine_per_s=0.0),
+    "sphere": Rates(batch=8, max_L=6, random_per_s=55.0, class_per_s=0.0, max_class_L=6,
+                    gradient_per_s=0.0, gradient_batch=0, gradient_steps=0, targeted_per_s=130.0,
+                    shrink_per_s=25.0, refine_per_s=16.0),
 }
 
 #: per-reading budget (seconds) that keeps ``attnbounds verify`` over every reading under 10 minutes

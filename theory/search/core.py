@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -15,6 +16,7 @@ from attnbounds.theory import boundary
 from attnbounds.theory.search import budget as budget_mod
 from attnbounds.theory.search.budget import DEFAULT_BUDGET_S
 from attnbounds.theory.search import gradient, random_search, refine, shrink, targeted
+from attnbounds.theory.parallel import Runner
 from attnbounds.theory.search.tracker import Tracker
 from attnbounds.theory.statement import Statement
 
@@ -80,49 +82,103 @@ def _statement(statement: Statement | str) -> Statement:
     return resolve(statement)
 
 
+#: random rounds (or gradient starts) per piece of work: pieces are what a cluster runs in parallel
+ROUNDS_PER_PIECE = 8
+
+
+def _pieces(n: int, size: int) -> list[range]:
+    return [range(k, min(n, k + size)) for k in range(0, n, size)]
+
+
+def _root(seed: int, statement: Statement, phase: int) -> tuple[int, ...]:
+    """The seed of a phase of a reading's search: every piece derives its generator from (seed, reading, phase, index)."""
+    return (int(seed), zlib.crc32(statement.id.encode()), phase)
+
+
+def _random_piece(args: tuple[Statement, budget_mod.Plan, tuple[int, ...], range, int, bool]) -> Tracker:
+    st, pl, root, indices, shard, interior = args
+    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard)
+    with _one_thread():
+        random_search.run(st, pl, root, tracker, indices)  # times each round under its method
+    return tracker
+
+
+def _gradient_piece(args: tuple[Statement, budget_mod.Plan, tuple[int, ...], range, int, bool, list[Instance]]) -> Tracker:
+    st, pl, root, indices, shard, interior, pool = args
+    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard)
+    t = time.perf_counter()
+    with _one_thread():
+        gradient.run(st, pl, root, tracker, pool, indices)
+    tracker.add_seconds("gradient", time.perf_counter() - t)
+    return tracker
+
+
+def _targeted_piece(args: tuple[Statement, budget_mod.Plan, int, int, int, bool]) -> Tracker:
+    st, pl, piece_seed, examples, shard, interior = args
+    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard)
+    t = time.perf_counter()
+    with _one_thread():
+        targeted.run(st, pl, piece_seed, tracker, examples=examples)
+    tracker.add_seconds("targeted", time.perf_counter() - t)
+    return tracker
+
+
 def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0,
-           progress: bool = False, interior: bool = False) -> SearchResult:
+           progress: bool = False, interior: bool = False, runner: Runner | None = None) -> SearchResult:
     """Look for counterexamples to ``statement`` and for its tightest instance, under one budget.
 
-    Methods, in order, each recorded in ``by_method``: ``random`` (batched random search over
-    the adversarial families), ``gradient`` (Adam on the normalised gap (lhs - rhs)/(|lhs| +
-    |rhs|) through a torch evaluator, from the tightest instances found and from fresh draws,
-    with the hypotheses kept by construction), ``targeted`` (hypothesis with ``target()`` over
-    small readable instances), ``refine`` (Monte Carlo statements: the tightest instances again
-    with many more draws) and ``shrink`` (minimise L, N, d of the best violation and round its
-    numbers while it still violates). With ``interior``, only violations on no boundary of the hypotheses
-    count (:mod:`attnbounds.theory.boundary`: not L = 1, N = L, exact ties, zero vectors), and shrinking keeps
-    them there. The budget is converted into a fixed amount of work
-    (:func:`attnbounds.theory.search.budget.plan`), so the same ``(statement, budget_s, seed)`` gives the
-    same result on any machine; ``wall_s`` is what it took here.
+    Methods, in order, each recorded in ``by_method``: ``random`` and ``classes`` (batched random search
+    over the adversarial families, dense and token classes), ``gradient`` (Adam on the normalised gap
+    through a torch evaluator, from the tightest instances found and from fresh draws, with the hypotheses
+    kept by construction), ``targeted`` (hypothesis with ``target()`` over small readable instances),
+    ``refine`` (Monte Carlo statements: the tightest instances again with many more draws) and ``shrink``
+    (minimise L, N, d of the best violation and round its numbers while it still violates). With
+    ``interior``, only violations on no boundary of the hypotheses count (:mod:`attnbounds.theory.boundary`:
+    not L = 1, N = L, exact ties, zero vectors), and shrinking keeps them there.
+
+    The budget is converted into a fixed amount of work (:func:`attnbounds.theory.search.budget.plan`),
+    cut into pieces (random rounds and gradient starts by :data:`ROUNDS_PER_PIECE`, targeted examples by
+    runs of hypothesis) whose generators derive from (seed, reading, phase, index); ``runner``
+    (:mod:`attnbounds.theory.parallel`, in-process by default) runs the pieces of a phase, and they are
+    merged in index order. So the same ``(statement, budget_s, seed)`` gives the same result on any machine
+    and any cluster; ``wall_s`` is what it took here.
     """
     st = _statement(statement)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InvalidArgument(f"seed must be a non-negative integer, got {seed!r}")
+    run = runner if runner is not None else Runner()
     supports_gradient = gradient.supports(st)
     pl = budget_mod.plan(st, budget_s, gradient=supports_gradient)
-    seeds = np.random.SeedSequence([int(seed), 0x5EA2C4]).spawn(3)
-    tracker = Tracker(st, accept=boundary.interior if interior else None)
+    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=-1)
     start = time.perf_counter()
-    bar = _bar(progress, st, pl)
+    n_rounds = pl.random_batches + pl.class_batches
+    shard = 0
+    pieces = [(st, pl, _root(seed, st, 0), r, shard + k, interior) for k, r in enumerate(_pieces(n_rounds, ROUNDS_PER_PIECE))]
+    for t in run.map(_random_piece, pieces, label=f"search {st.id}: random", progress=progress):
+        tracker.merge(t)
+    shard += len(pieces)
+    if pl.gradient_starts and supports_gradient:
+        pool = [c.inst for c in tracker.pool]
+        pieces = [(st, pl, _root(seed, st, 1), r, shard + k, interior, pool)
+                  for k, r in enumerate(_pieces(pl.gradient_starts, ROUNDS_PER_PIECE))]
+        for t in run.map(_gradient_piece, pieces, label=f"search {st.id}: gradient", progress=progress):
+            tracker.merge(t)
+        shard += len(pieces)
+    elif pl.gradient_starts:
+        tracker.method("gradient").stopped = "no torch form for some quantity of the statement"
+    root = np.random.SeedSequence(list(_root(seed, st, 2)))
+    pieces = [(st, pl, int(child.generate_state(1)[0]), n, shard + k, interior)
+              for k, (child, n) in enumerate(zip(root.spawn(len(targeted.pieces(pl))), targeted.pieces(pl)))]
+    for t in run.map(_targeted_piece, pieces, label=f"search {st.id}: targeted", progress=progress):
+        tracker.merge(t)
     with _one_thread():
-        phases = [
-            ("random", lambda: random_search.run(st, pl, np.random.default_rng(seeds[0]), tracker, bar)),
-            ("gradient", lambda: gradient.run(st, pl, np.random.default_rng(seeds[1]), tracker, bar)),
-            ("targeted", lambda: targeted.run(st, pl, int(seeds[2].generate_state(1)[0]), tracker, bar)),
-            ("refine", lambda: refine.run(st, pl, tracker, bar)),
-        ]
-        for name, phase in phases:
-            if name == "refine" and pl.refine_evaluations == 0:
-                continue
-            t = time.perf_counter()
-            phase()
-            tracker.add_seconds(name, time.perf_counter() - t)
-        t = time.perf_counter()
-        minimal = shrink.run(st, pl, tracker, bar)
-        tracker.add_seconds("shrink", time.perf_counter() - t)
-    if bar is not None:
-        bar.close()
+        if pl.refine_evaluations:
+            t0 = time.perf_counter()
+            refine.run(st, pl, tracker)
+            tracker.add_seconds("refine", time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        minimal = shrink.run(st, pl, tracker)
+        tracker.add_seconds("shrink", time.perf_counter() - t0)
     best = tracker.best
     return SearchResult(
         statement_id=st.id,
@@ -131,7 +187,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
         best_margin=float("nan") if best is None else best.rel,
         best_ratio=float("nan") if best is None else best.ratio,
         tried=tracker.tried,
-        by_method={name: s.to_dict() for name, s in tracker.stats.items()},
+        by_method={name: s.to_dict() for name, s in sorted(tracker.stats.items(), key=lambda kv: _ORDER.get(kv[0], 9))},
         wall_s=time.perf_counter() - start,
         seed=int(seed),
         budget_s=float(budget_s),
@@ -141,11 +197,5 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     )
 
 
-def _bar(progress: bool, st: Statement, pl: budget_mod.Plan):
-    if not progress:
-        return None
-    from tqdm import tqdm
-
-    total = (pl.random_batches + pl.gradient_starts + pl.targeted_examples + pl.shrink_evaluations
-             + pl.refine_evaluations)
-    return tqdm(total=total, desc=f"search {st.id}", unit="step", leave=False)
+#: the methods in the order they run (records list them so)
+_ORDER = {"random": 0, "classes": 1, "gradient": 2, "targeted": 3, "refine": 4, "shrink": 5}

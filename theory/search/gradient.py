@@ -266,20 +266,22 @@ def optimise(statement: Statement, inst: Instance, steps: int, tracker: Tracker)
                 tracker.evaluate(snap, "gradient")
 
 
-def run(statement: Statement, plan: Plan, rng: np.random.Generator, tracker: Tracker, progress: Any = None) -> None:
-    """``plan.gradient_starts`` optimisations: half from the tightest instances found, half fresh."""
+def run(statement: Statement, plan: Plan, seed: tuple[int, ...], tracker: Tracker, pool: list[Instance],
+        indices: range | None = None, progress: Any = None) -> None:
+    """The starts ``indices`` of ``plan.gradient_starts`` (all by default): even starts perturb the tightest
+    instances found (``pool``), odd ones draw fresh batches; start i draws from ``SeedSequence([*seed, i])``."""
     if plan.gradient_starts == 0 or not supports(statement):
         if plan.gradient_starts and not supports(statement):
             tracker.method("gradient").stopped = "no torch form for some quantity of the statement"
         return
-    pool = [c.inst for c in tracker.pool]
     fresh_plan = Plan(**{**plan.to_dict(), "batch": plan.gradient_batch,
                          "max_L": min(plan.max_L, MAX_L.get(plan.cost_class, 16))})
-    for i in range(plan.gradient_starts):
+    starts = [p for p in pool if p.K <= MAX_START_COLUMNS and (plan.cost_class != "subsets" or enumerable(
+        tuple(int(c) for c in (p.counts[0] if p.counts is not None else np.ones(p.K, dtype=int))), p.N, 1,
+        MAX_START_VECTORS))]
+    for i in range(plan.gradient_starts) if indices is None else indices:
+        rng = np.random.default_rng(np.random.SeedSequence([*seed, i]))
         batch = None
-        starts = [p for p in pool if p.K <= MAX_START_COLUMNS and (plan.cost_class != "subsets" or enumerable(
-            tuple(int(c) for c in (p.counts[0] if p.counts is not None else np.ones(p.K, dtype=int))), p.N, 1,
-            MAX_START_VECTORS))]
         if i % 2 == 0 and starts:
             start = starts[(i // 2) % len(starts)]
             copies = max(1, min(plan.gradient_batch, (1 << 16) // start.K**2))  # torch forms are O(B K^2) and more

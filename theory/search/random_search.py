@@ -10,9 +10,11 @@ F, random shares; L log-uniform up to the plan's reach, 10^6 at the default budg
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
+
 from attnbounds.theory.families import Spec, build, random_spec
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.quantities._subsets import enumerable
@@ -57,19 +59,35 @@ def build_batch(statement: Statement, spec: Spec, tracker: Tracker, method: str)
     return None
 
 
-def run(statement: Statement, plan: Plan, rng: np.random.Generator, tracker: Tracker, progress: Any = None) -> None:
-    """``plan.random_batches`` dense rounds (method ``random``) and ``plan.class_batches`` token-class rounds
-    (method ``classes``) of draw, build, evaluate, interleaved."""
+def rounds(plan: Plan) -> list[tuple[str, int]]:
+    """Every round of the random phase as ``(method, stratum index)``: ``plan.random_batches`` dense rounds
+    (``random``) and ``plan.class_batches`` token-class rounds (``classes``), interleaved."""
     total = plan.random_batches + plan.class_batches
     done = {"random": 0, "classes": 0}
+    out = []
     for k in range(total):
         classes = plan.class_batches > 0 and (k * plan.class_batches) // total != ((k + 1) * plan.class_batches) // total
         method = "classes" if classes else "random"
-        n = plan.class_batches if classes else plan.random_batches
-        spec = draw_spec(rng, statement, plan, classes=classes, stratum=(done[method], n))  # every scale of L in turn
+        out.append((method, done[method]))
         done[method] += 1
+    return out
+
+
+def run(statement: Statement, plan: Plan, seed: tuple[int, ...], tracker: Tracker, indices: range | None = None,
+        progress: Any = None) -> None:
+    """The rounds ``indices`` of the random phase (all by default): draw (round k from its own generator,
+    ``SeedSequence([*seed, k])``, so any split of the rounds gives the same draws), build, evaluate."""
+    plan_rounds = rounds(plan)
+    for k in range(len(plan_rounds)) if indices is None else indices:
+        method, j = plan_rounds[k]
+        t = time.perf_counter()
+        classes = method == "classes"
+        n = plan.class_batches if classes else plan.random_batches
+        rng = np.random.default_rng(np.random.SeedSequence([*seed, k]))
+        spec = draw_spec(rng, statement, plan, classes=classes, stratum=(j, n))  # every scale of L in turn
         inst = build_batch(statement, spec, tracker, method)
         if inst is not None:
             tracker.evaluate(inst, method)
+        tracker.add_seconds(method, time.perf_counter() - t)
         if progress is not None:
             progress.update(1)

@@ -5,13 +5,15 @@ classes: every count scaled down, which walks towards the smallest L that still 
 written out token by token), drop blocks of tokens or classes (halves, quarters, ... single ones), lower N, drop embedding dimensions, switch the normaliser
 to softmax and the temperature to 1, then round every number to 1, 2 or 3 significant digits
 (all at once, then array by array); keep a change whenever the float evaluator still finds a
-clear violation (relative margin below ``-min(1e-6, |start| / 2)``), and start over from it.
+clear violation (relative margin below ``-min(1e-6, |start| / 2)``), and start over from it, trying the
+kinds of move that failed in the last round after the others (they mostly fail again).
 Each try is one evaluation out of ``plan.shrink_evaluations``. The result is recorded (method
 ``shrink``) among the violations; certification decides whether it is a counterexample.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
@@ -140,15 +142,18 @@ def _halving_blocks(n: int) -> Iterator[np.ndarray]:
         size //= 2
 
 
-def _token_moves(p: Parts, selected: np.ndarray) -> Iterator[Parts]:
+Move = tuple[tuple[Any, ...], Parts]  # (a label naming the kind of move, the simplified instance)
+
+
+def _token_moves(p: Parts, selected: np.ndarray) -> Iterator[Move]:
     """Drop blocks of tokens (halves, quarters, ..., single ones)."""
     for drop in _halving_blocks(p.L):
         out = _drop_tokens(p, drop, selected)
         if out is not None:
-            yield out
+            yield ("drop", int(drop.sum()), int(np.argmax(drop))), out
 
 
-def _dimension_moves(p: Parts) -> Iterator[Parts]:
+def _dimension_moves(p: Parts) -> Iterator[Move]:
     """Drop blocks of embedding coordinates (halves, quarters, ..., single ones)."""
     for drop in _halving_blocks(p.d):
         keep = ~drop
@@ -157,8 +162,9 @@ def _dimension_moves(p: Parts) -> Iterator[Parts]:
             params["dim"] = float(keep.sum())
             if params["dim"] < 2:
                 continue
-        yield replace(p, x=None if p.x is None else p.x[:, keep], q=None if p.q is None else p.q[keep],
-                      k=None if p.k is None else p.k[:, keep], params=params)
+        yield ("dims", int(drop.sum()), int(np.argmax(drop))), replace(
+            p, x=None if p.x is None else p.x[:, keep], q=None if p.q is None else p.q[keep],
+            k=None if p.k is None else p.k[:, keep], params=params)
 
 
 def round_sig(a: Any, digits: int) -> Any:
@@ -212,64 +218,72 @@ def _same(a: Parts, b: Parts) -> bool:
         np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
 
 
-def _simplify_moves(p: Parts) -> Iterator[Parts]:
+def _simplify_moves(p: Parts) -> Iterator[Move]:
     if p.N is not None and p.N > 1 and p.selection is None:
-        yield replace(p, N=p.N - 1)
+        yield ("N",), replace(p, N=p.N - 1)
     for name, lo in _INTEGER_PARAMS.items():
         if name in p.params and p.params[name] > lo and name != "dim":
-            yield replace(p, params={**p.params, name: p.params[name] - 1})
+            yield ("param", name), replace(p, params={**p.params, name: p.params[name] - 1})
     if p.normaliser is not None:
         name, values = p.normaliser
         if name != "softmax":
-            yield replace(p, normaliser=("softmax", {"T": values.get("T", 1.0)}))
+            yield ("softmax",), replace(p, normaliser=("softmax", {"T": values.get("T", 1.0)}))
         if values.get("T", 1.0) != 1.0:
-            yield replace(p, normaliser=(name, {**values, "T": 1.0}))
+            yield ("T=1",), replace(p, normaliser=(name, {**values, "T": 1.0}))
     if p.logits is not None and p.logits.size and np.any(p.logits != 0):
-        yield replace(p, logits=np.zeros_like(p.logits))
+        yield ("logits=0",), replace(p, logits=np.zeros_like(p.logits))
         if p.logits.max() != 0:
-            yield replace(p, logits=p.logits - p.logits.max())
+            yield ("logits-max",), replace(p, logits=p.logits - p.logits.max())
     for name in ("logits", "x", "q", "k"):
         a = getattr(p, name)
         if a is not None and a.size:
             tiny = (np.abs(a) < 1e-3 * np.abs(a).max()) & (a != 0)
             if tiny.any():
-                yield replace(p, **{name: np.where(tiny, 0.0, a)})
+                yield ("tiny", name), replace(p, **{name: np.where(tiny, 0.0, a)})
 
 
-def _round_moves(p: Parts) -> Iterator[Parts]:
+def _round_moves(p: Parts) -> Iterator[Move]:
     for digits in (1, 2, 3):
         out = _rounded(p, digits)
         if out is not None:
-            yield out
+            yield ("round", digits), out
     for name in _names(p):
         for digits in (1, 2, 3):
             out = _rounded(p, digits, only=name)
             if out is not None:
-                yield out
+                yield ("round", digits, name), out
 
 
-def _count_moves(p: Parts, selected: np.ndarray) -> Iterator[Parts]:
-    """Token classes: scale every count down (to 1/1000, 1/100, 1/10, 1/4, 1/2, 3/4, keeping each class and
-    N at least 1), then write a short context out token by token (a dense instance reads best)."""
+def _count_moves(p: Parts, selected: np.ndarray) -> Iterator[Move]:
+    """Token classes: scale every count down (to 1/1000, 1/100, 1/10, 1/4, 1/2, 3/4, ..., keeping each class
+    and N at least 1); then the same with every count kept at least the smallest one (so small special
+    classes, such as a few tied maxima, keep their size while the bulk shrinks); then write a short context
+    out token by token (a dense instance reads best)."""
     if p.counts is None:
         return
     L = int(p.counts.sum())
-    for factor in (1e-3, 1e-2, 0.1, 0.25, 0.5, 0.75, 0.9, 0.97, 0.99):
-        counts = np.where(p.counts > 0, np.maximum(1, np.round(p.counts * factor)), 0).astype(np.int64)
-        if counts.sum() >= L:
-            continue
-        N = None if p.N is None else int(min(counts.sum(), max(1, round(p.N * factor)) if p.N > 8 else p.N))
-        yield replace(p, counts=counts, N=N)
+    smallest = int(p.counts[p.counts > 0].min()) if (p.counts > 0).any() else 1
+    seen = set()
+    for floor in (1, smallest):
+        for factor in (1e-3, 1e-2, 0.1, 0.25, 0.5, 0.75, 0.9, 0.97, 0.99):
+            scaled = np.maximum(np.round(p.counts * factor), np.minimum(p.counts, floor))
+            counts = np.where(p.counts > 0, np.maximum(1, scaled), 0).astype(np.int64)
+            key = counts.tobytes()
+            if counts.sum() >= L or key in seen:
+                continue
+            seen.add(key)
+            N = None if p.N is None else int(min(counts.sum(), max(1, round(p.N * factor)) if p.N > 8 else p.N))
+            yield ("counts", floor > 1, factor), replace(p, counts=counts, N=N)
     if L <= 64:
         reps = np.repeat(np.arange(p.counts.size), p.counts)
         pick = lambda a: None if a is None else a[reps]  # noqa: E731
         arrays = {k: v[reps] for k, v in p.arrays.items()}
-        yield replace(p, counts=None, logits=pick(p.logits), alpha=pick(p.alpha), x=pick(p.x), k=pick(p.k),
-                      arrays=arrays, selection=None)
+        yield ("dense",), replace(p, counts=None, logits=pick(p.logits), alpha=pick(p.alpha), x=pick(p.x),
+                                  k=pick(p.k), arrays=arrays, selection=None)
 
 
-def moves(p: Parts, selected: np.ndarray) -> Iterator[Parts]:
-    """Candidate simplifications of ``p`` in the order they are tried (module docstring)."""
+def moves(p: Parts, selected: np.ndarray) -> Iterator[Move]:
+    """Candidate simplifications of ``p`` with their labels, in the order they are tried (module docstring)."""
     yield from _count_moves(p, selected)
     yield from _token_moves(p, selected)
     yield from _simplify_moves(p)
@@ -282,16 +296,22 @@ def shrink(statement: Statement, inst: Instance, evaluations: int, threshold: fl
     """The smallest, roundest instance reachable from ``inst`` (B = 1) that keeps a relative margin
     below ``-threshold``; returns it and the number of evaluations used."""
     current, used = inst, 0
+    failed: set[tuple[Any, ...]] = set()  # labels of the moves that failed in the last round: tried last
     improved = True
     while improved and used < evaluations:
         improved = False
         parts = Parts.of(current)
-        for cand in moves(parts, current.mask[0] if current.N is not None else np.zeros(current.K, dtype=bool)):
+        selected = current.mask[0] if current.N is not None else np.zeros(current.K, dtype=bool)
+        fresh = ((label, cand) for label, cand in moves(parts, selected) if label not in failed)
+        again = ((label, cand) for label, cand in moves(parts, selected) if label in failed)
+        failed_now: set[tuple[Any, ...]] = set()
+        for label, cand in itertools.chain(fresh, again):
             if used >= evaluations:
                 break
             try:
                 built = cand.build()
             except AttnBoundsError:  # the move leaves the domain (bad input or not applicable): skip it
+                failed_now.add(label)
                 continue
             used += 1
             try:
@@ -299,6 +319,7 @@ def shrink(statement: Statement, inst: Instance, evaluations: int, threshold: fl
                     ev = statement.evaluate(built)
                     rel = relative_margins(statement, built, ev)
             except NotApplicable:
+                failed_now.add(label)
                 continue
             except Exception as exc:  # noqa: BLE001 - an internal error: reported, never silent
                 if tracker is None:
@@ -309,6 +330,8 @@ def shrink(statement: Statement, inst: Instance, evaluations: int, threshold: fl
                                                            or bool(tracker.accept(built)[0])):
                 current, improved = built, True
                 break
+            failed_now.add(label)
+        failed = failed_now
     return current, used
 
 

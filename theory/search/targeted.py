@@ -85,9 +85,22 @@ def instances(statement: Statement) -> Any:
     return draw()
 
 
-def run(statement: Statement, plan: Plan, seed: int, tracker: Tracker, progress=None) -> Instance | None:
-    """``plan.targeted_examples`` hypothesis examples (method ``targeted``); the shrunk violation or None."""
-    if plan.targeted_examples == 0:
+#: hypothesis examples per piece of the targeted phase
+EXAMPLES_PER_PIECE = 64
+
+
+def pieces(plan: Plan) -> list[int]:
+    """The targeted phase cut into independent hypothesis runs: examples per piece."""
+    n = max(1, -(-plan.targeted_examples // EXAMPLES_PER_PIECE)) if plan.targeted_examples else 0
+    return [plan.targeted_examples // n + (1 if k < plan.targeted_examples % n else 0) for k in range(n)]
+
+
+def run(statement: Statement, plan: Plan, seed: int, tracker: Tracker, progress: Any = None,
+        examples: int | None = None) -> Instance | None:
+    """``examples`` (default ``plan.targeted_examples``) hypothesis examples (method ``targeted``) from one
+    seed; the shrunk violation or None."""
+    n = plan.targeted_examples if examples is None else examples
+    if n == 0:
         return None
     from hypothesis import HealthCheck, Phase, find, settings, target
     from hypothesis.errors import NoSuchExample, Unsatisfiable
@@ -102,7 +115,7 @@ def run(statement: Statement, plan: Plan, seed: int, tracker: Tracker, progress=
         target(-rel if np.isfinite(rel) else 0.0, label="relative violation")
         return bool(out[0].violated[0]) and rel < -CLEAR
 
-    config = settings(max_examples=plan.targeted_examples, database=None, deadline=None, derandomize=False,
+    config = settings(max_examples=n, database=None, deadline=None, derandomize=False,
                       phases=[Phase.generate, Phase.target, Phase.shrink], suppress_health_check=list(HealthCheck),
                       report_multiple_bugs=False)
     found = None

@@ -28,7 +28,7 @@ class Candidate:
     """One instance (B = 1) with its relative margin, ratio and the method that found it."""
 
     rel: float
-    order: int  # discovery order: ties in ``rel`` keep the earlier candidate first (deterministic)
+    order: tuple[int, int]  # (shard, discovery order): ties in ``rel`` keep the earlier candidate first
     inst: Instance = field(compare=False)
     ratio: float = field(compare=False)
     margin_hi: float = field(compare=False)
@@ -92,6 +92,27 @@ class MethodStats:
             out["violation_L_min"] = self.violation_L_min
         return out
 
+    def merge(self, other: "MethodStats") -> None:
+        """Add another piece's counts (sums, minima, the earliest messages)."""
+        self.tried += other.tried
+        self.applicable += other.applicable
+        self.violations += other.violations
+        self.errors += other.errors
+        self.skipped += other.skipped
+        self.seconds += other.seconds
+        if other.best_key < self.best_key:
+            self.best_key, self.best_margin, self.best_ratio = other.best_key, other.best_margin, other.best_ratio
+        if other.first_violation_s is not None:
+            self.first_violation_s = other.first_violation_s if self.first_violation_s is None else \
+                min(self.first_violation_s, other.first_violation_s)
+        for text in other.messages:
+            if text not in self.messages and len(self.messages) < MESSAGES:
+                self.messages.append(text)
+        self.stopped = self.stopped or other.stopped
+        for attr, pick in (("L_min", min), ("L_max", max), ("violation_L_min", min)):
+            mine, theirs = getattr(self, attr), getattr(other, attr)
+            setattr(self, attr, theirs if mine is None else mine if theirs is None else pick(mine, theirs))
+
     def error(self, exc: BaseException) -> None:
         self.errors += 1
         text = f"{type(exc).__name__}: {exc}"[:300]
@@ -102,10 +123,12 @@ class MethodStats:
 class Tracker:
     """Evaluates batches for one statement and keeps what the search reports (see :mod:`attnbounds.theory.search`)."""
 
-    def __init__(self, statement: Statement, accept: Callable[[Instance], np.ndarray] | None = None):
-        """``accept(inst) -> (B,) bool``: only accepted instances count as violations (e.g. interior ones)."""
+    def __init__(self, statement: Statement, accept: Callable[[Instance], np.ndarray] | None = None, shard: int = 0):
+        """``accept(inst) -> (B,) bool``: only accepted instances count as violations (e.g. interior ones);
+        ``shard``: the index of the piece of work this tracker records (candidates order by it first)."""
         self.statement = statement
         self.accept = accept
+        self.shard = shard
         self.violations: list[Candidate] = []
         self.best: Candidate | None = None
         self.best_key = float("inf")
@@ -187,14 +210,30 @@ class Tracker:
 
     def _candidate(self, inst: Instance, b: int, rel: float, ratio: float, margin_hi: float, method: str) -> Candidate:
         self._order += 1
-        return Candidate(rel, self._order, inst.take(b), ratio, margin_hi, method)
+        return Candidate(rel, (self.shard, self._order), inst.take(b), ratio, margin_hi, method)
+
+    def merge(self, other: "Tracker") -> None:
+        """Add what another tracker recorded (a piece of the same search): merging the pieces in their index
+        order gives the same result whichever process ran them."""
+        for cand in other.violations:
+            self._keep_violation(cand)
+        self.pool = sorted(self.pool + other.pool)[:POOL]
+        if other.best is not None and (self.best is None or (other.best_key, other.best.order) < (self.best_key, self.best.order)):
+            self.best, self.best_key = other.best, other.best_key
+        for name, theirs in other.stats.items():
+            self.method(name).merge(theirs)
 
     def _add_violation(self, inst: Instance, b: int, rel: float, ratio: float, margin_hi: float, method: str) -> None:
-        key = instance_key(inst, b)
+        if instance_key(inst, b) in self._keys:
+            return
+        self._keep_violation(self._candidate(inst, b, rel, ratio, margin_hi, method))
+
+    def _keep_violation(self, cand: Candidate) -> None:
+        key = instance_key(cand.inst)
         if key in self._keys:
             return
         self._keys.add(key)
-        self.violations.append(self._candidate(inst, b, rel, ratio, margin_hi, method))
+        self.violations.append(cand)
         self.violations.sort()
         for dropped in self.violations[KEEP:]:
             self._keys.discard(instance_key(dropped.inst))
