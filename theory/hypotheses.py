@@ -255,9 +255,19 @@ def is_domain(hypothesis_id: str) -> bool:
 
 @functools.cache
 def domain_hypothesis(name: str) -> Hypothesis:
-    """The hypothesis ``domain(name)``: the parameter lies in :data:`DOMAINS` ``[name]``."""
+    """The hypothesis ``domain(name)``: the parameter lies in :data:`DOMAINS` ``[name]``.
+
+    An instance without the parameter has nothing to check here: a relation or quantity that reads it
+    raises naming it (and ``L``, ``N`` are always there).
+    """
     d = DOMAINS[name]
-    return Hypothesis(domain_id(name), f"parameter domain: {d.text}", d.check, formula=d.formula)
+
+    def check(inst: Instance) -> np.ndarray:
+        if name not in ("L", "N") and name not in inst.params:
+            return _all(inst, True)
+        return d.check(inst)
+
+    return Hypothesis(domain_id(name), f"parameter domain: {d.text}", check, formula=d.formula)
 
 
 def domain_hypotheses(parameters: Iterable[str]) -> tuple[Hypothesis, ...]:
