@@ -618,15 +618,17 @@ class Replay:
 
     def rests_on(self) -> str:
         """One sentence: the steps by kind and the premises by hypothesis."""
-        cited_checked = self.cited - self.cited_unchecked
-        parts = [f"{self.checked} machine-checked steps (sympy identities and signs, z3 implications, the conclusion "
-                 "following from the chained step results)",
-                 f"{self.cited} cited classical facts ({cited_checked} with replayed side conditions or premises, "
-                 f"{self.cited_unchecked} on the citation alone)"]
+        def count(n: int, what: str) -> str:
+            return f"{n} {what}{'' if n == 1 else 's'}"
+
+        parts = [count(self.checked, "machine-checked step") + " (sympy identities and signs, z3 implications, the "
+                 "conclusion following from the chained step results)",
+                 count(self.cited, "cited classical fact") + f" ({self.cited - self.cited_unchecked} with replayed side "
+                 f"conditions or premises, {self.cited_unchecked} on the citation alone)"]
         if self.size_limited:
-            parts.append(f"{self.size_limited} step(s) checked only at the sizes named "
+            parts.append(count(self.size_limited, "step") + " checked only at the sizes named "
                          f"({'; '.join(s.sizes for s in self.steps if s.sizes)})")
-        parts.append(f"{self.prose} prose steps")
+        parts.append(count(self.prose, "prose step"))
         premises = [f"{p['premise']} ({'implied by' if p['checked'] else 'read from'} {p['hypothesis']})"
                     for p in self.premises]
         parts.append("premises: " + (", ".join(premises) if premises else "none"))
