@@ -2,7 +2,7 @@
 
     attnbounds verify --statements examples/user_bounds.py
 
-Define ``STATEMENTS`` (a list of theory.statement.Statement) and/or ``NORMALISERS`` (name ->
+Define ``STATEMENTS`` (a list of attnbounds.theory.statement.Statement) and/or ``NORMALISERS`` (name ->
 constructor or RatioNormaliser). Symbols are bound to quantities by name (``bindings``).
 """
 

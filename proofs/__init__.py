@@ -7,11 +7,14 @@ Public API (used by the verdict machinery and the CLI):
 - :func:`not_proved`: readings without a derivation, each with the reason and the id of its proved
   corrected form (``None``: no corrected form is proved, the reading is UNDECIDED here);
 - ``Derivation.replay() -> Replay`` with ``ok``, ``complete`` (no prose step), ``checked``,
-  ``cited``, ``prose``, ``steps`` and ``result`` (PROVED, PROVED MODULO PROSE or FAILED);
+  ``size_limited``, ``cited``, ``cited_unchecked``, ``prose``, ``premises`` (each with its hypothesis),
+  ``steps``, ``result`` (PROVED, PROVED MODULO PROSE or FAILED) and ``summary()`` / ``rests_on()``
+  (what a record says its PROVED rests on);
 - :func:`replay` ``(statement_id) -> Replay | None``: the replay restricted to one reading, cached
   (a derivation proving several readings is replayed once per process).
 
-A reading is PROVED only when its derivation replays with ``complete`` true.
+A reading is PROVED only when its derivation replays with ``complete`` true: every premise is read from
+a hypothesis the reading states, and the conclusion follows from the chained step results.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``python -m proofs [IDS...]``: replay the derivations (same as ``attnbounds prove``)."""
+"""``python -m attnbounds.proofs [IDS...]``: replay the derivations (same as ``attnbounds prove``)."""
 
 import sys
 

@@ -1,7 +1,7 @@
-"""``attnbounds prove [IDS...]`` / ``python -m proofs``: replay every derivation, one line per reading.
+"""``attnbounds prove [IDS...]`` / ``python -m attnbounds.proofs``: replay every derivation, one line per reading.
 
-Per reading: the proof's name, its steps checked / cited / prose-only, and the result (PROVED,
-PROVED MODULO PROSE, FAILED); readings without a proof name their proved corrected form or say
+Per reading: the proof's name, its steps checked / size-limited / cited / prose-only, its premises, and the
+result (PROVED, PROVED MODULO PROSE, FAILED); readings without a proof name their proved corrected form or say
 UNDECIDED with what blocks it. Exit status: 0 when every replayed derivation replays, 1 when a
 step fails, 2 on bad input.
 """
@@ -23,7 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _replay_line(statement_id: str, replay) -> str:
-    counts = f"{replay.checked:2d} checked {replay.cited:2d} cited {replay.prose:2d} prose"
+    counts = (f"{replay.checked:2d} checked {replay.size_limited:d} size-limited {replay.cited:2d} cited "
+              f"{replay.prose:d} prose {len(replay.premises):d} premises")
     sharp = {True: "sharp", False: "WITNESS FAILED", None: "no witness"}[replay.sharp]
     return f"{statement_id:48s} {replay.result:20s} {counts}  {sharp:10s} {replay.name}"
 
@@ -56,6 +57,7 @@ def run(ids: list[str], verbose: bool = False) -> int:
             print(_replay_line(id_, rep))
             if verbose or not rep.ok:
                 print("\n".join(_steps(rep)))
+                print(f"    rests on: {rep.rests_on()}")
                 if d.notes:
                     print(f"    note: {d.notes}")
             key = rep.result

@@ -9,15 +9,16 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Witness, Z3
+from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Witness, Z3, reals
 from attnbounds.proofs.subsets import P_EXCLUDED, P_GIVEN_EXCLUDED, P_INCLUDED, jensen
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.statements._symbols import A, E_dtilde, L, N, m
 
-e1, es = sp.symbols("e_1 e_s", nonnegative=True)
-s, Wv = sp.symbols("s W")  # vectors (used linearly)
+A, E_dtilde, L, N, m = reals("A E_dtilde L N m")
+e1, es, ed, SE, SG, E_i, A_i, G_i = reals("e_1 e_s e_d SE SG E_i A_i G_i")
+s, Wv = reals("s W")  # vectors (used linearly)
 BINDINGS = {"A": "A_norm", "m": "m_norm"}
+SIZES = (Assume("L >= 2 tokens", sp.Ge(L, 2), "L>=2"), Assume("at most L selected tokens", sp.Le(N, L), "domain(N)"))
 
 
 def _equal_x(L_: int, N_: int, logits: np.ndarray | None = None) -> Instance:
@@ -31,13 +32,19 @@ R1_I = Derivation(
     ("corollary2.i[R1,corrected]",),
     "| ||alpha_i x_i - s|| - ||alpha_i x_i|| | <= ||s|| for every excluded i, averaged over S",
     (
-        Cite("conditioning", "E[dtilde_R1] = sum_i P(i not in S) E[||alpha_i x_i - s|| | i not in S] and "
-             "(L-N)/L A = sum_i P(i not in S) ||alpha_i x_i||", (P_EXCLUDED,)),
-        Cite("reverse-triangle", "| ||alpha_i x_i - s|| - ||alpha_i x_i|| | <= ||s||"),
-        jensen("|E[X] - c| <= E|X - c| (|.| is the norm on R), applied to X = ||alpha_i x_i - s|| given i not in S"),
-        Cite("triangle", "E[||s|| | i not in S] <= sum_{j != i} P(j in S | i not in S) alpha_j ||x_j|| = "
-             "N/(L-1) (A - A_i), A_i = alpha_i ||x_i||", (P_GIVEN_EXCLUDED,), uses=("L>=2",)),
-        Identity("sum_i (L-N)/L N/(L-1) (A - A_i) = N (L-N)/L A, since sum_i A_i = A over the L tokens",
+        *SIZES,
+        Cite("conditioning", "E[dtilde_R1] = sum_i P(i not in S) E_i = (L-N)/L SE with E_i = E[||alpha_i x_i - s|| | i not "
+             "in S], SE = sum_i E_i", (P_EXCLUDED,), result=sp.Eq(E_dtilde, (L - N) / L * SE)),
+        Cite("reverse-triangle", "| ||alpha_i x_i - s|| - ||alpha_i x_i|| | <= ||s|| for every draw with i not in S"),
+        jensen("|E_i - A_i| <= E[| ||alpha_i x_i - s|| - A_i | | i not in S] <= G_i = E[||s|| | i not in S] (|.| is the "
+               "norm on R), A_i = alpha_i ||x_i||", result=sp.And(sp.Le(E_i - A_i, G_i), sp.Le(A_i - E_i, G_i))),
+        Cite("triangle", "G_i = E[||s|| | i not in S] <= sum_{j != i} P(j in S | i not in S) alpha_j ||x_j|| = "
+             "N/(L-1) (A - A_i)", (P_GIVEN_EXCLUDED,), uses=("L>=2",), result=sp.Le(G_i, N / (L - 1) * (A - A_i))),
+        Cite("termwise", "summing over the L tokens, with sum_i A_i = A: |SE - A| <= SG = sum_i G_i and "
+             "SG <= N/(L-1) (L A - A)",
+             given=(sp.Le(E_i - A_i, G_i), sp.Le(A_i - E_i, G_i), sp.Le(G_i, N / (L - 1) * (A - A_i))),
+             result=sp.And(sp.Le(SE - A, SG), sp.Le(A - SE, SG), sp.Le(SG, N / (L - 1) * (L * A - A)))),
+        Identity("(L-N)/L N/(L-1) (L A - A) = N (L-N)/L A",
                  (L - N) / L * N / (L - 1) * (L * A - A), N * (L - N) / L * A),
         Conclude(sp.And(sp.Le(E_dtilde - (L - N) / L * A, N * (L - N) / L * A),
                         sp.Le((L - N) / L * A - E_dtilde, N * (L - N) / L * A)),
@@ -61,12 +68,12 @@ def _r2(reading: str) -> Derivation:
         (
             Identity("W = s_out = sum_out alpha_i x_i, m = s + W: W - s = m - 2 s and W - s = 2 W - m",
                      sp.Matrix([Wv - s, Wv - s]), sp.Matrix([(s + Wv) - 2 * s, 2 * Wv - (s + Wv)]), vectors=(Wv, s)),
-            Cite("reverse-triangle", f"| dtilde_R2 - ||m|| | <= 2 ||{part}||"),
-            jensen("|E[dtilde_R2] - ||m||| <= E| dtilde_R2 - ||m|| | (Jensen for |.|)"),
-            Cite("triangle", f"E||{part}|| <= sum_j P(j in {part}) alpha_j ||x_j|| = ({prob}) A", (fact,)),
-            Z3(f"two-sided error <= 2 E||{part}|| <= {bound} A",
-               sp.And(sp.Le(E_dtilde - m, bound * A), sp.Le(m - E_dtilde, bound * A)),
-               (sp.Le(sp.Abs(E_dtilde - m), 2 * es), sp.Le(es, prob * A))),
+            Cite("reverse-triangle", f"| dtilde_R2 - ||m|| | <= 2 ||{part}|| for every draw; taking expectations, "
+                 f"e_d = E| dtilde_R2 - ||m|| | <= 2 e_s, e_s = E||{part}||", result=sp.Le(ed, 2 * es)),
+            jensen("|E[dtilde_R2] - ||m||| <= E| dtilde_R2 - ||m|| | = e_d (Jensen for |.|)",
+                   result=sp.Le(sp.Abs(E_dtilde - m), ed)),
+            Cite("triangle", f"e_s = E||{part}|| <= sum_j P(j in {part}) alpha_j ||x_j|| = ({prob}) A", (fact,),
+                 result=sp.Le(es, prob * A)),
             Conclude(sp.And(sp.Le(E_dtilde - m, bound * A), sp.Le(m - E_dtilde, bound * A)),
                      {"E_dtilde": "E_dtilde_R2", **BINDINGS}, text=f"|E[dtilde_R2] - ||m||| <= {bound} A"),
         ),
@@ -87,13 +94,16 @@ R1_II = Derivation(
     ("corollary2.ii[R1]",),
     "||alpha_i x_i - s|| <= alpha_i ||x_i|| + ||s||, summed over the L - N excluded tokens, averaged over S",
     (
-        Cite("triangle", "||alpha_i x_i - s|| <= alpha_i ||x_i|| + ||s||; summing over the L - N excluded tokens: "
-             "dtilde_R1 <= sum_{i not in S} alpha_i ||x_i|| + (L - N) ||s||"),
-        Cite("linearity-of-expectation", "E[sum_{i not in S} alpha_i ||x_i||] = (L-N)/L A", (P_EXCLUDED,)),
-        Cite("triangle", "E||s|| <= sum_j P(j in S) alpha_j ||x_j|| = (N/L) A", (P_INCLUDED,)),
-        Z3("(L-N)/L A + (L-N) E||s|| <= (L-N)(N+1)/L A",
-           sp.Le(e1 + (L - N) * es, (L - N) * (N + 1) / L * A),
-           (sp.Le(e1, (L - N) / L * A), sp.Le(es, N / L * A), sp.Le(N, L))),
+        SIZES[1],
+        Cite("triangle", "||alpha_i x_i - s|| <= alpha_i ||x_i|| + ||s||; summing over the L - N excluded tokens and "
+             "taking expectations: E[dtilde_R1] <= e_1 + (L - N) e_s, e_1 = E[sum_{i not in S} alpha_i ||x_i||], "
+             "e_s = E||s||", result=sp.Le(E_dtilde, e1 + (L - N) * es)),
+        Cite("linearity-of-expectation", "e_1 = E[sum_{i not in S} alpha_i ||x_i||] = (L-N)/L A", (P_EXCLUDED,),
+             result=sp.Eq(e1, (L - N) / L * A)),
+        Cite("triangle", "e_s = E||s|| <= sum_j P(j in S) alpha_j ||x_j|| = (N/L) A", (P_INCLUDED,),
+             result=sp.Le(es, N / L * A)),
+        Z3("(L-N)/L A + (L-N) e_s <= (L-N)(N+1)/L A", sp.Le(E_dtilde, (L - N) * (N + 1) / L * A),
+           (sp.Le(E_dtilde, e1 + (L - N) * es), sp.Eq(e1, (L - N) / L * A), sp.Le(es, N / L * A), sp.Le(N, L))),
         Conclude(sp.Le(E_dtilde, (L - N) * (N + 1) / L * A), {"E_dtilde": "E_dtilde_R1", **BINDINGS},
                  text="E[dtilde_R1] <= (L-N)(N+1)/L A"),
     ),

@@ -12,17 +12,21 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Witness, Z3
+from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Witness, Z3, reals
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.statements._symbols import L, N, abar_N, d_1, dtilde, max_norm
-from attnbounds.theory.statements.theorem1 import CORRECTED, FIXED_BINDINGS, GROUPING
+from attnbounds.theory.statements.theorem1 import FIXED_BINDINGS, GROUPING
 
-a_i, a_j, amax = sp.symbols("alpha_i alpha_j alpha_max", nonnegative=True)
-n1, n2, n3, w, ny = sp.symbols("n_1 n_2 n_3 w n_y", nonnegative=True)
-x_i, x_j, t, W, y = sp.symbols("x_i x_j t W y")  # vectors (used linearly)
+L, N, abar_N, d_1, dtilde, max_norm = reals("L N abar_N d_1 dtilde max_norm")
+a_i, a_j, n1, n2, n3, D, w, ny = reals("alpha_i alpha_j n_1 n_2 n_3 D w n_y")
+x_i, x_j, t, W, y = reals("x_i x_j t W y")  # vectors (used linearly)
+#: the printed groupings and the corrected R2 bound, in plain real symbols
+G1 = (1 - abar_N) * d_1 + max_norm * (abar_N * (L - N) - (1 - abar_N))
+R2_BOUND = (1 - abar_N) * d_1 + sp.Abs(1 - 2 * abar_N) * max_norm
 
 SIMPLEX, TOP_N = "simplex", "top-N"
+NORMS = Cite("norm-nonnegative", "||x_i - x_j||, ||x_j||, ||t|| are norms",
+             result=sp.And(sp.Ge(n1, 0), sp.Ge(n2, 0), sp.Ge(n3, 0)))
 
 
 def _sample(seed: int, L_: int, N_: int, B: int = 4) -> tuple[np.ndarray, np.ndarray]:
@@ -44,26 +48,30 @@ R1 = Derivation(
     ("theorem1.fixed[R1,g1]", "theorem1.fixed[R1,g2,corrected]"),
     "pair each excluded token with a selected one; top-N orders their weights; sum over the L - N excluded",
     (
+        Assume("the weight alpha_i of an excluded token is >= 0", sp.Ge(a_i, 0), SIMPLEX),
+        Assume("top-N: the selected alpha_j is at least the excluded alpha_i", sp.Ge(a_j, a_i), TOP_N),
+        Cite("termwise", "abar_N - alpha_j is the sum of the other selected weights, each >= 0",
+             uses=(SIMPLEX,), result=sp.Ge(abar_N, a_j)),
         Identity("for i not in I_N, j in I_N, t = sum_{k in I_N, k != j} alpha_k x_k: alpha_i x_i - s = "
                  "alpha_i (x_i - x_j) - [(alpha_j - alpha_i) x_j + t]",
                  a_i * x_i - (a_j * x_j + t), a_i * (x_i - x_j) - ((a_j - a_i) * x_j + t), vectors=(x_i, x_j, t)),
-        Cite("triangle", "||alpha_i x_i - s|| <= alpha_i ||x_i - x_j|| + (alpha_j - alpha_i) ||x_j|| + ||t||, the "
-             "coefficients being >= 0", (Z3("top-N: alpha_j >= alpha_i >= 0 makes alpha_j - alpha_i >= 0",
-                                            sp.Ge(a_j - a_i, 0), (sp.Ge(a_j, a_i),)),),
-             uses=(SIMPLEX, TOP_N)),
-        Cite("triangle", "||t|| <= sum_{k in I_N, k != j} alpha_k ||x_k|| <= (abar_N - alpha_j) max_norm",
-             (Z3("the weights of I_N other than j sum to abar_N - alpha_j >= 0",
-                 sp.Ge(abar_N - a_j, 0), (sp.Ge(abar_N, a_j),)),), uses=(SIMPLEX,)),
-        Z3("with ||x_i - x_j|| <= d_1, ||x_j|| <= max_norm: the bound is <= alpha_i d_1 + (abar_N - alpha_i) max_norm",
-           sp.Le(a_i * n1 + (a_j - a_i) * n2 + n3, a_i * d_1 + (abar_N - a_i) * max_norm),
-           (sp.Le(n1, d_1), sp.Le(n2, max_norm), sp.Le(n3, (abar_N - a_j) * max_norm), sp.Le(a_i, a_j),
-            sp.Le(a_j, abar_N))),
-        Cite("termwise", "summing over the L - N excluded tokens, whose weights sum to 1 - abar_N",
+        NORMS,
+        Cite("triangle", "D = ||alpha_i x_i - s|| <= alpha_i ||x_i - x_j|| + (alpha_j - alpha_i) ||x_j|| + ||t||, the "
+             "coefficients being >= 0", given=(sp.Ge(a_i, 0), sp.Ge(a_j, a_i)),
+             result=sp.Le(D, a_i * n1 + (a_j - a_i) * n2 + n3)),
+        Cite("triangle", "||t|| <= sum_{k in I_N, k != j} alpha_k ||x_k|| <= (abar_N - alpha_j) max_norm (weights >= 0)",
+             uses=(SIMPLEX,), given=(sp.Ge(abar_N, a_j),), result=sp.Le(n3, (abar_N - a_j) * max_norm)),
+        Cite("maximum", "||x_i - x_j|| <= d_1 (the largest excluded-to-selected distance) and ||x_j|| <= max_norm",
+             result=sp.And(sp.Le(n1, d_1), sp.Le(n2, max_norm))),
+        Z3("with ||x_i - x_j|| <= d_1, ||x_j|| <= max_norm: D <= alpha_i d_1 + (abar_N - alpha_i) max_norm",
+           sp.Le(D, a_i * d_1 + (abar_N - a_i) * max_norm),
+           (sp.Le(D, a_i * n1 + (a_j - a_i) * n2 + n3), sp.Le(n1, d_1), sp.Le(n2, max_norm),
+            sp.Le(n3, (abar_N - a_j) * max_norm), sp.Ge(a_i, 0), sp.Ge(a_j, a_i))),
+        Cite("termwise", "summing over the L - N excluded tokens, whose weights sum to 1 - abar_N: dtilde_R1 <= g1",
              (Identity("sum_out [alpha_i d_1 + (abar_N - alpha_i) max_norm] = g1",
-                       (1 - abar_N) * d_1 + (L - N) * abar_N * max_norm - (1 - abar_N) * max_norm, GROUPING["g1"]),),
-             uses=(SIMPLEX,)),
-        Conclude(sp.Le(dtilde, GROUPING["g1"]), {"dtilde": "dtilde_R1", **FIXED_BINDINGS},
-                 text="dtilde_R1 <= g1"),
+                       (1 - abar_N) * d_1 + (L - N) * abar_N * max_norm - (1 - abar_N) * max_norm, G1),),
+             uses=(SIMPLEX,), given=(sp.Le(D, a_i * d_1 + (abar_N - a_i) * max_norm),), result=sp.Le(dtilde, G1)),
+        Conclude(sp.Le(dtilde, G1), {"dtilde": "dtilde_R1", **FIXED_BINDINGS}, text="dtilde_R1 <= g1"),
     ),
     Witness("every x_i the same vector (d_1 = 0): dtilde_R1 = sum_out (abar_N - alpha_i) max_norm = g1",
             _equal_embeddings),
@@ -87,19 +95,18 @@ R2 = Derivation(
     ("theorem1.fixed[R2,g1,corrected]", "theorem1.fixed[R2,g2,corrected]"),
     "split the excluded mass around y = s / abar_N, a convex combination of the selected embeddings",
     (
+        Cite("maximum", "abar_N > 0: the selected set holds the largest weight, and the largest of weights summing to "
+             "1 is > 0", uses=(SIMPLEX, TOP_N), result=sp.Gt(abar_N, 0)),
         Identity("W = sum_out alpha_i x_i, s = abar_N y: W - s = sum_out alpha_i (x_i - y) + (1 - 2 abar_N) y, "
                  "since sum_out alpha_i (x_i - y) = W - (1 - abar_N) y",
                  W - abar_N * y, (W - (1 - abar_N) * y) + (1 - 2 * abar_N) * y, vectors=(W, y), uses=(SIMPLEX,)),
-        Cite("triangle", "||x_i - y|| <= sum_{j in I_N} (alpha_j / abar_N) ||x_i - x_j|| <= d_1 and ||y|| <= max_norm: "
-             "y is a convex combination of the selected x_j",
-             (Z3("abar_N > 0: it holds the largest weight, which is >= 1/L", sp.Gt(abar_N, 0),
-                 (sp.Ge(amax, 1 / L), sp.Ge(abar_N, amax))),), uses=(SIMPLEX, TOP_N)),
-        Cite("triangle", "||sum_out alpha_i (x_i - y) + (1 - 2 abar_N) y|| <= sum_out alpha_i ||x_i - y|| + "
-             "|1 - 2 abar_N| ||y||", uses=(SIMPLEX,)),
-        Z3("w = sum_out alpha_i ||x_i - y|| <= (1 - abar_N) d_1 and ||y|| <= max_norm bound the sum",
-           sp.Le(w + sp.Abs(1 - 2 * abar_N) * ny, CORRECTED["R2"]),
-           (sp.Le(w, (1 - abar_N) * d_1), sp.Le(ny, max_norm))),
-        Conclude(sp.Le(dtilde, CORRECTED["R2"]), {"dtilde": "dtilde_R2", **FIXED_BINDINGS},
+        Cite("triangle", "w = sum_out alpha_i ||x_i - y|| <= (1 - abar_N) d_1 and n_y = ||y|| <= max_norm: y is a convex "
+             "combination of the selected x_j (abar_N > 0), so ||x_i - y|| <= max_j ||x_i - x_j|| <= d_1, ||y|| <= "
+             "max_j ||x_j||", uses=(SIMPLEX, TOP_N), given=(sp.Gt(abar_N, 0),),
+             result=sp.And(sp.Le(w, (1 - abar_N) * d_1), sp.Le(ny, max_norm))),
+        Cite("triangle", "dtilde_R2 = ||sum_out alpha_i (x_i - y) + (1 - 2 abar_N) y|| <= w + |1 - 2 abar_N| n_y",
+             uses=(SIMPLEX,), result=sp.Le(dtilde, w + sp.Abs(1 - 2 * abar_N) * ny)),
+        Conclude(sp.Le(dtilde, R2_BOUND), {"dtilde": "dtilde_R2", **FIXED_BINDINGS},
                  text="dtilde_R2 <= (1 - abar_N) d_1 + |1 - 2 abar_N| max_norm"),
     ),
     Witness("selected x_j = u, excluded x_i = u + sign(1 - 2 abar_N) d_1 u/||u||, abar_N on both sides of 1/2",

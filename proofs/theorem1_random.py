@@ -12,24 +12,26 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Sign, Witness
-from attnbounds.proofs.subsets import (P_EXCLUDED, P_GIVEN_EXCLUDED, P_INCLUDED, P_PAIR, Ni, jensen, n,
-                            sample_variance_small_case)
+from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Sign, Witness, Z3, reals
+from attnbounds.proofs.subsets import (P_EXCLUDED, P_GIVEN_EXCLUDED, P_INCLUDED, P_PAIR, P_SAMPLED, Ni, jensen, n)
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.statements._symbols import E_dtilde, J, L, N, eps_bound, m
 from attnbounds.theory.statements.theorem1 import COEFFICIENTS, XBARS
 
-a_i, rho = sp.symbols("alpha_i rho", nonnegative=True)
-x_i, R, mv, s, Wv = sp.symbols("x_i R m s W")  # vectors (used linearly)
-Y1, Y2 = sp.symbols("Y_1 Y_2", nonnegative=True)
+L, N, E_dtilde, J, eps_bound, m = reals("L N E_dtilde J eps_bound m")
+a_i, rho, P, SE, SJ, SV, E_i, J_i, D_i, W_i, Y1, Y2, nE = reals("alpha_i rho P SE SJ SV E_i J_i D_i W_i Y_1 Y_2 n_E")
+x_i, R, mv, s, Wv = reals("x_i R m_vec s W")  # vectors (used linearly)
 tt = sp.Symbol("t", positive=True)
-k_out = sp.Symbol("k", nonnegative=True)
 p_in = Ni / n
+q_in = Ni * (Ni - 1) / (n * (n - 1))
+#: N (n - N)/(n - 1) sigma^2 with n = L - 1 tokens j != i and sigma^2 = Y1/n - Y2/n^2 their population variance
+GAP_TERM = N * (L - 1 - N) / (L - 2) * (Y1 / (L - 1) - Y2 / (L - 1) ** 2)
 
 CONDITIONAL_MEAN = (
-    Cite("conditioning", "dtilde_R1 = sum_i 1{i not in S} ||alpha_i x_i - s||, so E[dtilde_R1] = sum_i P(i not in S) "
-         "E[||alpha_i x_i - s|| | i not in S] with P(i not in S) = (L-N)/L", (P_EXCLUDED,)),
+    Cite("counting", "P = P(i not in S) = C(L-1, N) / C(L, N) = (L-N)/L, a probability", (P_EXCLUDED,),
+         result=sp.And(sp.Eq(P, (L - N) / L), sp.Ge(P, 0))),
+    Cite("conditioning", "dtilde_R1 = sum_i 1{i not in S} ||alpha_i x_i - s||, so E[dtilde_R1] = sum_i P E_i = P SE with "
+         "E_i = E[||alpha_i x_i - s|| | i not in S], SE = sum_i E_i", result=sp.Eq(E_dtilde, P * SE)),
     Cite("linearity-of-expectation", "given i not in S, S is a uniform N-subset of the other L-1 tokens: "
          "E[s | i not in S] = sum_{j != i} P(j in S | i not in S) alpha_j x_j = N/(L-1) sum_{j != i} alpha_j x_j",
          (P_GIVEN_EXCLUDED,), uses=("L>=2",)),
@@ -42,6 +44,8 @@ CONDITIONAL_MEAN = (
          "conditional expectations are over a non-empty event",
          (Identity("(L-N)/L at N = L", ((L - N) / L).subs(N, L), 0),)),
 )
+#: the conditional-mean norm ||E[alpha_i x_i - s | i not in S]|| = ||alpha_i (1 + rho) x_i - rho m|| summed: J = P SJ
+J_DEFINITION = {J: P * SJ}
 
 
 def _instances(L_: int, N_: int, x_fn, seed: int, B: int = 3) -> list[Instance]:
@@ -62,12 +66,13 @@ R1_JENSEN = Derivation(
     "condition on i not in S, then Jensen's inequality for the norm",
     (
         *CONDITIONAL_MEAN,
-        jensen("E[||alpha_i x_i - s|| | i not in S] >= ||E[alpha_i x_i - s | i not in S]|| = ||c_i x_i - xbar||"),
-        Cite("termwise", "multiply by P(i not in S) = (L-N)/L >= 0 and sum over i: E[dtilde_R1] >= "
-             "(L-N)/L sum_i ||alpha_i (1 + N/(L-1)) x_i - N/(L-1) m|| = J_scaled_weighted",
-             (Sign("(L-N)/L >= 0: L - N = k >= 0 excluded tokens", k_out / L),)),
-        Conclude(sp.Le(J, E_dtilde), {"J": "J_scaled_weighted", "E_dtilde": "E_dtilde_R1"},
-                 text="J_scaled_weighted <= E[dtilde_R1]"),
+        jensen("E_i = E[||alpha_i x_i - s|| | i not in S] >= ||E[alpha_i x_i - s | i not in S]|| = "
+               "||c_i x_i - xbar|| = J_i", result=sp.Ge(E_i, J_i)),
+        Cite("termwise", "summing over the L tokens: SE >= SJ = sum_i J_i", given=(sp.Ge(E_i, J_i),),
+             result=sp.Ge(SE, SJ)),
+        Conclude(sp.Le(P * SJ, E_dtilde), {"J": "J_scaled_weighted", "E_dtilde": "E_dtilde_R1"},
+                 definitions=J_DEFINITION,
+                 text="J_scaled_weighted = (L-N)/L sum_i ||alpha_i (1 + N/(L-1)) x_i - N/(L-1) m|| = P SJ <= E[dtilde_R1]"),
     ),
     Witness("N = L - 1: given i not in S the subset is determined, Jensen is an equality",
             lambda: _instances(5, 4, _free_x, seed=2)),
@@ -79,24 +84,31 @@ GAP = Derivation(
     "E||Z|| <= ||E Z|| + sqrt(E||Z - E Z||^2), the variance of a without-replacement sample sum",
     (
         *CONDITIONAL_MEAN,
-        Cite("triangle", "Z = alpha_i x_i - s given i not in S: ||Z|| <= ||E Z|| + ||Z - E Z||"),
-        Cite("jensen", "E||Z - E Z|| <= sqrt(E||Z - E Z||^2): the square root is concave",
-             (Sign("d^2/dt^2 sqrt(t) <= 0 for t > 0", sp.diff(sp.sqrt(tt), tt, 2), "<=0"),)),
-        Cite("bilinearity", "Z - E Z = -(s - E s): with y_j = alpha_j x_j, the n = L-1 indicators 1{j in S} have "
-             "Var = p(1-p), Cov = q - p^2, so E||s - E s||^2 = p(1-p) Y1 + (q - p^2)(Y2 - Y1), Y1 = sum ||y_j||^2, "
-             "Y2 = ||sum y_j||^2 (sums over j != i)", (P_PAIR, sample_variance_small_case()), uses=("L>=2",)),
-        Identity("with p = N/n, q = N(N-1)/(n(n-1)): p(1-p) Y1 + (q - p^2)(Y2 - Y1) = N (n-N)/(n-1) sigma^2, "
+        Cite("triangle", "Z = alpha_i x_i - s given i not in S: ||Z|| <= ||E Z|| + ||Z - E Z||; taking expectations, "
+             "E_i <= J_i + D_i with D_i = E||Z - E Z||", result=sp.Le(E_i, J_i + D_i)),
+        Cite("jensen", "D_i = E||Z - E Z|| <= sqrt(E||Z - E Z||^2) = sqrt(W_i): the square root is concave",
+             (Sign("d^2/dt^2 sqrt(t) <= 0 for t > 0", sp.diff(sp.sqrt(tt), tt, 2), "<=0"),),
+             result=sp.And(sp.Ge(W_i, 0), sp.Le(D_i, sp.sqrt(W_i)))),
+        Cite("bilinearity", "Z - E Z = -(s - E s): with y_j = alpha_j x_j, the n = L-1 indicators 1{j in S} (j != i) have "
+             "Var = p(1-p), Cov = q - p^2 (p = N/n, q = N(N-1)/(n(n-1))), so W_i = E||s - E s||^2 = p(1-p) Y1 + "
+             "(q - p^2)(Y2 - Y1), Y1 = sum ||y_j||^2, Y2 = ||sum y_j||^2 (sums over j != i)", (P_SAMPLED, P_PAIR),
+             uses=("L>=2",), result=sp.Eq(W_i, (p_in * (1 - p_in) * Y1 + (q_in - p_in**2) * (Y2 - Y1)).subs(
+                 {Ni: N, n: L - 1}))),
+        Identity("with p = N/n, q = N(N-1)/(n(n-1)), n = L - 1: p(1-p) Y1 + (q - p^2)(Y2 - Y1) = N (n-N)/(n-1) sigma^2, "
                  "sigma^2 = Y1/n - Y2/n^2 the population variance of {y_j : j != i}",
-                 p_in * (1 - p_in) * Y1 + (Ni * (Ni - 1) / (n * (n - 1)) - p_in**2) * (Y2 - Y1),
-                 Ni * (n - Ni) / (n - 1) * (Y1 / n - Y2 / n**2)),
+                 (p_in * (1 - p_in) * Y1 + (q_in - p_in**2) * (Y2 - Y1)).subs({Ni: N, n: L - 1}), GAP_TERM),
         Cite("case-split", "N >= L - 1 (in particular L = 2): given i not in S the subset is determined, the variance "
              "is 0, as the factor N (n - N) at N = n shows",
              (Identity("N (n - N) at N = n", (Ni * (n - Ni)).subs(Ni, n), 0),)),
-        Cite("termwise", "E[dtilde_R1] = (L-N)/L sum_i E[||Z_i|| | i not in S] <= (L-N)/L sum_i (||E Z_i|| + "
-             "sqrt(N (L-1-N)/(L-2) sigma_i^2)) = J_scaled_weighted + jensen_gap_bound"),
-        Conclude(sp.Le(E_dtilde, J + eps_bound),
+        Z3("E_i <= J_i + D_i <= J_i + sqrt(W_i)", sp.Le(E_i, J_i + sp.sqrt(W_i)),
+           (sp.Le(E_i, J_i + D_i), sp.Le(D_i, sp.sqrt(W_i)))),
+        Cite("termwise", "summing over the L tokens, with W_i = N (L-1-N)/(L-2) sigma_i^2 (the two steps above): SE <= "
+             "SJ + SV, SV = sum_i sqrt(N (L-1-N)/(L-2) sigma_i^2)",
+             given=(sp.Le(E_i, J_i + sp.sqrt(W_i)), sp.Eq(W_i, GAP_TERM)), result=sp.Le(SE, SJ + SV)),
+        Conclude(sp.Le(E_dtilde, P * SJ + P * SV),
                  {"J": "J_scaled_weighted", "E_dtilde": "E_dtilde_R1", "eps_bound": "jensen_gap_bound"},
-                 text="E[dtilde_R1] <= J_scaled_weighted + jensen_gap_bound"),
+                 definitions={**J_DEFINITION, eps_bound: P * SV},
+                 text="E[dtilde_R1] <= J_scaled_weighted + jensen_gap_bound, jensen_gap_bound = (L-N)/L SV = P SV"),
     ),
     Witness("N = L - 1: the gap and its bound are both 0", lambda: _instances(6, 5, _free_x, seed=3)),
 )
@@ -115,9 +127,9 @@ R2_JENSEN = Derivation(
     (
         Identity("W = sum_out alpha_i x_i, m = s + W: W - s = m - 2 s", Wv - s, (s + Wv) - 2 * s, vectors=(Wv, s)),
         Cite("linearity-of-expectation", "E[s] = sum_j P(j in S) alpha_j x_j = (N/L) m", (P_INCLUDED,)),
-        jensen("E||m - 2 s|| >= ||m - 2 E[s]||"),
+        jensen("E[dtilde_R2] = E||m - 2 s|| >= ||m - 2 E[s]|| = n_E", result=sp.Ge(E_dtilde, nE)),
         Identity("m - 2 (N/L) m = (1 - 2N/L) m", mv - 2 * (N / L) * mv, (1 - 2 * N / L) * mv, vectors=(mv,)),
-        Cite("homogeneity", "||(1 - 2N/L) m|| = |1 - 2N/L| ||m||"),
+        Cite("homogeneity", "n_E = ||(1 - 2N/L) m|| = |1 - 2N/L| ||m||", result=sp.Eq(nE, sp.Abs(1 - 2 * N / L) * m)),
         Conclude(sp.Le(sp.Abs(1 - 2 * N / L) * m, E_dtilde), {"m": "m_norm", "E_dtilde": "E_dtilde_R2"},
                  text="|1 - 2N/L| ||m|| <= E[dtilde_R2]"),
     ),

@@ -13,16 +13,19 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Witness, Z3, vector
+from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Witness, Z3, reals, vector
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.statements._symbols import E_Ns, L, M, N, delta, i, r, xi
+from attnbounds.theory.statements._symbols import i, xi
 from attnbounds.theory.statements.corrections import C, TAIL
 
-Ps, Qs, Cs, X, Bsum, xis, pr, W, EW = sp.symbols("P Q C X B xi_i p W E_W", nonnegative=True)
-gamma = sp.Symbol("gamma", real=True)
-a1, a2, a3 = sp.symbols("a_1:4", nonnegative=True)
+E_Ns, L, M, N, delta, r = reals("E_Ns L M N delta r")
+Ps, Qs, Cs, X, Bsum, xis, pr, W, EW, Zn, EZ2, gamma, D2 = reals("P Q C X B xi_i p W E_W Z E_Z2 gamma D")
+a1, a2, a3 = reals("a_1:4")
 SPHERE, SIMPLEX = "assumptions-1-2", "simplex"
+#: xi_i^2 (quantity xi): M^2 P_i^2 - (delta^2/2)(P_i^2 - Q_i), P_i, Q_i the sum and sum of squares of the other
+#: selected weights, C_i = P_i^2 - Q_i
+XI_SQUARED = M**2 * Ps**2 - delta**2 / 2 * (Ps**2 - Qs)
 
 _xj, _xk = vector("x", 2), vector("y", 2)
 POLARISATION = Identity("<x_j, x_k> = (||x_j||^2 + ||x_k||^2 - ||x_j - x_k||^2)/2 (two vectors span a plane, so R^2 "
@@ -32,13 +35,14 @@ _vs = [vector(f"v{k}", 3) for k in range(3)]
 _z = a1 * _vs[0] + a2 * _vs[1] + a3 * _vs[2]
 EXPANSION = Cite(
     "bilinearity", "||Z_i||^2 = sum_j alpha_j^2 ||x_j||^2 + sum_{j != k} alpha_j alpha_k <x_j, x_k> (sums over I_N \\ {i}); "
-    "sum_{j != k} alpha_j alpha_k = P_i^2 - Q_i",
-    (Identity("three vectors: ||sum_j a_j v_j||^2 = sum_j a_j^2 ||v_j||^2 + sum_{j != k} a_j a_k <v_j, v_k>",
+    "sum_{j != k} alpha_j alpha_k = P_i^2 - Q_i = C_i",
+    (Identity("||sum_j a_j v_j||^2 = sum_j a_j^2 ||v_j||^2 + sum_{j != k} a_j a_k <v_j, v_k>",
               _z.dot(_z), sum(aj**2 * v.dot(v) for aj, v in zip((a1, a2, a3), _vs))
               + sum(aj * ak * vj.dot(vk) for aj, vj in zip((a1, a2, a3), _vs)
-                    for ak, vk in zip((a1, a2, a3), _vs) if vj is not vk)),
-     Identity("three weights: (sum a_j)^2 - sum a_j^2 = sum_{j != k} a_j a_k",
-              (a1 + a2 + a3) ** 2 - (a1**2 + a2**2 + a3**2), 2 * (a1 * a2 + a1 * a3 + a2 * a3))))
+                    for ak, vk in zip((a1, a2, a3), _vs) if vj is not vk), sizes="three vectors in R^3"),
+     Identity("(sum a_j)^2 - sum a_j^2 = sum_{j != k} a_j a_k", (a1 + a2 + a3) ** 2 - (a1**2 + a2**2 + a3**2),
+              2 * (a1 * a2 + a1 * a3 + a2 * a3), sizes="three weights")),
+    result=sp.Eq(Cs, Ps**2 - Qs))
 
 
 def _separability(logits: np.ndarray, N_: int, **params: float) -> list[Instance]:
@@ -49,27 +53,39 @@ def _separability(logits: np.ndarray, N_: int, **params: float) -> list[Instance
 SURELY = (
     POLARISATION,
     EXPANSION,
+    Cite("termwise", "C_i = sum_{j != k} alpha_j alpha_k >= 0: the selected weights are >= 0", uses=(SIMPLEX,),
+         result=sp.Ge(Cs, 0)),
     Cite("termwise", "Assumptions 1-2: ||x_j|| = M and <x_j, x_k> = M^2 - ||x_j - x_k||^2/2 <= M^2 - delta^2/2 for "
-         "j != k; the weights alpha_j alpha_k are >= 0: ||Z_i||^2 <= M^2 Q_i + (M^2 - delta^2/2)(P_i^2 - Q_i)",
-         (Z3("a weight c >= 0 times M^2 - D/2 with D = ||x_j - x_k||^2 >= delta^2", sp.Le(
-             Cs * (M**2 - W / 2), Cs * (M**2 - delta**2 / 2)), (sp.Ge(W, delta**2),)),), uses=(SPHERE, SIMPLEX)),
+         "j != k; the weights alpha_j alpha_k are >= 0: ||Z_i||^2 <= M^2 Q_i + (M^2 - delta^2/2) C_i",
+         (Z3("a weight c >= 0 times M^2 - D/2 with D = ||x_j - x_k||^2 >= delta^2",
+             sp.Le(Cs * (M**2 - D2 / 2), Cs * (M**2 - delta**2 / 2)), (sp.Ge(D2, delta**2), sp.Ge(Cs, 0))),),
+         uses=(SPHERE, SIMPLEX), given=(sp.Ge(Cs, 0), sp.Eq(Cs, Ps**2 - Qs)),
+         result=sp.Le(Zn**2, M**2 * Qs + (M**2 - delta**2 / 2) * Cs)),
     Identity("M^2 Q + (M^2 - delta^2/2)(P^2 - Q) = M^2 P^2 - delta^2/2 (P^2 - Q) = xi_i^2 (quantity xi)",
-             M**2 * Qs + (M**2 - delta**2 / 2) * (Ps**2 - Qs), M**2 * Ps**2 - delta**2 / 2 * (Ps**2 - Qs)),
-    Cite("monotone-function", "the square root is increasing: ||Z_i|| <= xi_i surely"),
+             M**2 * Qs + (M**2 - delta**2 / 2) * (Ps**2 - Qs), XI_SQUARED),
+    Cite("norm-nonnegative", "||Z_i|| >= 0 and xi_i = sqrt(xi_i^2) >= 0 (quantity xi)",
+         result=sp.And(sp.Ge(Zn, 0), sp.Ge(xis, 0), sp.Eq(xis**2, XI_SQUARED))),
+    Z3("||Z_i||^2 <= xi_i^2 with both >= 0: ||Z_i|| <= xi_i surely", sp.Le(Zn, xis),
+       (sp.Le(Zn**2, M**2 * Qs + (M**2 - delta**2 / 2) * Cs), sp.Eq(Cs, Ps**2 - Qs), sp.Ge(Zn, 0), sp.Ge(xis, 0),
+        sp.Eq(xis**2, XI_SQUARED))),
 )
+R_POSITIVE = Assume("the radius is positive", sp.Gt(r, 0), "domain(r)")
 
 LOWER = Derivation(
     "theorem2.lower.relaxed.markov",
     ("theorem2.lower[relaxed]",),
     "||s - alpha_i x_i|| <= xi_i surely (Assumptions 1-2), then Markov's inequality",
     (
+        R_POSITIVE,
+        Assume("N >= 1 selected tokens", sp.Ge(N, 1), "domain(N)"),
         *SURELY,
-        Cite("markov", "||Z_i|| >= 0 and r > 0: P(||Z_i|| > r) <= E||Z_i|| / r <= xi_i / r", uses=(SPHERE,)),
-        Z3("P(alpha_i x_i in B_r(s)) = 1 - P(||Z_i|| > r) >= 1 - xi_i / r", sp.Ge(pr, 1 - xis / r),
-           (sp.Eq(pr, 1 - W), sp.Le(W, xis / r))),
-        Cite("linearity-of-expectation", "E[N_s]/N = (1/N) sum_{i in I_N} P(alpha_i x_i in B_r(s)) >= (1/N) sum_i "
-             "(1 - xi_i/r)", (Identity("(1/N) sum_{i=1}^N (1 - xi_i/r) = 1 - X/(r N), X = sum_i xi_i",
-                                       (N - X / r) / N, 1 - X / (r * N)),)),
+        Cite("markov", "||Z_i|| >= 0 and r > 0: W = P(||Z_i|| > r) <= E||Z_i|| / r <= xi_i / r", uses=(SPHERE,),
+             given=(sp.Gt(r, 0), sp.Ge(Zn, 0), sp.Le(Zn, xis)), result=sp.Le(W, xis / r)),
+        Cite("complement", "p = P(alpha_i x_i in B_r(s)) = P(||Z_i|| <= r) = 1 - W", result=sp.Eq(pr, 1 - W)),
+        Z3("p = 1 - W >= 1 - xi_i / r", sp.Ge(pr, 1 - xis / r), (sp.Eq(pr, 1 - W), sp.Le(W, xis / r))),
+        Cite("linearity-of-expectation", "E[N_s]/N = (1/N) sum_{i in I_N} p_i >= (1/N) sum_i (1 - xi_i/r) = 1 - X/(r N), "
+             "X = sum_i xi_i", (Identity("(1/N) sum_{i=1}^N (1 - xi_i/r) = 1 - X/(r N)", (N - X / r) / N, 1 - X / (r * N)),),
+             given=(sp.Ge(pr, 1 - xis / r), sp.Ge(N, 1)), result=sp.Ge(E_Ns, 1 - X / (r * N))),
         Conclude(sp.Le(1 - X / (r * N), E_Ns), {"xi": "xi", "E_Ns": "E_Ns_relaxed"},
                  definitions={sp.Sum(xi[i], (i, 1, N)): X}, text="1 - sum_i xi_i / (r N) <= E[N_s]/N (relaxed count)"),
     ),
@@ -85,26 +101,36 @@ UPPER = Derivation(
     ("theorem2.upper[relaxed,corrected]", "theorem2.upper[full,corrected]"),
     "W_i = xi_i^2 - ||Z_i||^2 >= 0 has mean <= C_i (M^2 L/(L-1) - delta^2/2) by exchangeability; Markov's inequality",
     (
+        R_POSITIVE,
+        Assume("L >= 2 tokens", sp.Ge(L, 2), "L>=2"),
+        Assume("N >= 1 selected tokens", sp.Ge(N, 1), "domain(N)"),
         *SURELY,
-        Cite("symmetry", "the Assumption 1-2 law (i.i.d. uniform points conditioned on a permutation-invariant event) is "
-             "exchangeable: E<x_j, x_k> = gamma for every pair j != k", uses=(SPHERE,)),
-        Cite("bilinearity", "0 <= E||sum_{l=1}^L x_l||^2 = L M^2 + L (L-1) gamma",
-             (Z3("L >= 2: gamma >= -M^2/(L-1)", sp.Ge(gamma, -M**2 / (L - 1)),
-                 (sp.Ge(L * M**2 + L * (L - 1) * gamma, 0), sp.Ge(L, 2))),), uses=("L>=2",)),
-        Z3("E||Z_i||^2 = M^2 Q_i + C_i gamma >= M^2 Q_i - M^2 C_i/(L-1) (C_i >= 0)",
-           sp.Ge(M**2 * Qs + Cs * gamma, M**2 * Qs - M**2 * Cs / (L - 1)),
-           (sp.Ge(gamma, -M**2 / (L - 1)), sp.Ge(L, 2))),
-        Identity("E[W_i] <= xi_i^2 - M^2 Q_i + M^2 C_i/(L-1) = C_i (M^2 L/(L-1) - delta^2/2), xi_i^2 = M^2 (Q_i + C_i) - "
-                 "delta^2/2 C_i", M**2 * (Qs + Cs) - delta**2 / 2 * Cs - (M**2 * Qs - M**2 * Cs / (L - 1)), _mean_bound),
-        Cite("markov", "W_i >= 0; for r < xi_i: P(||Z_i|| <= r) = P(W_i >= xi_i^2 - r^2) <= E[W_i] / (xi_i^2 - r^2)",
-             (Z3("0 < r < xi makes the threshold xi^2 - r^2 > 0", sp.Gt(xis**2 - r**2, 0), (sp.Lt(r, xis),)),),
-             uses=(SPHERE,)),
+        Cite("exchangeability", "the Assumption 1-2 law (i.i.d. uniform points conditioned on a permutation-invariant "
+             "event) is exchangeable: E<x_j, x_k> = gamma for every pair j != k", uses=(SPHERE,)),
+        Cite("bilinearity", "0 <= E||sum_{l=1}^L x_l||^2 = L M^2 + L (L-1) gamma (||x_l|| = M)", uses=(SPHERE,),
+             result=sp.Ge(L * M**2 + L * (L - 1) * gamma, 0)),
+        Z3("L >= 2: gamma >= -M^2/(L-1)", sp.Ge(gamma, -M**2 / (L - 1)),
+           (sp.Ge(L * M**2 + L * (L - 1) * gamma, 0), sp.Ge(L, 2))),
+        Cite("bilinearity", "E||Z_i||^2 = M^2 Q_i + C_i gamma (the expansion above, in expectation)", uses=(SPHERE,),
+             result=sp.Eq(EZ2, M**2 * Qs + Cs * gamma)),
+        Cite("linearity-of-expectation", "E[W_i] = xi_i^2 - E||Z_i||^2 with W_i = xi_i^2 - ||Z_i||^2 >= 0 surely",
+             result=sp.Eq(EW, xis**2 - EZ2)),
+        Z3("E[W_i] <= xi_i^2 - M^2 Q_i + M^2 C_i/(L-1) = C_i (M^2 L/(L-1) - delta^2/2)", sp.Le(EW, _mean_bound),
+           (sp.Eq(EW, xis**2 - EZ2), sp.Eq(EZ2, M**2 * Qs + Cs * gamma), sp.Ge(gamma, -M**2 / (L - 1)), sp.Ge(Cs, 0),
+            sp.Eq(xis**2, XI_SQUARED), sp.Eq(Cs, Ps**2 - Qs), sp.Ge(L, 2))),
+        Cite("markov", "W_i >= 0; for r < xi_i: P(||Z_i|| <= r) = P(W_i >= xi_i^2 - r^2) <= E[W_i] / (xi_i^2 - r^2) "
+             "(r > 0, so ||Z_i|| <= r iff ||Z_i||^2 <= r^2)",
+             (Z3("0 < r < xi makes the threshold xi^2 - r^2 > 0", sp.Gt(xis**2 - r**2, 0), (sp.Lt(r, xis), sp.Gt(r, 0))),),
+             uses=(SPHERE,), given=(sp.Gt(r, 0),),
+             result=sp.Implies(sp.Lt(r, xis), sp.Le(pr * (xis**2 - r**2), EW))),
+        Cite("counting", "p = P(||Z_i|| <= r) is a probability: p <= 1", result=sp.Le(pr, 1)),
         Z3("a probability p <= 1 with p (xi^2 - r^2) <= E[W] <= C (M^2 L/(L-1) - delta^2/2) whenever r < xi is <= the "
-           "per-token bound", sp.Le(pr, _tail),
-           (sp.Le(pr, 1), sp.Le(EW, _mean_bound), sp.Ge(L, 2),
+           "per-token bound b_i", sp.Le(pr, _tail),
+           (sp.Le(pr, 1), sp.Le(EW, _mean_bound), sp.Ge(L, 2), sp.Gt(r, 0),
             sp.Implies(sp.Lt(r, xis), sp.Le(pr * (xis**2 - r**2), EW)))),
         Cite("termwise", "N_s (full) <= N_s (relaxed) = sum_{i in I_N} 1{||Z_i|| <= r}; take expectations and sum "
-             "the per-token bounds: E[N_s]/N <= (1/N) sum_i b_i = B/N"),
+             "the per-token bounds: E[N_s]/N <= (1/N) sum_i b_i = B/N", given=(sp.Le(pr, _tail), sp.Ge(N, 1)),
+             result=sp.Le(E_Ns, Bsum / N)),
         Conclude(sp.Le(E_Ns, Bsum / N), {"E_Ns": ("E_Ns_relaxed", "E_Ns_full"), "xi": "xi", "C": "C_other"},
                  definitions={sp.Sum(TAIL, (i, 1, N)): Bsum}, text="E[N_s]/N <= (1/N) sum_i b_i"),
     ),

@@ -1,9 +1,11 @@
 """Translate sympy relations over the reals into z3 and prove implications by refutation.
 
 Only what the derivations need: rational arithmetic, integer powers, ``Abs``, ``Min``, ``Max``, ``Piecewise``,
-square roots (each ``sqrt(e)`` becomes a fresh variable ``w`` with ``w >= 0, w**2 = e``) and
-boolean connectives. Every free symbol is a z3 ``Real``; sympy assumptions on a symbol
-(``positive``, ``nonnegative``) become constraints, so a proof never uses integrality.
+square roots (each ``sqrt(e)`` becomes a fresh variable ``w >= 0`` with ``w**2 = e`` when ``e >= 0``: the
+square root of a negative number is left unconstrained, never assumed away) and
+boolean connectives. Every free symbol is an unconstrained z3 ``Real``, named as in sympy: sympy
+assumptions on a symbol (``positive``, ``nonnegative``, ``integer``) are ignored, so every premise a
+proof uses must be one of the ``given`` formulas.
 """
 
 from __future__ import annotations
@@ -26,12 +28,7 @@ class _Translator:
     def var(self, sym: sp.Symbol) -> z3.ArithRef:
         name = str(sym)
         if name not in self.vars:
-            v = z3.Real(name)
-            self.vars[name] = v
-            if sym.is_positive:
-                self.side.append(v > 0)
-            elif sym.is_nonnegative:
-                self.side.append(v >= 0)
+            self.vars[name] = z3.Real(name)
         return self.vars[name]
 
     def expr(self, e: sp.Basic) -> z3.ArithRef:
@@ -84,7 +81,7 @@ class _Translator:
         if base not in self._roots:
             w = z3.Real(f"_sqrt{len(self._roots)}")
             b = self.expr(base)
-            self.side += [w >= 0, w * w == b]
+            self.side += [w >= 0, z3.Implies(b >= 0, w * w == b)]
             self._roots[base] = w
         return self._roots[base]
 
@@ -108,6 +105,15 @@ class _Translator:
             if isinstance(rel, cls):
                 return op(self.expr(rel.lhs), self.expr(rel.rhs))
         raise InvalidArgument(f"z3 translation needs a relation or a boolean combination, got {rel}")
+
+
+def translatable(formula: sp.Basic) -> bool:
+    """Whether :func:`prove` can read ``formula`` (no Sum, exp, log, undefined function, symbolic power, ...)."""
+    try:
+        _Translator().boolean(formula)
+    except (InvalidArgument, TypeError):
+        return False
+    return True
 
 
 def prove(goal: sp.Basic, given: tuple[sp.Basic, ...] = ()) -> tuple[bool, str]:

@@ -34,6 +34,7 @@ import numpy as np
 
 from attnbounds.theory import balls as exact_mod
 from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.hypotheses import is_domain
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
 from attnbounds.theory.margins import relative_margins
@@ -43,14 +44,21 @@ from attnbounds.theory.statement import Statement, _conjuncts
 
 STATUSES = ("violated", "holds", "inconclusive", "not-applicable")
 #: hypotheses re-checked in balls (their float checks could be fooled by rounding)
-BALL_HYPOTHESES = ("simplex", "top-N", "logits-bounded", "max-norm>=1")
-#: hypotheses whose float check is exact: structural, or comparisons of the exact input doubles
+BALL_HYPOTHESES = ("simplex", "top-N", "logits-bounded", "max-norm>=1", "logits-qk")
+#: hypotheses whose float check is exact: structural, exact rational arithmetic (softmax: log F = l / T + c),
+#: or comparisons of the exact input doubles; every parameter domain ``domain(<name>)`` is one of them
 EXACT_FLOAT_HYPOTHESES = ("softmax", "F-positive", "F-length-independent", "L>=2", "assumptions-1-2",
-                          "independent-heads", "independent-embeddings", "fixed-parameters")
+                          "independent-embeddings", "fixed-parameters")
 #: hypotheses that the certified object satisfies by construction once the float check passes
-BY_CONSTRUCTION = {"unit-direction": "float check; the certificate normalises v exactly to unit length"}
+BY_CONSTRUCTION = {"unit-direction": "float check; the certificate normalises v exactly to unit length",
+                   "independent-heads": "by construction: the coverage enumerates the outcomes of independent heads"}
 # Any other hypothesis (a user's, or a new one) is checked in float64 only, and a certificate that
 # depends on it is never "violated" (it says inconclusive, naming the hypothesis).
+
+
+def exact_float(hypothesis_id: str) -> bool:
+    """Whether the float check of this hypothesis is exact (:data:`EXACT_FLOAT_HYPOTHESES`, parameter domains)."""
+    return hypothesis_id in EXACT_FLOAT_HYPOTHESES or is_domain(hypothesis_id)
 #: default relative band of :func:`decide` (float margins above band * magnitude are "holds")
 BAND = 1e-6
 
@@ -174,6 +182,25 @@ def simplex_status(ex: exact_mod.ExactInstance) -> bool | None:
     return True
 
 
+def logits_qk_status(ex: exact_mod.ExactInstance) -> bool | None:
+    """``l_i = <q, k_i>`` exactly: True when the certificate computes the logits from q and k (or the given
+    logits equal those products exactly), False when a logit certainly differs, None when undecided."""
+    if ex.logit_source == "q.k":
+        return True
+    if ex.q is None or ex.k is None or ex.logits is None:
+        return False
+    ops = ex.ops
+    products = (ex.k * ex.q[None, :]).sum(axis=-1)
+    status: bool | None = True
+    for t in np.flatnonzero(ex.present):
+        gap = products[t] - ex.logits[t]
+        if ops.positive(gap) or ops.negative(gap):
+            return False
+        if not (ops.exact(gap) and not ops.positive(ops.abs(gap))):
+            status = None
+    return status
+
+
 def _sign_status(ops: Ops, b: Any) -> bool | None:
     """True if ``b >= 0`` certainly, False if ``b < 0`` certainly, else None."""
     return True if ops.nonnegative(b) else (False if ops.negative(b) else None)
@@ -293,7 +320,8 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
     failed_ids = set(failed[0])
     hyp_report = {h.id: ("" if h.id in BALL_HYPOTHESES else BY_CONSTRUCTION.get(h.id, "float check"))
                   for h in st.hypotheses}
-    float_only = [h.id for h in st.hypotheses if h.id not in (*BALL_HYPOTHESES, *EXACT_FLOAT_HYPOTHESES, *BY_CONSTRUCTION)]
+    float_only = [h.id for h in st.hypotheses
+                  if h.id not in (*BALL_HYPOTHESES, *BY_CONSTRUCTION) and not exact_float(h.id)]
     for h in float_only:
         hyp_report[h] = "float check only (not certified)"
     base = dict(statement_id=st.id, weights="", worst={"conjunct": -1, "token": -1}, level=None)
@@ -339,6 +367,8 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                         statuses[h.id] = logits_bounded_status(ex, defaulted)
                     elif h.id == "max-norm>=1":
                         statuses[h.id] = _sign_status(ops, exact_mod.value("max_norm", ex) - ops.num(1))
+                    elif h.id == "logits-qk":
+                        statuses[h.id] = logits_qk_status(ex)
                 for hid, s in statuses.items():
                     hyp_report[hid] = {True: "certified", False: "fails (certified)", None: "undecided"}[s]
                 if any(s is False for s in statuses.values()):

@@ -1,7 +1,9 @@
 """Verdict records: one JSON object per reading, the thing a user cites.
 
 A record holds the verdict (:data:`VERDICTS`), the statement as printed and as sympy ``srepr``,
-its hypotheses, the counterexample with exact values and its certificate, the tightest instance
+its hypotheses, for a derivation what it rests on (``proof``: steps checked in general, checked only
+at named sizes, cited with and without replayed side conditions, prose, and every premise with the
+hypothesis it comes from), the counterexample with exact values and its certificate, the tightest instance
 found (best ratio ``lhs / rhs`` and its witness), the search budget and seed, library versions,
 the git commit and the paper version. Everything that depends on the clock lives in the ``timing``
 sub-object; the ``content_hash`` is the sha256 of the canonical JSON of the rest, so the same seed
@@ -86,8 +88,17 @@ SCHEMA: dict[str, Any] = {
         "hypotheses": {"type": "array", "items": {"type": "object", "required": ["id", "description"],
                                                   "properties": {"id": _STR, "description": _STR}}},
         "paper": {"type": "object", "required": ["title", "arxiv", "version", "bibtex_key"]},
-        "proof": {"anyOf": [_NULL, {"type": "object", "required": ["name", "result", "ok", "complete", "checked",
-                                                                    "cited", "cited_unchecked", "prose"]}]},
+        "proof": {"anyOf": [_NULL, {
+            "type": "object",
+            "required": ["name", "result", "ok", "complete", "checked", "size_limited", "cited", "cited_unchecked", "prose",
+                         "size_limited_steps", "premises", "rests_on"],
+            "properties": {"checked": {"type": "integer"}, "size_limited": {"type": "integer"},
+                           "cited": {"type": "integer"}, "cited_unchecked": {"type": "integer"},
+                           "prose": {"type": "integer"}, "size_limited_steps": {"type": "array", "items": _STR},
+                           "premises": {"type": "array", "items": {
+                               "type": "object", "required": ["premise", "hypothesis", "checked"],
+                               "properties": {"premise": _STR, "hypothesis": _STR, "checked": {"type": "boolean"}}}},
+                           "uses": {"type": "array", "items": _STR}, "rests_on": _STR}}]},
         "counterexample": {"anyOf": [_NULL, {
             "type": "object", "required": ["instance", "certificate", "statistical", "candidate_rank", "L", "boundary"],
             "properties": {"instance": {"type": "object", "required": ["format", "alpha"]},
@@ -340,9 +351,7 @@ def citation_sentence(record: Record) -> str:
     verdict = d["verdict"]
     if verdict == "PROVED":
         p = d["proof"]
-        unchecked = p.get("cited_unchecked", 0)
-        cited = f"{p['cited']} cited steps" + (f", {unchecked} of them without a replayed side condition" if unchecked else "")
-        body = (f"is proved by the machine-replayed derivation {p['name']} ({p['checked']} checked steps and {cited}) "
+        body = (f"is proved by the machine-replayed derivation {p['name']}, which rests on {p['rests_on']}, "
                 f"and survived {searched}{tight})")
     elif verdict == "VERIFIED":
         body = f"survived {searched}{tight}); this is evidence, not a proof"

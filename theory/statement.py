@@ -44,11 +44,16 @@ class Citation:
 
 @dataclass(frozen=True)
 class Hypothesis:
-    """A checkable hypothesis: ``check(inst)`` returns a ``(B,)`` boolean array."""
+    """A checkable hypothesis: ``check(inst)`` returns a ``(B,)`` boolean array computed from the instance.
+
+    ``formula`` (optional) states it in the paper's symbols (``L >= 2``, ``eps > 0``): a derivation may
+    assume exactly its consequences (:class:`attnbounds.proofs.framework.Assume`).
+    """
 
     id: str
     description: str
     check: Callable[[Instance], np.ndarray] = field(compare=False, repr=False)
+    formula: sp.Basic | None = field(default=None, compare=False, repr=False)
 
     def __call__(self, inst: Instance) -> np.ndarray:
         return np.broadcast_to(np.asarray(self.check(inst), dtype=bool), (inst.B,))
@@ -209,6 +214,8 @@ class Statement:
     quantity name; unbound symbols are instance parameters), ``hypotheses``, ``defaults``
     (parameter -> value, or quantity name to compute it from), ``kind`` (``deterministic`` or
     ``expectation``), ``expectation_over`` (what is random), ``citation`` and ``notes``.
+    Every parameter the statement uses (:meth:`used_parameters`) that has a domain in
+    :data:`attnbounds.theory.hypotheses.DOMAINS` gets the hypothesis ``domain(<name>)`` appended.
     """
 
     id: str
@@ -233,6 +240,12 @@ class Statement:
             raise InvalidArgument(f"statement {self.id}: kind must be 'deterministic' or 'expectation', got {self.kind!r}")
         if self.fixed and not any(h.id == FIXED_HYPOTHESIS for h in self.hypotheses):
             object.__setattr__(self, "hypotheses", (*self.hypotheses, fixed_parameters(self.fixed)))
+        from attnbounds.theory.hypotheses import domain_hypotheses  # it imports this module
+
+        have = {h.id for h in self.hypotheses}
+        extra = tuple(h for h in domain_hypotheses(self.used_parameters()) if h.id not in have)
+        if extra:
+            object.__setattr__(self, "hypotheses", (*self.hypotheses, *extra))
 
     # -- printing --------------------------------------------------------------------------------
     @property
@@ -287,6 +300,17 @@ class Statement:
     def parameters(self) -> set[str]:
         """Names the instance must supply (or that ``defaults`` fill in)."""
         return {n for n in self.symbols() if n not in self.bindings}
+
+    def used_parameters(self) -> set[str]:
+        """Every parameter the statement reads: its own symbols, its defaults and fixed values, and those its
+        quantities read (``M``, ``delta``, ``r`` for sphere expectations, ``eps`` for finite differences, ...)."""
+        from attnbounds.theory.hypotheses import NEED_PARAMETERS
+
+        out = self.parameters() | set(self.defaults) | set(self.fixed)
+        for qname in self.bindings.values():
+            for need in QUANTITIES[qname].needs:
+                out |= set(NEED_PARAMETERS.get(need, ()))
+        return out
 
     def subs(self, **values: Any) -> "Statement":
         """A variant with symbols replaced (e.g. a constant moved), under the id ``id{name=value,...}``."""

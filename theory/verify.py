@@ -145,9 +145,7 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
     if found is not None:
         name, rep = found
         fields["proof"] = {"name": name, "result": rep.result, "ok": bool(rep.ok), "complete": bool(rep.complete),
-                           "checked": int(rep.checked), "cited": int(rep.cited),
-                           "cited_unchecked": int(getattr(rep, "cited_unchecked", 0)), "prose": int(rep.prose),
-                           "sharp": rep.sharp}
+                           **rep.summary(), "sharp": rep.sharp}
         if rep.ok and rep.complete:
             proved_by = name
         elif not rep.ok:

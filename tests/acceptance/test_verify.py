@@ -35,6 +35,11 @@ class FakeReplay:
     def result(self) -> str:
         return "FAILED" if not self.ok else ("PROVED" if self.complete else "PROVED MODULO PROSE")
 
+    def summary(self) -> dict:
+        return {"checked": self.checked, "size_limited": 0, "cited": self.cited, "cited_unchecked": 0,
+                "prose": self.prose, "size_limited_steps": [], "premises": [], "uses": [],
+                "rests_on": f"{self.checked} checked steps, {self.cited} cited, {self.prose} prose; premises: none"}
+
 
 def prover(**kw):
     return lambda sid: ("fake.derivation", FakeReplay(**kw))

@@ -1,4 +1,4 @@
-"""``attnbounds prove`` / ``python -m proofs``: one line per reading, exit 0 / 1 / 2."""
+"""``attnbounds prove`` / ``python -m attnbounds.proofs``: one line per reading, exit 0 / 1 / 2."""
 
 import subprocess
 import sys
@@ -31,7 +31,8 @@ def test_unknown_id_exits_2(capsys):
 
 def test_a_failing_derivation_exits_1(monkeypatch, capsys):
     good = proofs.get("theorem1.fixed[R1,g1]")
-    bad = replace(good, steps=(Identity("wrong", good.steps[0].lhs, 0), *good.steps[1:]))
+    k = next(k for k, s in enumerate(good.steps) if isinstance(s, Identity))
+    bad = replace(good, steps=(*good.steps[:k], Identity("wrong", good.steps[k].lhs, 0), *good.steps[k + 1:]))
     monkeypatch.setattr(proofs, "get", lambda sid: bad if sid == "theorem1.fixed[R1,g1]" else None)
     assert cli.main(["theorem1.fixed[R1,g1]"]) == 1
     out = capsys.readouterr().out

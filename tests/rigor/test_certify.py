@@ -23,7 +23,7 @@ from attnbounds.theory.intervals import backend
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.statement import Citation, Statement
 from attnbounds.theory.statements import theorem1
-from attnbounds.theory.statements._symbols import dtilde
+from attnbounds.theory.statements._symbols import T, dtilde, jac
 
 
 def _equal_x(L: int, N: int, d: int, seed: int, logits=None) -> Instance:
@@ -81,12 +81,23 @@ def test_tiny_violation_is_caught(offset):
     assert certify(_variant(-offset), inst).status == "holds"
 
 
-def test_tiny_violation_through_a_parameter():
-    # the Jacobian uses the normaliser's T = 1, the bound the instance parameter T = 1 + 2e-12
-    inst = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0), T=1.0 + 2e-12)
-    assert decide("corollary3[spectral,corrected]", inst)[0] == "violated"
-    inst = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0), T=1.0 - 2e-12)
-    assert decide("corollary3[spectral,corrected]", inst)[0] == "holds"
+def test_tiny_violation_through_the_bound():
+    # ||J||_2 = 1/(2T) at L = 2, equal logits: a bound 2e-12 below it is violated, 2e-12 above it holds
+    s = registry.get("corollary3[spectral,corrected]")
+    inst = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0))
+    for offset, expected in ((-2e-12, "violated"), (2e-12, "holds")):
+        moved = Statement(f"test.moved{offset}", "moved", sp.Le(jac, (1 + sp.Float(offset, 30)) / (2 * T)),
+                          Citation("test"), s.hypotheses, s.bindings)
+        assert decide(moved, inst)[0] == expected
+
+
+def test_a_temperature_other_than_the_normalisers_is_outside_the_domain():
+    # the bound reads T from the instance, the Jacobian from the normaliser: 2e-12 apart is NOT-APPLICABLE
+    for T_ in (1.0 + 2e-12, 1.0 - 2e-12):
+        inst = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0), T=T_)
+        assert decide("corollary3[spectral,corrected]", inst)[0] == "not-applicable"
+        c = certify("corollary3[spectral,corrected]", inst)
+        assert c.status == "not-applicable" and c.hypotheses["domain(T)"] == "fails (float check)"
 
 
 def test_decide_batch_equality_and_violations():
@@ -274,3 +285,61 @@ def test_equality_is_judged_against_the_terms_not_the_vanishing_sides():
     c = certify("corollary2.ii[R2,corrected]", inst)
     assert c.status in ("holds", "inconclusive") and (c.status == "holds" or c.equality())
     assert 1e-101 < c.scale < 1e-98
+
+
+# -- issue 14: hypotheses from the data, parameter domains, both sides of Theorem 2 --------------------------
+def test_logits_that_are_not_q_dot_k_are_not_applicable():
+    """Corollary 1 needs l_i = <q, k_i>; logits unrelated to the query and keys are outside it, not a counterexample."""
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((1, 3)), rng.standard_normal((1, 5, 3))
+    inst = Instance.from_logits(rng.standard_normal((1, 5)) * 5, nm.softmax(1.0), q=q, k=k)
+    c = certify("corollary1[delta=max-key]", inst)
+    assert c.status == "not-applicable" and c.hypotheses["logits-qk"] == "fails (certified)"
+    good = Instance.from_qk(q, k, nm.softmax(1.0))
+    c = certify("corollary1[delta=max-key]", good)
+    assert c.status == "holds" and c.hypotheses["logits-qk"] == "certified"
+
+
+def test_logits_one_ulp_from_q_dot_k_are_decided_exactly():
+    rng = np.random.default_rng(1)
+    q, k = rng.standard_normal((1, 3)), rng.standard_normal((1, 4, 3))
+    logits = np.einsum("bd,bld->bl", q, k)
+    off = logits.copy()
+    off[0, 0] = np.nextafter(off[0, 0], np.inf)
+    inst = Instance.from_logits(off, nm.softmax(1.0), q=q, k=k)
+    assert registry.get("corollary1[delta=max-key]").evaluate(inst).applicable.all()  # float: within rounding
+    c = certify("corollary1[delta=max-key]", inst)  # balls: q . k_0 is not that double
+    assert c.status == "not-applicable" and c.hypotheses["logits-qk"] == "fails (certified)"
+
+
+def test_a_normaliser_named_softmax_is_softmax_only_if_its_log_F_is_l_over_T():
+    T_ = sp.Symbol("T", positive=True)
+    fake = nm.RatioNormaliser("softmax", 5 * nm.l_sym / T_, {"T": 1.0})
+    inst = Instance.from_logits(np.zeros((1, 2)), fake)
+    c = certify("corollary3[spectral,corrected]", inst)
+    assert c.status == "not-applicable" and "softmax" in c.notes[0]
+    shifted = nm.RatioNormaliser("anything", nm.l_sym / T_ + 3, {"T": 0.25})  # log F = l/T + c: softmax
+    assert certify("corollary3[spectral,corrected]", Instance.from_logits(np.zeros((1, 2)), shifted)).status in (
+        "holds", "inconclusive")
+
+
+@pytest.mark.parametrize("eps", [-0.1, 0.0])
+def test_finite_difference_step_outside_its_domain_is_not_applicable(eps):
+    v = np.array([[1.0, -1.0]]) / np.sqrt(2)
+    inst = Instance.from_logits(np.zeros((1, 2)), nm.softmax(0.5), eps=eps, arrays={"v": v})
+    for sid in ("corollary3[fd,corrected]", "corollary3[fd]"):
+        ev = registry.get(sid).evaluate(inst)
+        assert not ev.applicable.any() and np.isnan(ev.margin).all() and "domain(eps)" in ev.failed_hypotheses[0]
+        c = certify(sid, inst)
+        assert c.status == "not-applicable" and c.hypotheses["domain(eps)"] == "fails (float check)"
+
+
+def test_theorem2_certifies_a_sure_count_from_both_sides():
+    """alpha = (0.7, 0.1, 0.1, 0.1), N = 1, r = 0.55: ||alpha_j x_j - s|| >= 0.7 M - 0.1 M > r for every non-selected
+    j and s = alpha_1 x_1, so E[N_s]/N = 1 for every configuration, above the printed bound exp(-r^2/(16 M^2))."""
+    inst = Instance.from_logits(np.log(np.array([[0.7, 0.1, 0.1, 0.1]])), nm.softmax(1.0), N=1, M=1.0, delta=0.3,
+                                r=0.55, dim=3)
+    c = certify("theorem2.upper[full]", inst)
+    assert c.status == "violated" and not c.statistical and c.method == "arb"
+    assert any("every configuration" in n for n in c.notes)
+    assert math.isclose(c.margin_lo, math.exp(-0.55**2 / 16) - 1, rel_tol=1e-12)

@@ -52,7 +52,9 @@ def test_record_content(refuted):
     assert d["id"] == "corollary3[spectral]" and d["verdict"] == "REFUTED"
     assert d["statement"]["srepr"].startswith("LessThan(") and d["statement"]["latex"]
     assert d["paper"]["arxiv"] == "arXiv:2508.17821" and d["paper"]["version"]
-    assert d["hypotheses"] == [{"id": "softmax", "description": registry.get("corollary3[spectral]").hypotheses[0].description}]
+    hyps = registry.get("corollary3[spectral]").hypotheses
+    assert d["hypotheses"] == [{"id": h.id, "description": h.description} for h in hyps]
+    assert [h["id"] for h in d["hypotheses"]] == ["softmax", "domain(T)"]
     assert d["counterexample"]["instance"]["alpha"]["hex"] == [["0x1.0000000000000p-1", "0x1.0000000000000p-1"]]
     assert set(d["software"]) >= {"numpy", "sympy", "flint", "python"}
     assert d["git"]["commit"] is None or len(d["git"]["commit"]) == 40
@@ -108,3 +110,26 @@ def test_citation_sentence_and_bibtex(refuted, verified):
     s = rec.citation_sentence(verified)
     assert "evidence, not a proof" in s and "seed 0" in s
     assert "@article{mudarisov2025limitations" in rec.BIBTEX and "2508.17821" in rec.BIBTEX
+
+
+@pytest.fixture(scope="module")
+def proved():
+    return verify_statement(registry.get("corollary3[fd,corrected]"), search=scripted([]))
+
+
+def test_a_proved_record_states_what_its_proof_rests_on(proved):
+    d = proved.to_json()
+    assert d["verdict"] == "PROVED" and rec.validate(d) == []
+    p = d["proof"]
+    assert {"checked", "size_limited", "cited", "cited_unchecked", "prose", "size_limited_steps", "premises",
+            "rests_on"} <= set(p)
+    hypotheses = {h["id"] for h in d["hypotheses"]}
+    assert p["premises"] == [{"premise": "T > 0", "hypothesis": "domain(T)", "checked": True},
+                             {"premise": "eps > 0", "hypothesis": "domain(eps)", "checked": True}]
+    assert {q["hypothesis"] for q in p["premises"]} <= hypotheses and set(p["uses"]) <= hypotheses
+    assert "eps > 0 (implied by domain(eps))" in p["rests_on"] and "prose" in p["rests_on"]
+    sentence = rec.citation_sentence(proved)
+    assert "rests on" in sentence and "eps > 0" in sentence
+    bad = copy.deepcopy(d)
+    del bad["proof"]["premises"]
+    assert rec.validate(bad)  # a proof without its premises is not a valid record

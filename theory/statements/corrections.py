@@ -33,7 +33,7 @@ COROLLARY1_OWN = _corrected(
     "corollary1[delta=own-key]",
     "Softmax weights with the i-th key: exp(-(Delta_i + Delta_max)/T)/L <= alpha_i <= exp((Delta_i + Delta_max)/T)/L",
     sp.And(sp.Le(sp.exp(-_c1) / L, alpha_i), sp.Le(alpha_i, sp.exp(_c1) / L)),
-    "Corollary 1", (hyp.SOFTMAX,), {"alpha_i": "alpha_i", "Delta": "Delta_own", "Delta_max": "Delta_max"},
+    "Corollary 1", (hyp.SOFTMAX, hyp.LOGITS_QK), {"alpha_i": "alpha_i", "Delta": "Delta_own", "Delta_max": "Delta_max"},
     "|l_j - l_i| <= ||q|| ||k_j|| + ||q|| ||k_i|| <= Delta_max + Delta_i; the exponent is sharp as L -> infinity "
     "(k_i antiparallel to q, every other key parallel with the largest norm).")
 

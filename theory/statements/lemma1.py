@@ -24,7 +24,7 @@ def _corollary1(reading: str, quantity: str, what: str) -> Statement:
         f"Softmax weights: exp(-2 Delta / T) / L <= alpha_i <= exp(2 Delta / T) / L, Delta = {what}",
         sp.And(sp.Le(sp.exp(-2 * Delta / T) / L, alpha_i), sp.Le(alpha_i, sp.exp(2 * Delta / T) / L)),
         Citation("Corollary 1"),
-        (hyp.SOFTMAX,),
+        (hyp.SOFTMAX, hyp.LOGITS_QK),
         bindings={"alpha_i": "alpha_i", "Delta": quantity},
         notes="Open reading: which key k enters Delta = ||q|| ||k||.",
     )

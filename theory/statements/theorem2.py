@@ -30,7 +30,7 @@ def _make(side: str, count: str) -> Statement:
         Citation(f"Theorem 2 ({side} bound)"),
         (hyp.SIMPLEX, hyp.TOP_N, hyp.SPHERE_FEASIBLE),
         bindings={"E_Ns": COUNT[count], "xi": "xi"},
-        defaults={"C_H": 16.0},
+        defaults={"C_H": 16.0} if side == "upper" else {},
         kind="expectation",
         expectation_over=OVER,
         notes=COUNT_NOTE[count] + " Parameters: M, delta, r (and dim, mc_draws, seed for the expectation).",
