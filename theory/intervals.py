@@ -436,7 +436,19 @@ class BallEvaluator:
         self.ops, self.env, self.selected, self.weights = ops, env, dict(selected or {}), weights
 
     def __call__(self, expr: sp.Basic) -> Any:
-        return self._eval(expr, self.env)
+        self._memo: dict[sp.Basic, Any] = {}  # shared subexpressions are evaluated once per call
+        try:
+            return self._eval(expr, self.env)
+        finally:
+            self._memo = {}
+
+    def _eval(self, node: sp.Basic, env: Mapping[str, Any]) -> Any:
+        if env is not self.env:  # inside a Sum: the body's per-token environment
+            return self._eval_node(node, env)
+        memo = self.__dict__.setdefault("_memo", {})
+        if node not in memo:
+            memo[node] = self._eval_node(node, env)
+        return memo[node]
 
     def _number(self, node: sp.Basic) -> Any:
         ops = self.ops
@@ -453,7 +465,7 @@ class BallEvaluator:
             return ops.exp(ops.num(1))
         raise Unsupported(f"cannot evaluate the number {node} in interval arithmetic")
 
-    def _eval(self, node: sp.Basic, env: Mapping[str, Any]) -> Any:
+    def _eval_node(self, node: sp.Basic, env: Mapping[str, Any]) -> Any:
         ops = self.ops
         if node.is_Number or node.is_NumberSymbol:
             return self._number(node)

@@ -42,6 +42,33 @@ u = sp.Symbol("u", positive=True)
 MAX_PIECES = 2048
 #: orders of vanishing tried for the margin (margin ~ c u^p)
 MAX_ORDER = 3
+#: interval work one family's analysis may do: evaluations of distinct subexpressions (about 10 us each), so
+#: the analysis is bounded the same way on every machine and in any thread (a record never depends on the clock)
+WORK_LIMIT = 200_000
+#: sympy operations the margin's closed form may have before it is rewritten in u and differentiated
+MAX_OPS = 5_000
+
+
+class WorkLimit(AttnBoundsError):
+    """The analysis of one family needed more than :data:`WORK_LIMIT` (or its closed form exceeds :data:`MAX_OPS`)."""
+
+
+@dataclass
+class _Work:
+    """Interval work done so far in one family's analysis, against ``limit``."""
+
+    limit: int
+    done: int = 0
+
+    def spend(self, units: int) -> None:
+        self.done += units
+        if self.done > self.limit:
+            raise WorkLimit(f"the certificate needed more than {self.limit} interval evaluations of subexpressions")
+
+
+def _size(expr: sp.Expr) -> int:
+    """Distinct subexpressions of ``expr``: what one interval evaluation of it costs."""
+    return len(set(sp.preorder_traversal(expr)))
 
 
 class SymbolicOps(Ops):
@@ -50,9 +77,11 @@ class SymbolicOps(Ops):
 
     name = "symbolic"
 
-    def __init__(self) -> None:
+    def __init__(self, work: _Work | None = None) -> None:
         self.arb = ArbOps()
         self.consts: dict[sp.Symbol, Any] = {}
+        self._env: dict[str, Any] = {}  # the constants' balls by name, as BallEvaluator reads them
+        self.work = work if work is not None else _Work(WORK_LIMIT)
 
     @contextlib.contextmanager
     def precision(self, bits: int) -> Iterator[None]:
@@ -62,8 +91,11 @@ class SymbolicOps(Ops):
 
     # -- constants --------------------------------------------------------------------------------
     def const(self, ball: Any) -> sp.Symbol:
-        sym = sp.Symbol(f"_c{len(self.consts)}", real=True)
+        name = f"_c{len(self.consts)}"
+        sym = sp.Symbol(name, real=True)
         self.consts[sym] = ball
+        self._env[name] = ball
+        self.work.spend(1)
         return sym
 
     def ball(self, value: Any) -> Any:
@@ -73,7 +105,8 @@ class SymbolicOps(Ops):
         expr = sp.sympify(value)
         if t in expr.free_symbols:
             return None
-        return BallEvaluator(self.arb, {str(s): b for s, b in self.consts.items()})(expr)
+        self.work.spend(_size(expr))
+        return BallEvaluator(self.arb, self._env)(expr)
 
     def _fold(self, fn_ball: Any, fn_sym: Any, *values: Any) -> Any:
         args = [self.ball(v) for v in values]
@@ -331,7 +364,8 @@ def _in_u(expr: sp.Expr, p: int) -> sp.Expr:
     return sp.expand(num) / sp.expand(den) if den.free_symbols else g
 
 
-def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, pieces: int = MAX_PIECES) -> tuple[int, bool]:
+def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, work: _Work | None = None,
+             pieces: int = MAX_PIECES) -> tuple[int, bool]:
     """``(sign, to_zero)``: +1 (G > 0) or -1 (G < 0) on all of ``[2^-50 u0, u0]`` in ball arithmetic (0 when
     undecided), and whether the sign also holds on ``[0, 2^-50 u0]`` (the limit itself; that needs G in a form
     regular at 0). The interval is cut geometrically (pieces a factor 2 apart: the margin changes on every
@@ -339,6 +373,7 @@ def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, pieces: int = MAX_PIECES) 
     arb = ops.arb
     env = {str(s): b for s, b in ops.consts.items()}
     dG = sp.diff(G, u)
+    cost = (_size(G), _size(G) + _size(dG))  # natural enclosure; mean-value form
     edges = [0.0] + [u0 * 2.0**-k for k in range(50, -1, -1)]
     stack = list(zip(edges[:-1], edges[1:]))[::-1]
     sign = 0
@@ -348,6 +383,8 @@ def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, pieces: int = MAX_PIECES) 
         """The natural enclosure of G on [lo, hi], or the mean-value form G(mid) + G'([lo, hi]) ([lo, hi] - mid)
         where that is tighter (it shrinks quadratically with the piece, the natural one only linearly)."""
         piece = arb.hull(arb.num(lo), arb.num(hi))
+        if work is not None:
+            work.spend(cost[0])
         try:
             natural = BallEvaluator(arb, {**env, "u": piece})(G)
         except (AttnBoundsError, ZeroDivisionError, ValueError):
@@ -355,6 +392,8 @@ def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, pieces: int = MAX_PIECES) 
         if natural is not None and arb.is_finite(natural) and (arb.positive(natural) or arb.negative(natural)):
             return natural
         mid = arb.num((lo + hi) / 2)
+        if work is not None:
+            work.spend(cost[1])
         try:
             centred = BallEvaluator(arb, {**env, "u": mid})(G) + BallEvaluator(arb, {**env, "u": piece})(dG) * (piece - mid)
         except (AttnBoundsError, ZeroDivisionError, ValueError):
@@ -383,33 +422,8 @@ def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, pieces: int = MAX_PIECES) 
     return sign, bool(sign and to_zero)
 
 
-#: seconds one family's analysis may take (sympy's limits can be slow on large expressions)
-TIME_LIMIT_S = 2.0
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """Raise TimeoutError after ``seconds`` (SIGALRM: the main thread of a POSIX process only)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        raise Unsupported("the limit analysis needs the main thread (its time limit is a signal)")
-
-    def expire(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"the limit analysis took more than {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def analyse(statement: Statement, inst: Instance, *, violated: bool = True, bits: int = 128,
-            time_limit_s: float = TIME_LIMIT_S) -> list[LimitResult]:
+            work_limit: int = WORK_LIMIT) -> list[LimitResult]:
     """The statement along each family through ``inst`` (B = 1): for a violation, the smallest ``L0`` found
     such that it is certified violated for every ``L >= L0`` of the family; for a tight instance, whether the
     bound holds on the whole family and its relative slack in the limit."""
@@ -420,12 +434,12 @@ def analyse(statement: Statement, inst: Instance, *, violated: bool = True, bits
         return [LimitResult("", "unsupported", detail=f"no closed form along token classes for {', '.join(missing)}")]
     out = []
     for family in families(inst):
-        ops = SymbolicOps()
+        ops = SymbolicOps(_Work(work_limit))
         try:
-            with _time_limit(time_limit_s), ops.precision(bits):
+            with ops.precision(bits):
                 out.append(_analyse_family(statement, family, ops, violated))
         except (CannotCertify, AttnBoundsError, NotImplementedError, RecursionError, TypeError, ValueError,
-                TimeoutError, ZeroDivisionError) as exc:
+                ZeroDivisionError) as exc:
             out.append(LimitResult(family.name, "unsupported", detail=f"{type(exc).__name__}: {exc}"[:300]))
     return out
 
@@ -435,6 +449,9 @@ def _analyse_family(statement: Statement, family: Family, ops: SymbolicOps, viol
     mid = _midpoints(ops)
     at0 = [float(m.expr.xreplace(mid).xreplace({t: 0})) for m in ms]
     worst = ms[int(np.argmin(at0))]
+    n_ops = sp.count_ops(worst.expr)
+    if n_ops > MAX_OPS:
+        raise WorkLimit(f"the margin's closed form has {n_ops} operations (at most {MAX_OPS} are analysed)")
     order = _order(worst.expr, ops)
     if order is None:
         return LimitResult(family.name, "unsupported", detail="sympy found no limit of the margin")
@@ -447,7 +464,7 @@ def _analyse_family(statement: Statement, family: Family, ops: SymbolicOps, viol
     negative = bool((c < 0) == True)  # noqa: E712 - a sympy truth value
     G = _in_u(worst.expr, p)
     for u0 in (1.0, 0.5, 0.1, 1e-2, 1e-4, 1e-6, 1e-9):
-        sign, to_zero = _sign_on(G, ops, u0)
+        sign, to_zero = _sign_on(G, ops, u0, ops.work)
         if sign == 0:
             continue
         t0 = 0 if u0 == 1.0 else math.ceil(1 / u0 - 1)

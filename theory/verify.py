@@ -18,6 +18,7 @@ contradiction, e.g. a PROVED reading with a certified counterexample, or a crash
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -352,13 +353,19 @@ def _check_budget(budget_s: Any, seed: Any) -> None:
 
 def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0, progress: bool = True,
            statements: Iterable[Statement] | None = None, search: SearchFn | None = None,
-           prover: ProverFn | None = None) -> list[Record]:
+           prover: ProverFn | None = None, scheduler: str | None = None) -> list[Record]:
     """Records for the readings ``ids`` (default: every registered reading) plus ``statements`` (a user's own).
 
     ``search`` and ``prover`` default to :func:`attnbounds.theory.search.search` and ``proofs``; they can be
     replaced (tests, other searches). Unknown ids and bad budgets raise before anything runs.
+
+    ``scheduler`` (:mod:`attnbounds.theory.parallel`: ``none``, ``processes:N``, ``tcp://HOST:PORT``; default
+    ``$ATTNBOUNDS_SCHEDULER`` or ``none``): with at least as many readings as workers, each reading is a task;
+    with fewer, the readings run here one after another and each search's pieces are the tasks (one hard
+    reading uses the whole cluster). Either way the records are the same as in-process, apart from
+    ``timing`` (which names the scheduler).
     """
-    from attnbounds.theory import registry
+    from attnbounds.theory import parallel, registry
 
     _check_budget(budget_s, seed)
     extra = list(statements or [])
@@ -369,6 +376,29 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
         chosen = [s for s in extra if s.id in set(ids)] + [registry.get(i) for i in ids if i not in user_ids]
         extra = []
     todo = [(s, "user" if s.id in user_ids else "paper") for s in [*chosen, *extra]]
+    with parallel.runner(scheduler) as run:
+        if run.workers > 1 and len(todo) >= run.workers:
+            tasks = [(st, source, budget_s, seed, search, prover) for st, source in todo]
+            out = run.map(_verify_task, tasks, label="verify", progress=progress)
+        else:
+            pieces_on = None if run.name == "none" or search is not None else run
+            out = _verify_here(todo, budget_s=budget_s, seed=seed, progress=progress, search=search, prover=prover,
+                               runner=pieces_on)
+        for rec in out:
+            rec.data["timing"]["scheduler"] = run.name
+    return out
+
+
+def _verify_task(args: tuple[Statement, str, float, int, SearchFn | None, ProverFn | None]) -> Record:
+    st, source, budget_s, seed, search, prover = args
+    return verify_statement(st, budget_s=budget_s, seed=seed, source=source, search=search, prover=prover)
+
+
+def _verify_here(todo: list[tuple[Statement, str]], *, budget_s: float, seed: int, progress: bool,
+                 search: SearchFn | None, prover: ProverFn | None, runner: Any) -> list[Record]:
+    """The readings one after another in this process; with ``runner``, each search's pieces run on it."""
+    if runner is not None:
+        search = functools.partial(default_search(), runner=runner)
     out = []
     bar = None
     if progress:

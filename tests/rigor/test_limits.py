@@ -1,0 +1,64 @@
+"""The limit analysis (:mod:`attnbounds.theory.limits`): along a family of token-class instances growing with
+L, a certified "violated for every L >= L0" never starts below where the statement is actually false, a true
+statement is never certified violated along a family, and the analysis is bounded by work, not by the clock
+(the same result in any thread, on any machine)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from attnbounds.theory import limits
+from attnbounds.theory.certify import certify
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.search.planted import weights_lower, weights_upper
+
+
+def _one_vs_rest(top: float, rest: float, L: int, a: float) -> Instance:
+    return Instance.from_logits([[top, rest]], softmax(1.0), counts=[[1, L - 1]], a=a, T=1.0)
+
+
+@pytest.mark.parametrize("planted, top, rest", [(weights_lower(0.05, 3.0), -3.0, 3.0),
+                                                (weights_upper(0.05, 1.0), 1.0, -1.0)])
+def test_violated_for_every_L_from_L0_and_never_below_the_threshold(planted, top, rest) -> None:
+    """One token at one end of F, the rest at the other: false exactly from ``planted.threshold`` tokens on."""
+    start = planted.threshold + 5
+    inst = _one_vs_rest(top, rest, start, 3.0 if top == -3.0 else 1.0)
+    assert certify(planted.statement, inst).status == "violated"
+    results = limits.analyse(planted.statement, inst, violated=True)
+    grows = [r for r in results if r.status.startswith("violated")]
+    assert grows, [r.to_json() for r in results]
+    for r in grows:
+        assert r.L0 is not None and planted.threshold <= r.L0 <= start, r.to_json()
+        family = next(f for f in limits.families(inst) if f.name == r.family)
+        for L in (r.L0, r.L0 + 1, 10**6, 10**9):  # spot checks of the certificate at full length
+            if r.L_max is not None and L > r.L_max:
+                continue
+            t = (L - family.length(0)) // sum(family.growth)
+            if t < 0 or family.length(t) != L:
+                continue
+            assert certify(planted.statement, family.at(t)).status == "violated", (r.family, L)
+
+
+@pytest.mark.parametrize("planted, top, rest, a", [(weights_lower(0.0, 3.0), -3.0, 3.0, 3.0),
+                                                   (weights_upper(0.0, 3.0), 3.0, -3.0, 3.0)])
+def test_a_true_statement_tight_as_L_grows_is_never_violated_along_a_family(planted, top, rest, a) -> None:
+    inst = _one_vs_rest(top, rest, 50, a)
+    for r in limits.analyse(planted.statement, inst, violated=False):
+        assert not r.status.startswith("violated"), r.to_json()
+
+
+def test_the_analysis_is_bounded_by_work_and_the_same_in_any_thread() -> None:
+    planted = weights_lower(0.05, 3.0)
+    inst = _one_vs_rest(-3.0, 3.0, planted.threshold + 5, 3.0)
+    starved = limits.analyse(planted.statement, inst, violated=True, work_limit=5)
+    assert all(r.status == "unsupported" and "WorkLimit" in r.detail for r in starved), [r.to_json() for r in starved]
+    here = [r.to_json() for r in limits.analyse(planted.statement, inst, violated=True)]
+    there: list = []
+    worker = threading.Thread(target=lambda: there.extend(
+        r.to_json() for r in limits.analyse(planted.statement, inst, violated=True)))
+    worker.start()
+    worker.join()
+    assert here == there
