@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterator
 
 import sympy as sp
 
-from attnbounds.theory import selfcheck
+from attnbounds.theory import atomic, selfcheck
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.exprparse import FUNCTIONS, parse_expression
 from attnbounds.theory.normalisers import FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
@@ -314,16 +314,7 @@ def _load_toml(path: Path) -> UserBounds:
 
 
 def _read_text(path: Path) -> str:
-    """The file's text: UTF-8, at most :data:`MAX_FILE_BYTES`."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise InvalidArgument(f"statements file {str(path)!r} has {size} bytes; at most {MAX_FILE_BYTES} are read")
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidArgument(f"statements file {str(path)!r} is not UTF-8 text (a binary file?): {exc}") from None
-    except OSError as exc:
-        raise InvalidArgument(f"statements file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+    return atomic.read_text(path, "statements file", MAX_FILE_BYTES)
 
 
 def _load_python(path: Path) -> UserBounds:
