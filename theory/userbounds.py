@@ -175,6 +175,9 @@ def _parse_statement(table: Any, k: int, path: str) -> Statement:
                          parse_expression(table["rhs"], names, where=f"{where}: key 'rhs'"))
     else:
         raise InvalidArgument(f"{where}: needs key 'relation' (e.g. \"dtilde_R1 <= 2*max_norm\") or keys 'lhs' and 'rhs'")
+    if relation in (sp.true, sp.false):
+        raise InvalidArgument(f"{where}: key 'relation' is {relation} whatever the values (sympy decides it from the "
+                              f"formula alone): there is nothing to verify")
     if not isinstance(relation, (sp.Le, sp.Ge, sp.Lt, sp.Gt, sp.And)):
         raise InvalidArgument(f"{where}: key 'relation' must be an inequality (<=, >=) or a conjunction of them with &, "
                               f"got {relation}")

@@ -275,3 +275,19 @@ def test_loading_is_bounded_in_time():
     worker.start()
     worker.join()
     assert done == [None]  # no alarm outside the main thread: the block runs unbounded there
+
+
+# -- found by the fuzzer (tests/acceptance/test_fuzz.py) ------------------------------------------------------------
+def test_a_function_of_a_sum_is_evaluated_not_rebuilt_with_the_sum_as_zero(tmp_path):
+    """``log(Sum(...))``: finding which conjuncts hold per token once rebuilt the relation with every Sum set
+    to 0, and sympy refuses ``log(0) <= ...`` (zoo): every evaluation failed, the search saw only errors."""
+    st = userbounds.load(_statement_file(tmp_path, "log(Sum(xi[i], (i, 1, N))) <= 15*L")).get("u")
+    inst = Instance.from_logits(np.array([[1.0, 0.5, -1.0]]), nm.softmax(1.0), N=2, M=1.0, delta=0.0, r=0.5)
+    assert np.isfinite(st.evaluate(inst).margin).all() and certify(st, inst).status == "holds"
+
+
+@pytest.mark.parametrize("relation, verdict", [("J_spectral <= J_spectral + 1", "True"), ("2 <= 1", "False"),
+                                               ("Abs(d_1) >= -1", "True")])
+def test_relations_sympy_decides_alone_are_refused_saying_so(tmp_path, relation, verdict):
+    with pytest.raises(AttnBoundsError, match=f"is {verdict} whatever the values"):
+        userbounds.load(_statement_file(tmp_path, relation))
