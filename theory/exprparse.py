@@ -46,6 +46,8 @@ MAX_DEPTH = 24
 MAX_EXPONENT = 1024
 #: constants (and folded constant sub-expressions) must lie within the double range
 DOUBLE_MAX = 1.7976931348623157e308
+#: an exact rational constant's size (bits of numerator over denominator) must lie within +-MAX_BITS
+MAX_BITS = 1075
 _CONSTANTS = {"pi": math.pi, "E": math.e}
 #: functions of one argument folded in doubles when the argument is constant
 _UNARY: dict[str, Callable[[float], float]] = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "Abs": abs, "abs": abs}
@@ -167,6 +169,8 @@ def _fold(node: ast.AST, allowed: Mapping[str, Any], where: str) -> float | None
             raise InvalidArgument(f"{where}: {text} exceeds the double range (about 1.8e308)") from None
         except (ZeroDivisionError, ValueError):  # 0 ** -1, (-8) ** (1/3)
             raise InvalidArgument(f"{where}: {text} is not a finite real number") from None
+        if value == 0 and a != 0 and not isinstance(node.op, (ast.Add, ast.Sub)):  # sympy would compute it exactly
+            raise InvalidArgument(f"{where}: {text} is below the double range (about 4.9e-324)")
         return _finite(value, text, where)
     if isinstance(node, ast.Call):
         values = [_fold(a, allowed, where) for a in node.args]
@@ -176,6 +180,11 @@ def _fold(node: ast.AST, allowed: Mapping[str, Any], where: str) -> float | None
             raise InvalidArgument(f"{where}: {text} has no argument (its value would be infinite); give at least one")
         if name == "Rational" and len(values) == 2 and values[1] == 0:
             raise InvalidArgument(f"{where}: {text} divides by zero")
+        if name == "Rational" and len(values) == 2 and None not in values:
+            value = values[0] / values[1]
+            if value == 0 and values[0] != 0:
+                raise InvalidArgument(f"{where}: {text} is below the double range (about 4.9e-324)")
+            return _finite(value, text, where)
         if name not in _UNARY or len(values) != 1 or values[0] is None:
             return None
         try:
@@ -200,12 +209,21 @@ def _finite(value: float | int, text: str, where: str) -> float:
 
 
 def check_constants(expr: sp.Basic, where: str) -> None:
-    """Refuse an expression holding a non-real or non-finite constant, or a number beyond the double range."""
+    """Refuse an expression holding a non-real or non-finite constant, or a number outside the double range
+    (exact rationals are judged by their bit lengths: printing one of thousands of digits fails)."""
+    for number in expr.atoms(sp.Rational):
+        p, q = abs(int(number.p)), int(number.q)
+        if p and not -MAX_BITS <= p.bit_length() - q.bit_length() <= MAX_BITS:
+            raise InvalidArgument(f"{where}: a constant of about 2**{p.bit_length() - q.bit_length()} is outside the "
+                                  f"double range (about 2**-1074 to 2**1024)")
+        if max(p.bit_length(), q.bit_length()) > 4 * MAX_BITS:
+            raise InvalidArgument(f"{where}: an exact constant has a {max(p.bit_length(), q.bit_length())}-bit "
+                                  f"numerator or denominator; at most {4 * MAX_BITS} bits are allowed")
     for special, name in _SPECIAL:
         if expr.has(special):
             raise InvalidArgument(f"{where}: the expression contains {name} ({sp.sstr(expr)[:200]}); "
                                   f"only real, finite values are allowed")
-    for number in expr.atoms(sp.Number):
-        if abs(number) > DOUBLE_MAX:
-            raise InvalidArgument(f"{where}: the constant {sp.sstr(number)[:40]}... exceeds the double range "
+    for number in expr.atoms(sp.Float):
+        if abs(float(number)) > DOUBLE_MAX:
+            raise InvalidArgument(f"{where}: the constant {sp.sstr(number)[:40]} exceeds the double range "
                                   f"(about 1.8e308)")
