@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from attnbounds.theory.certify import conjunct_balls
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.errors import AttnBoundsError, InvalidArgument, NotApplicable
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import Ops, PrecisionLoss, backend
 from attnbounds.theory.margins import _compiled_magnitudes, _side
@@ -205,3 +205,27 @@ def check_normaliser(normaliser: RatioNormaliser, where: str, *, samples: int = 
                 finite += agree is True
     if finite == 0:
         raise InvalidArgument(f"{where}: log F = {normaliser.log_F} has no finite value at {samples} random logits")
+
+
+def check_hypotheses(statement: Statement, where: str, *, seed: int = 0) -> None:
+    """Refuse ``statement`` unless each of its hypotheses can be checked on the instances the search builds for
+    it (dense and token classes): a hypothesis reading an input none of its quantities asks for (the direction
+    ``v`` of ``unit-direction``, the sphere parameters of ``assumptions-1-2``) would fail on every instance."""
+    from attnbounds.theory import families
+
+    rng = np.random.default_rng(seed)
+    for classes in (False, True):
+        try:
+            spec = families.random_spec(rng, statement, B=2, max_L=6, classes=classes)
+            inst = statement.prepare(families.build(statement, spec))  # defaults filled in, as evaluate does
+        except AttnBoundsError:  # a parameter no family provides: the search says so itself
+            continue
+        for h in statement.hypotheses:
+            try:
+                h(inst)
+            except NotApplicable:
+                continue
+            except Exception as exc:  # noqa: BLE001 - a KeyError for a missing input, an InvalidArgument, ...
+                raise InvalidArgument(f"{where}: hypothesis {h.id!r} cannot be checked on the instances this statement "
+                                      f"reads (it needs an input none of its quantities asks for): "
+                                      f"{type(exc).__name__}: {exc}") from None

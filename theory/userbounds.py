@@ -312,6 +312,7 @@ def _load_toml(path: Path) -> UserBounds:
         with time_limit(LOAD_SECONDS, f"{path}: statement #{k}"):
             st = _parse_statement(table, k, str(path))
             selfcheck.check(st, _where(str(path), k, st.id))
+            selfcheck.check_hypotheses(st, _where(str(path), k, st.id))
         out.statements.append(st)
     return out
 
@@ -335,6 +336,7 @@ def _load_python(path: Path) -> UserBounds:
             raise InvalidArgument(f"{path}: STATEMENTS must hold theory.statement.Statement objects, got {type(st).__name__}")
         with time_limit(LOAD_SECONDS, f"{path}: STATEMENTS[{k}]"):
             selfcheck.check(st, f"{path}: STATEMENTS[{k}] ({st.id!r})")
+            selfcheck.check_hypotheses(st, f"{path}: STATEMENTS[{k}] ({st.id!r})")
         out.statements.append(st)
     for name, value in dict(namespace.get("NORMALISERS", {})).items():
         if name in _BUILTIN_FAMILY:

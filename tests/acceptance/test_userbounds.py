@@ -207,10 +207,11 @@ def test_python_statements_are_self_checked_too(tmp_path):
 
 def test_every_reading_of_the_paper_passes_the_self_check():
     from attnbounds.theory import registry
-    from attnbounds.theory.selfcheck import check
+    from attnbounds.theory.selfcheck import check, check_hypotheses
 
     for st in registry.all_statements():
         check(st, st.id)
+        check_hypotheses(st, st.id)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -291,3 +292,14 @@ def test_a_function_of_a_sum_is_evaluated_not_rebuilt_with_the_sum_as_zero(tmp_p
 def test_relations_sympy_decides_alone_are_refused_saying_so(tmp_path, relation, verdict):
     with pytest.raises(AttnBoundsError, match=f"is {verdict} whatever the values"):
         userbounds.load(_statement_file(tmp_path, relation))
+
+
+@pytest.mark.parametrize("relation, hypothesis", [("A_norm <= 2*A_norm", "unit-direction"),  # KeyError 'v' once
+                                                  ("J_spectral <= 1", "assumptions-1-2"),
+                                                  ("d_1 <= 3", "independent-heads")])
+def test_hypotheses_the_statement_gives_no_input_for_are_refused(tmp_path, relation, hypothesis):
+    """Found by the fuzzer: a hypothesis reading an input none of the quantities asks for failed on every
+    instance the search built (a KeyError for unit-direction): now refused when loading, naming it."""
+    with pytest.raises(AttnBoundsError, match=f"hypothesis '{hypothesis}' cannot be checked"):
+        userbounds.load(_statement_file(tmp_path, relation, f'hypotheses = ["{hypothesis}"]\n'))
+    userbounds.load(_statement_file(tmp_path, "g_fd <= 10", 'hypotheses = ["unit-direction"]\n'))  # v is there
