@@ -100,8 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``attnbounds empirical``: parse ``argv``, run, print where the outputs are."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        from attnbounds.empirical.cachedir import cache_dir
         from attnbounds.empirical.pipeline import run
 
+        cache_dir()  # an unusable $ATTNBOUNDS_CACHE is bad input: say so before anything loads or trains
         proto = protocol_from_args(args)
         results = run(args.model, args.out, text=args.text, protocol=proto, progress=not args.no_progress,
                       figures=not args.no_figures)

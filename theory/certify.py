@@ -257,18 +257,30 @@ class _Margin:
     scale: float = 0.0  # the magnitude of the worst conjunct's sides and quantity values
 
 
+def conjunct_balls(st: Statement, c: int, ops: Ops, env: dict[str, Any], selected: dict[str, Any],
+                   weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides of conjunct ``c`` on balls, broadcast to one length: 1, the columns (a per-token
+    relation) or the selected columns (a per-selected-token one). ``env`` holds the balls of the
+    parameters and quantities, ``selected`` those of the per-selected-token quantities over the
+    selected columns, ``weights`` the selected columns' token counts."""
+    kind = st._token_kinds[c]
+    rel = _structure(st)[1][c]
+    evaluate = BallEvaluator(ops, {**env, **selected} if kind == "selected" else env, selected, weights)
+    lhs, rhs = evaluate(rel.lhs), evaluate(rel.rhs)
+    lhs_a, rhs_a = np.broadcast_arrays(np.atleast_1d(np.asarray(lhs, dtype=object)),
+                                       np.atleast_1d(np.asarray(rhs, dtype=object)))
+    return lhs_a, rhs_a
+
+
 def _margin(st: Statement, ex: exact_mod.ExactInstance) -> _Margin:
     ops = ex.ops
     env, selected = _environment(st, ex)
     weights = ex.m[ex.sel] if ex.mask is not None else None
     lows, highs, worst = [], [], None
     _, conjuncts, terms = _structure(st)
-    for c, rel in enumerate(conjuncts):
+    for c in range(len(conjuncts)):
         kind = st._token_kinds[c]
-        evaluate = BallEvaluator(ops, {**env, **selected} if kind == "selected" else env, selected, weights)
-        lhs, rhs = evaluate(rel.lhs), evaluate(rel.rhs)
-        lhs_a, rhs_a = np.broadcast_arrays(np.atleast_1d(np.asarray(lhs, dtype=object)),
-                                           np.atleast_1d(np.asarray(rhs, dtype=object)))
+        lhs_a, rhs_a = conjunct_balls(st, c, ops, env, selected, weights)
         columns = range(lhs_a.shape[0])
         if kind == "tokens" and lhs_a.shape[0] == ex.K:
             columns = [t for t in columns if ex.counts[t] > 0]

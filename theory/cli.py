@@ -1,14 +1,17 @@
 """The ``attnbounds`` command: a thin layer over public functions.
 
 Subcommands: ``list``, ``verify``, ``search``, ``cite``, ``prove``, ``empirical``.
-Exit codes: 0 when the run completed (whatever the verdicts), 2 on bad input, 1 on internal error.
+Exit codes: 0 when the run completed (whatever the verdicts), 2 on bad input, 1 on internal error, 130 when
+interrupted (Ctrl-C), start-up included.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
-from typing import Any, Callable
+import threading
+from typing import Any
 
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 
@@ -56,14 +59,30 @@ def _print_table(records: list) -> None:
             print("  ".join("-" * w for w in widths))
 
 
-def cmd_verify(args: argparse.Namespace) -> int:
-    from attnbounds.theory import records as rec
-    from attnbounds.theory.verify import verify
+def _search_home() -> None:
+    """Keep hypothesis' files (its constants and character caches) in the attnbounds cache, not in the folder
+    the command runs from."""
+    from hypothesis.configuration import set_hypothesis_home_dir
 
+    from attnbounds.empirical.cachedir import cache_dir
+
+    set_hypothesis_home_dir(cache_dir("hypothesis"))
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from attnbounds.theory import atomic
+    from attnbounds.theory import records as rec
+    from attnbounds.theory.verify import _check_budget, verify
+
+    _check_budget(args.budget, args.seed)
+    if args.json is not None:  # refuse an unusable output path now, not after the search
+        atomic.check_target(args.json, "--json")
     user = _user_bounds(args)
+    _search_home()
     records = verify(args.ids or None, budget_s=args.budget, seed=args.seed, progress=not args.quiet,
                      statements=None if user is None else user.statements)
-    if args.json:
+    _stop_if_interrupted()
+    if args.json is not None:
         rec.save(args.json, records)
     _print_table(records)
     counts: dict[str, int] = {}
@@ -86,6 +105,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     _check_budget(args.budget, args.seed)
     st = _statement(args.id, _user_bounds(args))
+    _search_home()
     res = default_search()(st, budget_s=args.budget, seed=args.seed, progress=not args.quiet)
     print(f"{st.id}: {st.formula}")
     print(f"searched {res.tried} instances in {res.wall_s:.1f} s (seed {res.seed}, budget {res.budget_s:g} s)")
@@ -115,6 +135,7 @@ def cmd_cite(args: argparse.Namespace) -> int:
     else:
         st = _statement(args.id, user)
         is_user = user is not None and st in user.statements
+        _search_home()
         record = verify([args.id], budget_s=args.budget, seed=args.seed, progress=not args.quiet,
                         statements=user.statements if is_user else None)[0]
     print(rec.citation_sentence(record))
@@ -149,10 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ids", nargs="*", help="only these ids")
     p.add_argument("--short", action="store_true", help="one line per reading")
     p.set_defaults(func=cmd_list)
+    from attnbounds.theory.search.budget import MAX_BUDGET_S
     from attnbounds.theory.verify import DEFAULT_BUDGET_S
 
     def common(p: argparse.ArgumentParser, budget_help: str) -> None:
-        p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S", help=budget_help)
+        p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S",
+                       help=f"{budget_help}; at most {MAX_BUDGET_S:g}")
         p.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
         p.add_argument("--statements", metavar="FILE", help="a user's statements file (.toml, or a trusted .py)")
         p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -160,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="search, certify and prove every reading (or the given ids); write records")
     p.add_argument("ids", nargs="*", help="only these ids (default: every reading, or the file's statements)")
     common(p, f"search budget per reading in seconds (default {DEFAULT_BUDGET_S:g})")
-    p.add_argument("--json", metavar="PATH", help="write the records, a JSON array, to PATH (atomically)")
+    p.add_argument("--json", metavar="PATH", help="write the records, a JSON array, to PATH (atomically; a regular "
+                   "file or a new path, symlinks followed; checked before the search)")
     p.set_defaults(func=cmd_verify)
     p = sub.add_parser("search", help="run the counterexample search on one reading and show what it found")
     p.add_argument("id")
@@ -180,17 +204,76 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+#: commands whose search runs torch (gradient ascent): torch is loaded at start-up for them
+_TORCH_COMMANDS = {"verify", "search", "cite"}
+
+
+def _load_numerical_stack(torch: bool) -> None:
+    """Import numpy, sympy (and torch) with Ctrl-C held back until they are loaded, then honoured: an interrupt
+    inside a C extension's initialisation aborts the process (torch's pybind11 code) or surfaces as an
+    ImportError (numpy), never as a clean KeyboardInterrupt."""
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum)) if _handles_ctrl_c() else None
+    try:
+        import numpy  # noqa: F401
+        import sympy  # noqa: F401
+
+        if torch:
+            try:
+                import torch as _  # noqa: F401
+            except ImportError:  # the search then runs without gradient ascent
+                pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if held:
+        _INTERRUPTS.extend(held)
+        raise KeyboardInterrupt
+
+
+def _run(argv: list[str]) -> int:
     if argv and argv[0] in DELEGATED:  # their own parsers see every option, including the leading ones
         import importlib
 
-        run: Callable[[], int] = lambda: importlib.import_module(DELEGATED[argv[0]]).main(argv[1:])  # noqa: E731
-    else:
-        args = build_parser().parse_args(argv)
-        run = lambda: args.func(args)  # noqa: E731
-    try:
-        return int(run() or 0)
+        return importlib.import_module(DELEGATED[argv[0]]).main(argv[1:])
+    _load_numerical_stack(torch=bool(argv) and argv[0] in _TORCH_COMMANDS)
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+#: Ctrl-C presses noted while :func:`main` runs (see :func:`_interrupt`)
+_INTERRUPTS: list[int] = []
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """Python's Ctrl-C behaviour (KeyboardInterrupt), noting that it happened: an interrupt that lands in a C
+    extension's import surfaces as another exception (numpy raises ImportError), and is still an interrupt."""
+    _INTERRUPTS.append(signum)
+    raise KeyboardInterrupt
+
+
+def _handles_ctrl_c() -> bool:
+    """Whether main may take over Ctrl-C: the main thread, and Python's default handler (or ours) in place."""
+    return threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _interrupt)
+
+
+def _stop_if_interrupted() -> None:
+    """Raise KeyboardInterrupt if Ctrl-C was pressed, even if what it interrupted swallowed it (an import that
+    turned it into an ImportError, a reading whose record then says ERROR): no output from an interrupted run."""
+    if _INTERRUPTS:
+        raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    _INTERRUPTS.clear()
+    previous = None
+    try:  # everything, start-up included: an interrupt while the heavy modules load exits 130 too
+        if _handles_ctrl_c():
+            previous = signal.signal(signal.SIGINT, _interrupt)
+        code = int(_run(sys.argv[1:] if argv is None else list(argv)) or 0)
+        _stop_if_interrupted()
+        return code
     except AttnBoundsError as exc:
         print(f"attnbounds: error: {exc}", file=sys.stderr)
         return 2
@@ -203,11 +286,17 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:  # an internal error: say so, with where it happened
+        if _INTERRUPTS:
+            print("attnbounds: interrupted", file=sys.stderr)
+            return 130
         import traceback
 
         traceback.print_exc(limit=6, file=sys.stderr)
         print(f"attnbounds: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,28 @@
-"""Parse a sympy expression from text without running arbitrary code.
+"""Parse a sympy expression from text without running arbitrary code, and within bounded time and size.
 
 ``sympy.sympify`` evaluates its input as Python. Text that comes from a file (a user's TOML
 statement, a serialised normaliser) is first tokenised and every name checked against a
 whitelist; attribute access, keywords, lambdas, strings and indexing of anything but a declared
 indexed base are refused with a message naming the offending token. Only then is the text handed
 to ``sympy.parse_expr`` with empty builtins.
+
+Size and cost are bounded before sympy sees the text: at most :data:`MAX_CHARS` characters,
+:data:`MAX_NODES` syntax-tree nodes nested at most :data:`MAX_DEPTH` deep, and every constant
+exponent at most :data:`MAX_EXPONENT` in absolute value. Constant sub-expressions are folded in
+doubles first, so that ``10**10**10`` is refused instead of computed, and constants that are not
+real, not finite or beyond the double range (``Min()``, ``log(-1)``, ``1/0``, ``exp(1000)``,
+``2**2000``) are refused with a message naming them; the parsed expression is checked once more for
+such constants (sympy's own simplification can produce them, e.g. ``(10*x)**400``).
 """
 
 from __future__ import annotations
 
+import ast
 import io
 import keyword
+import math
 import tokenize
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import sympy as sp
 
@@ -26,18 +36,56 @@ FUNCTIONS: dict[str, Any] = {
 #: names sympy's parser itself emits when it rewrites literals.
 _PARSER_NAMES = {"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational, "Symbol": sp.Symbol}
 _OPS = {"+", "-", "*", "/", "**", "(", ")", ",", "[", "]"}
+#: the longest expression accepted, in characters
+MAX_CHARS = 2000
+#: the most syntax-tree nodes an expression may have
+MAX_NODES = 500
+#: the deepest nesting of an expression's syntax tree
+MAX_DEPTH = 24
+#: the largest absolute value of a constant exponent
+MAX_EXPONENT = 1024
+#: constants (and folded constant sub-expressions) must lie within the double range
+DOUBLE_MAX = 1.7976931348623157e308
+#: an exact rational constant's size (bits of numerator over denominator) must lie within +-MAX_BITS
+MAX_BITS = 1075
+_CONSTANTS = {"pi": math.pi, "E": math.e}
+#: functions of one argument folded in doubles when the argument is constant
+_UNARY: dict[str, Callable[[float], float]] = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "Abs": abs, "abs": abs}
+#: non-real or non-finite sympy constants, by what a message calls them
+_SPECIAL = ((sp.I, "the imaginary unit I"), (sp.zoo, "complex infinity (a division by zero)"), (sp.oo, "infinity"),
+            (-sp.oo, "minus infinity"), (sp.nan, "NaN"))
 
 
 def parse_expression(text: str, names: Mapping[str, Any], *, where: str, relational: bool = False) -> sp.Basic:
     """``text`` as a sympy expression whose free names are all keys of ``names`` or :data:`FUNCTIONS`.
 
     ``where`` names the source (e.g. ``"statement 'mine': key 'rhs'"``) for error messages.
-    ``relational`` also allows ``<=``, ``>=`` and ``&`` (a conjunction of inequalities).
+    ``relational`` also allows ``<=``, ``>=`` and ``&`` (a conjunction of inequalities). Size, depth,
+    exponents and constants are bounded (module docstring).
     """
     ops = _OPS | ({"<=", ">=", "&"} if relational else set())
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgument(f"{where}: expected a non-empty expression string, got {text!r}")
+    if len(text) > MAX_CHARS:
+        raise InvalidArgument(f"{where}: the expression has {len(text)} characters; at most {MAX_CHARS} are allowed")
     allowed = {**FUNCTIONS, **names}
+    _check_tokens(text, allowed, names, ops, where)
+    _check_tree(text, allowed, where)
+    from sympy.parsing.sympy_parser import parse_expr, standard_transformations
+
+    try:
+        expr = parse_expr(text, local_dict=dict(allowed), global_dict={"__builtins__": {}, **_PARSER_NAMES},
+                          transformations=standard_transformations, evaluate=True)
+    except Exception as exc:  # sympy raises many types for malformed input
+        raise InvalidArgument(f"{where}: cannot parse {text!r}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(expr, sp.Basic):
+        raise InvalidArgument(f"{where}: {text!r} is not an expression")
+    check_constants(expr, f"{where}: {text!r}")
+    return expr
+
+
+def _check_tokens(text: str, allowed: Mapping[str, Any], names: Mapping[str, Any], ops: set[str], where: str) -> None:
+    """Every token a known name, a real number literal or an allowed operator."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, IndentationError, SyntaxError) as exc:
@@ -64,13 +112,118 @@ def parse_expression(text: str, names: Mapping[str, Any], *, where: str, relatio
         else:
             raise InvalidArgument(f"{where}: token {tok.string!r} in {text!r} is not allowed")
         previous = tok
-    from sympy.parsing.sympy_parser import parse_expr, standard_transformations
 
+
+def _check_tree(text: str, allowed: Mapping[str, Any], where: str) -> None:
+    """Bound the syntax tree's size and depth, and fold its constant parts in doubles (module docstring)."""
     try:
-        expr = parse_expr(text, local_dict=dict(allowed), global_dict={"__builtins__": {}, **_PARSER_NAMES},
-                          transformations=standard_transformations, evaluate=True)
-    except Exception as exc:  # sympy raises many types for malformed input
-        raise InvalidArgument(f"{where}: cannot parse {text!r}: {type(exc).__name__}: {exc}") from None
-    if not isinstance(expr, sp.Basic):
-        raise InvalidArgument(f"{where}: {text!r} is not an expression")
-    return expr
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        reason = exc.msg if isinstance(exc, SyntaxError) else f"{type(exc).__name__}: {exc}"
+        raise InvalidArgument(f"{where}: cannot parse {text!r}: {reason}") from None
+    nodes = sum(1 for _ in ast.walk(tree))
+    if nodes > MAX_NODES:
+        raise InvalidArgument(f"{where}: the expression has {nodes} syntax-tree nodes; at most {MAX_NODES} are allowed")
+    depth = _depth(tree.body)
+    if depth > MAX_DEPTH:
+        raise InvalidArgument(f"{where}: the expression is nested {depth} levels deep; at most {MAX_DEPTH} are allowed")
+    _fold(tree.body, allowed, f"{where}: in {text!r}")
+
+
+def _depth(root: ast.AST) -> int:
+    """The nesting depth of the expression nodes under ``root`` (iterative: a long chain cannot overflow the stack)."""
+    deepest, todo = 0, [(root, 1)]
+    while todo:
+        node, level = todo.pop()
+        deepest = max(deepest, level)
+        todo.extend((c, level + 1) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr))
+    return deepest
+
+
+def _fold(node: ast.AST, allowed: Mapping[str, Any], where: str) -> float | None:
+    """The value of a constant sub-expression in doubles (None when it involves a symbol); refuses
+    constant exponents beyond :data:`MAX_EXPONENT` and constants that are not real and finite."""
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+            raise InvalidArgument(f"{where}: constant {node.value!r} is not a real number")
+        return _finite(node.value, ast.unparse(node), where)
+    if isinstance(node, ast.Name):
+        return _CONSTANTS.get(node.id) if allowed.get(node.id) in (sp.pi, sp.E) else None
+    if isinstance(node, ast.UnaryOp):
+        v = _fold(node.operand, allowed, where)
+        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
+    if isinstance(node, ast.BinOp):
+        a, b = _fold(node.left, allowed, where), _fold(node.right, allowed, where)
+        if isinstance(node.op, ast.Pow) and b is not None and abs(b) > MAX_EXPONENT:
+            raise InvalidArgument(f"{where}: the exponent of {ast.unparse(node)} is {b:g}; constant exponents must lie "
+                                  f"in [-{MAX_EXPONENT}, {MAX_EXPONENT}]")
+        if isinstance(node.op, ast.Div) and b == 0:
+            raise InvalidArgument(f"{where}: {ast.unparse(node)} divides by zero")
+        if a is None or b is None or not isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
+            return None
+        text = ast.unparse(node)
+        try:
+            value = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.Div: lambda: a / b,
+                     ast.Pow: lambda: math.pow(a, b)}[type(node.op)]()
+        except OverflowError:
+            raise InvalidArgument(f"{where}: {text} exceeds the double range (about 1.8e308)") from None
+        except (ZeroDivisionError, ValueError):  # 0 ** -1, (-8) ** (1/3)
+            raise InvalidArgument(f"{where}: {text} is not a finite real number") from None
+        if value == 0 and a != 0 and not isinstance(node.op, (ast.Add, ast.Sub)):  # sympy would compute it exactly
+            raise InvalidArgument(f"{where}: {text} is below the double range (about 4.9e-324)")
+        return _finite(value, text, where)
+    if isinstance(node, ast.Call):
+        values = [_fold(a, allowed, where) for a in node.args]
+        name = node.func.id if isinstance(node.func, ast.Name) else ""
+        text = ast.unparse(node)
+        if name in ("Min", "Max", "min", "max") and not node.args:
+            raise InvalidArgument(f"{where}: {text} has no argument (its value would be infinite); give at least one")
+        if name == "Rational" and len(values) == 2 and values[1] == 0:
+            raise InvalidArgument(f"{where}: {text} divides by zero")
+        if name == "Rational" and len(values) == 2 and None not in values:
+            value = values[0] / values[1]
+            if value == 0 and values[0] != 0:
+                raise InvalidArgument(f"{where}: {text} is below the double range (about 4.9e-324)")
+            return _finite(value, text, where)
+        if name not in _UNARY or len(values) != 1 or values[0] is None:
+            return None
+        try:
+            return _finite(_UNARY[name](values[0]), text, where)
+        except OverflowError:
+            raise InvalidArgument(f"{where}: {text} exceeds the double range (about 1.8e308)") from None
+        except ValueError:  # log(0), sqrt(-1)
+            raise InvalidArgument(f"{where}: {text} is not a finite real number") from None
+    for child in ast.iter_child_nodes(node):
+        _fold(child, allowed, where)
+    return None
+
+
+def _finite(value: float | int, text: str, where: str) -> float:
+    try:
+        v = float(value)
+    except OverflowError:
+        v = math.inf
+    if not math.isfinite(v):
+        raise InvalidArgument(f"{where}: {text} is not a finite number within the double range (about 1.8e308)")
+    return v
+
+
+def check_constants(expr: sp.Basic, where: str) -> None:
+    """Refuse an expression holding a non-real or non-finite constant, or a number outside the double range
+    (exact rationals are judged by their bit lengths: printing one of thousands of digits fails)."""
+    for number in expr.atoms(sp.Rational):
+        p, q = abs(int(number.p)), int(number.q)
+        if p and not -MAX_BITS <= p.bit_length() - q.bit_length() <= MAX_BITS:
+            raise InvalidArgument(f"{where}: a constant of about 2**{p.bit_length() - q.bit_length()} is outside the "
+                                  f"double range (about 2**-1074 to 2**1024)")
+        if max(p.bit_length(), q.bit_length()) > 4 * MAX_BITS:
+            raise InvalidArgument(f"{where}: an exact constant has a {max(p.bit_length(), q.bit_length())}-bit "
+                                  f"numerator or denominator; at most {4 * MAX_BITS} bits are allowed")
+    for special, name in _SPECIAL:
+        if expr.has(special):
+            raise InvalidArgument(f"{where}: the expression contains {name} ({sp.sstr(expr)[:200]}); "
+                                  f"only real, finite values are allowed")
+    for number in expr.atoms(sp.Float):
+        if abs(float(number)) > DOUBLE_MAX:
+            raise InvalidArgument(f"{where}: the constant {sp.sstr(number)[:40]} exceeds the double range "
+                                  f"(about 1.8e308)")

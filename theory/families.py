@@ -336,14 +336,16 @@ def admissible_normalisers(statement: Statement) -> list[str]:
 
     The ReLU normaliser is left out: its weights are undefined when every logit is <= 0.
     """
-    return list(_admissible(tuple(h for h in statement.hypotheses if h.id in _NORMALISER_HYPOTHESES)))
+    return list(_admissible(tuple(h for h in statement.hypotheses if h.id in _NORMALISER_HYPOTHESES),
+                            tuple(FAMILY.items())))
 
 
 @functools.lru_cache(maxsize=64)
-def _admissible(checks: tuple) -> tuple[str, ...]:
-    """The members passing ``checks`` (cached: sympy decides positivity, about 20 ms per call)."""
+def _admissible(checks: tuple, family: tuple) -> tuple[str, ...]:
+    """The members of ``family`` (the family's items: a user's file may add members) passing ``checks``
+    (cached: sympy decides positivity, about 20 ms per call)."""
     out = []
-    for name in FAMILY:
+    for name, _ in family:
         if name == "relu":  # undefined when every logit is <= 0; sparsemax already gives zero weights
             continue
         inst = Instance.from_logits(np.ones((1, 2)), make(name))

@@ -61,7 +61,7 @@ def condition_magnitude(expr: sp.Basic) -> sp.Basic:
         return sp.Pow(condition_magnitude(expr.base), expr.exp, evaluate=False)
     if isinstance(expr, sp.Sum):
         return sp.Sum(condition_magnitude(expr.function), *expr.limits)
-    return sp.Abs(expr)
+    return sp.Abs(expr, evaluate=False)  # evaluating asks sympy for signs: exponential in the nesting depth
 
 
 @functools.lru_cache(maxsize=512)

@@ -259,6 +259,10 @@ class Record:
         return cls(data)
 
 
+#: the largest records file (or document) read, in bytes
+MAX_RECORDS_BYTES = 1 << 30
+
+
 def save(path: str | os.PathLike[str], records: Iterable[Record]) -> Path:
     """Write records as one JSON array, atomically."""
     return write_json(path, [r.to_json() for r in records])
@@ -266,12 +270,13 @@ def save(path: str | os.PathLike[str], records: Iterable[Record]) -> Path:
 
 def load(path: str | os.PathLike[str]) -> list[Record]:
     """Read a JSON array of records (as written by :func:`save` or ``attnbounds verify --json``)."""
+    text = atomic.read_text(path, "records file", MAX_RECORDS_BYTES)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InvalidArgument(f"cannot read records file {str(path)!r}: {exc.strerror}") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidArgument(f"records file {str(path)!r} is not JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidArgument(f"records file {str(path)!r} nests JSON too deeply to be records") from None
     if not isinstance(data, list):
         raise InvalidArgument(f"records file {str(path)!r} must hold a JSON array of records")
     return [Record.from_json(d) for d in data]
@@ -412,7 +417,7 @@ def parse_verdict_table(text: str) -> dict[str, str]:
 def update_readme(path: str | os.PathLike[str], records: Iterable[Record]) -> Path:
     """Replace the verdict table between the markers of the document at ``path`` (atomically)."""
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
+    text = atomic.read_text(p, "document", MAX_RECORDS_BYTES)
     if TABLE_START not in text or TABLE_END not in text:
         raise InvalidArgument(f"{p}: add the markers {TABLE_START!r} and {TABLE_END!r} where the table goes")
     head, rest = text.split(TABLE_START, 1)

@@ -175,8 +175,15 @@ class _Compiled:
 
 
 def _outside_sums(expr: sp.Basic) -> set[str]:
-    """Names of the symbols of ``expr`` that occur outside every ``Sum``."""
-    return _free_names(expr.xreplace({node: sp.Integer(0) for node in expr.atoms(sp.Sum)}))
+    """Names of the symbols of ``expr`` that occur outside every ``Sum`` (a walk: rebuilding the expression
+    with the sums replaced would evaluate it, and ``log(0)`` is not a real number)."""
+    if isinstance(expr, sp.Sum):
+        return set()
+    if isinstance(expr, sp.Indexed):
+        return {str(expr.base)}
+    if isinstance(expr, sp.Symbol):
+        return {str(expr)}
+    return set().union(*(_outside_sums(a) for a in expr.args))
 
 
 def _to_sympy(value: float, digits: int) -> sp.Expr:

@@ -36,7 +36,6 @@ Example (decide rigorously: a float ``lhs > rhs`` at an equality case is roundin
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import replace
 from typing import Any
@@ -111,7 +110,6 @@ def seeds() -> st.SearchStrategy[int]:
 
 
 # -- normalisers ------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
 def _admissible(statement: Statement | None) -> tuple[str, ...]:
     if statement is None:
         return tuple(n for n in FAMILY if n != "relu")  # relu weights are undefined when every logit is <= 0

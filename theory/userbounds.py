@@ -23,14 +23,20 @@ name -> constructor or :class:`~attnbounds.theory.normalisers.RatioNormaliser`):
 
 from __future__ import annotations
 
+import contextlib
+import keyword
+import math
+import signal
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import sympy as sp
 
+from attnbounds.theory import atomic, selfcheck
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
-from attnbounds.theory.exprparse import parse_expression
+from attnbounds.theory.exprparse import FUNCTIONS, parse_expression
 from attnbounds.theory.normalisers import FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.statement import Citation, Hypothesis, Statement
@@ -41,6 +47,14 @@ _STATEMENT_KEYS = {"id", "title", "relation", "lhs", "rhs", "hypotheses", "where
                    "expectation_over", "notes", "citation"}
 _NORMALISER_KEYS = {"name", "log_F", "params"}
 _BUILTIN_FAMILY = frozenset(FAMILY)
+#: the largest statements file read, in bytes
+MAX_FILE_BYTES = 1 << 20
+#: seconds that parsing and self-checking one statement or normaliser may take (:func:`time_limit`)
+LOAD_SECONDS = 10.0
+#: the index of a Sum over the selected tokens
+INDEX = sp.Idx("i")
+#: names a normaliser's log_F reads besides its parameters
+_LOG_F_NAMES = frozenset({"l", "L", "softplus", "sigmoid"})
 
 
 @dataclass
@@ -70,6 +84,37 @@ def hypothesis_catalogue() -> dict[str, Hypothesis]:
     return out
 
 
+def _check_placement(expr: sp.Basic, quantity_of: dict[str, str], where: str, inside: bool = False) -> None:
+    """Per-selected-token quantities (``xi[i]``) only inside ``Sum(..., (i, 1, N))``, the index ``i`` only as
+    their index, and no per-token quantity (``alpha_i``) inside a Sum: what both evaluators read alike."""
+    if isinstance(expr, sp.Sum):
+        _check_placement(expr.function, quantity_of, where, inside=True)
+        return
+    if isinstance(expr, (sp.Indexed, sp.IndexedBase)):
+        if not inside:
+            raise InvalidArgument(f"{where}: the per-selected-token quantity {expr} may only appear inside "
+                                  f"Sum(..., (i, 1, N)), as in Sum(xi[i], (i, 1, N))")
+        return
+    if expr == INDEX or (isinstance(expr, sp.Symbol) and expr.name == INDEX.name):
+        raise InvalidArgument(f"{where}: the index i may only index a per-selected-token quantity inside a Sum, "
+                              f"as in Sum(xi[i], (i, 1, N))")
+    if inside and isinstance(expr, sp.Symbol) and expr.name in quantity_of \
+            and QUANTITIES[quantity_of[expr.name]].shape == "BL":
+        raise InvalidArgument(f"{where}: the per-token quantity {expr} cannot appear inside a Sum over the selected "
+                              f"tokens (only per-selected-token quantities, per-instance quantities and parameters)")
+    for arg in expr.args:
+        _check_placement(arg, quantity_of, where, inside)
+
+
+def _check_name(name: Any, where: str, reserved: frozenset[str] = frozenset()) -> None:
+    """A name a file may declare: an identifier, not a keyword, a function or the Sum index."""
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise InvalidArgument(f"{where}: {name!r} is not a valid name (letters, digits and _, not a Python keyword)")
+    if name in FUNCTIONS or name == INDEX.name or name in reserved:
+        raise InvalidArgument(f"{where}: {name!r} is reserved (functions: {', '.join(sorted(FUNCTIONS))}; "
+                              f"the Sum index i{'; ' + ', '.join(sorted(reserved)) if reserved else ''})")
+
+
 def _where(path: str, k: int, sid: str) -> str:
     return f"{path}: statement #{k} ({sid!r})"
 
@@ -88,32 +133,39 @@ def _parse_statement(table: Any, k: int, path: str) -> Statement:
     if not isinstance(aliases, dict):
         raise InvalidArgument(f"{where}: key 'where' must be a table of symbol = \"quantity\"")
     for sym, q in aliases.items():
-        if q not in QUANTITIES:
+        _check_name(sym, f"{where}: key 'where.{sym}'")
+        if not isinstance(q, str) or q not in QUANTITIES:
             raise InvalidArgument(f"{where}: key 'where.{sym}': unknown quantity {q!r}; known: {', '.join(sorted(QUANTITIES))}")
     defaults = table.get("defaults", {})
     if not isinstance(defaults, dict):
         raise InvalidArgument(f"{where}: key 'defaults' must be a table of name = number or \"quantity\"")
     for name, value in defaults.items():
+        _check_name(name, f"{where}: key 'defaults.{name}'")
         if isinstance(value, str) and value not in QUANTITIES:
             raise InvalidArgument(f"{where}: key 'defaults.{name}': unknown quantity {value!r}")
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise InvalidArgument(f"{where}: key 'defaults.{name}' must be a number or a quantity name, got {value!r}")
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool) or (
+                not isinstance(value, str) and not math.isfinite(value)):
+            raise InvalidArgument(f"{where}: key 'defaults.{name}' must be a finite number or a quantity name, "
+                                  f"got {value!r}")
     declared = table.get("parameters", [])
-    if not isinstance(declared, list) or not all(isinstance(p, str) and p.isidentifier() for p in declared):
+    if not isinstance(declared, list):
         raise InvalidArgument(f"{where}: key 'parameters' must be a list of names, got {declared!r}")
+    for name in declared:
+        _check_name(name, f"{where}: key 'parameters'")
     # the names an expression may use: quantities (per-selected-token ones indexed), aliases, parameters
-    names: dict[str, Any] = {"i": sp.Idx("i")}
+    # (every value is real: sympy then simplifies in linear time what it otherwise explores exponentially)
+    names: dict[str, Any] = {"i": INDEX}
     quantity_of: dict[str, str] = {}
     for q, spec in QUANTITIES.items():
-        names[q] = sp.IndexedBase(q) if spec.shape == "BN" else sp.Symbol(q)
+        names[q] = sp.IndexedBase(q, real=True) if spec.shape == "BN" else sp.Symbol(q, real=True)
         quantity_of[q] = q
     for sym, q in aliases.items():
-        names[sym] = sp.IndexedBase(sym) if QUANTITIES[q].shape == "BN" else sp.Symbol(sym)
+        names[sym] = sp.IndexedBase(sym, real=True) if QUANTITIES[q].shape == "BN" else sp.Symbol(sym, real=True)
         quantity_of[sym] = q
     for p in (*PARAMETERS, *defaults, *declared):
         if p in quantity_of and p not in defaults:
             continue
-        names.setdefault(p, sp.Symbol(p))
+        names.setdefault(p, sp.Symbol(p, real=True))
     if "relation" in table:
         if "lhs" in table or "rhs" in table:
             raise InvalidArgument(f"{where}: give either 'relation' or 'lhs' and 'rhs', not both")
@@ -123,9 +175,13 @@ def _parse_statement(table: Any, k: int, path: str) -> Statement:
                          parse_expression(table["rhs"], names, where=f"{where}: key 'rhs'"))
     else:
         raise InvalidArgument(f"{where}: needs key 'relation' (e.g. \"dtilde_R1 <= 2*max_norm\") or keys 'lhs' and 'rhs'")
+    if relation in (sp.true, sp.false):
+        raise InvalidArgument(f"{where}: key 'relation' is {relation} whatever the values (sympy decides it from the "
+                              f"formula alone): there is nothing to verify")
     if not isinstance(relation, (sp.Le, sp.Ge, sp.Lt, sp.Gt, sp.And)):
         raise InvalidArgument(f"{where}: key 'relation' must be an inequality (<=, >=) or a conjunction of them with &, "
                               f"got {relation}")
+    _check_placement(relation, {k: v for k, v in quantity_of.items() if k not in defaults}, f"{where}: key 'relation'")
     used = {str(s.base) if isinstance(s, sp.Indexed) else str(s) for s in relation.atoms(sp.Symbol, sp.Indexed)}
     used |= {str(b) for b in relation.atoms(sp.IndexedBase)}
     bindings = {s: quantity_of[s] for s in used if s in quantity_of and s not in defaults}
@@ -137,7 +193,7 @@ def _parse_statement(table: Any, k: int, path: str) -> Statement:
         raise InvalidArgument(f"{where}: key 'hypotheses' must be a list of hypothesis ids")
     hyps = []
     for h in hyp_ids:
-        if h not in catalogue:
+        if not isinstance(h, str) or h not in catalogue:
             raise InvalidArgument(f"{where}: key 'hypotheses': unknown hypothesis {h!r}; known: {', '.join(sorted(catalogue))}")
         hyps.append(catalogue[h])
     estimate = any(QUANTITIES[q].estimate for q in bindings.values())
@@ -168,10 +224,14 @@ def _parse_normaliser(table: Any, k: int, path: str) -> tuple[str, Callable[...,
         raise InvalidArgument(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_NORMALISER_KEYS)}")
     if name in _BUILTIN_FAMILY:
         raise InvalidArgument(f"{where}: name {name!r} is a built-in normaliser; choose another")
-    params = dict(table.get("params", {}))
+    params = table.get("params", {})
+    if not isinstance(params, dict):
+        raise InvalidArgument(f"{where}: key 'params' must be a table of name = number, got {params!r}")
+    params = dict(params)
     for p, v in params.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise InvalidArgument(f"{where}: key 'params.{p}' must be a number, got {v!r}")
+        _check_name(p, f"{where}: key 'params.{p}'", reserved=_LOG_F_NAMES)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise InvalidArgument(f"{where}: key 'params.{p}' must be a finite number, got {v!r}")
     params.setdefault("T", 1.0)
     names = {"l": l_sym, "L": L_sym, "softplus": softplus, "sigmoid": sigmoid, **{p: sp.Symbol(p) for p in params}}
     log_F = parse_expression(table.get("log_F", ""), names, where=f"{where}: key 'log_F'")
@@ -183,19 +243,58 @@ def _parse_normaliser(table: Any, k: int, path: str) -> tuple[str, Callable[...,
             raise InvalidArgument(f"normaliser {name!r} has parameters {sorted(defaults)}, got {sorted(bad)}")
         return RatioNormaliser(name, log_F, {**defaults, **overrides})
 
-    probe = make()
     try:
-        probe.weights([[0.0, 1.0]])
+        make().weights([[0.0, 1.0]])
     except AttnBoundsError as exc:
         raise InvalidArgument(f"{where}: key 'log_F': {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - whatever sympy or numpy make of the user's formula
+        raise InvalidArgument(f"{where}: key 'log_F' cannot be evaluated: {type(exc).__name__}: {exc}") from None
+    selfcheck.check_normaliser(make(), f"{where}: key 'log_F'")
     return name, make
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, what: str) -> Iterator[None]:
+    """Refuse (:class:`InvalidArgument`) what takes longer than ``seconds`` in the block: a backstop behind the
+    parser's size limits. It needs the main thread and a free ``SIGALRM`` (no other alarm pending); elsewhere
+    the block runs unbounded."""
+    usable = (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+              and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, signal.SIG_IGN, None)
+              and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0))
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _Expired
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _Expired:
+        raise InvalidArgument(f"{what}: preparing it took longer than {seconds:g} s; simplify it") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class _Expired(BaseException):
+    """Raised by :func:`time_limit`'s alarm (a BaseException, so that no ``except Exception`` swallows it)."""
+
+
+def _tables(data: dict[str, Any], key: str, path: Path) -> list[Any]:
+    tables = data.get(key, [])
+    if not isinstance(tables, list):
+        raise InvalidArgument(f"{path}: {key!r} must be an array of tables ([[{key}]]), got {type(tables).__name__}")
+    return tables
 
 
 def _load_toml(path: Path) -> UserBounds:
     import tomllib
 
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise InvalidArgument(f"{path}: not valid TOML: {exc}") from None
     unknown = set(data) - {"statement", "normaliser"}
@@ -203,25 +302,41 @@ def _load_toml(path: Path) -> UserBounds:
         raise InvalidArgument(f"{path}: unknown top-level keys {sorted(unknown)}; allowed: [[statement]], [[normaliser]]")
     out = UserBounds(str(path))
     # normalisers first: a statement's hypotheses may be checked on them
-    for k, table in enumerate(data.get("normaliser", [])):
-        name, make = _parse_normaliser(table, k, str(path))
+    for k, table in enumerate(_tables(data, "normaliser", path)):
+        with time_limit(LOAD_SECONDS, f"{path}: normaliser #{k}"):
+            name, make = _parse_normaliser(table, k, str(path))
         if name in out.normalisers:
             raise InvalidArgument(f"{path}: normaliser {name!r} is declared twice")
         out.normalisers[name] = make
-    for k, table in enumerate(data.get("statement", [])):
-        st = _parse_statement(table, k, str(path))
+    for k, table in enumerate(_tables(data, "statement", path)):
+        with time_limit(LOAD_SECONDS, f"{path}: statement #{k}"):
+            st = _parse_statement(table, k, str(path))
+            selfcheck.check(st, _where(str(path), k, st.id))
+            selfcheck.check_hypotheses(st, _where(str(path), k, st.id))
         out.statements.append(st)
     return out
+
+
+def _read_text(path: Path) -> str:
+    return atomic.read_text(path, "statements file", MAX_FILE_BYTES)
 
 
 def _load_python(path: Path) -> UserBounds:
     import runpy
 
-    namespace = runpy.run_path(str(path))
+    try:
+        namespace = runpy.run_path(str(path))
+    except AttnBoundsError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's own code failed: say where, without a traceback
+        raise InvalidArgument(f"statements file {str(path)!r} failed to run: {type(exc).__name__}: {exc}") from None
     out = UserBounds(str(path))
-    for st in namespace.get("STATEMENTS", []):
+    for k, st in enumerate(namespace.get("STATEMENTS", [])):
         if not isinstance(st, Statement):
             raise InvalidArgument(f"{path}: STATEMENTS must hold theory.statement.Statement objects, got {type(st).__name__}")
+        with time_limit(LOAD_SECONDS, f"{path}: STATEMENTS[{k}]"):
+            selfcheck.check(st, f"{path}: STATEMENTS[{k}] ({st.id!r})")
+            selfcheck.check_hypotheses(st, f"{path}: STATEMENTS[{k}] ({st.id!r})")
         out.statements.append(st)
     for name, value in dict(namespace.get("NORMALISERS", {})).items():
         if name in _BUILTIN_FAMILY:
@@ -238,8 +353,14 @@ def load(path: str | Path, *, register: bool = True) -> UserBounds:
     """Read a statements file (``.toml``, or ``.py`` for trusted files); ``register`` adds its
     normalisers to :data:`attnbounds.theory.normalisers.FAMILY`, so the search draws them too."""
     p = Path(path)
-    if not p.is_file():
+    if not str(path):
+        raise InvalidArgument("statements file: expected a path, got an empty string")
+    if p.is_dir():
+        raise InvalidArgument(f"statements file {str(path)!r} is a directory; give a .toml file")
+    if not p.exists():
         raise InvalidArgument(f"statements file {str(path)!r} does not exist")
+    if not p.is_file():
+        raise InvalidArgument(f"statements file {str(path)!r} is not a regular file (a device, FIFO or socket)")
     if p.suffix == ".toml":
         out = _load_toml(p)
     elif p.suffix == ".py":

@@ -10,8 +10,9 @@ For each statement (:func:`verify_statement`):
 4. the tightest instance found (largest lhs / rhs) is certified too (tightness, equality).
 
 Verdicts: REFUTED (a certified counterexample), PROVED (a complete replayed derivation and no
-counterexample), VERIFIED (searched with the budget, nothing found), UNDECIDED (candidates that
-cannot be certified either way, or too little searched; the reason says what was tried),
+counterexample), VERIFIED (searched with the budget, nothing found), UNDECIDED (a candidate that
+cannot be certified either way and is not an equality case, internal errors of the search, no finite
+margin on any applicable instance, or too little searched; the reason says what was tried),
 NOT-APPLICABLE (no instance the search could build satisfies the hypotheses), ERROR (an internal
 contradiction, e.g. a PROVED reading with a certified counterexample, or a crash; never hidden).
 """
@@ -32,7 +33,7 @@ from attnbounds.theory.records import PAPER, Record, git_state, software
 from attnbounds.theory.serialize import instance_to_json
 from attnbounds.theory.statement import PAPER_VERSION, Statement
 
-from attnbounds.theory.search.budget import DEFAULT_BUDGET_S  # noqa: E402  (one default, re-exported)
+from attnbounds.theory.search.budget import DEFAULT_BUDGET_S, check_budget  # noqa: E402  (one default, re-exported)
 #: candidates certified per reading at most
 MAX_CANDIDATES = 16
 #: fewer instances than this evaluated is "too little searched" (UNDECIDED)
@@ -249,6 +250,9 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
                              for s in undecided[:4])
         return "UNDECIDED", (f"{len(undecided)} candidate(s) with a negative float margin could not be certified either "
                              f"way: {statuses}; {what}{suffix}")
+    if applicable and res.best is None:
+        return "UNDECIDED", (f"none of the {applicable} applicable instances gave a finite margin (the relation "
+                             f"evaluates to NaN on all of them): nothing was checked; {what}{suffix}")
     if tried < min_tried:
         return "UNDECIDED", f"too little searched: {what} (fewer than {min_tried}){suffix}"
     ratio = _finite_or_none(res.best_ratio)
@@ -345,8 +349,7 @@ def _finite_or_none(x: Any) -> float | None:
 
 
 def _check_budget(budget_s: Any, seed: Any) -> None:
-    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not math.isfinite(budget_s) or budget_s <= 0:
-        raise InvalidArgument(f"budget must be a positive finite number of seconds, got {budget_s!r}")
+    check_budget(budget_s)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InvalidArgument(f"seed must be an integer >= 0, got {seed!r}")
 

@@ -41,7 +41,7 @@ def test_verify_writes_valid_records_and_prints_a_table(tmp_path, capsys):
     (["verify", "multihead", "--budget", "-3", "--quiet"], "budget"),
     (["search", "multihead", "--seed", "-1", "--quiet"], "seed"),
     (["verify", "--statements", "/nonexistent.toml", "--quiet"], "does not exist"),
-    (["cite", "multihead", "--records", "/nonexistent.json"], "cannot read"),
+    (["cite", "multihead", "--records", "/nonexistent.json"], "does not exist"),
 ])
 def test_bad_input_exits_2_with_a_clear_message(argv, message, capsys):
     assert main(argv) == 2
@@ -93,3 +93,168 @@ def test_user_statements_from_the_example_file(capsys):
     assert main(["verify", "--statements", str(EXAMPLE), "--budget", "1", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "user.naive-context-distance" in out and "REFUTED" in out and "user.softmax-jacobian-half" in out
+
+
+# -- hardening: files, budgets, caches, interrupts -------------------------------------------------------------------
+import os  # noqa: E402
+import signal  # noqa: E402
+import stat  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNBOUNDS_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _refuses_before_searching(argv, monkeypatch, capsys, message):
+    def never(statement, **kw):
+        raise AssertionError("the search ran although the output path is unusable")
+
+    monkeypatch.setattr(verify_mod, "default_search", lambda: never)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: "/dev/null", "is a character device"),
+    (lambda d: (os.mkfifo(d / "fifo"), d / "fifo")[1], "is a FIFO"),
+    (lambda d: ((d / "folder").mkdir(), d / "folder")[1], "is a directory"),
+    (lambda d: ((d / "file").write_text("x"), d / "file" / "r.json")[1], "is a file, not a folder"),
+    (lambda d: ((d / "file").write_text("x"), d / "file" / "sub" / "r.json")[1], "is a file, not a folder"),
+    (lambda d: (os.symlink("/dev/null", d / "link"), d / "link")[1], "(-> '/dev/null') is a character device"),
+    (lambda d: (os.symlink(d, d / "loop"), d / "loop")[1], "is a directory"),
+    (lambda d: "", "expected a file path"),
+    (lambda d: "/proc/version", "cannot create files in '/proc'"),
+    (lambda d: d / ("x" * 300 + ".json"), "File name too long"),
+])
+def test_json_targets_that_are_not_regular_files_are_refused_before_the_search(tmp_path, monkeypatch, capsys, cache,
+                                                                               make, message):
+    target = make(tmp_path)
+    _refuses_before_searching(["verify", "multihead", "--quiet", "--json", str(target)], monkeypatch, capsys, message)
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)  # never replaced by a regular file
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_unwritable_json_targets_are_refused_before_the_search(tmp_path, monkeypatch, capsys, cache):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    readonly = tmp_path / "readonly.json"
+    readonly.write_text("[]")
+    readonly.chmod(0o400)
+    try:
+        _refuses_before_searching(["verify", "multihead", "--quiet", "--json", str(locked / "r.json")], monkeypatch,
+                                  capsys, "cannot create files in")
+        _refuses_before_searching(["verify", "multihead", "--quiet", "--json", str(readonly)], monkeypatch, capsys,
+                                  "is read-only")
+    finally:
+        locked.chmod(0o700)
+
+
+def test_json_through_a_symlink_replaces_the_file_it_points_to(tmp_path, cache, capsys):
+    real = tmp_path / "runs" / "latest.json"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tmp_path / "records.json"
+    link.symlink_to(real)
+    dangling = tmp_path / "new.json"
+    dangling.symlink_to(tmp_path / "fresh" / "made.json")
+    assert main(["verify", "multihead", "--budget", "1", "--quiet", "--json", str(link)]) == 0
+    assert main(["verify", "multihead", "--budget", "1", "--quiet", "--json", str(dangling)]) == 0
+    assert link.is_symlink() and dangling.is_symlink()  # links stay links
+    assert [r.id for r in rec.load(real)] == ["multihead"] == [r.id for r in rec.load(tmp_path / "fresh" / "made.json")]
+    assert sorted(p.name for p in real.parent.iterdir()) == ["latest.json"]  # no temporary file left behind
+
+
+def test_concurrent_writers_each_leave_a_whole_file(tmp_path):
+    from attnbounds.theory import atomic
+    from concurrent.futures import ThreadPoolExecutor
+
+    target = tmp_path / "shared.json"
+    payloads = [[k] * 20000 for k in range(8)]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda p: atomic.write_json(target, p), payloads))
+    assert json.loads(target.read_text()) in payloads  # one writer's output, whole
+    assert [p.name for p in tmp_path.iterdir()] == ["shared.json"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["verify", "multihead", "--budget", "1e308", "--quiet"], "at most a day"),
+    (["verify", "multihead", "--budget", "1e300", "--quiet"], "at most a day"),
+    (["verify", "multihead", "--budget", "inf", "--quiet"], "at most a day"),
+    (["search", "multihead", "--budget", "nan", "--quiet"], "at most a day"),
+    (["cite", "multihead", "--budget", "90000", "--quiet"], "at most a day"),
+    (["verify", "--statements", "", "--quiet"], "expected a path"),
+])
+def test_budgets_and_paths_out_of_range_exit_2_at_once(argv, message, capsys, cache):
+    start = time.perf_counter()
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err and time.perf_counter() - start < 5
+
+
+def test_unreadable_input_files_exit_2_without_a_traceback(tmp_path, capsys, cache):
+    binary = tmp_path / "b.toml"
+    binary.write_bytes(bytes(range(256)))
+    records = tmp_path / "r.json"
+    records.write_bytes(b'[{"id": "caf\xe9"}]')
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    os.mkfifo(tmp_path / "fifo.json")
+    cases = [(["verify", "--statements", str(binary), "--quiet"], "not UTF-8 text"),
+             (["verify", "--statements", str(tmp_path), "--quiet"], "is a directory"),
+             (["cite", "multihead", "--records", str(records)], "not UTF-8 text"),
+             (["cite", "multihead", "--records", str(deep)], "nests JSON too deeply"),
+             (["cite", "multihead", "--records", str(tmp_path / "fifo.json")], "is a FIFO"),
+             (["table", str(tmp_path)], "is a directory")]
+    for argv, message in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, (argv, err)
+
+
+def test_an_unusable_cache_exits_2(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the cache folder should be")
+    for root in (blocker, blocker / "below"):
+        monkeypatch.setenv("ATTNBOUNDS_CACHE", str(root))
+        assert main(["verify", "multihead", "--budget", "1", "--quiet"]) == 2
+        assert "$ATTNBOUNDS_CACHE" in capsys.readouterr().err
+        assert main(["empirical", "--model", "tiny", "--out", str(tmp_path / "out"), "--quick"]) == 2
+        err = capsys.readouterr().err
+        assert "$ATTNBOUNDS_CACHE" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def _clean_env(cache: Path) -> dict:
+    return {**os.environ, "ATTNBOUNDS_CACHE": str(cache), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+
+def test_verify_leaves_no_hypothesis_folder_where_it_runs(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    run = subprocess.run([sys.executable, "-m", "attnbounds.theory.cli", "verify", "theorem1.fixed[R1,g2]", "--budget",
+                          "0.1", "--quiet"], cwd=work, env=_clean_env(tmp_path / "cache"), capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert list(work.iterdir()) == []  # hypothesis keeps its files in the cache
+    assert (tmp_path / "cache" / "hypothesis").is_dir()
+
+
+@pytest.mark.parametrize("delay", [0.3, 1.0, 2.5])
+def test_ctrl_c_at_any_time_exits_130_without_a_traceback(tmp_path, delay):
+    """Start-up (heavy imports, parsing, loading) included; only Python's own first milliseconds are Python's.
+    (-SIGINT: Python re-raises the signal at exit when an import it ran saw the interrupt; shells show 130.)"""
+    proc = subprocess.Popen([sys.executable, "-m", "attnbounds.theory.cli", "verify", "--statements", str(EXAMPLE),
+                             "--budget", "5", "--quiet", "--json", str(tmp_path / "r.json")], cwd=tmp_path,
+                            env=_clean_env(tmp_path / "cache"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode in (130, -signal.SIGINT) and "interrupted" in err, (proc.returncode, err)
+    assert "Traceback" not in err and "terminate" not in err, err
+    assert set(tmp_path.iterdir()) <= {tmp_path / "cache"}  # no records, no partial file, nothing else

@@ -109,7 +109,7 @@ hypotheses = ["simplex", "top-N"]
     ('[[statement]]\nid = "x"\nrelation = "d_1 <= 1"\n[[statement]]\nid = "x"\nrelation = "d_1 <= 2"\n', "twice"),
     ('[[normaliser]]\nname = "softmax"\nlog_F = "l"\n', "built-in"),
     ('[[normaliser]]\nname = "mine"\nlog_F = "l/T + q"\n', "key 'log_F': unknown name 'q'"),
-    ('[[normaliser]]\nname = "mine"\nlog_F = "l"\nparams = { T = "hot" }\n', "key 'params.T' must be a number"),
+    ('[[normaliser]]\nname = "mine"\nlog_F = "l"\nparams = { T = "hot" }\n', "key 'params.T' must be a finite number"),
     ('title = "x"\n', "unknown top-level keys"),
     ('[[statement]\n', "not valid TOML"),
 ])
@@ -142,3 +142,165 @@ def test_expectation_kind_is_inferred(tmp_path):
     st = userbounds.load(_write(tmp_path, '[[statement]]\nid = "e"\nrelation = "E_dtilde_R1 <= 2*A_norm"\n')).get("e")
     assert st.kind == "expectation" and set(st.bindings.values()) == {"E_dtilde_R1", "A_norm"}
     assert isinstance(st.relation, sp.Le)
+
+
+# -- hardening: statements the search and the certifier would read differently are refused at load --------------
+def _statement_file(tmp_path, relation: str, extra: str = "") -> Path:
+    return _write(tmp_path, f'[[statement]]\nid = "u"\nrelation = """{relation}"""\n{extra}')
+
+
+def test_a_sum_without_per_token_values_counts_n_times_and_is_refuted(tmp_path):
+    st = userbounds.load(_statement_file(tmp_path, "J_spectral <= N/Sum(4*T, (i, 1, N))",
+                                         'hypotheses = ["softmax"]\n')).get("u")
+    inst = Instance.from_logits(np.zeros((1, 3)), nm.softmax(1.0), N=2)  # rhs = N / (4 T N) = 1/4 < ||J|| = 1/3
+    assert st.evaluate(inst).margin[0] < 0 and certify(st, inst).status == "violated"
+    classes = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0), counts=[[2, 1]], N=2)
+    assert st.evaluate(classes).margin[0] < 0 and certify(st, classes).status == "violated"
+    rec = verify(statements=[st], budget_s=1, progress=False, search=random_search, prover=no_proof)[0]
+    assert rec.verdict == "REFUTED", rec.reason
+
+
+@pytest.mark.parametrize("relation, message", [
+    ("J_spectral <= i", "the index i may only index"),
+    ("J_spectral <= Sum(i, (i, 1, N))", "the index i may only index"),
+    ("xi[i] <= alpha_i", "may only appear inside"),
+    ("J_spectral <= xi", "may only appear inside"),
+    ("J_spectral <= Sum(alpha_i, (i, 1, N))", "per-token quantity alpha_i cannot appear inside a Sum"),
+    ("J_spectral <= Sum(xi[i] * alpha_i, (i, 1, N))", "per-token quantity alpha_i cannot appear inside a Sum"),
+    ("J_spectral <= Sum(1, (i, 1, 3))", "must run over the selected tokens"),
+    ("J_spectral <= Sum(1, (i, 0, N))", "must run over the selected tokens"),
+    ("J_spectral <= Min()", "has no argument"),
+    ("J_spectral <= 10**10**10", "constant exponents"),
+    ("J_spectral <= log(-1 - abar_N)", "no finite value at any of"),
+    ("(J_spectral <= 1) & (J_spectral >= sqrt(-T - abar_N))", "no finite value at any of"),
+    ("J_spectral <= " + "exp(" * 16 + "T" + ")" * 16, "no finite value at any of"),
+])
+def test_statements_that_cannot_be_read_alike_are_refused_with_the_part_named(tmp_path, relation, message):
+    with pytest.raises(AttnBoundsError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        userbounds.load(_statement_file(tmp_path, relation))
+
+
+def test_the_self_check_catches_evaluators_that_read_a_formula_differently(tmp_path, monkeypatch):
+    from attnbounds.theory import statement as statement_mod
+
+    path = _statement_file(tmp_path, "J_spectral <= N/Sum(4*T, (i, 1, N))")
+    userbounds.load(path)
+
+    def unweighted(self, env):  # the float evaluator of the issue: a Sum body without token values counted once
+        local = dict(env)
+        for dummy, fn, names in self.sums:
+            local[str(dummy)] = np.asarray(fn(*(local[n] for n in names)), dtype=np.float64)
+        return np.asarray(self.fn(*(local[n] for n in self.names)), dtype=np.float64)
+
+    monkeypatch.setattr(statement_mod._Compiled, "__call__", unweighted)
+    with pytest.raises(AttnBoundsError, match="disagree on the right side"):
+        userbounds.load(path)
+
+
+def test_python_statements_are_self_checked_too(tmp_path):
+    text = ("import sympy as sp\nfrom attnbounds.theory.statement import Citation, Statement\n"
+            "J, T = sp.symbols('J T')\n"
+            "STATEMENTS = [Statement('u.sin', 'sin', sp.Le(J, sp.sin(T)), Citation('t'), bindings={'J': 'J_spectral'})]\n")
+    with pytest.raises(AttnBoundsError, match=r"the certifier cannot evaluate .*sin"):
+        userbounds.load(_write(tmp_path, text, "mine.py"))
+    with pytest.raises(AttnBoundsError, match="failed to run: ZeroDivisionError"):
+        userbounds.load(_write(tmp_path, "1/0\n", "broken.py"))
+
+
+def test_every_reading_of_the_paper_passes_the_self_check():
+    from attnbounds.theory import registry
+    from attnbounds.theory.selfcheck import check, check_hypotheses
+
+    for st in registry.all_statements():
+        check(st, st.id)
+        check_hypotheses(st, st.id)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[[statement]]\nid = "x"\nrelation = "D <= 1"\nwhere = { exp = "d_1" }\n', "'exp' is reserved"),
+    ('[[statement]]\nid = "x"\nrelation = "d_1 <= 1"\nwhere = { D = ["d_1"] }\n', "unknown quantity ['d_1']"),
+    ('[[statement]]\nid = "x"\nrelation = "d_1 <= c"\ndefaults = { i = 1.0 }\n', "'i' is reserved"),
+    ('[[statement]]\nid = "x"\nrelation = "d_1 <= c"\ndefaults = { c = nan }\n', "finite number"),
+    ('[[statement]]\nid = "x"\nrelation = "d_1 <= c"\ndefaults = { c = inf }\n', "finite number"),
+    ('[[statement]]\nid = "x"\nrelation = "d_1 <= c"\nparameters = ["c", "lambda"]\n', "not a valid name"),
+    ('[[statement]]\nid = "x"\nrelation = "d_1 <= 1"\nhypotheses = [["softmax"]]\n', "unknown hypothesis"),
+    ('statement = 3\n', "must be an array of tables"),
+    ('normaliser = "x"\n', "must be an array of tables"),
+    ('[[normaliser]]\nname = "mine"\nlog_F = "l"\nparams = [1]\n', "key 'params' must be a table"),
+    ('[[normaliser]]\nname = "mine"\nlog_F = "l/T"\nparams = { T = nan }\n', "finite number"),
+    ('[[normaliser]]\nname = "mine"\nlog_F = "l"\nparams = { sigmoid = 1.0 }\n', "'sigmoid' is reserved"),
+    ('[[normaliser]]\nname = "mine"\nlog_F = "Sum(l, (l, 1, L))"\n', "log_F"),
+    ('[[normaliser]]\nname = "mine"\nlog_F = "l**2**2**2**2**2"\n', "log_F"),
+])
+def test_malformed_declarations_are_refused_not_crashed_on(tmp_path, text, message):
+    with pytest.raises(AttnBoundsError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        userbounds.load(_write(tmp_path, text))
+
+
+def test_unreadable_statements_files_are_refused_with_a_reason(tmp_path):
+    import os
+
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    with pytest.raises(AttnBoundsError, match="not UTF-8 text"):
+        userbounds.load(binary)
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes('[[statement]]\nid = "caf\xe9"\n'.encode("latin-1"))
+    with pytest.raises(AttnBoundsError, match="not UTF-8 text"):
+        userbounds.load(latin)
+    folder = tmp_path / "folder.toml"
+    folder.mkdir()
+    with pytest.raises(AttnBoundsError, match="is a directory"):
+        userbounds.load(folder)
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(AttnBoundsError, match="not a regular file"):
+        userbounds.load(fifo)  # reading it would block for ever
+    big = tmp_path / "big.toml"
+    big.write_text("# " + "x" * userbounds.MAX_FILE_BYTES)
+    with pytest.raises(AttnBoundsError, match="bytes; at most"):
+        userbounds.load(big)
+    with pytest.raises(AttnBoundsError, match="empty string"):
+        userbounds.load("")
+
+
+def test_loading_is_bounded_in_time():
+    import threading
+    import time as clock
+
+    with pytest.raises(AttnBoundsError, match="longer than 0.2 s"):
+        with userbounds.time_limit(0.2, "slow statement"):
+            clock.sleep(5)
+    with userbounds.time_limit(5, "fast statement"):
+        pass
+    done = []
+    worker = threading.Thread(target=lambda: done.append(userbounds.time_limit(0.01, "x").__enter__()))
+    worker.start()
+    worker.join()
+    assert done == [None]  # no alarm outside the main thread: the block runs unbounded there
+
+
+# -- found by the fuzzer (tests/acceptance/test_fuzz.py) ------------------------------------------------------------
+def test_a_function_of_a_sum_is_evaluated_not_rebuilt_with_the_sum_as_zero(tmp_path):
+    """``log(Sum(...))``: finding which conjuncts hold per token once rebuilt the relation with every Sum set
+    to 0, and sympy refuses ``log(0) <= ...`` (zoo): every evaluation failed, the search saw only errors."""
+    st = userbounds.load(_statement_file(tmp_path, "log(Sum(xi[i], (i, 1, N))) <= 15*L")).get("u")
+    inst = Instance.from_logits(np.array([[1.0, 0.5, -1.0]]), nm.softmax(1.0), N=2, M=1.0, delta=0.0, r=0.5)
+    assert np.isfinite(st.evaluate(inst).margin).all() and certify(st, inst).status == "holds"
+
+
+@pytest.mark.parametrize("relation, verdict", [("J_spectral <= J_spectral + 1", "True"), ("2 <= 1", "False"),
+                                               ("Abs(d_1) >= -1", "True")])
+def test_relations_sympy_decides_alone_are_refused_saying_so(tmp_path, relation, verdict):
+    with pytest.raises(AttnBoundsError, match=f"is {verdict} whatever the values"):
+        userbounds.load(_statement_file(tmp_path, relation))
+
+
+@pytest.mark.parametrize("relation, hypothesis", [("A_norm <= 2*A_norm", "unit-direction"),  # KeyError 'v' once
+                                                  ("J_spectral <= 1", "assumptions-1-2")])
+def test_hypotheses_the_statement_gives_no_input_for_are_refused(tmp_path, relation, hypothesis):
+    """Found by the fuzzer: a hypothesis reading an input none of the quantities asks for failed on every
+    instance the search built (a KeyError for unit-direction): now refused when loading, naming it."""
+    with pytest.raises(AttnBoundsError, match=f"hypothesis '{hypothesis}' cannot be checked"):
+        userbounds.load(_statement_file(tmp_path, relation, f'hypotheses = ["{hypothesis}"]\n'))
+    userbounds.load(_statement_file(tmp_path, "g_fd <= 10", 'hypotheses = ["unit-direction"]\n'))  # v is there

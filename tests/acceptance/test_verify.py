@@ -175,3 +175,33 @@ def test_candidates_may_come_as_one_batch():
     batch = Instance.from_logits(np.array([[0.0, 0.0], [0.0, 5.0]]), nm.softmax(1.0))
     rec = verify_statement(st, search=scripted(batch), prover=no_proof)
     assert rec.verdict == "REFUTED" and rec.data["counterexample"]["candidate_rank"] == 0
+
+
+def test_a_candidate_the_certifier_cannot_decide_is_never_verified():
+    """Inconclusive certificates that are not equality cases make the verdict UNDECIDED, whatever the reason."""
+    from attnbounds.theory.statement import Hypothesis
+
+    base = registry.get("corollary3[spectral]")
+    mine = Hypothesis("mine", "a hypothesis only float can check", lambda inst: np.ones(inst.B, dtype=bool))
+    uncertified = Statement("test.float-only", "float-only hypothesis", base.relation, Citation("test"),
+                            (*base.hypotheses, mine), base.bindings)
+    rec = verify_statement(uncertified, search=scripted([_violation()], best=_violation()), prover=no_proof)
+    assert rec.verdict == "UNDECIDED" and "could not be certified" in rec.reason
+    assert rec.data["search"]["candidates"][0]["status"] == "inconclusive"
+    odd = Statement("test.unsupported", "unsupported", sp.Le(sp.Symbol("J_norm"), sp.Si(sp.Symbol("T"))), Citation("t"),
+                    base.hypotheses, base.bindings)
+    rec = verify_statement(odd, search=scripted([_violation(), _violation()]), prover=no_proof)
+    assert rec.verdict == "UNDECIDED" and "2 candidate(s)" in rec.reason
+
+
+def test_no_finite_margin_anywhere_is_undecided_not_verified():
+    st = registry.get("corollary3[spectral,corrected]")
+    rec = verify_statement(st, search=scripted([], best=None, tried=5000, applicable=4000), prover=no_proof)
+    assert rec.verdict == "UNDECIDED" and "finite margin" in rec.reason
+
+
+def test_budgets_beyond_a_day_are_refused_before_anything_runs():
+    for bad in (86400.5, 1e300, 1e308, float("inf")):
+        with pytest.raises(AttnBoundsError, match="at most a day"):
+            verify(["multihead"], budget_s=bad, search=scripted([]), progress=False)
+    assert verify(["multihead"], budget_s=86400, search=scripted([]), prover=no_proof, progress=False)[0].verdict

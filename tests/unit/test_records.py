@@ -100,7 +100,7 @@ def test_loading_bad_files_names_the_problem(tmp_path):
     p.write_text("{}")
     with pytest.raises(AttnBoundsError, match="JSON array"):
         rec.load(p)
-    with pytest.raises(AttnBoundsError, match="cannot read"):
+    with pytest.raises(AttnBoundsError, match="does not exist"):
         rec.load(tmp_path / "missing.json")
 
 

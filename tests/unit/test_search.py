@@ -124,6 +124,7 @@ def test_result_fields_and_methods(results):
 
 
 @pytest.mark.parametrize("bad, match", [({"budget_s": 0}, "budget_s"), ({"budget_s": float("nan")}, "budget_s"),
+                                        ({"budget_s": 1e308}, "at most a day"), ({"budget_s": 86400.5}, "at most a day"),
                                         ({"seed": -1}, "seed"), ({"seed": 1.5}, "seed")])
 def test_bad_input_raises(bad, match):
     kwargs = {"budget_s": 1.0, "seed": 0, **bad}

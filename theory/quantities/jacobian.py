@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from attnbounds.theory import memory
 from attnbounds.theory.balls import ExactInstance, log_F, spectral_norm, weights_from_logits
 from attnbounds.theory.errors import InvalidArgument, NotApplicable
 from attnbounds.theory.instance import Instance
@@ -46,6 +47,9 @@ def _dense_jacobian(inst: Instance) -> np.ndarray:
     """``(B, L, L)`` closed-form Jacobian of a map not of the form F / sum F (dense instances only)."""
     if inst.counts is not None:
         raise NotApplicable(f"the Jacobian of {inst.normaliser!r} has no token-class form")
+    # J, a temporary of its size and the norm's workspace (an SVD copies its matrix)
+    memory.check(3 * 8.0 * inst.B * inst.K * inst.K, f"the dense {inst.B} x {inst.K} x {inst.K} Jacobian of "
+                 f"{type(inst.normaliser).__name__}")
     return F.cached(inst, "J", lambda: inst.normaliser.jacobian(inst.logits))  # type: ignore[union-attr]
 
 
@@ -136,6 +140,9 @@ def _j_spec(inst: Instance) -> np.ndarray:
             out[blk] = np.abs(g0[blk, 0]) * top_eigenvalue(a[blk], r[blk], mult[blk])
     rows = np.flatnonzero(~flat)
     step = max(1, F.CHUNK_ELEMENTS // max(inst.K * inst.K, 1))
+    if rows.size:  # diag, outer product, their difference times g, the SVD's copy: each (rows, K, K)
+        memory.check(4 * 8.0 * min(step, rows.size) * inst.K * inst.K,
+                     f"the spectral norm of {min(step, rows.size)} reduced {inst.K} x {inst.K} Jacobians")
     for i in range(0, rows.size, step):
         blk = rows[i:i + step]
         ab, gb, mb = np.where(present[blk], a[blk], 0.0), np.where(present[blk], g[blk], 0.0), mult[blk]

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from attnbounds.theory import memory
 from attnbounds.theory.balls import ExactInstance
 from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.instance import Instance
@@ -27,7 +28,8 @@ def _heads(H: np.ndarray, limit: int) -> np.ndarray:
     Hi = np.asarray(H)
     if np.any(Hi != np.round(Hi)) or np.any(Hi < 0) or np.any(Hi > limit):
         bad = Hi[(Hi != np.round(Hi)) | (Hi < 0) | (Hi > limit)][0]
-        raise InvalidArgument(f"H must be a whole number of heads in [0, {limit}], got H={bad!r}")
+        raise InvalidArgument(f"H must be a whole number of heads in [0, {limit}], got H={float(bad):g} (coverage_enum "
+                              f"enumerates the 2^H head outcomes; the interval form takes up to 10000 heads)")
     return Hi.astype(int)
 
 
@@ -69,6 +71,8 @@ def _coverage_torch(st: Any) -> Any:
     import torch
 
     p, H = st.param("p"), _heads(st.param("H").detach().numpy(), MAX_HEADS_ENUMERATED)
+    memory.check(2 * 8.0 * p.shape[0] * int(H.max(initial=0)) * 2.0 ** int(H.max(initial=0)),
+                 f"{p.shape[0]} x 2^{int(H.max(initial=0))} head outcomes in torch")
     out = torch.zeros_like(p)
     for h in np.unique(H):
         if h == 0:

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from attnbounds.theory import memory
 from attnbounds.theory.balls import ExactInstance, matmul
 from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.instance import Instance
@@ -106,6 +107,8 @@ def _d1(inst: Instance) -> np.ndarray:
     cols, valid = F.column_sets(inst.mask & inst.present)
     S = cols.shape[1]
     step = max(1, F.CHUNK_ELEMENTS // max(inst.K * S, 1))
+    # Gram distances, the product they come from, the pair mask, the masked copy: each (rows, K, S)
+    memory.check(4 * 8.0 * min(step, inst.B) * inst.K * S, f"d_1 over {inst.K} x {S} column pairs")
     for start in range(0, inst.B, step):
         rows = np.arange(start, min(start + step, inst.B))
         xb, c, v = x[rows], cols[rows], valid[rows]
@@ -122,6 +125,7 @@ def _d1(inst: Instance) -> np.ndarray:
         scale = F.masked_max(n2[rows], out_mask[rows], 0.0) + F.masked_max(n2s, v, 0.0)
         bad = np.nonzero(d2[bb, i, j] <= F.CANCELLATION * scale)[0]
         for r in bad:
+            memory.check(2 * 8.0 * inst.K * S * x.shape[-1], f"d_1 over {inst.K} x {S} nearly equal column pairs")
             diff = F.norm(xb[r][:, None, :] - xs[r][None, :, :], axis=-1)
             result[rows[r]] = np.where(ok[r], diff, -np.inf).max()
     return result
@@ -440,12 +444,14 @@ def _expected_dtilde(inst: Instance, reading: str) -> tuple[np.ndarray, np.ndarr
             C = _subsets.count_vectors(m, N)
             P = _subsets.probabilities(m, C)
         else:
+            memory.check(8.0 * draws * len(m), f"{draws} sampled count vectors over {len(m)} columns")
             C = _subsets.sample_count_vectors(np.random.default_rng(seed), m, N, draws)
             P = np.full(len(C), 1.0 / len(C))
         step = max(1, F.CHUNK_ELEMENTS // max(len(C) * len(m), 1))
+        per = max(1, F.CHUNK_ELEMENTS // max(len(m), 1))  # count vectors at once when one row exceeds a chunk
         for start in range(0, len(rows), step):
             r = np.asarray(rows[start:start + step])
-            mean[r] = _values(y[r], mult, C, reading) @ P
+            mean[r] = sum(_values(y[r], mult, C[c:c + per], reading) @ P[c:c + per] for c in range(0, len(C), per))
         if not exact:
             norms = F.y_norms(inst)[rows]
             top = np.array([_subsets.top_sum(v, m, N) for v in norms])

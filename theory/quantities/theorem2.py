@@ -191,6 +191,8 @@ def _delta_min(inst: Instance) -> np.ndarray:
     x, n2, K = F.need_x(inst), F.norms_sq(inst), inst.K
     out = np.full(inst.B, np.inf)
     step = max(1, F.CHUNK_ELEMENTS // max(K * K, 1))
+    # Gram distances, the product they come from, the pair mask, the masked copy: each (rows, K, K)
+    memory.check(4 * 8.0 * min(step, inst.B) * K * K, f"delta_min over {K} x {K} column pairs")
     for start in range(0, inst.B, step):
         rows = np.arange(start, min(start + step, inst.B))
         xb, p = x[rows], inst.present[rows]
@@ -204,6 +206,7 @@ def _delta_min(inst: Instance) -> np.ndarray:
         scale = F.masked_max(n2[rows], p, 0.0)
         for r in np.nonzero(has_pair & (d2[bb, i, j] <= F.CANCELLATION * 2 * scale))[0]:
             # nearly equal vectors: the Gram form cannot rank the pairs, compare them all directly
+            memory.check(2 * 8.0 * K * K * x.shape[-1], f"delta_min over {K} x {K} nearly equal column pairs")
             diff = F.norm(xb[r][:, None, :] - xb[r][None, :, :], axis=-1)
             out[rows[r]] = np.where(valid[r], diff, np.inf).min()
     if inst.counts is not None:
@@ -239,6 +242,8 @@ def sphere_embeddings(rng: np.random.Generator, shape: tuple[int, ...], L: int, 
     Mb = np.broadcast_to(M, shape)
     db = np.broadcast_to(delta, shape)
     step = memory.rows_per_chunk(8.0 * L * L)
+    if L > 1 and np.any(np.broadcast_to(delta, shape) > 0):  # squared norms, Gram product, distances: (rows, L, L)
+        memory.check(3 * 8.0 * min(step, int(np.prod(shape))) * L * L, f"checking the separation of {L} sphere points")
     for _ in range(max_tries):
         idx = np.nonzero(todo)
         n = len(idx[0])

@@ -77,6 +77,8 @@ RATES: dict[str, Rates] = {
 
 #: per-reading budget (seconds) that keeps ``attnbounds verify`` over every reading under 10 minutes
 DEFAULT_BUDGET_S = 7.0
+#: the largest budget accepted: a day per reading (the work grows with the budget, the reach with its square)
+MAX_BUDGET_S = 86400.0
 #: shares of the budget per method; random search gets the rest (45 % with gradient and without refine)
 SHARES = {"gradient": 0.30, "targeted": 0.15, "shrink": 0.10, "refine": 0.15}
 #: share of the random phase spent on token-class batches (the rest on dense batches)
@@ -87,6 +89,13 @@ TOKENS_PER_BATCH = 1 << 18
 LONGEST = 10**12
 #: Monte Carlo draws when re-evaluating the tightest instances of a sphere expectation (half-width ~0.012)
 REFINE_DRAWS = 50_000
+
+
+def check_budget(budget_s: object, name: str = "budget") -> None:
+    """Refuse (InvalidArgument) a budget that is not a number of seconds in (0, :data:`MAX_BUDGET_S`]."""
+    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not 0 < budget_s <= MAX_BUDGET_S:
+        raise InvalidArgument(f"{name} must be a number of seconds in (0, {MAX_BUDGET_S:g}] (at most a day per "
+                              f"reading), got {budget_s!r}")
 
 
 def reach(rates: Rates, budget_s: float) -> int:
@@ -121,8 +130,7 @@ class Plan:
 
 def plan(statement: Statement, budget_s: float, *, gradient: bool) -> Plan:
     """The fixed amount of work for ``budget_s`` seconds (module docstring); at least one random batch."""
-    if not isinstance(budget_s, (int, float)) or not budget_s > 0 or budget_s != budget_s or budget_s == float("inf"):
-        raise InvalidArgument(f"budget_s must be a positive finite number of seconds, got {budget_s!r}")
+    check_budget(budget_s, "budget_s")
     cls = cost_class(statement)
     r = RATES[cls]
     use_gradient = gradient and r.gradient_per_s > 0
