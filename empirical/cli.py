@@ -59,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="reduced protocol (under 2 minutes once the model is there)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    p.add_argument("--scheduler", default=None,
+                   help="where batches of windows run: none (this process), processes:N (N local worker processes) "
+                        "or tcp://HOST:PORT (a Dask scheduler); default $ATTNBOUNDS_SCHEDULER, else none. "
+                        "The numbers do not depend on it")
     g = p.add_argument_group("protocol (defaults: the full or --quick protocol)")
     g.add_argument("--experiments", type=lambda s: tuple(s.split(",")), help="subset of distance,critical,separability,gradients")
     g.add_argument("--windows", type=int, help="number of non-overlapping windows")
@@ -106,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         cache_dir()  # an unusable $ATTNBOUNDS_CACHE is bad input: say so before anything loads or trains
         proto = protocol_from_args(args)
         results = run(args.model, args.out, text=args.text, protocol=proto, progress=not args.no_progress,
-                      figures=not args.no_figures)
+                      figures=not args.no_figures, scheduler=args.scheduler)
     except AttnBoundsError as exc:
         print(f"attnbounds empirical: error: {exc}", file=sys.stderr)
         return 2

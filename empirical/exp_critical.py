@@ -25,12 +25,22 @@ from attnbounds.empirical.rows import QuerySpec, build
 class Critical:
     name = "critical"
 
-    def __init__(self, proto: Protocol, n_heads: int, spec: QuerySpec):
+    def __init__(self, proto: Protocol, n_heads: int, spec: QuerySpec, n_windows: int = 1):
         self.proto, self.spec = proto, spec
         self.grids = {L: proto.critical_N_grid(L) for L in proto.L_grid}
         self.true = f"dtilde_{proto.critical_reading}"
-        self.acc = PerHead(n_heads)
+        self.acc = PerHead(n_heads, n_windows)
         self.max_deviation = 0.0
+
+    def begin(self, batch: int, window_offset: int) -> None:
+        """A new batch of windows (nothing here depends on which)."""
+
+    def state(self) -> dict[str, Any]:
+        return {"acc": self.acc.state(), "max_deviation": self.max_deviation}
+
+    def absorb(self, state: dict[str, Any]) -> None:
+        self.acc.absorb(state["acc"])
+        self.max_deviation = max(self.max_deviation, state["max_deviation"])
 
     def consume(self, rec: LayerRecord) -> None:
         p = self.proto
@@ -42,7 +52,7 @@ class Critical:
                 scan = distance_scan(rows.alpha, rows.x, Ns)  # all N at once (see attnbounds.theory.quantities.theorem1.distance_scan)
                 for k, N in enumerate(Ns):
                     for name in (self.true, *EXPECTATIONS):
-                        self.acc.add((name, L, N), rows.head, scan[name][:, k])
+                        self.acc.add((name, L, N), rows.head, scan[name][:, k], rows.window)
                 self._check(rows, Ns, scan)
 
     def _check(self, rows: Any, Ns: list[int], scan: dict[str, np.ndarray]) -> None:

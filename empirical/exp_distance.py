@@ -26,14 +26,24 @@ class Distance:
 
     name = "distance"
 
-    def __init__(self, proto: Protocol, n_heads: int, spec: QuerySpec):
+    def __init__(self, proto: Protocol, n_heads: int, spec: QuerySpec, n_windows: int = 1):
         self.proto, self.spec = proto, spec
         Lmax = max(proto.L_grid)
         pairs = [(L, proto.N_fixed) for L in proto.L_grid] + [(Lmax, N) for N in proto.N_grid if N < Lmax]
         self.pairs = sorted(set(pairs))
         self.bounds = bridge.statement_ids("theorem1.fixed")
-        self.acc = PerHead(n_heads)
+        self.acc = PerHead(n_heads, n_windows)
         self.tally = Tally()
+
+    def begin(self, batch: int, window_offset: int) -> None:
+        """A new batch of windows (nothing here depends on which)."""
+
+    def state(self) -> dict[str, Any]:
+        return {"acc": self.acc.state(), "tally": self.tally.state()}
+
+    def absorb(self, state: dict[str, Any]) -> None:
+        self.acc.absorb(state["acc"])
+        self.tally.absorb(state["tally"])
 
     def consume(self, rec: LayerRecord) -> None:
         p = self.proto
@@ -46,17 +56,19 @@ class Distance:
 
     def _pair(self, rows: Any, L: int, N: int) -> None:
         inst = bridge.weights_instance(rows, N)
-        h = rows.head
+        h, w = rows.head, rows.window
         for name in (*DTILDE, *EXPECTATIONS, "abar_N", "d_1", "max_norm"):
-            self.acc.add((name, L, N), h, bridge.compute(name, inst))
+            self.acc.add((name, L, N), h, bridge.compute(name, inst), w)
         for sid in self.bounds:
             ev = bridge.evaluate(sid, inst)
-            self.acc.add((sid, L, N), h, ev.rhs)
+            self.acc.add((sid, L, N), h, ev.rhs, w)
             self.tally.add(sid, ev)
         if self.proto.expected_mc_draws > 0:
+            # one seed for every call: theory samples one set of count vectors per (seed, N) and uses it for
+            # every row, so the estimate of a row does not depend on its batch (nor on the scheduler)
             mc = inst.with_params(mc_draws=self.proto.expected_mc_draws, seed=self.proto.seed)
             for reading in ("R1", "R2"):
-                self.acc.add((f"E_dtilde_{reading}", L, N), h, bridge.compute(f"E_dtilde_{reading}", mc))
+                self.acc.add((f"E_dtilde_{reading}", L, N), h, bridge.compute(f"E_dtilde_{reading}", mc), w)
             for sid in bridge.statement_ids("theorem1.random"):
                 if sid.startswith(f"theorem1.random[{self.proto.critical_reading},"):
                     self.tally.add(sid, bridge.evaluate(sid, mc))

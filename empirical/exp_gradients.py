@@ -1,7 +1,8 @@
 """Experiment 4 (paper Fig. 4): gradient sensitivity g(T, eps) of softmax on the model's logits.
 
 ``g(T, eps) = ||softmax((l + eps v)/T) - softmax(l/T)||_2 / eps`` (theory quantity ``g_fd``), ``v`` a
-random unit vector per row (seeded), averaged over rows per head, then the maximum over heads.
+random unit vector per row, drawn from a generator seeded by (seed, layer, window, query position, L), so
+it does not depend on how windows are batched nor on which process runs a batch; averaged over rows per head, then the maximum over heads.
 ``l`` are the raw logits ``q . k`` by default (``gradient_logits``; the model's own temperature is
 then ``T = sqrt(d_head)``), or the model's scaled logits. The curves printed by Corollary 3
 (``corollary3[fd]``: ``min{1/(4T), sqrt 2}``) and the proved envelope (``corollary3[fd,corrected]``:
@@ -26,26 +27,47 @@ ENVELOPES = ("corollary3[fd]", "corollary3[fd,corrected]")
 class Gradients:
     name = "gradients"
 
-    def __init__(self, proto: Protocol, n_heads: int, spec: QuerySpec):
+    def __init__(self, proto: Protocol, n_heads: int, spec: QuerySpec, n_windows: int = 1):
         self.proto = proto
         # logit rows exist only over visible keys: causally masked keys are always dropped here
         self.spec = QuerySpec(spec.mode, spec.count, "drop")
-        self.acc = PerHead(n_heads)
+        self.acc = PerHead(n_heads, n_windows)
         self.tally = Tally()
         self.curves: dict[str, np.ndarray] = {}
-        self.batch = -1  # index of the forward batch (layer 0 opens a new one)
+        self.window_offset = 0  # index of the batch's first window among all windows
+
+    def begin(self, batch: int, window_offset: int) -> None:
+        self.window_offset = window_offset
+
+    def state(self) -> dict[str, Any]:
+        return {"acc": self.acc.state(), "tally": self.tally.state(), "curves": self.curves}
+
+    def absorb(self, state: dict[str, Any]) -> None:
+        self.acc.absorb(state["acc"])
+        self.tally.absorb(state["tally"])
+        for sid, curve in state["curves"].items():
+            self.curves.setdefault(sid, curve)
+
+    def directions(self, rows: Any, layer: int, H: int) -> np.ndarray:
+        """A unit vector per row, from a generator seeded by (seed, layer, window, query position, L).
+
+        Rows come in runs of the ``H`` heads of one (window, query) (``rows.build``): one draw of ``(H, L)`` per run.
+        """
+        R, L = rows.logits.shape
+        v = np.empty((R, L))
+        for start in range(0, R, H):
+            w = self.window_offset + int(rows.window[start])
+            rng = np.random.default_rng([self.proto.seed, layer, w, int(rows.query[start]), L])
+            v[start: start + H] = rng.standard_normal((H, L))
+        return v / np.linalg.norm(v, axis=-1, keepdims=True)
 
     def consume(self, rec: LayerRecord) -> None:
         p = self.proto
-        if rec.layer == 0:
-            self.batch += 1
         T = np.asarray(p.T_grid, dtype=float)
         E = np.asarray(p.eps_grid, dtype=float)
         for rows in build(rec, p.gradient_L, self.spec, tensor=None, logits=p.gradient_logits):
-            R, L = rows.logits.shape
-            rng = np.random.default_rng([p.seed, rec.layer, self.batch, L])
-            v = rng.standard_normal((R, L))
-            v /= np.linalg.norm(v, axis=-1, keepdims=True)
+            R = rows.logits.shape[0]
+            v = self.directions(rows, rec.layer, rec.n_heads)
             # one instance row per (row, T, eps): logits and v repeated, T and eps varying
             nT, nE = T.size, E.size
             lg = np.repeat(rows.logits, nT * nE, axis=0)
@@ -56,7 +78,7 @@ class Gradients:
             g = bridge.compute("g_fd", inst).reshape(R, nT, nE)
             for i in range(nT):
                 for j in range(nE):
-                    self.acc.add(("g", i, j), rows.head, g[:, i, j])
+                    self.acc.add(("g", i, j), rows.head, g[:, i, j], rows.window)
             for sid in ENVELOPES:
                 ev = bridge.evaluate(sid, inst)
                 self.tally.add(sid, ev)
@@ -73,5 +95,6 @@ class Gradients:
                 "envelopes": {sid: c for sid, c in self.curves.items()},
                 "statements": self.tally.summary(),
                 "choices": {"L": p.gradient_L, "logits": p.gradient_logits,
-                            "direction": "v ~ uniform on the unit sphere of R^L, one per row, seeded",
+                            "direction": "v ~ uniform on the unit sphere of R^L, one per row, seeded by "
+                                          "(seed, layer, window, query, L)",
                             "aggregate": "mean over rows per head, then max over heads"}}

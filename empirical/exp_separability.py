@@ -33,9 +33,9 @@ BOUNDS = {"lower": "theorem2.lower[relaxed]", "upper": "theorem2.upper[relaxed]"
 class Separability:
     name = "separability"
 
-    def __init__(self, proto: Protocol, n_heads: int, spec: QuerySpec, heads_per_layer: int):
+    def __init__(self, proto: Protocol, n_heads: int, spec: QuerySpec, heads_per_layer: int, n_windows: int = 1):
         self.proto, self.spec = proto, spec
-        self.acc = PerHead(n_heads)
+        self.acc = PerHead(n_heads, n_windows)
         self.tally = Tally()
         self.stmts = {side: bridge.with_observed(sid, "E_Ns", "Ns_frac") for side, sid in BOUNDS.items()}
         H = heads_per_layer
@@ -44,8 +44,25 @@ class Separability:
         if len(groups) > proto.multihead_groups:
             groups = [groups[i] for i in sorted(rng.choice(len(groups), proto.multihead_groups, replace=False))]
         self.groups = groups
-        self.coverage: list[float] = []
+        self.window_offset = 0
+        # coverage samples with the (global) window each came from: put in window order at the end, so the
+        # order of the samples does not depend on the batches
+        self.coverage: list[np.ndarray] = []
+        self.coverage_window: list[np.ndarray] = []
         self.delta_all: list[np.ndarray] = []
+
+    def begin(self, batch: int, window_offset: int) -> None:
+        self.window_offset = window_offset
+
+    def state(self) -> dict[str, Any]:
+        return {"acc": self.acc.state(), "tally": self.tally.state(), "coverage": self.coverage,
+                "coverage_window": self.coverage_window, "delta_all": self.delta_all}
+
+    def absorb(self, state: dict[str, Any]) -> None:
+        self.acc.absorb(state["acc"])
+        self.tally.absorb(state["tally"])
+        for k in ("coverage", "coverage_window", "delta_all"):
+            getattr(self, k).extend(state[k])
 
     def consume(self, rec: LayerRecord) -> None:
         p = self.proto
@@ -64,15 +81,15 @@ class Separability:
         inst = inst.with_params(r=r)
         ns = bridge.compute("Ns_relaxed", inst)
         frac = ns / N
-        h = rows.head
-        self.acc.add(("Ns_frac", N), h, frac)
-        self.acc.add(("Ns_full_frac", N), h, bridge.compute("Ns_full", inst) / N)
-        self.acc.add(("r", N), h, r)
-        self.acc.add(("delta", N), h, delta)
+        h, w = rows.head, rows.window
+        self.acc.add(("Ns_frac", N), h, frac, w)
+        self.acc.add(("Ns_full_frac", N), h, bridge.compute("Ns_full", inst) / N, w)
+        self.acc.add(("r", N), h, r, w)
+        self.acc.add(("delta", N), h, delta, w)
         observed = inst.with_params(Ns_frac=frac, C_H=p.hoeffding_constant)
         for side, stmt in self.stmts.items():
             ev = stmt.evaluate(observed)
-            self.acc.add((side, N), h, ev.lhs if side == "lower" else ev.rhs)
+            self.acc.add((side, N), h, ev.lhs if side == "lower" else ev.rhs, w)
             self.tally.add(stmt.id, ev)
         if N == p.multihead_N:
             self._coverage(rows, bridge.inside_ball(inst, r), inst.mask, H)
@@ -82,10 +99,12 @@ class Separability:
         n_groups = rows.alpha.shape[0] // H
         ins = inside.reshape(n_groups, H, -1)
         sel = selected.reshape(n_groups, H, -1)
+        window = self.window_offset + rows.window[::H]
         for g in self.groups:
             union_sel = sel[:, list(g)].any(1)
             union_in = ins[:, list(g)].any(1)
-            self.coverage.extend((union_in.sum(-1) / union_sel.sum(-1)).tolist())
+            self.coverage.append(union_in.sum(-1) / union_sel.sum(-1))
+            self.coverage_window.append(window)
 
     def finish(self) -> dict[str, Any]:
         p = self.proto
@@ -118,7 +137,11 @@ class Separability:
         out: dict[str, Any] = {"H": H, "N": P.multihead_N, "groups": [list(g) for g in self.groups],
                                "p_observed": p_hat, "definition":
                                "per (window, query, head group): |union of separated tokens| / |union of top-N sets|"}
-        cov = np.asarray(self.coverage, dtype=float)
+        if self.coverage:
+            win = np.concatenate(self.coverage_window)
+            cov = np.concatenate(self.coverage).astype(float)[np.argsort(win, kind="stable")]
+        else:
+            cov = np.array([], dtype=float)
         out["coverage_observed"] = float(np.nanmean(cov)) if cov.size else None
         out["coverage_samples"] = int(cov.size)
         paper = Instance.from_weights(np.ones((2, 1)), H=[max(H, 1), 3], p=[p_hat if np.isfinite(p_hat) else 0.0, 0.8])

@@ -1,0 +1,117 @@
+"""Batches of windows as independent tasks: each computes the experiments' partial states for its batch.
+
+The driver (``pipeline.collect``) cuts the windows into batches, maps :func:`batch_task` over them with a
+:mod:`attnbounds.theory.parallel` runner (in this process, worker processes, or a Dask cluster) and
+absorbs the partial states in batch order; the in-process runner takes the same path, so the numbers do
+not depend on the scheduler. A worker process loads the model once (:func:`worker_model`, a per-process
+cache keyed by the model's folder and dtype) and reuses it for every batch it runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from attnbounds.empirical.config import Protocol
+from attnbounds.theory.errors import InvalidArgument
+
+#: (folder or in-memory tag, dtype) -> (model, lock); the lock keeps concurrent tasks of a multi-threaded
+#: worker from hooking the same model at once
+_MODELS: dict[tuple[str, str], tuple[Any, threading.Lock]] = {}
+_MODELS_LOCK = threading.Lock()
+#: models kept per process (a long-lived worker serving several runs)
+MAX_MODELS = 2
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a task needs besides its windows: where the model is, and the protocol."""
+
+    model_key: tuple[str, str]  # (folder, or an in-memory tag for a model only this process holds; dtype)
+    folder: str | None  # the model folder workers load (None: in-memory only)
+    proto: Protocol
+    n_layer: int
+    n_head: int
+
+
+def model_key(loaded: Any) -> tuple[str, str]:
+    dtype = str(next(loaded.model.parameters()).dtype)
+    return (loaded.path if loaded.path else f"<in-memory {loaded.name} {id(loaded.model):x}>", dtype)
+
+
+def register(key: tuple[str, str], model: Any) -> None:
+    """Put a model the driver already holds into this process's cache (so in-process tasks do not reload it)."""
+    with _MODELS_LOCK:
+        _MODELS[key] = (model, threading.Lock())
+
+
+def unregister(key: tuple[str, str]) -> None:
+    with _MODELS_LOCK:
+        _MODELS.pop(key, None)
+
+
+def worker_model(job: Job) -> tuple[Any, threading.Lock]:
+    """The job's model, loaded from its folder on first use in this process and cached."""
+    with _MODELS_LOCK:
+        hit = _MODELS.get(job.model_key)
+        if hit is not None:
+            return hit
+        if job.folder is None:
+            raise InvalidArgument(f"model {job.model_key[0]} exists only in the driver's memory; "
+                                  "run it with scheduler 'none' or load it from a folder")
+        import torch
+
+        from attnbounds.empirical.modelload import from_dir
+
+        model = from_dir(job.folder).to(getattr(torch, job.model_key[1].removeprefix("torch.")))
+        while len(_MODELS) >= MAX_MODELS:
+            _MODELS.pop(next(iter(_MODELS)))
+        _MODELS[job.model_key] = (model, threading.Lock())
+        return _MODELS[job.model_key]
+
+
+def experiments(proto: Protocol, n_layer: int, n_head: int, n_windows: int = 1) -> list[Any]:
+    """The protocol's experiments, with per-head accumulators of ``n_windows`` window slots."""
+    from attnbounds.empirical.exp_critical import Critical
+    from attnbounds.empirical.exp_distance import Distance
+    from attnbounds.empirical.exp_gradients import Gradients
+    from attnbounds.empirical.exp_separability import Separability
+    from attnbounds.empirical.rows import QuerySpec
+
+    spec = QuerySpec.parse(proto.queries, proto.masked_keys)
+    n_heads = n_layer * n_head
+    make = {"distance": lambda: Distance(proto, n_heads, spec, n_windows),
+            "critical": lambda: Critical(proto, n_heads, spec, n_windows),
+            "separability": lambda: Separability(proto, n_heads, spec, n_head, n_windows),
+            "gradients": lambda: Gradients(proto, n_heads, spec, n_windows)}
+    return [make[name]() for name in proto.experiments]
+
+
+def batch_task(job: Job, item: tuple[int, int, np.ndarray]) -> dict[str, Any]:
+    """One batch ``(index, first window, windows (B, L))``: the partial state of every experiment, and timings."""
+    from attnbounds.empirical.extract import Extractor
+
+    batch, offset, wins = item
+    t0 = time.perf_counter()
+    model, lock = worker_model(job)
+    t_model = time.perf_counter() - t0
+    exps = experiments(job.proto, job.n_layer, job.n_head, n_windows=len(wins))
+    for e in exps:
+        e.begin(batch, offset)
+    seconds = {e.name: 0.0 for e in exps}
+
+    def consumer(rec: Any) -> None:
+        for e in exps:
+            t = time.perf_counter()
+            e.consume(rec)
+            seconds[e.name] += time.perf_counter() - t
+
+    t1 = time.perf_counter()
+    with lock, Extractor(model, consumer) as ex:
+        ex.run(wins)
+    return {"batch": batch, "states": {e.name: e.state() for e in exps}, "experiments_s": seconds,
+            "task_s": time.perf_counter() - t1, "model_s": t_model}
