@@ -70,17 +70,18 @@ def _search_home() -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from attnbounds.theory import atomic
+    from attnbounds.theory import atomic, parallel
     from attnbounds.theory import records as rec
     from attnbounds.theory.verify import _check_budget, verify
 
     _check_budget(args.budget, args.seed)
+    parallel.parse(args.scheduler)  # a bad scheduler is refused before anything runs
     if args.json is not None:  # refuse an unusable output path now, not after the search
         atomic.check_target(args.json, "--json")
     user = _user_bounds(args)
     _search_home()
     records = verify(args.ids or None, budget_s=args.budget, seed=args.seed, progress=not args.quiet,
-                     statements=None if user is None else user.statements)
+                     statements=None if user is None else user.statements, scheduler=args.scheduler)
     _stop_if_interrupted()
     if args.json is not None:
         rec.save(args.json, records)
@@ -98,15 +99,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     import json
 
+    from attnbounds.theory import parallel
     from attnbounds.theory.certify import certify
     from attnbounds.theory.records import dumps
     from attnbounds.theory.serialize import instance_to_json
     from attnbounds.theory.verify import _check_budget, default_search
 
     _check_budget(args.budget, args.seed)
+    parallel.parse(args.scheduler)
     st = _statement(args.id, _user_bounds(args))
     _search_home()
-    res = default_search()(st, budget_s=args.budget, seed=args.seed, progress=not args.quiet)
+    with parallel.runner(args.scheduler) as run:
+        res = default_search()(st, budget_s=args.budget, seed=args.seed, progress=not args.quiet,
+                               **({"runner": run} if run.name != "none" else {}))
     print(f"{st.id}: {st.formula}")
     print(f"searched {res.tried} instances in {res.wall_s:.1f} s (seed {res.seed}, budget {res.budget_s:g} s)")
     for method, info in res.by_method.items():
@@ -137,7 +142,7 @@ def cmd_cite(args: argparse.Namespace) -> int:
         is_user = user is not None and st in user.statements
         _search_home()
         record = verify([args.id], budget_s=args.budget, seed=args.seed, progress=not args.quiet,
-                        statements=user.statements if is_user else None)[0]
+                        statements=user.statements if is_user else None, scheduler=args.scheduler)[0]
     print(rec.citation_sentence(record))
     print()
     print(rec.BIBTEX)
@@ -179,6 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
         p.add_argument("--statements", metavar="FILE", help="a user's statements file (.toml, or a trusted .py)")
         p.add_argument("--quiet", action="store_true", help="no progress bars")
+        p.add_argument("--scheduler", metavar="SCHED", default=None,
+                       help="where the work runs: none (in this process), processes:N (N local worker processes) or "
+                            "tcp://HOST:PORT (a running `dask scheduler`); default $ATTNBOUNDS_SCHEDULER or none. "
+                            "Records are the same whichever runs them (apart from timing)")
 
     p = sub.add_parser("verify", help="search, certify and prove every reading (or the given ids); write records")
     p.add_argument("ids", nargs="*", help="only these ids (default: every reading, or the file's statements)")

@@ -497,6 +497,12 @@ class BallEvaluator:
             return self._sum(node, env)
         if isinstance(node, sp.Piecewise):
             return self._piecewise(node, env)
+        form = getattr(type(node), "ball_form", None)  # a function class that brings its own interval form
+        if form is not None:
+            args = [self._eval(a, env) for a in node.args]
+            if len(args) == 1:
+                return ops.map(lambda x: form(ops, x), args[0])
+            return functools.reduce(lambda a, b: ops.map2(lambda x, y: form(ops, x, y), a, b), args)
         fname = type(node).__name__
         if fname == "softplus":
             return ops.map(lambda x: ops.log(ops.num(1) + ops.exp(x)), self._eval(node.args[0], env))

@@ -45,12 +45,15 @@ MAX_ORDER = 3
 #: interval work one family's analysis may do: evaluations of distinct subexpressions (about 10 us each), so
 #: the analysis is bounded the same way on every machine and in any thread (a record never depends on the clock)
 WORK_LIMIT = 200_000
-#: sympy operations the margin's closed form may have before it is rewritten in u and differentiated
-MAX_OPS = 5_000
+#: distinct subexpressions the margin's closed form may have before it is rewritten in u and differentiated
+MAX_NODES = 10_000
+#: the largest numerator or denominator (nodes of its tree, shared parts counted at every use) that is
+#: expanded to cancel powers of u: sympy's expand walks the tree, not the shared form
+MAX_EXPAND = 400
 
 
 class WorkLimit(AttnBoundsError):
-    """The analysis of one family needed more than :data:`WORK_LIMIT` (or its closed form exceeds :data:`MAX_OPS`)."""
+    """The analysis of one family needed more than :data:`WORK_LIMIT` (or its closed form exceeds :data:`MAX_NODES`)."""
 
 
 @dataclass
@@ -63,12 +66,133 @@ class _Work:
     def spend(self, units: int) -> None:
         self.done += units
         if self.done > self.limit:
-            raise WorkLimit(f"the certificate needed more than {self.limit} interval evaluations of subexpressions")
+            raise WorkLimit(f"the certificate needed more than {self.limit} units of interval work (subexpressions evaluated)")
 
 
 def _size(expr: sp.Expr) -> int:
-    """Distinct subexpressions of ``expr``: what one interval evaluation of it costs."""
-    return len(set(sp.preorder_traversal(expr)))
+    """Distinct subexpressions of ``expr`` plus the references to them (a DAG: shared parts count once, each
+    use once more): the work of one memoised interval evaluation."""
+    seen: set[sp.Basic] = set()
+    stack = [expr]
+    refs = 0
+    while stack:
+        e = stack.pop()
+        if e not in seen:
+            seen.add(e)
+            refs += len(e.args)
+            stack.extend(e.args)
+    return len(seen) + refs
+
+
+def _tree_larger(expr: sp.Expr, limit: int) -> bool:
+    """Whether the tree of ``expr`` (every use of a shared part counted) has more than ``limit`` nodes."""
+    stack, n = [expr], 0
+    while stack:
+        n += 1
+        if n > limit:
+            return True
+        stack.extend(stack.pop().args)
+    return False
+
+
+def _diff(expr: sp.Expr, x: sp.Symbol) -> sp.Expr:
+    """d expr / dx by the chain rule, each distinct subexpression once (sympy's own ``diff`` walks the
+    expression as a tree, exponential in the depth of shared parts)."""
+    memo: dict[sp.Basic, sp.Expr] = {}
+    depends: dict[sp.Basic, bool] = {}
+
+    def on_x(e: sp.Basic) -> bool:
+        if e not in depends:
+            depends[e] = e == x or any(on_x(a) for a in e.args)
+        return depends[e]
+
+    def d(e: sp.Basic) -> sp.Expr:
+        if e in memo:
+            return memo[e]
+        if not on_x(e):
+            out: sp.Expr = sp.Integer(0)
+        elif e == x:
+            out = sp.Integer(1)
+        elif isinstance(e, sp.Add):
+            out = sp.Add(*[d(a) for a in e.args])
+        elif isinstance(e, sp.Mul):
+            args = e.args
+            out = sp.Add(*[sp.Mul(*args[:k], d(a), *args[k + 1:]) for k, a in enumerate(args)])
+        elif isinstance(e, sp.Pow):
+            b, n = e.args
+            if not on_x(n):
+                out = n * b ** (n - 1) * d(b)
+            else:
+                out = e * (d(n) * sp.log(b) + n * d(b) / b)
+        elif isinstance(e, sp.Function) and len(e.args) >= 1:
+            out = sp.Add(*[e.fdiff(k + 1) * d(a) for k, a in enumerate(e.args) if on_x(a)])
+        else:
+            raise Unsupported(f"no derivative rule for {type(e).__name__}")
+        memo[e] = out
+        return out
+
+    return d(expr)
+
+
+# Min, Max and Abs of expressions in t stay opaque: sympy re-simplifies its own Min, Max and Abs whenever it
+# rebuilds an expression (substitution, together, expand), at a cost exponential in their size. These carry
+# their interval form (BallEvaluator) and their derivatives (for the mean-value form in _sign_on).
+class _Step(sp.Function):
+    """Heaviside step: 1 for x > 0, 0 for x < 0, [0, 1] at 0."""
+
+    nargs = 1
+
+    @staticmethod
+    def ball_form(ops: Ops, x: Any) -> Any:
+        if ops.positive(x):
+            return ops.num(1)
+        if ops.positive(-x):
+            return ops.num(0)
+        return ops.hull(ops.num(0), ops.num(1))
+
+
+class _Sign(sp.Function):
+    """Sign: 1 for x > 0, -1 for x < 0, [-1, 1] at 0."""
+
+    nargs = 1
+
+    @staticmethod
+    def ball_form(ops: Ops, x: Any) -> Any:
+        if ops.positive(x):
+            return ops.num(1)
+        if ops.positive(-x):
+            return ops.num(-1)
+        return ops.hull(ops.num(-1), ops.num(1))
+
+
+class LimMax(sp.Function):
+    nargs = 2
+    ball_form = staticmethod(lambda ops, x, y: ops.max2(x, y))
+
+    def fdiff(self, argindex: int = 1) -> sp.Expr:
+        a, b = self.args
+        return _Step(a - b) if argindex == 1 else _Step(b - a)
+
+
+class LimMin(sp.Function):
+    nargs = 2
+    ball_form = staticmethod(lambda ops, x, y: ops.min2(x, y))
+
+    def fdiff(self, argindex: int = 1) -> sp.Expr:
+        a, b = self.args
+        return _Step(b - a) if argindex == 1 else _Step(a - b)
+
+
+class LimAbs(sp.Function):
+    nargs = 1
+    ball_form = staticmethod(lambda ops, x: ops.abs(x))
+
+    def fdiff(self, argindex: int = 1) -> sp.Expr:
+        return _Sign(self.args[0])
+
+
+#: how mpmath evaluates the opaque functions (numeric guidance only)
+_MPMATH = {"LimMax": max, "LimMin": min, "LimAbs": abs}
 
 
 class SymbolicOps(Ops):
@@ -112,6 +236,7 @@ class SymbolicOps(Ops):
         args = [self.ball(v) for v in values]
         if all(a is not None for a in args):
             return self.const(fn_ball(*args))
+        self.work.spend(1)
         return fn_sym(*values)
 
     def _decide(self, fn: Any, b: Any) -> bool:
@@ -187,13 +312,13 @@ class SymbolicOps(Ops):
         return self._fold(self.arb.sqrt, sp.sqrt, b)
 
     def abs(self, b: Any) -> Any:
-        return self._fold(self.arb.abs, sp.Abs, b)
+        return self._fold(self.arb.abs, LimAbs, b)
 
     def min2(self, a: Any, b: Any) -> Any:
-        return self._fold(self.arb.min2, sp.Min, a, b)
+        return self._fold(self.arb.min2, LimMin, a, b)
 
     def max2(self, a: Any, b: Any) -> Any:
-        return self._fold(self.arb.max2, sp.Max, a, b)
+        return self._fold(self.arb.max2, LimMax, a, b)
 
     def ipow(self, b: Any, n: int) -> Any:
         return self._fold(lambda x: self.arb.ipow(x, n), lambda x: x**n, b)
@@ -326,21 +451,15 @@ class LimitResult:
                 "relative_slack": self.slack, "order": self.order, "detail": self.detail}
 
 
-def _midpoints(ops: SymbolicOps) -> dict[sp.Symbol, sp.Rational]:
-    return {s: sp.Rational(ops.arb.mid_rad(b)[0]) for s, b in ops.consts.items()}
-
-
 def _order(expr: sp.Expr, ops: SymbolicOps) -> tuple[int, sp.Expr] | None:
     """``(p, c)`` with ``margin ~ c t^-p`` as ``t -> oo`` (``p`` in 0..MAX_ORDER), estimated numerically at the
     constants' midpoints (50 digits at t = 10^6, 10^9, 10^12, 10^15): it only guides the certificate's choice of
     ``p`` (a wrong guess makes the interval evaluation fail, never a wrong verdict)."""
     import mpmath
 
-    numeric = expr.xreplace(_midpoints(ops))
-    fn = sp.lambdify(t, numeric, modules="mpmath")
     with mpmath.workdps(50):
         try:
-            values = [mpmath.mpf(fn(mpmath.mpf(10) ** e)) for e in (6, 9, 12, 15)]
+            values = _numeric(expr, ops, [mpmath.mpf(10) ** e for e in (6, 9, 12, 15)])
         except (ValueError, TypeError, ZeroDivisionError, OverflowError):
             return None
         if not all(mpmath.isfinite(v) for v in values):
@@ -356,12 +475,25 @@ def _order(expr: sp.Expr, ops: SymbolicOps) -> tuple[int, sp.Expr] | None:
         return p, sp.Float(str(c), 15)
 
 
+def _numeric(expr: sp.Expr, ops: SymbolicOps, ts: list[Any]) -> list[Any]:
+    """``expr`` at each ``t`` in ``ts`` with the constants at their midpoints, in mpmath (the expression is
+    never rebuilt: sympy re-simplifies Min and Max when it substitutes into them, at exponential cost)."""
+    import mpmath
+
+    consts = list(ops.consts)
+    fn = sp.lambdify([t, *consts], expr, modules=[_MPMATH, "mpmath"])
+    mids = [mpmath.mpf(ops.consts[c].mid().str(40, radius=False)) for c in consts]  # beyond the double range too
+    return [mpmath.mpf(fn(v, *mids)) for v in ts]
+
+
 def _in_u(expr: sp.Expr, p: int) -> sp.Expr:
     """``margin(t = 1/u - 1) / u^p`` in a form regular at ``u = 0`` (as far as sympy can make it)."""
     g = expr.xreplace({t: 1 / u - 1}) / u**p
     g = sp.together(g)
     num, den = sp.fraction(g)
-    return sp.expand(num) / sp.expand(den) if den.free_symbols else g
+    if not den.free_symbols or _tree_larger(num, MAX_EXPAND) or _tree_larger(den, MAX_EXPAND):
+        return g  # expanding a large quotient costs more than it can gain
+    return sp.expand(num) / sp.expand(den)
 
 
 def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, work: _Work | None = None,
@@ -372,7 +504,7 @@ def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, work: _Work | None = None,
     scale of L), and a piece whose enclosure straddles 0 is bisected."""
     arb = ops.arb
     env = {str(s): b for s, b in ops.consts.items()}
-    dG = sp.diff(G, u)
+    dG = _diff(G, u)
     cost = (_size(G), _size(G) + _size(dG))  # natural enclosure; mean-value form
     edges = [0.0] + [u0 * 2.0**-k for k in range(50, -1, -1)]
     stack = list(zip(edges[:-1], edges[1:]))[::-1]
@@ -446,12 +578,15 @@ def analyse(statement: Statement, inst: Instance, *, violated: bool = True, bits
 
 def _analyse_family(statement: Statement, family: Family, ops: SymbolicOps, violated: bool) -> LimitResult:
     ms = margins(statement, family, ops)
-    mid = _midpoints(ops)
-    at0 = [float(m.expr.xreplace(mid).xreplace({t: 0})) for m in ms]
+    for m in ms:
+        nodes = _size(m.expr)
+        if nodes > MAX_NODES:
+            raise WorkLimit(f"the margin's closed form has {nodes} subexpressions and references (at most "
+                            f"{MAX_NODES} are analysed)")
+    at0 = [float(_numeric(m.expr, ops, [0])[0]) for m in ms]
+    if not all(math.isfinite(v) for v in at0):
+        raise Unsupported("the margin has no finite value at the instance itself (at its constants' midpoints)")
     worst = ms[int(np.argmin(at0))]
-    n_ops = sp.count_ops(worst.expr)
-    if n_ops > MAX_OPS:
-        raise WorkLimit(f"the margin's closed form has {n_ops} operations (at most {MAX_OPS} are analysed)")
     order = _order(worst.expr, ops)
     if order is None:
         return LimitResult(family.name, "unsupported", detail="sympy found no limit of the margin")

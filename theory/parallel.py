@@ -21,8 +21,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 from attnbounds.theory.errors import InvalidArgument
 
-#: seconds to wait for a scheduler before giving up
-CONNECT_TIMEOUT_S = 10
+#: seconds to wait for a scheduler before giving up (the whole refusal stays within 10 s)
+CONNECT_TIMEOUT_S = 5
 #: how often a piece is retried when its worker dies
 RETRIES = 3
 
@@ -77,7 +77,8 @@ class DaskRunner(Runner):
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any], *, label: str = "", progress: bool = False) -> list[Any]:
         from distributed import as_completed
 
-        futures = self.client.map(fn, list(items), pure=False, retries=RETRIES)
+        task = _InContext(fn, _context())
+        futures = self.client.map(task, list(items), pure=False, retries=RETRIES)
         bar = _bar(progress, len(futures), label)
         try:
             for future in as_completed(futures):
@@ -96,6 +97,33 @@ class DaskRunner(Runner):
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+
+
+def _context() -> dict[str, Any]:
+    """What a worker needs besides the task's arguments: the user's normaliser families (a statements file
+    registers them in this process only) and the ``ATTNBOUNDS_*`` settings (memory limit, cache, ...)."""
+    from attnbounds.theory.normalisers import FAMILY
+
+    families = {name: make for name, make in FAMILY.items()
+                if getattr(make, "__module__", "") != "attnbounds.theory.normalisers"}
+    env = {k: v for k, v in os.environ.items() if k.startswith("ATTNBOUNDS_") and k != "ATTNBOUNDS_SCHEDULER"}
+    return {"families": families, "env": env}
+
+
+class _InContext:
+    """``fn`` run on a worker after installing the driver's :func:`_context`; inside a task every nested
+    runner is in-process (a worker never starts a cluster of its own)."""
+
+    def __init__(self, fn: Callable[[Any], Any], context: dict[str, Any]):
+        self.fn, self.context = fn, context
+
+    def __call__(self, item: Any) -> Any:
+        from attnbounds.theory.normalisers import FAMILY
+
+        FAMILY.update(self.context["families"])
+        os.environ.update(self.context["env"])
+        os.environ["ATTNBOUNDS_SCHEDULER"] = "none"
+        return self.fn(item)
 
 
 def _bar(progress: bool, total: int, label: str) -> Any:
@@ -129,6 +157,11 @@ def runner(scheduler: str | None = None) -> Iterator[Runner]:
         if cluster is not None:
             cluster.close()
         raise InvalidArgument(f"cannot reach the Dask scheduler {arg!r} within {CONNECT_TIMEOUT_S} s: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - whatever answers at that address is not a Dask scheduler
+        if cluster is not None:
+            cluster.close()
+        raise InvalidArgument(f"{arg!r} did not answer as a Dask scheduler ({type(exc).__name__}: {str(exc)[:200]}); "
+                              "start one with `dask scheduler` and pass the address it prints") from None
     run = DaskRunner(client, cluster, f"{kind}:{arg}" if kind == "processes" else str(arg))
     try:
         yield run

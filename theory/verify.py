@@ -354,6 +354,11 @@ def _check_budget(budget_s: Any, seed: Any) -> None:
         raise InvalidArgument(f"seed must be an integer >= 0, got {seed!r}")
 
 
+#: this many readings are tasks of their own on any cluster: each then also runs its certification, limit
+#: analysis and proof replay (seconds, serial) on a worker, which outweighs sharding each search across more workers
+READINGS_AS_TASKS = 8
+
+
 def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0, progress: bool = True,
            statements: Iterable[Statement] | None = None, search: SearchFn | None = None,
            prover: ProverFn | None = None, scheduler: str | None = None) -> list[Record]:
@@ -363,9 +368,9 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
     replaced (tests, other searches). Unknown ids and bad budgets raise before anything runs.
 
     ``scheduler`` (:mod:`attnbounds.theory.parallel`: ``none``, ``processes:N``, ``tcp://HOST:PORT``; default
-    ``$ATTNBOUNDS_SCHEDULER`` or ``none``): with at least as many readings as workers, each reading is a task;
-    with fewer, the readings run here one after another and each search's pieces are the tasks (one hard
-    reading uses the whole cluster). Either way the records are the same as in-process, apart from
+    ``$ATTNBOUNDS_SCHEDULER`` or ``none``): with at least as many readings as workers (or
+    :data:`READINGS_AS_TASKS`), each reading is a task; with fewer, the readings run here one after another and
+    each search's pieces are the tasks (one hard reading uses the whole cluster). Either way the records are the same as in-process, apart from
     ``timing`` (which names the scheduler).
     """
     from attnbounds.theory import parallel, registry
@@ -380,7 +385,7 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
         extra = []
     todo = [(s, "user" if s.id in user_ids else "paper") for s in [*chosen, *extra]]
     with parallel.runner(scheduler) as run:
-        if run.workers > 1 and len(todo) >= run.workers:
+        if run.workers > 1 and len(todo) >= min(run.workers, READINGS_AS_TASKS):
             tasks = [(st, source, budget_s, seed, search, prover) for st, source in todo]
             out = run.map(_verify_task, tasks, label="verify", progress=progress)
         else:

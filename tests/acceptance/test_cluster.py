@@ -1,0 +1,148 @@
+"""Running on Dask (:mod:`attnbounds.theory.parallel`): the same records whichever scheduler ran them.
+
+A real ``LocalCluster`` of worker processes runs in the default run (readings as tasks, and one reading's
+search pieces as tasks, with a user's own normaliser that only the driver registered); a scheduler and
+workers started as subprocesses (``dask scheduler``, ``dask worker``), including a worker killed mid-run,
+run under ``-m slow``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from attnbounds.theory import parallel, userbounds
+from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.verify import verify
+
+pytest.importorskip("distributed")
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user_bounds.toml"
+READINGS = ["lemma1", "corollary3[spectral]"]
+
+
+def _hashes(records) -> dict[str, str]:
+    return {r.id: r.content_hash for r in records}
+
+
+@pytest.mark.parametrize("text, message", [("processes:0", "processes:N"), ("processes:x", "processes:N"),
+                                           ("threads:2", "unknown scheduler"), ("http://x", "unknown scheduler")])
+def test_bad_schedulers_are_refused_naming_what_is_allowed(text, message):
+    with pytest.raises(InvalidArgument, match=message):
+        parallel.parse(text)
+
+
+def test_the_scheduler_defaults_to_the_environment(monkeypatch):
+    monkeypatch.setenv("ATTNBOUNDS_SCHEDULER", "processes:3")
+    assert parallel.parse(None) == ("processes", 3)
+    monkeypatch.delenv("ATTNBOUNDS_SCHEDULER")
+    assert parallel.parse(None) == ("none", None)
+
+
+def test_local_cluster_gives_the_same_records_as_in_process():
+    """Two readings on two workers (a task each); then one reading alone, whose search pieces are the tasks."""
+    here = verify(READINGS, budget_s=0.5, seed=3, progress=False)
+    there = verify(READINGS, budget_s=0.5, seed=3, progress=False, scheduler="processes:2")
+    assert _hashes(here) == _hashes(there)
+    assert {r.data["timing"]["scheduler"] for r in there} == {"processes:2"}
+    assert {r.data["timing"]["scheduler"] for r in here} == {"none"}
+    one = verify(["corollary3[row]"], budget_s=0.5, seed=3, progress=False, scheduler="processes:2")
+    assert _hashes(one) == _hashes(verify(["corollary3[row]"], budget_s=0.5, seed=3, progress=False))
+
+
+def _families_seen(name: str) -> bool:
+    from attnbounds.theory.normalisers import FAMILY
+
+    return name in FAMILY
+
+
+def test_a_users_normaliser_travels_to_the_workers():
+    """The statements file registers its normaliser in the driver only; workers get it with each task."""
+    from attnbounds.theory.normalisers import FAMILY
+
+    bounds = userbounds.load(EXAMPLE)
+    try:
+        with parallel.runner("processes:2") as run:
+            assert run.map(_families_seen, ["gauss_tilt"] * 4) == [True] * 4
+        ids = [bounds.statements[1].id, bounds.statements[0].id]  # any normaliser; softmax only
+        here = verify(ids, budget_s=0.5, seed=1, progress=False, statements=bounds.statements)
+        there = verify(ids, budget_s=0.5, seed=1, progress=False, statements=bounds.statements, scheduler="processes:2")
+    finally:
+        for name in bounds.normalisers:
+            FAMILY.pop(name, None)
+    assert _hashes(here) == _hashes(there)
+
+
+def test_an_unreachable_scheduler_is_exit_2_within_ten_seconds(tmp_path):
+    start = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "attnbounds.theory.cli", "verify", "lemma1", "--budget", "0.2", "--quiet",
+                          "--scheduler", "tcp://127.0.0.1:9", "--json", str(tmp_path / "r.json")],
+                         capture_output=True, text=True, timeout=60)
+    took = time.perf_counter() - start
+    assert run.returncode == 2, run.stderr
+    assert "cannot reach the Dask scheduler 'tcp://127.0.0.1:9'" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert not (tmp_path / "r.json").exists()
+    assert took < 10.0, took
+
+
+def _start(cmd: list[str], log: Path) -> subprocess.Popen:
+    return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+@pytest.fixture
+def tcp_cluster(tmp_path):
+    """``dask scheduler --port 0`` and two ``dask worker --nthreads 1`` as subprocesses: (address, workers)."""
+    dask = shutil.which("dask") or str(Path(sys.executable).with_name("dask"))
+    file = tmp_path / "scheduler.json"
+    procs = [_start([dask, "scheduler", "--port", "0", "--no-dashboard", "--scheduler-file", str(file)],
+                    tmp_path / "scheduler.log")]
+    try:
+        for _ in range(300):
+            if file.exists() and file.stat().st_size:
+                break
+            time.sleep(0.1)
+        address = json.loads(file.read_text())["address"]
+        workers = [_start([dask, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard"],
+                          tmp_path / f"worker{k}.log") for k in range(2)]
+        procs += workers
+        from distributed import Client
+
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address, workers
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_a_tcp_cluster_gives_the_same_records_even_when_a_worker_dies(tcp_cluster, tmp_path):
+    address, workers = tcp_cluster
+    here = _hashes(verify(READINGS + ["corollary3[row]"], budget_s=1.0, seed=5, progress=False))
+    env = {**os.environ, "ATTNBOUNDS_CACHE": str(tmp_path / "cache")}
+    out = tmp_path / "records.json"
+    run = subprocess.Popen([sys.executable, "-m", "attnbounds.theory.cli", "verify", *READINGS, "corollary3[row]",
+                            "--budget", "1", "--seed", "5", "--quiet", "--scheduler", address, "--json", str(out)],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)  # the readings are running on both workers
+    os.killpg(workers[0].pid, signal.SIGKILL)  # its tasks are retried on the other worker
+    stdout, stderr = run.communicate(timeout=600)
+    assert run.returncode == 0, stderr
+    records = json.loads(out.read_text())
+    assert {r["id"]: r["content_hash"] for r in records} == here
+    assert {r["timing"]["scheduler"] for r in records} == {address}
