@@ -185,3 +185,13 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit) as exc:  # --out is required
         main(["report", str(records_file)])
     assert exc.value.code == 2
+
+
+def test_without_matplotlib_the_page_says_why_there_is_no_plot(records_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from attnbounds.theory.report import plot_png
+
+    record = json.loads(records_file.read_text())[0]
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    assert plot_png(record) == (None, "No plot: matplotlib is not installed (pip install matplotlib).")
