@@ -609,12 +609,13 @@ class Replay:
         return [s for s in (*self.steps, *self.witness) if s.ok is False]
 
     def summary(self) -> dict[str, Any]:
-        """What a PROVED resting on this replay rests on: counts, size-limited steps, premises and a sentence
-        saying so (:meth:`rests_on`); what a record stores under ``proof``."""
+        """What a PROVED resting on this replay rests on: counts, size-limited steps, premises, a sentence
+        saying so (:meth:`rests_on`) and the step list (category, text, ok); what a record stores under ``proof``."""
         return {"checked": self.checked, "size_limited": self.size_limited, "cited": self.cited,
                 "cited_unchecked": self.cited_unchecked, "prose": self.prose,
                 "size_limited_steps": [f"{s.text} [{s.sizes}]" for s in self.steps if s.sizes],
-                "premises": self.premises, "uses": list(self.uses), "rests_on": self.rests_on()}
+                "premises": self.premises, "uses": list(self.uses), "rests_on": self.rests_on(),
+                "steps": [{"category": s.category, "text": s.text, "ok": s.ok} for s in self.steps]}
 
     def rests_on(self) -> str:
         """One sentence: the steps by kind and the premises by hypothesis."""

@@ -1,6 +1,6 @@
 """The ``attnbounds`` command: a thin layer over public functions.
 
-Subcommands: ``list``, ``verify``, ``search``, ``cite``, ``prove``, ``empirical``.
+Subcommands: ``list``, ``verify``, ``search``, ``cite``, ``table``, ``report``, ``prove``, ``empirical``.
 Exit codes: 0 when the run completed (whatever the verdicts), 2 on bad input, 1 on internal error, 130 when
 interrupted (Ctrl-C), start-up included.
 """
@@ -115,7 +115,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     print(f"{st.id}: {st.formula}")
     print(f"searched {res.tried} instances in {res.wall_s:.1f} s (seed {res.seed}, budget {res.budget_s:g} s)")
     for method, info in res.by_method.items():
-        print(f"  {method}: {json.dumps(info, default=str, sort_keys=True)}")
+        shown = {k: v for k, v in info.items() if k != "by_L"}  # the per-L rows are for records and reports
+        print(f"  {method}: {json.dumps(shown, default=str, sort_keys=True)}")
     print(f"best lhs/rhs {res.best_ratio}, best margin {res.best_margin}; float violations: {len(res.violations)}")
     shown = [("violating", v) for v in list(res.violations)[:1]] or ([("tightest", res.best)] if res.best is not None else [])
     for label, inst in shown:
@@ -164,6 +165,14 @@ def cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from attnbounds.theory.report import write_report
+
+    page = write_report(args.records, args.out)
+    print(f"report written to {page}")
+    return 0
+
+
 #: subcommands whose own parser takes every argument after the name
 DELEGATED = {"prove": "attnbounds.proofs.cli", "empirical": "attnbounds.empirical.cli"}
 
@@ -208,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("records", metavar="RECORDS", help="a records file written by `attnbounds verify --json`")
     p.add_argument("--readme", metavar="PATH", help="replace the generated table in this document instead of printing")
     p.set_defaults(func=cmd_table)
+    p = sub.add_parser("report", help="a static HTML page (and PNG figures) of a records file, viewable offline")
+    p.add_argument("records", metavar="RECORDS", help="a records file written by `attnbounds verify --json`")
+    p.add_argument("--out", metavar="DIR", required=True,
+                   help="the folder to write index.html and fig-NNN.png into (new or existing; files written atomically)")
+    p.set_defaults(func=cmd_report)
     sub.add_parser("prove", help="replay the machine-checked derivations (see `attnbounds prove --help`)")
     sub.add_parser("empirical", help="run the paper's experiments on a GPT-2-family model (see `attnbounds empirical --help`)")
     return parser

@@ -123,6 +123,31 @@ def test_result_fields_and_methods(results):
     assert res.tried == sum(info["tried"] for info in res.by_method.values())
 
 
+def test_tightest_instance_per_octave_of_L(results):
+    """``by_L``: one row [L, ratio, relative margin] per octave of L, inside the method's L range, the method's best
+    among them, and the same rows when the work is split in pieces and merged in order."""
+    res = results("theorem1.fixed[R1,g2]")
+    for method, info in res.by_method.items():
+        rows = info.get("by_L", [])
+        if not info.get("applicable"):
+            continue
+        assert rows, method
+        octaves = [int(L).bit_length() for L, _, _ in rows]
+        assert octaves == sorted(set(octaves)), (method, rows)
+        lo, hi = info["L_range"]
+        assert all(lo <= L <= hi for L, _, _ in rows)
+        assert min(rel for _, _, rel in rows) == info["best_margin"]
+    whole, first, second = Tracker(registry.get("lemma1")), Tracker(registry.get("lemma1")), Tracker(registry.get("lemma1"))
+    batches = [Instance.from_logits(np.random.default_rng(k).normal(size=(4, L)), softmax(1.0)) for k, L in
+               enumerate([2, 3, 5, 9, 17, 3, 6])]
+    for k, inst in enumerate(batches):
+        whole.evaluate(inst, "random")
+        (first if k < 4 else second).evaluate(inst, "random")
+    first.merge(second)
+    assert first.stats["random"].to_dict()["by_L"] == whole.stats["random"].to_dict()["by_L"]
+    assert [int(L).bit_length() for L, _, _ in whole.stats["random"].to_dict()["by_L"]] == [2, 3, 4, 5]
+
+
 @pytest.mark.parametrize("bad, match", [({"budget_s": 0}, "budget_s"), ({"budget_s": float("nan")}, "budget_s"),
                                         ({"budget_s": 1e308}, "at most a day"), ({"budget_s": 86400.5}, "at most a day"),
                                         ({"seed": -1}, "seed"), ({"seed": 1.5}, "seed")])

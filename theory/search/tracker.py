@@ -73,6 +73,8 @@ class MethodStats:
     L_min: int | None = None  # the shortest and longest context this method evaluated
     L_max: int | None = None
     violation_L_min: int | None = None  # the shortest context of a float violation it found
+    #: the tightest instance per range of context lengths: ``floor(log2 L) -> (key, L, ratio, relative margin)``
+    by_L: dict[int, tuple[float, int, float, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         out = {"tried": self.tried, "applicable": self.applicable, "violations": self.violations,
@@ -90,7 +92,16 @@ class MethodStats:
             out["L_range"] = [self.L_min, self.L_max]
         if self.violation_L_min is not None:
             out["violation_L_min"] = self.violation_L_min
+        if self.by_L:  # rows [L, best lhs/rhs, best relative margin], one per octave of L, shortest first
+            out["by_L"] = [[L, ratio, rel] for _, (_, L, ratio, rel) in sorted(self.by_L.items())]
         return out
+
+    def note_L(self, L: int, key: float, ratio: float, rel: float) -> None:
+        """Keep the tightest instance of its octave of context lengths (ties keep the earlier one)."""
+        octave = int(L).bit_length() - 1
+        kept = self.by_L.get(octave)
+        if kept is None or key < kept[0]:
+            self.by_L[octave] = (key, int(L), ratio, rel)
 
     def merge(self, other: "MethodStats") -> None:
         """Add another piece's counts (sums, minima, the earliest messages)."""
@@ -109,6 +120,8 @@ class MethodStats:
             if text not in self.messages and len(self.messages) < MESSAGES:
                 self.messages.append(text)
         self.stopped = self.stopped or other.stopped
+        for octave, (key, L, ratio, rel) in sorted(other.by_L.items()):
+            self.note_L(L, key, ratio, rel)
         for attr, pick in (("L_min", min), ("L_max", max), ("violation_L_min", min)):
             mine, theirs = getattr(self, attr), getattr(other, attr)
             setattr(self, attr, theirs if mine is None else mine if theirs is None else pick(mine, theirs))
@@ -203,6 +216,7 @@ class Tracker:
         b = int(np.argmin(key))
         if key[b] < st.best_key:
             st.best_key, st.best_margin, st.best_ratio = float(key[b]), float(rel[b]), float(ratio[b])
+        st.note_L(inst.L, float(key[b]), float(ratio[b]), float(rel[b]))
         if self.best is None or key[b] < self.best_key:
             self.best_key = float(key[b])
             self.best = self._candidate(inst, b, float(rel[b]), float(ratio[b]), float(ev.margin_hi[b]), method)
