@@ -165,7 +165,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
             tracker.merge(t)
         shard += len(pieces)
     elif pl.gradient_starts:
-        tracker.method("gradient").stopped = "no torch form for some quantity of the statement"
+        tracker.method("gradient").stopped = gradient.unsupported_reason(st) or "not supported"
     root = np.random.SeedSequence(list(_root(seed, st, 2)))
     pieces = [(st, pl, int(child.generate_state(1)[0]), n, shard + k, interior)
               for k, (child, n) in enumerate(zip(root.spawn(len(targeted.pieces(pl))), targeted.pieces(pl)))]
