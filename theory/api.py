@@ -86,7 +86,7 @@ def _normaliser_tables(normaliser: Any) -> tuple[dict[str, Any] | None, str | No
         if normaliser.name in builtin:
             proto = FAMILY[normaliser.name]()
             if isinstance(proto, RatioNormaliser) and proto.log_F == normaliser.log_F:
-                return None, normaliser.name
+                return None, normaliser.name  # its parameters besides T are fixed by statement()
             raise InvalidArgument(f"normaliser: {normaliser.name!r} is the name of a built-in normaliser with another "
                                   f"log F; give yours another name")
         import sympy as sp
@@ -144,11 +144,15 @@ def statement(relation: str, *, hypotheses: Iterable[str] = (), fixed: Mapping[s
               normaliser: Any = None, id: str | None = None) -> Any:
     """The :class:`~attnbounds.theory.userbounds.UserBounds` of a check (its one statement and its normaliser)."""
     from attnbounds.theory import userbounds
+    from attnbounds.theory.normalisers import Normaliser
 
     table = _table(relation, hypotheses, fixed, ranges, defaults, id)
     ntable, name = _normaliser_tables(normaliser)
     if name is not None:
         table["normaliser"] = name
+    if ntable is None and isinstance(normaliser, Normaliser):  # a built-in one with its own values: T is drawn,
+        own = {k: float(np.asarray(v).ravel()[0]) for k, v in normaliser.params.items() if k != "T"}  # the rest fixed
+        table["fixed"] = {**own, **table.get("fixed", {})}
     data: dict[str, Any] = {"statement": [table]}
     if ntable is not None:
         data["normaliser"] = [ntable]
@@ -200,17 +204,19 @@ def counterexample_table(record: Record) -> str:
 
     d = record.data
     cx = d.get("counterexample")
+    rows: list[tuple[str, str]] = []
     if cx is None:
         closed = d.get("closed_claim")
         if closed is None:
             return "(no counterexample in the record)"
-        rows = [("relation", c["relation"]) for c in closed["conjuncts"]]
-        rows += [("lhs", f"{c['lhs']} = {c['lhs_decimal']}") for c in closed["conjuncts"] if c["status"] == "violated"]
-        rows += [("rhs", f"{c['rhs']} = {c['rhs_decimal']}") for c in closed["conjuncts"] if c["status"] == "violated"]
-        return _format(rows)
+        for c in closed["conjuncts"]:  # the conjuncts that fail, both sides exactly and in decimals
+            if c["status"] == "violated":
+                rows += [("relation", c["relation"]), ("lhs", f"{c['lhs']} = {c['lhs_decimal']}"),
+                         ("rhs", f"{c['rhs']} = {c['rhs_decimal']}"), ("margin", f"{c['margin']} = rhs - lhs, exact")]
+        return _format(rows or [("relation", "no conjunct fails")])
     inst = cx["instance"]
     counts = inst.get("counts")
-    rows: list[tuple[str, str]] = [("L", str(cx["L"]) + ("" if not counts else f" tokens in {len(counts[0])} classes"))]
+    rows.append(("L", str(cx["L"]) + ("" if not counts else f" tokens in {len(counts[0])} classes")))
     if inst.get("N") is not None:
         rows.append(("N", str(inst["N"])))
     if counts:

@@ -214,6 +214,20 @@ def test_fixed_and_ranges_in_the_api():
     assert 21 <= lo <= hi <= 1000
 
 
+def test_ranges_and_the_normaliser_key_in_toml_and_a_builtin_normaliser_keeps_its_values(tmp_path):
+    f = tmp_path / "r.toml"
+    f.write_text('[[statement]]\nid = "long"\nrelation = "alpha_i <= 2/L"\nnormaliser = "softmax"\n'
+                 'ranges = { L = [21, 1000000], T = [0.01, 10] }\n')
+    (r,) = verify(statements=userbounds.load(f).statements, budget_s=0.5, progress=False)
+    assert r.verdict == "REFUTED" and 21 <= r.counterexample["L"] <= 1_000_000
+    assert r.data["statement"]["ranges"] == {"L": [21.0, 1_000_000.0], "T": [0.01, 10.0]}
+    assert any(h["id"] == "normaliser(softmax)" for h in r.data["hypotheses"])
+    T = float_from_json(r.counterexample["instance"]["params"]["T"], "T")[0]
+    assert 0.01 <= T <= 10
+    r = attnbounds.check("alpha_i <= 1", normaliser=nm.exp_poly(b=0.25), budget=0.3)
+    assert r.verdict == "VERIFIED" and r.data["statement"]["fixed"] == {"b": 0.25}
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"fixed": {"q": 1.0}}, r"key 'fixed.q': unknown parameter 'q'; parameters that can be fixed: .*\bp\b"),
     ({"fixed": {"p": 1.5}}, r"key 'fixed.p' = 1.5 is outside its domain: .*0 <= p <= 1"),

@@ -144,6 +144,11 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     and any cluster; ``wall_s`` is what it took here.
     """
     st = _statement(statement)
+    from attnbounds.theory.closed import is_closed
+
+    if is_closed(st):
+        raise InvalidArgument(f"{st.id} is a closed claim ({st.formula}: no quantity, no free parameter): there is "
+                              f"nothing to search; `attnbounds verify` (or attnbounds.check) decides it exactly")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InvalidArgument(f"seed must be a non-negative integer, got {seed!r}")
     run = runner if runner is not None else Runner()
