@@ -9,6 +9,8 @@ The public API, imported lazily so that ``import attnbounds`` stays fast::
     st.evaluate(inst).margin                                    # rhs - lhs per instance
     attnbounds.certify(st, inst).status                         # 'holds' / 'violated' / ... in interval arithmetic
     records = attnbounds.verify([st.id], budget_s=2)            # search + certify + proofs -> citable records
+    r = attnbounds.check("J_spectral <= 1/(2*T)", hypotheses=["softmax"], budget=2)   # your own bound
+    r.verdict, r.counterexample, r.cite()                       # attnbounds.assert_bound(...) raises on REFUTED
 
 Sub-packages: :mod:`attnbounds.theory` (statements, quantities, search, certification, records, CLI),
 :mod:`attnbounds.proofs` (replayable derivations), :mod:`attnbounds.empirical` (the paper's
@@ -41,6 +43,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Certificate": ("attnbounds.theory.certify", "Certificate"),
     "search": ("attnbounds.theory.search", "search"),
     "verify": ("attnbounds.theory.verify", "verify"),
+    "check": ("attnbounds.theory.api", "check"),
+    "assert_bound": ("attnbounds.theory.api", "assert_bound"),
     "Record": ("attnbounds.theory.records", "Record"),
     "AttnBoundsError": ("attnbounds.theory.errors", "AttnBoundsError"),
     "InvalidArgument": ("attnbounds.theory.errors", "InvalidArgument"),

@@ -48,7 +48,7 @@ BALL_HYPOTHESES = ("simplex", "top-N", "logits-bounded", "max-norm>=1", "logits-
 #: hypotheses whose float check is exact: structural, exact rational arithmetic (softmax: log F = l / T + c),
 #: or comparisons of the exact input doubles; every parameter domain ``domain(<name>)`` is one of them
 EXACT_FLOAT_HYPOTHESES = ("softmax", "F-positive", "F-length-independent", "L>=2", "assumptions-1-2",
-                          "independent-embeddings", "fixed-parameters")
+                          "independent-embeddings", "fixed-parameters", "parameter-ranges")
 #: hypotheses that the certified object satisfies by construction once the float check passes
 BY_CONSTRUCTION = {"unit-direction": "float check; the certificate normalises v exactly to unit length",
                    "independent-heads": "by construction: the coverage enumerates the outcomes of independent heads"}
@@ -58,7 +58,8 @@ BY_CONSTRUCTION = {"unit-direction": "float check; the certificate normalises v 
 
 def exact_float(hypothesis_id: str) -> bool:
     """Whether the float check of this hypothesis is exact (:data:`EXACT_FLOAT_HYPOTHESES`, parameter domains)."""
-    return hypothesis_id in EXACT_FLOAT_HYPOTHESES or is_domain(hypothesis_id)
+    return (hypothesis_id in EXACT_FLOAT_HYPOTHESES or is_domain(hypothesis_id)
+            or hypothesis_id.startswith("normaliser("))  # the normaliser's identity: its log F or its function
 #: default relative band of :func:`decide` (float margins above band * magnitude are "holds")
 BAND = 1e-6
 

@@ -144,12 +144,7 @@ def cmd_cite(args: argparse.Namespace) -> int:
         _search_home()
         record = verify([args.id], budget_s=args.budget, seed=args.seed, progress=not args.quiet,
                         statements=user.statements if is_user else None, scheduler=args.scheduler)[0]
-    print(rec.citation_sentence(record))
-    print()
-    print(rec.BIBTEX)
-    print()
-    print("Cite attnbounds itself with CITATION.cff (repository root).")
-    print(f"record content hash: {record.content_hash}")
+    print(record.cite())  # the sentence, the paper's BibTeX, CITATION.cff, the record's hash
     return 1 if record.verdict == "ERROR" else 0
 
 

@@ -35,6 +35,9 @@ FUNCTIONS: dict[str, Any] = {
 }
 #: names sympy's parser itself emits when it rewrites literals.
 _PARSER_NAMES = {"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational, "Symbol": sp.Symbol}
+#: the constructors sympy's parser emits for an unevaluated expression (``exact``)
+_UNEVALUATED = {"Add": sp.Add, "Mul": sp.Mul, "Pow": sp.Pow, "Ge": sp.Ge, "Le": sp.Le, "GreaterThan": sp.Ge,
+                "LessThan": sp.Le, "And": sp.And, "BitwiseAnd": sp.And}
 _OPS = {"+", "-", "*", "/", "**", "(", ")", ",", "[", "]"}
 #: the longest expression accepted, in characters
 MAX_CHARS = 2000
@@ -56,12 +59,15 @@ _SPECIAL = ((sp.I, "the imaginary unit I"), (sp.zoo, "complex infinity (a divisi
             (-sp.oo, "minus infinity"), (sp.nan, "NaN"))
 
 
-def parse_expression(text: str, names: Mapping[str, Any], *, where: str, relational: bool = False) -> sp.Basic:
+def parse_expression(text: str, names: Mapping[str, Any], *, where: str, relational: bool = False,
+                     exact: bool = False) -> sp.Basic:
     """``text`` as a sympy expression whose free names are all keys of ``names`` or :data:`FUNCTIONS`.
 
     ``where`` names the source (e.g. ``"statement 'mine': key 'rhs'"``) for error messages.
     ``relational`` also allows ``<=``, ``>=`` and ``&`` (a conjunction of inequalities). Size, depth,
-    exponents and constants are bounded (module docstring).
+    exponents and constants are bounded (module docstring). ``exact`` reads every decimal literal as the
+    exact rational it spells (``0.8`` is ``4/5``) and leaves the expression unevaluated (a closed claim keeps
+    both of its sides, to be decided exactly).
     """
     ops = _OPS | ({"<=", ">=", "&"} if relational else set())
     if not isinstance(text, str) or not text.strip():
@@ -73,13 +79,17 @@ def parse_expression(text: str, names: Mapping[str, Any], *, where: str, relatio
     _check_tree(text, allowed, where)
     from sympy.parsing.sympy_parser import parse_expr, standard_transformations
 
+    transformations = standard_transformations
     try:
-        expr = parse_expr(text, local_dict=dict(allowed), global_dict={"__builtins__": {}, **_PARSER_NAMES},
-                          transformations=standard_transformations, evaluate=True)
+        parser_names = {**_PARSER_NAMES, **(_UNEVALUATED if exact else {})}
+        expr = parse_expr(text, local_dict=dict(allowed), global_dict={"__builtins__": {}, **parser_names},
+                          transformations=transformations, evaluate=not exact)
     except Exception as exc:  # sympy raises many types for malformed input
         raise InvalidArgument(f"{where}: cannot parse {text!r}: {type(exc).__name__}: {exc}") from None
     if not isinstance(expr, sp.Basic):
         raise InvalidArgument(f"{where}: {text!r} is not an expression")
+    if exact:
+        expr = _exact_numbers(expr)
     check_constants(expr, f"{where}: {text!r}")
     return expr
 
@@ -206,6 +216,31 @@ def _finite(value: float | int, text: str, where: str) -> float:
     if not math.isfinite(v):
         raise InvalidArgument(f"{where}: {text} is not a finite number within the double range (about 1.8e308)")
     return v
+
+
+def _exact_numbers(expr: sp.Basic) -> sp.Basic:
+    """Every decimal literal as the exact rational it spells (``0.8`` is ``4/5``), the rest left unevaluated."""
+    if isinstance(expr, sp.Float):
+        return sp.Rational(str(expr))
+    if not expr.args or isinstance(expr, (sp.Rational, sp.NumberSymbol)):
+        return expr
+    args = [_exact_numbers(a) for a in expr.args]
+    if isinstance(expr, sp.Mul) and len(args) == 2 and args[0] == -1 and args[1].is_Rational:
+        return -args[1]  # the parser's -1*x for a negated literal
+    try:
+        return expr.func(*args, evaluate=False)
+    except TypeError:  # a function without the evaluate option
+        return expr.func(*args)
+
+
+def free_names(text: str) -> set[str]:
+    """The names ``text`` uses besides :data:`FUNCTIONS` (empty for a closed claim such as ``1 - 0.2**2 >= 0.99``);
+    ``{"?"}`` when the text does not tokenise (the parser then says what is wrong)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return {"?"}
+    return {t.string for t in tokens if t.type == tokenize.NAME and t.string not in FUNCTIONS}
 
 
 def check_constants(expr: sp.Basic, where: str) -> None:

@@ -332,12 +332,20 @@ _NORMALISER_HYPOTHESES = {"softmax", "F-positive", "F-length-independent", "simp
 
 
 def admissible_normalisers(statement: Statement) -> list[str]:
-    """Family members that satisfy the statement's hypotheses on the normaliser (computed, not listed).
+    """Family members that satisfy the statement's hypotheses on the normaliser (computed, not listed), and the
+    statement's own normaliser when it names one (a ``normaliser(<name>)`` hypothesis: :mod:`attnbounds.theory.callables`).
 
     The ReLU normaliser is left out: its weights are undefined when every logit is <= 0.
     """
-    return list(_admissible(tuple(h for h in statement.hypotheses if h.id in _NORMALISER_HYPOTHESES),
-                            tuple(FAMILY.items())))
+    checks = tuple(h for h in statement.hypotheses if h.id.startswith("normaliser("))
+    # a statement about one normaliser draws it whatever its other hypotheses say (they then fail on the instances:
+    # NOT-APPLICABLE, never assumed); otherwise the members satisfying them
+    checks = checks or tuple(h for h in statement.hypotheses if h.id in _NORMALISER_HYPOTHESES)
+    out = list(_admissible(checks, tuple(FAMILY.items())))
+    if not out:
+        raise InvalidArgument(f"{statement.id}: no member of the normaliser family satisfies its hypotheses on the "
+                              f"normaliser ({', '.join(h.id for h in checks) or 'none'}); family: {', '.join(FAMILY)}")
+    return out
 
 
 @functools.lru_cache(maxsize=64)
@@ -345,12 +353,19 @@ def _admissible(checks: tuple, family: tuple) -> tuple[str, ...]:
     """The members of ``family`` (the family's items: a user's file may add members) passing ``checks``
     (cached: sympy decides positivity, about 20 ms per call)."""
     out = []
+    restricted = any(h.id.startswith("normaliser(") for h in checks)
     for name, _ in family:
-        if name == "relu":  # undefined when every logit is <= 0; sparsemax already gives zero weights
+        if name == "relu" and not restricted:  # undefined when every logit is <= 0; sparsemax gives zero weights
             continue
-        inst = Instance.from_logits(np.ones((1, 2)), make(name))
-        if all(bool(h(inst)[0]) for h in checks):
-            out.append(name)
+        try:
+            inst = Instance.from_logits(np.ones((1, 2)), make(name))
+        except AttnBoundsError:
+            continue
+        try:
+            if all(bool(h(inst)[0]) for h in checks):
+                out.append(name)
+        except AttnBoundsError:
+            continue
     return tuple(out)
 
 
@@ -396,6 +411,13 @@ def random_spec(rng: np.random.Generator, statement: Statement, *, B: int = 64, 
         K = int(rng.choice([2, 2, 3, 4, 6])) if family in ("one-vs-rest", "two-level") else int(rng.integers(1, 7))
         lo = max(lo, K)
     hi = max(lo, max_L)
+    ranges = statement.ranges
+    if "L" in ranges:  # the statement's range of lengths (whole numbers): draw inside it
+        L_lo, L_hi = int(math.ceil(ranges["L"][0])), int(math.floor(ranges["L"][1]))
+        if classes:
+            K = max(1, min(K, L_hi))
+        lo = max(lo, L_lo)
+        hi = max(lo, min(hi, L_hi))
     if stratum is not None and hi > lo:
         j, n = stratum
         u = (j % n + rng.random()) / n
@@ -406,7 +428,7 @@ def random_spec(rng: np.random.Generator, statement: Statement, *, B: int = 64, 
     d = int(rng.choice([1, 2, 3, 4, 8, 16]))
     if "sphere" in needs(statement):
         d = max(d, 2)
-    return Spec(
+    return within_ranges(rng, statement, Spec(
         B=B, L=L, N=N, d=d,
         logits=str(rng.choice(list(LOGIT_FAMILIES))),
         logit_scale=float(10 ** rng.uniform(-3, 2)),
@@ -424,4 +446,34 @@ def random_spec(rng: np.random.Generator, statement: Statement, *, B: int = 64, 
         seed=int(rng.integers(0, 2**31)),
         K=K, classes=family,
         small=int(rng.choice([1, 1, 1, 2, 3, 8])), fraction=float(rng.choice([0.5, 0.1, 0.01, 0.9, 0.001])),
-    )
+    ))
+
+
+#: parameters a statement may give a range for (``ranges = { L = [lo, hi], T = [lo, hi] }``): those the search draws
+RANGE_PARAMETERS = ("L", "T", "p", "H", "eps", "M")
+
+
+def _draw_in(rng: np.random.Generator, lo: float, hi: float, log: bool) -> float:
+    if hi <= lo:
+        return float(lo)
+    if log and lo > 0:
+        return float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
+    return float(rng.uniform(lo, hi))
+
+
+def within_ranges(rng: np.random.Generator, statement: Statement, spec: Spec) -> Spec:
+    """``spec`` with the parameters the statement gives ranges for redrawn inside them (T, eps, M log-uniform, p
+    uniform, H a whole number), and L (with N and the classes) brought into the range of lengths."""
+    ranges = statement.ranges
+    if not ranges:
+        return spec
+    changes: dict[str, Any] = {}
+    for name, log in (("T", True), ("eps", True), ("M", True), ("p", False)):
+        if name in ranges:
+            changes[name] = _draw_in(rng, *ranges[name], log)
+    if "H" in ranges:
+        changes["H"] = int(rng.integers(int(math.ceil(ranges["H"][0])), int(math.floor(ranges["H"][1])) + 1))
+    if "L" in ranges:
+        L = min(max(spec.L, int(math.ceil(ranges["L"][0]))), int(math.floor(ranges["L"][1])))
+        changes.update(L=L, N=min(spec.N, L), K=min(spec.K, L))
+    return spec.with_(**changes)

@@ -83,8 +83,11 @@ SCHEMA: dict[str, Any] = {
                 "expectation_over": {"type": ["string", "null"]}, "notes": _STR,
                 "citation": {"type": "object", "required": ["numbering", "arxiv", "version"]},
                 "source": {"enum": ["paper", "user"]},
+                "fixed": _OBJ, "ranges": _OBJ,
             },
         },
+        "certified": {"type": "boolean"},
+        "closed_claim": {"type": "object", "required": ["conjuncts"]},
         "hypotheses": {"type": "array", "items": {"type": "object", "required": ["id", "description"],
                                                   "properties": {"id": _STR, "description": _STR}}},
         "paper": {"type": "object", "required": ["title", "arxiv", "version", "bibtex_key"]},
@@ -209,6 +212,12 @@ class Record:
 
     @property
     def verdict(self) -> str:
+        """PROVED, VERIFIED, REFUTED, UNDECIDED, NOT-APPLICABLE or ERROR (README, "What the verdicts mean").
+
+        For a statement about a Python callable normaliser without ``log F`` (:attr:`certified` is False) nothing is
+        certified: REFUTED then means violated in float64 arithmetic only (the record's ``counterexample.float``
+        holds the float margin), and a bound that holds is at most VERIFIED. A closed claim (no free symbol) is
+        decided exactly: PROVED or REFUTED with both sides' exact values under ``closed_claim``."""
         return self.data["verdict"]
 
     @property
@@ -223,6 +232,26 @@ class Record:
     def best_ratio(self) -> float | None:
         v = self.data["tightness"]["best_ratio"]
         return None if v is None else float(v)
+
+    @property
+    def counterexample(self) -> dict[str, Any] | None:
+        """The counterexample of a REFUTED record (its instance, certificate, L, ...), or None. For a statement about
+        a Python callable without log F it is a float violation only: ``counterexample["certified"]`` is False."""
+        return self.data.get("counterexample")
+
+    @property
+    def certified(self) -> bool:
+        """False when nothing in this record is certified: the statement is about a Python callable normaliser
+        without an interval version (a REFUTED verdict is then a float64 violation, VERIFIED at most otherwise)."""
+        return bool(self.data.get("certified", True))
+
+    def cite(self) -> str:
+        """What ``attnbounds cite`` prints for this record: a sentence, the paper's BibTeX, the content hash."""
+        return (f"{citation_sentence(self)}\n\n{BIBTEX}\n\nCite attnbounds itself with CITATION.cff (repository root).\n"
+                f"record content hash: {self.content_hash}")
+
+    def __str__(self) -> str:
+        return f"{self.id}: {self.verdict}{'' if self.certified else ' (not certified)'}: {self.reason}"
 
     @property
     def tried(self) -> int:
@@ -354,6 +383,25 @@ def citation_sentence(record: Record) -> str:
     ratio = d["tightness"]["best_ratio"]
     tight = f", largest lhs/rhs found {_fmt(ratio)}" if ratio is not None else ""
     verdict = d["verdict"]
+    closed = d.get("closed_claim")
+    if closed is not None:
+        parts = "; ".join(f"{c['relation']} with lhs = {c['lhs']} and rhs = {c['rhs']} ({c['method']})"
+                          for c in closed["conjuncts"])
+        body = {"PROVED": f"is true, decided exactly: {parts}", "REFUTED": f"is false, decided exactly: {parts}"}.get(
+            verdict, f"is undecided: {d['reason']}")
+        return f"With {sw}, the closed claim {d['id']} ({st['formula']}) {body} (record {d['content_hash']})."
+    if d.get("certified", True) is False:
+        note = " (its normaliser is a Python callable without log F, so nothing here is certified)"
+        if verdict == "REFUTED":
+            f = d["counterexample"]["float"]
+            body = (f"is violated in float64 arithmetic only, not certified: {searched}) found an instance at L = "
+                    f"{d['counterexample']['L']} with lhs = {_fmt(f['lhs'])}, rhs = {_fmt(f['rhs'])}, float margin "
+                    f"rhs - lhs = {_fmt(f['margin'])}{note}")
+        elif verdict == "VERIFIED":
+            body = f"survived {searched}{tight}) in float64 arithmetic; this is evidence, not a proof{note}"
+        else:
+            body = f"is {verdict.lower()}: {d['reason']}{note}"
+        return f"With {sw}, {what} {body} (record {d['content_hash']})."
     if verdict == "PROVED":
         p = d["proof"]
         body = (f"is proved by the machine-replayed derivation {p['name']}, which rests on {p['rests_on']}, "

@@ -98,6 +98,10 @@ def normaliser_to_json(normaliser: Normaliser | None) -> dict[str, Any] | None:
     if isinstance(normaliser, RatioNormaliser):
         return {"family": "ratio", "name": normaliser.name, "log_F": sp.sstr(normaliser.log_F, full_prec=True),
                 "params": _params_to_json(params)}
+    from attnbounds.theory.callables import CallableNormaliser
+
+    if isinstance(normaliser, CallableNormaliser):  # a Python function: its name only (the weights are stored)
+        return {"family": "callable", "name": normaliser.name, "params": _params_to_json(params)}
     raise InvalidArgument(f"cannot serialise normaliser {normaliser!r}: it is neither in the family "
                           f"({', '.join(FAMILY)}) nor a RatioNormaliser")
 
@@ -117,8 +121,13 @@ def normaliser_from_json(data: Any, where: str = "normaliser") -> Normaliser | N
                  **{p: sp.Symbol(p) for p in params}}
         log_F = parse_expression(data.get("log_F", ""), names, where=f"{where}.log_F")
         return RatioNormaliser(str(data.get("name", "custom")), log_F, params)
+    if family == "callable":  # the function itself is not in the file: its weights are (None when not registered)
+        from attnbounds.theory.callables import CallableNormaliser
+
+        made = FAMILY[data["name"]](**params) if data.get("name") in FAMILY else None
+        return made if isinstance(made, CallableNormaliser) else None
     if family not in FAMILY:
-        raise InvalidArgument(f"{where}: unknown family {family!r}; allowed: ratio, {', '.join(FAMILY)}")
+        raise InvalidArgument(f"{where}: unknown family {family!r}; allowed: ratio, callable, {', '.join(FAMILY)}")
     if not isinstance(params, dict):
         raise InvalidArgument(f"{where}: bad parameters {params!r}")
     try:

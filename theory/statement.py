@@ -112,6 +112,26 @@ def fixed_parameters(values: dict[str, float]) -> Hypothesis:
     return Hypothesis(FIXED_HYPOTHESIS, f"parameters fixed by the statement: {text}", check)
 
 
+RANGES_HYPOTHESIS = "parameter-ranges"
+
+
+def parameter_ranges(ranges: dict[str, tuple[float, float]]) -> Hypothesis:
+    """The hypothesis that the instance's parameters (and its length ``L``) lie in the statement's closed ranges
+    (the search draws inside them; an instance outside, say after shrinking, is NOT-APPLICABLE)."""
+    text = ", ".join(f"{k} in [{lo:g}, {hi:g}]" for k, (lo, hi) in sorted(ranges.items()))
+
+    def check(inst: Instance) -> np.ndarray:
+        ok = np.ones(inst.B, dtype=bool)
+        for name, (lo, hi) in ranges.items():
+            value = inst.param(name) if name == "L" or name in inst.params else None
+            if value is None:
+                continue  # a parameter this instance does not carry: nothing the statement reads from it
+            ok &= (value >= lo) & (value <= hi)
+        return ok
+
+    return Hypothesis(RANGES_HYPOTHESIS, f"parameters within the statement's ranges: {text}", check)
+
+
 def _conjuncts(relation: sp.Basic) -> list[sp.Rel]:
     parts = list(relation.args) if isinstance(relation, sp.And) else [relation]
     out = []
@@ -236,6 +256,7 @@ class Statement:
     expectation_over: str | None = None
     notes: str = ""
     fixed: dict[str, float] = field(default_factory=dict)
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for sym, qname in self.bindings.items():
@@ -247,6 +268,8 @@ class Statement:
             raise InvalidArgument(f"statement {self.id}: kind must be 'deterministic' or 'expectation', got {self.kind!r}")
         if self.fixed and not any(h.id == FIXED_HYPOTHESIS for h in self.hypotheses):
             object.__setattr__(self, "hypotheses", (*self.hypotheses, fixed_parameters(self.fixed)))
+        if self.ranges and not any(h.id == RANGES_HYPOTHESIS for h in self.hypotheses):
+            object.__setattr__(self, "hypotheses", (*self.hypotheses, parameter_ranges(self.ranges)))
         from attnbounds.theory.hypotheses import domain_hypotheses  # it imports this module
 
         have = {h.id for h in self.hypotheses}
@@ -313,7 +336,7 @@ class Statement:
         quantities read (``M``, ``delta``, ``r`` for sphere expectations, ``eps`` for finite differences, ...)."""
         from attnbounds.theory.hypotheses import NEED_PARAMETERS
 
-        out = self.parameters() | set(self.defaults) | set(self.fixed)
+        out = self.parameters() | set(self.defaults) | set(self.fixed) | (set(self.ranges) - {"L"})
         for qname in self.bindings.values():
             for need in QUANTITIES[qname].needs:
                 out |= set(NEED_PARAMETERS.get(need, ()))

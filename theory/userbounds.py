@@ -36,7 +36,7 @@ import sympy as sp
 
 from attnbounds.theory import atomic, selfcheck
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
-from attnbounds.theory.exprparse import FUNCTIONS, parse_expression
+from attnbounds.theory.exprparse import FUNCTIONS, free_names, parse_expression
 from attnbounds.theory.normalisers import FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.statement import Citation, Hypothesis, Statement
@@ -44,8 +44,10 @@ from attnbounds.theory.statement import Citation, Hypothesis, Statement
 #: instance parameters a statement may use without declaring them
 PARAMETERS = ("L", "N", "T", "a", "r", "M", "delta", "eps", "p", "H", "kappa", "C_H")
 _STATEMENT_KEYS = {"id", "title", "relation", "lhs", "rhs", "hypotheses", "where", "defaults", "parameters", "kind",
-                   "expectation_over", "notes", "citation"}
+                   "expectation_over", "notes", "citation", "fixed", "ranges", "normaliser"}
 _NORMALISER_KEYS = {"name", "log_F", "params"}
+#: a normaliser given from Python (``attnbounds.check``) may also carry its torch function
+_PYTHON_NORMALISER_KEYS = _NORMALISER_KEYS | {"torch"}
 _BUILTIN_FAMILY = frozenset(FAMILY)
 #: the largest statements file read, in bytes
 MAX_FILE_BYTES = 1 << 20
@@ -119,7 +121,132 @@ def _where(path: str, k: int, sid: str) -> str:
     return f"{path}: statement #{k} ({sid!r})"
 
 
-def _parse_statement(table: Any, k: int, path: str) -> Statement:
+def _domain_problem(name: str, value: float) -> str | None:
+    """Why ``value`` is outside the domain of parameter ``name`` (None when inside, or when it has no domain)."""
+    from attnbounds.theory.hypotheses import DOMAINS
+    from attnbounds.theory.instance import MAX_LENGTH
+    from attnbounds.theory.quantities.multihead import MAX_HEADS_ENUMERATED
+
+    if name == "L":
+        ok = value == int(value) and 1 <= value <= MAX_LENGTH
+        return None if ok else f"L must be a whole number of tokens in [1, {MAX_LENGTH:.0e}]"
+    if name == "H":
+        ok = value == int(value) and 1 <= value <= MAX_HEADS_ENUMERATED
+        return None if ok else f"the domain of H is: {DOMAINS['H'].text}"
+    positive, nonnegative = ("T", "eps", "M", "r", "kappa", "C_H"), ("delta", "a")
+    if (name in positive and not value > 0) or (name in nonnegative and not value >= 0) or (
+            name == "p" and not 0 <= value <= 1):
+        return f"the domain of {name} is: {DOMAINS[name].text}"
+    return None
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidArgument(f"{where} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _fixed(table: dict[str, Any], where: str, allowed: set[str], defaults: dict[str, Any]) -> dict[str, float]:
+    """``fixed = { p = 0.8, H = 2 }``: parameters the search never draws (validated against their domains)."""
+    fixed = table.get("fixed", {})
+    if not isinstance(fixed, dict):
+        raise InvalidArgument(f"{where}: key 'fixed' must be a table of parameter = number, e.g. {{ p = 0.8, H = 2 }}; "
+                              f"got {fixed!r}")
+    out = {}
+    for name, value in fixed.items():
+        key = f"{where}: key 'fixed.{name}'"
+        if name == "L":
+            raise InvalidArgument(f"{key}: L is each instance's length, not a parameter: give ranges = {{ L = [{value!r}, "
+                                  f"{value!r}] }} to search a single length")
+        if name not in allowed:
+            raise InvalidArgument(f"{key}: unknown parameter {name!r}; parameters that can be fixed: "
+                                  f"{', '.join(sorted(allowed))}")
+        if name in defaults:
+            raise InvalidArgument(f"{key}: {name!r} is also in 'defaults'; give it in one of them")
+        v = _number(value, key)
+        problem = _domain_problem(name, v)
+        if problem:
+            raise InvalidArgument(f"{key} = {value!r} is outside its domain: {problem}")
+        out[str(name)] = v
+    return out
+
+
+def _ranges(table: dict[str, Any], where: str, fixed: dict[str, float]) -> dict[str, tuple[float, float]]:
+    """``ranges = { L = [21, 1000000], T = [0.01, 10] }``: closed ranges the search draws within (validated)."""
+    from attnbounds.theory.families import RANGE_PARAMETERS
+
+    ranges = table.get("ranges", {})
+    if not isinstance(ranges, dict):
+        raise InvalidArgument(f"{where}: key 'ranges' must be a table of parameter = [low, high], e.g. "
+                              f"{{ L = [21, 1000000], T = [0.01, 10] }}; got {ranges!r}")
+    out = {}
+    for name, pair in ranges.items():
+        key = f"{where}: key 'ranges.{name}'"
+        if name not in RANGE_PARAMETERS:
+            raise InvalidArgument(f"{key}: unknown parameter {name!r}; parameters with a range: "
+                                  f"{', '.join(RANGE_PARAMETERS)}")
+        if name in fixed:
+            raise InvalidArgument(f"{key}: {name!r} is also fixed; give it in one of 'fixed' and 'ranges'")
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise InvalidArgument(f"{key} must be a pair [low, high], got {pair!r}")
+        lo, hi = _number(pair[0], f"{key}[0]"), _number(pair[1], f"{key}[1]")
+        if lo > hi:
+            raise InvalidArgument(f"{key} = {list(pair)!r}: low {lo:g} is above high {hi:g}")
+        for side, v in (("low", lo), ("high", hi)):
+            problem = _domain_problem(name, v)
+            if problem:
+                raise InvalidArgument(f"{key} = {list(pair)!r}: the {side} end {v:g} is outside the domain: {problem}")
+        out[str(name)] = (lo, hi)
+    return out
+
+
+def _exact(value: float) -> sp.Rational:
+    """A parameter's value as the exact rational its shortest decimal form spells (``0.8`` is ``4/5``)."""
+    return sp.Integer(int(value)) if value == int(value) else sp.Rational(repr(float(value)))
+
+
+def _closed_claim(table: dict[str, Any], sid: str, where: str, fixed: dict[str, float], path: str) -> Statement:
+    """A relation without a free symbol (fixed parameters substituted exactly): decided exactly, never searched."""
+    for key in ("hypotheses", "ranges", "normaliser", "where", "defaults", "kind", "expectation_over"):
+        if table.get(key):
+            raise InvalidArgument(f"{where}: key {key!r}: the relation is a closed claim (no quantity, no free "
+                                  f"parameter): it is decided exactly, with no instance for {key!r} to apply to")
+    names = {name: _exact(v) for name, v in fixed.items()}
+    if "relation" in table:
+        relation = parse_expression(table["relation"], names, where=f"{where}: key 'relation'", relational=True, exact=True)
+    else:
+        relation = sp.Le(parse_expression(table["lhs"], names, where=f"{where}: key 'lhs'", exact=True),
+                         parse_expression(table["rhs"], names, where=f"{where}: key 'rhs'", exact=True), evaluate=False)
+    parts = list(relation.args) if isinstance(relation, sp.And) else [relation]
+    if not all(isinstance(p, (sp.Le, sp.Ge)) for p in parts):
+        raise InvalidArgument(f"{where}: key 'relation' must be an inequality (<=, >=) or a conjunction of them with &, "
+                              f"got {relation}")
+    citation = Citation(table.get("citation", f"user claim {sid}"), arxiv="", version="", source=path)
+    try:
+        return Statement(sid, table.get("title", sid), relation, citation, (), fixed=dict(fixed),
+                         notes=table.get("notes", ""))
+    except AttnBoundsError as exc:
+        raise InvalidArgument(f"{where}: {exc}") from None
+
+
+def _restriction(table: dict[str, Any], where: str, normalisers: dict[str, Callable[..., Normaliser]]
+                 ) -> tuple[Hypothesis | None, set[str]]:
+    """The hypothesis ``normaliser(<name>)`` of key 'normaliser' (a normaliser of this file or a built-in one), and
+    that normaliser's parameters besides T (they may be fixed)."""
+    from attnbounds.theory.callables import same_normaliser
+
+    name = table.get("normaliser")
+    if name is None:
+        return None, set()
+    if not isinstance(name, str) or (name not in normalisers and name not in _BUILTIN_FAMILY):
+        raise InvalidArgument(f"{where}: key 'normaliser': unknown normaliser {name!r}; declared in this file: "
+                              f"{', '.join(sorted(normalisers)) or 'none'}; built-in: {', '.join(sorted(_BUILTIN_FAMILY))}")
+    proto = (normalisers.get(name) or FAMILY[name])()
+    return same_normaliser(name, proto), set(proto.params) - {"T"}
+
+
+def _parse_statement(table: Any, k: int, path: str,
+                     normalisers: dict[str, Callable[..., Normaliser]] | None = None) -> Statement:
     if not isinstance(table, dict):
         raise InvalidArgument(f"{path}: statement #{k} must be a table, got {type(table).__name__}")
     sid = table.get("id")
@@ -152,6 +279,13 @@ def _parse_statement(table: Any, k: int, path: str) -> Statement:
         raise InvalidArgument(f"{where}: key 'parameters' must be a list of names, got {declared!r}")
     for name in declared:
         _check_name(name, f"{where}: key 'parameters'")
+    restrict, own_params = _restriction(table, where, dict(normalisers or {}))
+    fixed = _fixed(table, where, (set(PARAMETERS) - {"L", "N"}) | set(declared) | own_params, defaults)
+    ranges = _ranges(table, where, fixed)
+    texts = [table[key] for key in ("relation", "lhs", "rhs") if key in table]
+    if texts and all(isinstance(t, str) for t in texts) and all(free_names(t) <= set(fixed) for t in texts) \
+            and ("relation" in table) != ("lhs" in table or "rhs" in table):
+        return _closed_claim(table, sid, where, fixed, path)
     # the names an expression may use: quantities (per-selected-token ones indexed), aliases, parameters
     # (every value is real: sympy then simplifies in linear time what it otherwise explores exponentially)
     names: dict[str, Any] = {"i": INDEX}
@@ -162,7 +296,7 @@ def _parse_statement(table: Any, k: int, path: str) -> Statement:
     for sym, q in aliases.items():
         names[sym] = sp.IndexedBase(sym, real=True) if QUANTITIES[q].shape == "BN" else sp.Symbol(sym, real=True)
         quantity_of[sym] = q
-    for p in (*PARAMETERS, *defaults, *declared):
+    for p in (*PARAMETERS, *defaults, *declared, *fixed):
         if p in quantity_of and p not in defaults:
             continue
         names.setdefault(p, sp.Symbol(p, real=True))
@@ -177,7 +311,8 @@ def _parse_statement(table: Any, k: int, path: str) -> Statement:
         raise InvalidArgument(f"{where}: needs key 'relation' (e.g. \"dtilde_R1 <= 2*max_norm\") or keys 'lhs' and 'rhs'")
     if relation in (sp.true, sp.false):
         raise InvalidArgument(f"{where}: key 'relation' is {relation} whatever the values (sympy decides it from the "
-                              f"formula alone): there is nothing to verify")
+                              f"formula alone: it evaluates to {relation} for every value of its quantities and "
+                              f"parameters): there is nothing to verify")
     if not isinstance(relation, (sp.Le, sp.Ge, sp.Lt, sp.Gt, sp.And)):
         raise InvalidArgument(f"{where}: key 'relation' must be an inequality (<=, >=) or a conjunction of them with &, "
                               f"got {relation}")
@@ -196,6 +331,8 @@ def _parse_statement(table: Any, k: int, path: str) -> Statement:
         if not isinstance(h, str) or h not in catalogue:
             raise InvalidArgument(f"{where}: key 'hypotheses': unknown hypothesis {h!r}; known: {', '.join(sorted(catalogue))}")
         hyps.append(catalogue[h])
+    if restrict is not None:
+        hyps.append(restrict)
     estimate = any(QUANTITIES[q].estimate for q in bindings.values())
     kind = table.get("kind", "expectation" if estimate else "deterministic")
     if kind not in ("deterministic", "expectation"):
@@ -207,23 +344,42 @@ def _parse_statement(table: Any, k: int, path: str) -> Statement:
     try:
         return Statement(sid, table.get("title", sid), relation, citation, tuple(hyps), bindings=bindings,
                          defaults=dict(defaults), kind=kind, expectation_over=table.get("expectation_over"),
-                         notes=table.get("notes", ""))
+                         notes=table.get("notes", ""), fixed=fixed, ranges=ranges)
     except AttnBoundsError as exc:
         raise InvalidArgument(f"{where}: {exc}") from None
 
 
-def _parse_normaliser(table: Any, k: int, path: str) -> tuple[str, Callable[..., Normaliser]]:
+def _parse_normaliser(table: Any, k: int, path: str, python: bool = False) -> tuple[str, Callable[..., Normaliser]]:
     if not isinstance(table, dict):
         raise InvalidArgument(f"{path}: normaliser #{k} must be a table, got {type(table).__name__}")
     name = table.get("name")
     where = f"{path}: normaliser #{k} ({name!r})"
     if not isinstance(name, str) or not name.isidentifier():
         raise InvalidArgument(f"{path}: normaliser #{k}: key 'name' must be an identifier, got {name!r}")
-    unknown = set(table) - _NORMALISER_KEYS
+    keys = _PYTHON_NORMALISER_KEYS if python else _NORMALISER_KEYS
+    unknown = set(table) - keys
     if unknown:
-        raise InvalidArgument(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_NORMALISER_KEYS)}")
+        raise InvalidArgument(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(keys)}")
     if name in _BUILTIN_FAMILY:
         raise InvalidArgument(f"{where}: name {name!r} is a built-in normaliser; choose another")
+    fn = table.get("torch")
+    if fn is not None and "log_F" not in table:  # a callable without log F: searched in float, never certified
+        from attnbounds.theory.callables import CallableNormaliser, check_callable
+
+        extra = set(table.get("params", {}) or {}) - {"T"}
+        if extra:
+            raise InvalidArgument(f"{where}: key 'params': a callable normaliser without log_F takes only T (its other "
+                                  f"parameters live in the function); got {sorted(extra)}")
+        T0 = _number((table.get("params") or {}).get("T", 1.0), f"{where}: key 'params.T'")
+        check_callable(fn, name, where)
+
+        def make_callable(**overrides: Any) -> Normaliser:
+            bad = set(overrides) - {"T"}
+            if bad:
+                raise InvalidArgument(f"normaliser {name!r} (a Python callable) has the parameter T only, got {sorted(bad)}")
+            return CallableNormaliser(name, fn, overrides.get("T", T0))
+
+        return name, make_callable
     params = table.get("params", {})
     if not isinstance(params, dict):
         raise InvalidArgument(f"{where}: key 'params' must be a table of name = number, got {params!r}")
@@ -250,6 +406,10 @@ def _parse_normaliser(table: Any, k: int, path: str) -> tuple[str, Callable[...,
     except Exception as exc:  # noqa: BLE001 - whatever sympy or numpy make of the user's formula
         raise InvalidArgument(f"{where}: key 'log_F' cannot be evaluated: {type(exc).__name__}: {exc}") from None
     selfcheck.check_normaliser(make(), f"{where}: key 'log_F'")
+    if fn is not None:  # the callable must compute the weights log F defines
+        from attnbounds.theory.callables import ratio_from_callable
+
+        ratio_from_callable(fn, make(), where)
     return name, make
 
 
@@ -297,23 +457,53 @@ def _load_toml(path: Path) -> UserBounds:
         data = tomllib.loads(_read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise InvalidArgument(f"{path}: not valid TOML: {exc}") from None
+    return load_data(data, str(path))
+
+
+@contextlib.contextmanager
+def registered(normalisers: dict[str, Callable[..., Normaliser]]) -> Iterator[None]:
+    """The normalisers join :data:`~attnbounds.theory.normalisers.FAMILY` inside the block only (the search draws them
+    there); the family is restored afterwards."""
+    from attnbounds.theory import families
+
+    before = dict(FAMILY)
+    FAMILY.update(normalisers)
+    families._family_parameters.cache_clear()
+    try:
+        yield
+    finally:
+        FAMILY.clear()
+        FAMILY.update(before)
+        families._family_parameters.cache_clear()
+
+
+def load_data(data: dict[str, Any], path: str, *, python: bool = False) -> UserBounds:
+    """What a statements file declares, from its parsed tables (``{"statement": [...], "normaliser": [...]}``):
+    the one loading path of ``--statements`` files and of :func:`attnbounds.check` (``python`` also allows a
+    normaliser's ``torch`` function). ``path`` names the source in messages."""
+    if not isinstance(data, dict):
+        raise InvalidArgument(f"{path}: expected a table of [[statement]] and [[normaliser]], got {type(data).__name__}")
     unknown = set(data) - {"statement", "normaliser"}
     if unknown:
         raise InvalidArgument(f"{path}: unknown top-level keys {sorted(unknown)}; allowed: [[statement]], [[normaliser]]")
     out = UserBounds(str(path))
     # normalisers first: a statement's hypotheses may be checked on them
-    for k, table in enumerate(_tables(data, "normaliser", path)):
+    for k, table in enumerate(_tables(data, "normaliser", Path(path))):
         with time_limit(LOAD_SECONDS, f"{path}: normaliser #{k}"):
-            name, make = _parse_normaliser(table, k, str(path))
+            name, make = _parse_normaliser(table, k, str(path), python=python)
         if name in out.normalisers:
             raise InvalidArgument(f"{path}: normaliser {name!r} is declared twice")
         out.normalisers[name] = make
-    for k, table in enumerate(_tables(data, "statement", path)):
-        with time_limit(LOAD_SECONDS, f"{path}: statement #{k}"):
-            st = _parse_statement(table, k, str(path))
-            selfcheck.check(st, _where(str(path), k, st.id))
-            selfcheck.check_hypotheses(st, _where(str(path), k, st.id))
-        out.statements.append(st)
+    with registered(out.normalisers):
+        for k, table in enumerate(_tables(data, "statement", Path(path))):
+            with time_limit(LOAD_SECONDS, f"{path}: statement #{k}"):
+                st = _parse_statement(table, k, str(path), out.normalisers)
+                from attnbounds.theory.closed import is_closed
+
+                if not is_closed(st):
+                    selfcheck.check(st, _where(str(path), k, st.id))
+                    selfcheck.check_hypotheses(st, _where(str(path), k, st.id))
+            out.statements.append(st)
     return out
 
 

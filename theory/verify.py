@@ -26,6 +26,7 @@ import time
 import traceback
 from typing import Any, Callable, Iterable
 
+from attnbounds.theory.callables import uncertified
 from attnbounds.theory.certify import Certificate, certify
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.instance import Instance
@@ -100,12 +101,17 @@ def _certificate_summary(rank: int, cert: Certificate) -> dict[str, Any]:
 def statement_json(st: Statement, source: str) -> dict[str, Any]:
     import sympy as sp
 
-    return {"id": st.id, "title": st.title, "latex": st.latex, "srepr": sp.srepr(st.relation), "formula": st.formula,
-            "where": st.where(), "bindings": dict(sorted(st.bindings.items())),
-            "defaults": {k: (v if isinstance(v, str) else float(v)) for k, v in sorted(st.defaults.items())},
-            "kind": st.kind, "expectation_over": st.expectation_over, "notes": st.notes,
-            "citation": {"numbering": st.citation.numbering, "arxiv": st.citation.arxiv, "version": st.citation.version},
-            "source": source}
+    out = {"id": st.id, "title": st.title, "latex": st.latex, "srepr": sp.srepr(st.relation), "formula": st.formula,
+           "where": st.where(), "bindings": dict(sorted(st.bindings.items())),
+           "defaults": {k: (v if isinstance(v, str) else float(v)) for k, v in sorted(st.defaults.items())},
+           "kind": st.kind, "expectation_over": st.expectation_over, "notes": st.notes,
+           "citation": {"numbering": st.citation.numbering, "arxiv": st.citation.arxiv, "version": st.citation.version},
+           "source": source}
+    if st.fixed:  # parameters the search never draws: as given
+        out["fixed"] = {k: float(v) for k, v in sorted(st.fixed.items())}
+    if st.ranges:  # the ranges the search draws within
+        out["ranges"] = {k: [float(lo), float(hi)] for k, (lo, hi) in sorted(st.ranges.items())}
+    return out
 
 
 def _fmt(x: float | None) -> str:
@@ -127,9 +133,17 @@ def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed:
                    "L_range": {"dense": None, "classes": None, "all": None}},
         "software": dict(software()), "git": dict(git_state()),
     }
+    from attnbounds.theory import closed
+
     try:
-        verdict, reason = _decide(st, fields, timing, budget_s=budget_s, seed=seed, search=search or default_search(),
-                                  prover=prover or default_prover, max_candidates=max_candidates, min_tried=min_tried)
+        if closed.is_closed(st):  # nothing to search: decided exactly
+            verdict, reason = closed.record(st, fields, timing)
+        else:
+            if uncertified(st) is not None:
+                fields["certified"] = False
+            verdict, reason = _decide(st, fields, timing, budget_s=budget_s, seed=seed,
+                                      search=search or default_search(), prover=prover or default_prover,
+                                      max_candidates=max_candidates, min_tried=min_tried)
     except Exception as exc:  # an internal failure must show up in the record, not vanish
         verdict = "ERROR"
         reason = f"internal error while verifying: {type(exc).__name__}: {exc}"
@@ -182,6 +196,10 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
         cands = [minimal, *(c for c in cands if c is not minimal)]
     chosen, summaries = _certified(st, cands[:max_candidates])
     fields["search"]["candidates"] = summaries
+    float_only = uncertified(st)
+    if float_only is not None:
+        return _decide_float_only(st, fields, timing, res, cands, chosen, float_only, seed=seed, budget_s=budget_s,
+                                  min_tried=min_tried, t=t)
     if chosen is not None:
         rank, cand, cert = chosen
         fields["counterexample"] = _counterexample_json(cand, cert, rank, minimal is not None and cand is minimal)
@@ -257,6 +275,65 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
         return "UNDECIDED", f"too little searched: {what} (fewer than {min_tried}){suffix}"
     ratio = _finite_or_none(res.best_ratio)
     return "VERIFIED", f"no counterexample in {what}; largest lhs/rhs found {_fmt(ratio)}{suffix}"
+
+
+#: a float violation of a statement about a callable must have a relative margin below this (clearly not rounding)
+FLOAT_CLEAR = 1e-9
+
+
+def _decide_float_only(st: Statement, fields: dict[str, Any], timing: dict[str, Any], res: Any, cands: list[Instance],
+                       chosen: Any, why: str, *, seed: int, budget_s: float, min_tried: int, t: float) -> tuple[str, str]:
+    """The verdict of a statement about a normaliser that cannot be certified (a Python callable without log F):
+    REFUTED in float arithmetic only (``certified: false``, the float margin shown) for a clear float violation,
+    at most VERIFIED otherwise; never PROVED."""
+    from attnbounds.theory.boundary import boundaries
+
+    fields["certified"] = False
+    found = None
+    for rank, cand in enumerate(cands):
+        one = cand.take(0)
+        ev = st.evaluate(one)
+        lhs, rhs, margin = float(ev.lhs[0]), float(ev.rhs[0]), float(ev.margin_hi[0])
+        rel = margin / (abs(lhs) + abs(rhs)) if (abs(lhs) + abs(rhs)) > 0 else margin
+        if bool(ev.applicable[0]) and rel < -FLOAT_CLEAR:
+            found = (rank, one, lhs, rhs, margin, rel)
+            break
+    if res.best is not None:
+        fields["tightness"] = {"best_ratio": _finite_or_none(res.best_ratio), "best_margin": _finite_or_none(res.best_margin),
+                               "witness": instance_to_json(res.best.take(0)), "certificate": None, "equality": None}
+    timing["certify_s"] = time.perf_counter() - t
+    tried = int(res.tried)
+    L_range = fields["search"]["L_range"]
+    what = (f"{tried} instances searched (seed {seed}, budget {budget_s:g} s; L from {L_range['all'][0]} to "
+            f"{L_range['all'][1]})" if L_range["all"] else f"{tried} instances searched (seed {seed}, budget {budget_s:g} s)")
+    if found is not None:
+        rank, one, lhs, rhs, margin, rel = found
+        cert = chosen[2] if chosen is not None and chosen[0] == rank else certify(st, one, 0)
+        fields["counterexample"] = {
+            "instance": instance_to_json(one), "certificate": cert.to_json(timing=False), "statistical": False,
+            "candidate_rank": rank, "shrunk": rank == 0 and getattr(res, "minimal", None) is not None,
+            "L": int(one.L), "boundary": boundaries(one)[0], "certified": False,
+            "float": {"lhs": lhs, "rhs": rhs, "margin": margin, "relative_margin": rel},
+            "note": ("NOT certified: " + why + "; the certificate above (if any) is about the float weights the "
+                     "callable returned, not about the callable")}
+        return "REFUTED", (f"violated in float64 arithmetic only, NOT certified ({why}): at L = {one.L}, lhs = {lhs:.6g}, "
+                           f"rhs = {rhs:.6g}, float margin rhs - lhs = {margin:.6g} (relative {rel:.3g}); {what}")
+    applicable = _applicable(fields["search"]["by_method"])
+    if tried > 0 and applicable == 0:
+        return "NOT-APPLICABLE", f"no instance the search built satisfies the hypotheses; {what}"
+    errors = {m: info for m, info in fields["search"]["by_method"].items() if isinstance(info, dict) and info.get("errors")}
+    if errors:
+        return "UNDECIDED", (f"the search did not run as planned: {sum(i['errors'] for i in errors.values())} internal "
+                             f"error(s) in {', '.join(errors)} (" + " | ".join(
+                                 m for i in errors.values() for m in i.get("error_messages", [])[:1]) + f"); {what}")
+    rounding = (f"; {len(cands)} float violation(s) within rounding (relative margin above -{FLOAT_CLEAR:g}: equality "
+                f"cases, not counterexamples)" if cands else "")
+    if applicable and res.best is None:
+        return "UNDECIDED", f"none of the {applicable} applicable instances gave a finite margin; {what}"
+    if tried < min_tried:
+        return "UNDECIDED", f"too little searched: {what} (fewer than {min_tried})"
+    return "VERIFIED", (f"no violation in float64 arithmetic in {what}; largest lhs/rhs found "
+                        f"{_fmt(_finite_or_none(res.best_ratio))}{rounding} (not certified: {why})")
 
 
 def _certified(st: Statement, cands: list[Instance]) -> tuple[tuple[int, Instance, Certificate] | None, list[dict[str, Any]]]:

@@ -138,6 +138,10 @@ def plan(statement: Statement, budget_s: float, *, gradient: bool) -> Plan:
         SHARES["refine"] if r.refine_per_s > 0 else 0.0)
     random_share = 1.0 - others
     class_share = CLASS_SHARE if r.class_per_s > 0 else 0.0
+    from attnbounds.theory.callables import CALLABLE_RATE, uncertified
+
+    if uncertified(statement) is not None:  # a Python callable runs through torch a batch at a time: slower
+        random_share *= CALLABLE_RATE.get(cls, CALLABLE_RATE["default"])
     return Plan(
         cost_class=cls,
         batch=r.batch,

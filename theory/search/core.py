@@ -144,6 +144,11 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     and any cluster; ``wall_s`` is what it took here.
     """
     st = _statement(statement)
+    from attnbounds.theory.closed import is_closed
+
+    if is_closed(st):
+        raise InvalidArgument(f"{st.id} is a closed claim ({st.formula}: no quantity, no free parameter): there is "
+                              f"nothing to search; `attnbounds verify` (or attnbounds.check) decides it exactly")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InvalidArgument(f"seed must be a non-negative integer, got {seed!r}")
     run = runner if runner is not None else Runner()
@@ -165,7 +170,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
             tracker.merge(t)
         shard += len(pieces)
     elif pl.gradient_starts:
-        tracker.method("gradient").stopped = "no torch form for some quantity of the statement"
+        tracker.method("gradient").stopped = gradient.unsupported_reason(st) or "not supported"
     root = np.random.SeedSequence(list(_root(seed, st, 2)))
     pieces = [(st, pl, int(child.generate_state(1)[0]), n, shard + k, interior)
               for k, (child, n) in enumerate(zip(root.spawn(len(targeted.pieces(pl))), targeted.pieces(pl)))]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from attnbounds.theory import hypotheses as hyp
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import AttnBoundsError, NotApplicable
 from attnbounds.theory.families import needs
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import RatioNormaliser, make, softmax
@@ -42,16 +42,27 @@ _NORMALISER_HYPOTHESES = {hyp.SOFTMAX.id, hyp.F_POSITIVE.id, hyp.F_LENGTH_INDEPE
 
 def supports(statement: Statement) -> bool:
     """Whether the statement has a torch path (see :mod:`attnbounds.theory.search.torch_eval`) and torch imports."""
+    return unsupported_reason(statement) is None
+
+
+def unsupported_reason(statement: Statement) -> str | None:
+    """Why gradient ascent cannot run on the statement, or None."""
     try:
         import torch  # noqa: F401
     except ImportError:
-        return False
-    return torch_eval.supports(statement)
+        return "torch is not installed"
+    from attnbounds.theory.callables import uncertified
+
+    if uncertified(statement) is not None:
+        return "the statement's normaliser is a Python callable without log F (gradient ascent steps log F)"
+    return None if torch_eval.supports(statement) else "no torch form for some quantity of the statement"
 
 
 def _weights_only(statement: Statement) -> bool:
     """Only the weights matter: parametrise them as softmax(z) whatever the normaliser."""
     return not ({h.id for h in statement.hypotheses} & _NORMALISER_HYPOTHESES
+                or any(h.id.startswith("normaliser(") for h in statement.hypotheses)
+                or "T" in statement.parameters()  # the relation reads the normaliser's temperature
                 or any(QUANTITIES[q].normaliser or QUANTITIES[q].needs & {"logits", "qk"}
                        for q in statement.bindings.values()))
 
@@ -93,8 +104,8 @@ class _Problem:
         self.weights_only = _weights_only(statement)
         need = needs(statement)
         n = inst.normaliser
-        if not self.weights_only and not isinstance(n, RatioNormaliser):
-            raise InvalidArgument("gradient search needs a normaliser of the form F / sum F")
+        if not self.weights_only and not isinstance(n, RatioNormaliser):  # a start the ascent cannot take: skipped
+            raise NotApplicable("gradient search needs a normaliser of the form F / sum F")
         self.name = "softmax" if self.weights_only else n.name
         self.extra = {} if self.weights_only else {k: v for k, v in n.params.items() if k != "T"}
         self.free_T = not self.weights_only and not ({"C_1", "C_2"} & set(statement.bindings.values()))
@@ -272,7 +283,7 @@ def run(statement: Statement, plan: Plan, seed: tuple[int, ...], tracker: Tracke
     instances found (``pool``), odd ones draw fresh batches; start i draws from ``SeedSequence([*seed, i])``."""
     if plan.gradient_starts == 0 or not supports(statement):
         if plan.gradient_starts and not supports(statement):
-            tracker.method("gradient").stopped = "no torch form for some quantity of the statement"
+            tracker.method("gradient").stopped = unsupported_reason(statement) or "not supported"
         return
     fresh_plan = Plan(**{**plan.to_dict(), "batch": plan.gradient_batch,
                          "max_L": min(plan.max_L, MAX_L.get(plan.cost_class, 16))})

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from attnbounds.theory.families import Spec, build, random_spec
+from attnbounds.theory.families import Spec, build, random_spec, within_ranges
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.quantities._subsets import enumerable
 from attnbounds.theory.search.budget import TOKENS_PER_BATCH, Plan
@@ -48,7 +48,24 @@ def draw_spec(rng: np.random.Generator, statement: Statement, plan: Plan, *, cla
         L = int(rng.integers(2, plan.max_L + 1))
         spec = spec.with_(L=L, N=int(rng.integers(1, L + 1)), d=int(rng.choice([2, 3, 4])),
                           mc_draws=int(rng.choice([400, 2000])), K=0, B=plan.batch)
+    if classes and _callable(statement):  # a Python callable sees the classes written out: fewer rows of long ones
+        from attnbounds.theory.callables import MAX_EXPANDED
+
+        spec = spec.with_(B=max(1, min(spec.B, MAX_EXPANDED // max(spec.L, 1))))
+    if statement.ranges:  # the statement's ranges (L, T, ...) hold whatever the cost class did to the sizes
+        spec = within_ranges(rng, statement, spec)
+        if not spec.K and spec.L > 4 * max(plan.max_L, 1):  # a range of lengths beyond the dense limit: token classes
+            spec = spec.with_(K=min(spec.L, int(rng.integers(1, 7))), classes="random", B=min(spec.B, plan.batch))
+        elif not spec.K:
+            per = spec.L**2 if plan.cost_class == "jacobian" else spec.L
+            spec = spec.with_(B=max(1, min(spec.B, TOKENS_PER_BATCH // per)))
     return spec
+
+
+def _callable(statement: Statement) -> bool:
+    from attnbounds.theory.callables import uncertified
+
+    return uncertified(statement) is not None
 
 
 def build_batch(statement: Statement, spec: Spec, tracker: Tracker, method: str) -> Instance | None:

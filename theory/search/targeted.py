@@ -39,6 +39,14 @@ def instances(statement: Statement) -> Any:
     need = needs(statement)
     min_L = 2 if need & {"x", "sphere"} or any(h.id == "L>=2" for h in statement.hypotheses) else 1
     names = admissible_normalisers(statement)
+    lo_L, hi_L = _lengths(statement, min_L)
+    fixed, ranges = statement.fixed, statement.ranges
+    temperatures = TEMPERATURES
+    if "T" in fixed:
+        temperatures = (float(fixed["T"]),)
+    elif "T" in ranges:
+        lo_T, hi_T = ranges["T"]
+        temperatures = tuple(t for t in TEMPERATURES if lo_T <= t <= hi_T) or (float(lo_T), float(hi_T))
 
     @st.composite
     def draw(draw: Any) -> Instance:
@@ -50,13 +58,13 @@ def instances(statement: Statement) -> Any:
             reject()
 
     def _draw(draw: Any) -> Instance:
-        L = draw(st.integers(min_L, MAX_L))
+        L = draw(st.integers(lo_L, hi_L))
         N = draw(st.integers(1, L))
         d = draw(st.integers(2 if "sphere" in need else 1, MAX_D))
         small = lambda shape: np.array(draw(st.lists(st.integers(-4, 4), min_size=int(np.prod(shape)),  # noqa: E731
                                                      max_size=int(np.prod(shape)))), dtype=float).reshape(shape)
         name = draw(st.sampled_from(names))
-        T = draw(st.sampled_from(TEMPERATURES))
+        T = draw(st.sampled_from(temperatures))
         normaliser = make(name, T=T)
         kw: dict[str, Any] = {"N": N}
         params: dict[str, Any] = {}
@@ -77,12 +85,22 @@ def instances(statement: Statement) -> Any:
             params["eps"] = draw(st.sampled_from((1e-3, 1.0, 0.1, 10.0, 1e-6)))
         if "heads" in need:
             params.update(p=draw(st.sampled_from((0.8, 0.5, 0.1, 0.9, 0.99, 0.0, 1.0))), H=draw(st.integers(1, 8)))
+        params.update({k: v for k, v in fixed.items() if k in params})  # the statement's fixed values, as given
         scale = draw(st.sampled_from(SCALES))
         if "qk" in need:
             return Instance.from_qk(small((1, d)), small((1, L, d)) * scale, normaliser, arrays=arrays, **kw, **params)
         return Instance.from_logits(small((1, L)) * scale, normaliser, arrays=arrays, **kw, **params)
 
     return draw()
+
+
+def _lengths(statement: Statement, min_L: int) -> tuple[int, int]:
+    """The lengths targeted instances take: ``[min_L, MAX_L]`` within the statement's range of L (empty when the range
+    starts beyond ``MAX_L``: ``lo > hi``)."""
+    lo, hi = min_L, MAX_L
+    if "L" in statement.ranges:
+        lo, hi = max(lo, int(np.ceil(statement.ranges["L"][0]))), min(hi, int(np.floor(statement.ranges["L"][1])))
+    return lo, hi
 
 
 #: hypothesis examples per piece of the targeted phase
@@ -101,6 +119,10 @@ def run(statement: Statement, plan: Plan, seed: int, tracker: Tracker, progress:
     seed; the shrunk violation or None."""
     n = plan.targeted_examples if examples is None else examples
     if n == 0:
+        return None
+    lo, hi = _lengths(statement, 1)
+    if lo > hi:
+        tracker.method("targeted").stopped = f"the statement's range of L starts beyond the small instances (L <= {MAX_L})"
         return None
     from hypothesis import HealthCheck, Phase, find, settings, target
     from hypothesis.errors import NoSuchExample, Unsatisfiable

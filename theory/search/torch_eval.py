@@ -134,7 +134,9 @@ class State:
 
 def supports(statement: Statement) -> bool:
     """Whether every quantity of the statement has a torch form and the relation has no ``Piecewise``."""
-    if not all(QUANTITIES[q].has("torch") for q in statement.bindings.values()):
+    read = [*statement.bindings.values(), *(v for k, v in statement.defaults.items()
+                                            if isinstance(v, str) and k in statement.parameters())]
+    if not all(QUANTITIES[q].has("torch") for q in read):
         return False
     return not statement.relation.has(sp.Piecewise)
 
@@ -190,6 +192,9 @@ def gap(statement: Statement, st: State) -> Any:
     env: dict[str, Any] = {}
     for name in statement.symbols():
         q = statement.bindings.get(name)
+        default = statement.defaults.get(name)
+        if q is None and isinstance(default, str) and name not in st.params:  # a default computed from a quantity
+            q = default
         value = QUANTITIES[q].forms["torch"](st) if q is not None else st.param(name)
         env[name] = value[:, None] if value.ndim == 1 else value
     if st.N is not None:

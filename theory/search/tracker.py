@@ -194,8 +194,9 @@ class Tracker:
         st = self.method(method)
         st.tried += inst.B
         st.applicable += int(ev.applicable.sum())
-        st.L_min = inst.L if st.L_min is None else min(st.L_min, inst.L)
-        st.L_max = inst.L if st.L_max is None else max(st.L_max, inst.L)
+        if not self.statement.ranges or ev.applicable.any():  # with ranges: the lengths searched inside them
+            st.L_min = inst.L if st.L_min is None else min(st.L_min, inst.L)
+            st.L_max = inst.L if st.L_max is None else max(st.L_max, inst.L)
         if not ev.applicable.any():
             return
         ratio = ev.ratio
