@@ -129,7 +129,7 @@ def _balls(ops: Ops, statement: Statement, env: dict[str, np.ndarray], inst: Ins
     sel = np.flatnonzero(inst.mask[0] & inst.present[0])
     balls: dict[str, Any] = {}
     selected: dict[str, Any] = {}
-    for name in statement.symbols():
+    for name in sorted(statement.symbols()):
         row = env[name][0]
         q = statement.bindings.get(name)
         if q is not None and QUANTITIES[q].shape == "BN":

@@ -367,7 +367,7 @@ class Statement:
 
     def _env(self, inst: Instance, side: str) -> dict[str, np.ndarray]:
         env: dict[str, np.ndarray] = {}
-        for name in self.symbols():
+        for name in sorted(self.symbols()):
             qname = self.bindings.get(name)
             if qname is None:
                 env[name] = inst.param(name)[:, None]

@@ -146,3 +146,18 @@ def test_a_tcp_cluster_gives_the_same_records_even_when_a_worker_dies(tcp_cluste
     records = json.loads(out.read_text())
     assert {r["id"]: r["content_hash"] for r in records} == here
     assert {r["timing"]["scheduler"] for r in records} == {address}
+
+
+def test_records_do_not_depend_on_the_process(tmp_path):
+    """Every worker is a fresh process with its own string-hash seed: nothing a record holds may depend on the
+    order of a set of names (autograd sums a variable's gradients in the order the graph was built)."""
+    script = ("import sys\nfrom attnbounds.theory.verify import verify\n"
+              "for r in verify(['corollary2.ii[R2,corrected]', 'theorem1.fixed[R2,g2]'], budget_s=0.3, progress=False):\n"
+              "    print(r.id, r.content_hash)\n")
+    outs = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "ATTNBOUNDS_CACHE": str(tmp_path / "cache")}
+        run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        outs.append(run.stdout)
+    assert outs[0] == outs[1] == outs[2]

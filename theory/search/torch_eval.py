@@ -190,7 +190,7 @@ def gap(statement: Statement, st: State) -> Any:
     """
     torch = _torch()
     env: dict[str, Any] = {}
-    for name in statement.symbols():
+    for name in sorted(statement.symbols()):  # a fixed order: autograd sums gradients in graph order
         q = statement.bindings.get(name)
         default = statement.defaults.get(name)
         if q is None and isinstance(default, str) and name not in st.params:  # a default computed from a quantity
