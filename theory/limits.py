@@ -137,32 +137,27 @@ def _diff(expr: sp.Expr, x: sp.Symbol) -> sp.Expr:
 # Min, Max and Abs of expressions in t stay opaque: sympy re-simplifies its own Min, Max and Abs whenever it
 # rebuilds an expression (substitution, together, expand), at a cost exponential in their size. These carry
 # their interval form (BallEvaluator) and their derivatives (for the mean-value form in _sign_on).
+def _jump(ops: Ops, x: Any, below: int) -> Any:
+    """1 for x > 0, ``below`` for x < 0, and the hull of both where the ball of x holds 0."""
+    if ops.positive(x):
+        return ops.num(1)
+    if ops.positive(-x):
+        return ops.num(below)
+    return ops.hull(ops.num(below), ops.num(1))
+
+
 class _Step(sp.Function):
     """Heaviside step: 1 for x > 0, 0 for x < 0, [0, 1] at 0."""
 
     nargs = 1
-
-    @staticmethod
-    def ball_form(ops: Ops, x: Any) -> Any:
-        if ops.positive(x):
-            return ops.num(1)
-        if ops.positive(-x):
-            return ops.num(0)
-        return ops.hull(ops.num(0), ops.num(1))
+    ball_form = staticmethod(lambda ops, x: _jump(ops, x, 0))
 
 
 class _Sign(sp.Function):
     """Sign: 1 for x > 0, -1 for x < 0, [-1, 1] at 0."""
 
     nargs = 1
-
-    @staticmethod
-    def ball_form(ops: Ops, x: Any) -> Any:
-        if ops.positive(x):
-            return ops.num(1)
-        if ops.positive(-x):
-            return ops.num(-1)
-        return ops.hull(ops.num(-1), ops.num(1))
+    ball_form = staticmethod(lambda ops, x: _jump(ops, x, -1))
 
 
 class LimMax(sp.Function):
