@@ -31,7 +31,7 @@ def weights_instance(rows: RowBatch, N: int, **params: Any) -> Instance:
 def logits_instance(logits: np.ndarray, T: np.ndarray, *, v: np.ndarray | None = None,
                     eps: np.ndarray | None = None) -> Instance:
     """Softmax with temperature ``T`` (per row) on ``logits`` (paper eq. 3, ``F = exp(l / T)``)."""
-    params = {} if eps is None else {"eps": eps}
+    params: dict[str, Any] = {} if eps is None else {"eps": eps}
     arrays = None if v is None else {"v": v}
     return Instance.from_logits(logits, softmax(T=T), arrays=arrays, **params)
 

@@ -10,7 +10,7 @@ are also reported for every other reading of the expectation term.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -49,7 +49,7 @@ class Critical:
                 Ns = [N for N in grid if N < rows.L]
                 if not Ns:
                     continue
-                scan = distance_scan(rows.alpha, rows.x, Ns)  # all N at once (see attnbounds.theory.quantities.theorem1.distance_scan)
+                scan = distance_scan(rows.alpha, cast(np.ndarray, rows.x), Ns)  # all N at once (see attnbounds.theory.quantities.theorem1.distance_scan)
                 for k, N in enumerate(Ns):
                     for name in (self.true, *EXPECTATIONS):
                         self.acc.add((name, L, N), rows.head, scan[name][:, k], rows.window)
@@ -66,7 +66,7 @@ class Critical:
 
     def finish(self) -> dict[str, Any]:
         alpha = self.proto.ks_alpha
-        per_L = []
+        per_L: list[dict[str, Any]] = []
         for L, grid in self.grids.items():
             Ns = [N for N in grid if (self.true, L, N) in self.acc]
             scans = {}

@@ -11,7 +11,7 @@ then ``T = sqrt(d_head)``), or the model's scaled logits. The curves printed by 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -66,11 +66,11 @@ class Gradients:
         T = np.asarray(p.T_grid, dtype=float)
         E = np.asarray(p.eps_grid, dtype=float)
         for rows in build(rec, p.gradient_L, self.spec, tensor=None, logits=p.gradient_logits):
-            R = rows.logits.shape[0]
+            R = cast(np.ndarray, rows.logits).shape[0]
             v = self.directions(rows, rec.layer, rec.n_heads)
             # one instance row per (row, T, eps): logits and v repeated, T and eps varying
             nT, nE = T.size, E.size
-            lg = np.repeat(rows.logits, nT * nE, axis=0)
+            lg = np.repeat(cast(np.ndarray, rows.logits), nT * nE, axis=0)
             vv = np.repeat(v, nT * nE, axis=0)
             Tc = np.tile(np.repeat(T, nE), R)
             Ec = np.tile(E, R * nT)

@@ -17,7 +17,7 @@ their top-N sets that at least one selecting head separates, next to theory's
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -68,7 +68,7 @@ class Separability:
         p = self.proto
         for rows in build(rec, p.separability_L, self.spec, tensor=p.separability_tensor,
                           sphere=p.separability_sphere, M=p.M):
-            delta = bridge.min_pairwise_distance(rows.x)
+            delta = bridge.min_pairwise_distance(cast(np.ndarray, rows.x))
             self.delta_all.append(delta)
             for N in p.separability_N:
                 if N < rows.L:
@@ -109,7 +109,7 @@ class Separability:
     def finish(self) -> dict[str, Any]:
         p = self.proto
         Ns = [N for N in p.separability_N if ("Ns_frac", N) in self.acc]
-        per_N = []
+        per_N: list[dict[str, Any]] = []
         for N in Ns:
             ph = {k: self.acc.mean((k, N)) for k in ("Ns_frac", "Ns_full_frac", "lower", "upper", "r", "delta")}
             per_N.append({"N": N, "per_head": ph,

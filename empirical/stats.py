@@ -27,7 +27,7 @@ def first_indistinguishable(Ns: Sequence[int], pvalues: Sequence[float], alpha: 
     return None
 
 
-def fit_through_origin(x: Sequence[float], y: Sequence[float]) -> dict[str, float]:
+def fit_through_origin(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> dict[str, float]:
     """Least squares ``y = c x``: ``c`` and R^2 (about the mean)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     if x.size == 0:
@@ -38,7 +38,7 @@ def fit_through_origin(x: Sequence[float], y: Sequence[float]) -> dict[str, floa
     return {"c": c, "r2": 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan"), "points": int(x.size)}
 
 
-def fit_power_law(x: Sequence[float], y: Sequence[float]) -> dict[str, float]:
+def fit_power_law(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> dict[str, float]:
     """Least squares on logs: ``y = a x^b``; returns ``a``, ``b`` (the log-log slope) and R^2."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = (x > 0) & (y > 0) & np.isfinite(x) & np.isfinite(y)

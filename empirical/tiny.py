@@ -104,7 +104,7 @@ def train(ids: np.ndarray, spec: TinySpec, progress: bool = True) -> tuple[Any, 
                               f"{int(2 * spec.seq_len / (1 - spec.train_fraction)) + 1} (seq_len={spec.seq_len})")
     _seed_everything(spec.seed)
     config = GPT2Config(vocab_size=spec.vocab_size, n_positions=spec.n_positions, n_embd=spec.n_embd,
-                        n_layer=spec.n_layer, n_head=spec.n_head, attn_implementation="eager", use_cache=False)
+                        n_layer=spec.n_layer, n_head=spec.n_head, attn_implementation="eager", use_cache=False)  # type: ignore[call-arg]  # a PretrainedConfig kwarg
     model = GPT2LMHeadModel(config)
     model.train()
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]

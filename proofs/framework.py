@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence, Union
+from typing import Any, Callable, Iterable, Sequence, Union, cast
 
 import numpy as np
 import sympy as sp
@@ -683,6 +683,7 @@ class Derivation:
         start = time.perf_counter()
         results: list[StepResult] = []
         facts: list[sp.Basic] = []
+        ok: bool | None
         for step in self.steps[:-1]:
             if isinstance(step, Assume):
                 for target in self.targets:
@@ -695,6 +696,8 @@ class Derivation:
                                                        "checked": checked}))
                 facts.append(step.result)
                 continue
+            # steps before the last are not Conclude (a Conclude there would fail here, as before)
+            step = cast(Union[Identity, Z3, Sign, Psd, Cite, Prose], step)
             try:
                 ok, detail = step.check()
                 if ok is not False:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Witness, Z3, reals, vector
+from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Step, Witness, Z3, reals, vector
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
 
@@ -101,7 +101,7 @@ LEMMA2_MINF = Derivation(
 )
 
 # --- diag(alpha) - alpha alpha^T: positive semidefinite, Frobenius norm <= 1/2 (any number of tokens) ---
-ON_SIMPLEX = {
+ON_SIMPLEX: dict[str, Step] = {
     F_POS: Cite("termwise", "alpha = F / sum F with F > 0: every alpha_j >= 0 and S_0 = sum_j alpha_j = 1",
                 uses=(F_POS,), result=sp.Eq(S0, 1)),
     SOFTMAX: Assume("softmax weights are positive and sum to one: S_0 = sum_j alpha_j = 1", sp.Eq(S0, 1), SOFTMAX),

@@ -10,6 +10,8 @@ the embeddings are exchangeable: 0 <= E||sum_l x_l||^2 forces E<x_j, x_k> >= -M^
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import sympy as sp
 
@@ -46,7 +48,7 @@ EXPANSION = Cite(
 
 
 def _separability(logits: np.ndarray, N_: int, **params: float) -> list[Instance]:
-    base = dict(M=1.0, dim=3.0, mc_draws=64.0, seed=0.0)
+    base: dict[str, Any] = dict(M=1.0, dim=3.0, mc_draws=64.0, seed=0.0)
     return [Instance.from_logits(logits, softmax(), N=N_, **{**base, **params})]
 
 

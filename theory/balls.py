@@ -15,14 +15,14 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import sympy as sp
 
 from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.instance import Instance
-from attnbounds.theory.intervals import BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
+from attnbounds.theory.intervals import BallEvaluator, MpmathOps, Ops, PrecisionLoss, Unsupported, backend
 from attnbounds.theory.normalisers import (Entmax15, RatioNormaliser, ReluNormalised, SigmoidAttention, Sparsemax,
                                            derivative, l_sym)
 
@@ -202,7 +202,7 @@ def exact_instance(inst: Instance, ops: Ops) -> ExactInstance:
     logits, source = None, None
     if inst.logits is not None:
         logits, source = ops.array(inst.logits[0]), "given"
-        if q is not None and k is not None and np.array_equal(np.einsum("d,ld->l", inst.q[0], inst.k[0]), inst.logits[0]):
+        if q is not None and k is not None and np.array_equal(np.einsum("d,ld->l", cast(np.ndarray, inst.q)[0], cast(np.ndarray, inst.k)[0]), inst.logits[0]):
             logits, source = (k * q[None, :]).sum(axis=-1), "q.k"
     params = {name: ops.num(float(v[0])) for name, v in inst.params.items()}
     arrays = {name: ops.array(v[0]) for name, v in inst.arrays.items()}
@@ -256,7 +256,7 @@ def _log_F_extrema_on(normaliser: RatioNormaliser, L: int, A: Fraction, bits: in
 def _log_F_extrema_cached(name: str, log_F_expr: sp.Expr, values: tuple[tuple[str, float], ...], L: int, A: Fraction,
                           bits: int) -> tuple[Any, Any]:
     normaliser = RatioNormaliser(name, log_F_expr, dict(values))
-    iv = backend("mpmath")
+    iv = cast(MpmathOps, backend("mpmath"))  # backend("mpmath") is always MpmathOps
     with iv.precision(bits):
         point = lambda f: iv.from_fraction(f)  # noqa: E731
         lf = lambda x: log_F(iv, normaliser, L, x)  # noqa: E731
@@ -297,7 +297,7 @@ def F_extrema(ops: Ops, normaliser: RatioNormaliser, L: int, a: Any) -> tuple[An
     ends (upper ends) brackets the true minimum; likewise the maximum. When ``a`` itself is only
     known to lie in a ball, the ranges at both ends of that ball are joined (they are monotone in a).
     """
-    iv = backend("mpmath")
+    iv = cast(MpmathOps, backend("mpmath"))  # backend("mpmath") is always MpmathOps
     ends = {ops.to_fraction(ops.lower(a)), ops.to_fraction(ops.upper(a))}
     if min(ends) < 0:
         raise InvalidArgument(f"a must be >= 0, got {ops.text(a)}")

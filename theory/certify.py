@@ -28,7 +28,7 @@ import functools
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -143,9 +143,9 @@ def _tie_keys(ex: exact_mod.ExactInstance) -> list[Any]:
     """Per token, a key such that equal keys imply exactly equal weights."""
     inst = ex.inst
     if ex.weights.startswith("recomputed") and ex.logit_source == "given":
-        return [float(v) for v in inst.logits[0]]
+        return [float(v) for v in cast(np.ndarray, inst.logits)[0]]
     if ex.weights.startswith("recomputed"):
-        return [inst.k[0][i].tobytes() for i in range(ex.L)]
+        return [cast(np.ndarray, inst.k)[0][i].tobytes() for i in range(ex.L)]
     return [float(v) for v in inst.alpha[0]]
 
 
@@ -213,7 +213,7 @@ def logits_bounded_status(ex: exact_mod.ExactInstance, by_construction: set[str]
     ops = ex.ops
     a = ex.param("a")
     status: bool | None = True
-    for l in ex.logits:
+    for l in cast(np.ndarray, ex.logits):
         slack = a - ops.abs(l)
         if ops.negative(slack):
             return False
@@ -282,7 +282,7 @@ def _margin(st: Statement, ex: exact_mod.ExactInstance) -> _Margin:
     for c in range(len(conjuncts)):
         kind = st._token_kinds[c]
         lhs_a, rhs_a = conjunct_balls(st, c, ops, env, selected, weights)
-        columns = range(lhs_a.shape[0])
+        columns: range | list[int] = range(lhs_a.shape[0])
         if kind == "tokens" and lhs_a.shape[0] == ex.K:
             columns = [t for t in columns if ex.counts[t] > 0]
         for t in columns:
@@ -335,9 +335,9 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                   for h in st.hypotheses}
     float_only = [h.id for h in st.hypotheses
                   if h.id not in (*BALL_HYPOTHESES, *BY_CONSTRUCTION) and not exact_float(h.id)]
-    for h in float_only:
-        hyp_report[h] = "float check only (not certified)"
-    base = dict(statement_id=st.id, weights="", worst={"conjunct": -1, "token": -1}, level=None)
+    for hid in float_only:
+        hyp_report[hid] = "float check only (not certified)"
+    base: dict[str, Any] = dict(statement_id=st.id, weights="", worst={"conjunct": -1, "token": -1}, level=None)
 
     def finish(status: str, bits: int, m: _Margin | None, ex: exact_mod.ExactInstance | None, notes: list[str],
                method: str) -> Certificate:
@@ -358,8 +358,8 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
 
     structural = failed_ids - set(BALL_HYPOTHESES)
     if structural:
-        for h in structural:
-            hyp_report[h] = "fails (float check)"
+        for hid in structural:
+            hyp_report[hid] = "fails (float check)"
         return finish("not-applicable", precision_bits, None, None, [f"hypotheses fail: {sorted(structural)}"], ops.name)
 
     bits = precision_bits

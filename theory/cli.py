@@ -115,8 +115,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     print(f"{st.id}: {st.formula}")
     print(f"searched {res.tried} instances in {res.wall_s:.1f} s (seed {res.seed}, budget {res.budget_s:g} s)")
     for method, info in res.by_method.items():
-        shown = {k: v for k, v in info.items() if k != "by_L"}  # the per-L rows are for records and reports
-        print(f"  {method}: {json.dumps(shown, default=str, sort_keys=True)}")
+        summary = {k: v for k, v in info.items() if k != "by_L"}  # the per-L rows are for records and reports
+        print(f"  {method}: {json.dumps(summary, default=str, sort_keys=True)}")
     print(f"best lhs/rhs {res.best_ratio}, best margin {res.best_margin}; float violations: {len(res.violations)}")
     shown = [("violating", v) for v in list(res.violations)[:1]] or ([("tightest", res.best)] if res.best is not None else [])
     for label, inst in shown:

@@ -22,7 +22,7 @@ import io
 import keyword
 import math
 import tokenize
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, cast
 
 import sympy as sp
 
@@ -191,7 +191,7 @@ def _fold(node: ast.AST, allowed: Mapping[str, Any], where: str) -> float | None
         if name == "Rational" and len(values) == 2 and values[1] == 0:
             raise InvalidArgument(f"{where}: {text} divides by zero")
         if name == "Rational" and len(values) == 2 and None not in values:
-            value = values[0] / values[1]
+            value = cast(float, values[0]) / cast(float, values[1])  # neither is None (checked above)
             if value == 0 and values[0] != 0:
                 raise InvalidArgument(f"{where}: {text} is below the double range (about 4.9e-324)")
             return _finite(value, text, where)

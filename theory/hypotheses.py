@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Iterable
+from typing import Callable, Iterable, cast
 
 import numpy as np
 import sympy as sp
@@ -132,7 +132,7 @@ def _logits_qk(inst: Instance) -> np.ndarray:
     qk = np.einsum("bd,bkd->bk", inst.q, inst.k)
     scale = np.linalg.norm(inst.q, axis=-1)[:, None] * np.linalg.norm(inst.k, axis=-1)
     slack = (inst.q.shape[-1] + 2) * 2.0**-52 * scale
-    return np.where(inst.present, np.abs(inst.logits - qk) <= slack, True).all(-1)
+    return cast(np.ndarray, np.where(inst.present, np.abs(inst.logits - qk) <= slack, True).all(-1))
 
 
 F_POSITIVE = Hypothesis(
@@ -153,7 +153,7 @@ LOGITS_QK = Hypothesis(
 
 LOGITS_BOUNDED = Hypothesis(
     "logits-bounded", "every logit lies in [-a, a] (a: instance parameter, default max_i |l_i|)",
-    lambda inst: np.where(inst.present, np.abs(inst.logits), 0.0).max(-1) <= inst.param("a"))
+    lambda inst: np.where(inst.present, np.abs(cast(np.ndarray, inst.logits)), 0.0).max(-1) <= inst.param("a"))
 
 SIMPLEX = Hypothesis(
     "simplex", "weights are non-negative and sum to one",

@@ -65,7 +65,7 @@ def _as_counts(counts: Any, shape: tuple[int, int]) -> np.ndarray:
     return out
 
 
-def split_top_n(alpha: np.ndarray, counts: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray]:
+def split_top_n(alpha: np.ndarray, counts: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The top-N token set of a class batch as whole classes.
 
     Returns ``(columns, selection, counts)``: ``columns`` ``(B, K')`` indexes the original classes (``K' = K + 1`` when some row's N-th token

@@ -419,7 +419,7 @@ def margins(statement: Statement, family: Family, ops: SymbolicOps) -> list[Marg
         lhs = np.atleast_1d(np.asarray(evaluate(rel.lhs), dtype=object))
         rhs = np.atleast_1d(np.asarray(evaluate(rel.rhs), dtype=object))
         lhs, rhs = np.broadcast_arrays(lhs, rhs)
-        columns = range(lhs.shape[0])
+        columns: range | list[int] = range(lhs.shape[0])
         if kind == "tokens" and lhs.shape[0] == ex.K:
             columns = [k for k in columns if ex.counts[k] > 0]
         for k in columns:

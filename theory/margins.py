@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import sympy as sp
@@ -43,7 +43,7 @@ def relative_margin(lhs: Any, rhs: Any, scale: Any = 0.0) -> Any:
     lhs, rhs = np.asarray(lhs, dtype=np.float64), np.asarray(rhs, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         size = np.maximum(np.maximum(np.abs(lhs), np.abs(rhs)), scale)
-        r = np.where(lhs == rhs, 0.0, (rhs - lhs) / size)
+        r = np.where(lhs == rhs, 0.0, (rhs - lhs) / size)  # type: ignore[assignment]  # r: typed Tensor by the torch branch
     return np.where(np.isnan(r), np.sign(rhs - lhs), r)
 
 
@@ -98,6 +98,8 @@ def relative_margins(statement: "Statement", inst: "Instance", ev: "Evaluation",
     mask of instances whose worst conjunct has both sides zero up to rounding (below ``1e-12`` of
     their condition magnitude): "0 <= 0" says nothing about tightness.
     """
+    rel: np.ndarray | None
+    degenerate: np.ndarray | None
     full_B = inst.B
     idx = np.flatnonzero(ev.applicable)
     if idx.size < full_B:  # like Statement.evaluate: quantities only where the hypotheses hold
@@ -134,7 +136,7 @@ def relative_margins(statement: "Statement", inst: "Instance", ev: "Evaluation",
             rel, degenerate = worst, worst_deg
         else:  # the upper end of the interval is the larger of the two (the lower end the smaller)
             take = (worst < rel) if pessimistic else (worst > rel)
-            degenerate = np.where(take, worst_deg, degenerate)
+            degenerate = np.where(take, worst_deg, cast(np.ndarray, degenerate))  # set with rel
             rel = np.where(take, worst, rel)
     assert rel is not None and degenerate is not None
     rel = np.where(ev.applicable, rel, np.inf)

@@ -33,7 +33,7 @@ def register_profiles(database_dir: str | None = None) -> None:
 
     from hypothesis.database import DirectoryBasedExampleDatabase
 
-    common = dict(deadline=None, print_blob=True, suppress_health_check=(HealthCheck.too_slow, HealthCheck.data_too_large))
+    common: dict[str, Any] = dict(deadline=None, print_blob=True, suppress_health_check=(HealthCheck.too_slow, HealthCheck.data_too_large))
     settings.register_profile("ci", derandomize=True, database=None, max_examples=30,
                               phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink), **common)
     settings.register_profile("thorough", max_examples=400, phases=tuple(Phase), **common,
@@ -50,6 +50,7 @@ MC_FAMILY_LEVEL = 1e-3
 class CertifiedViolation(AssertionError):
     """An instance the certifier found violating the reading (the expected failure of a refuted one)."""
 
+    spec: dict[str, Any]  # set by the property test: the (shrunk) structure that produced it
     def __init__(self, statement: Statement, inst: Instance, index: int, certificate: Any):
         self.statement, self.instance, self.index, self.certificate = statement, inst.take(index), index, certificate
         c = certificate
@@ -174,7 +175,7 @@ def hypothesis_search(statement: Statement, *, max_examples: int, seed: int | No
     test = config(given(spec=strategies.specs(statement))(check))
     if seed is not None:
         test = hypothesis_seed(seed)(test)
-    test.hypothesis.inner_test._hypothesis_internal_add_digest = statement.id.encode()
+    test.hypothesis.inner_test._hypothesis_internal_add_digest = statement.id.encode()  # type: ignore[attr-defined]  # set by @given
     try:
         test()
     except CertifiedViolation as found:

@@ -18,7 +18,7 @@ sample point refuses the statement (:class:`InvalidArgument`) with a message nam
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -113,7 +113,7 @@ def _values(rng: np.random.Generator, statement: Statement, inst: Instance) -> d
     for name in sorted(statement.symbols()):
         q = statement.bindings.get(name)
         if q is None and name in ("L", "N"):
-            env[name] = np.full((1, 1), float(inst.L if name == "L" else inst.N))
+            env[name] = np.full((1, 1), float(inst.L if name == "L" else cast(int, inst.N)))
         elif q is None and name in statement.fixed:
             env[name] = np.full((1, 1), float(statement.fixed[name]))
         else:

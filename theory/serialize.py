@@ -18,7 +18,7 @@ column, see :mod:`attnbounds.theory.instance`) is absent for a dense instance.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import sympy as sp
@@ -41,7 +41,7 @@ def float_to_json(value: Any) -> dict[str, Any]:
     values = arr.tolist()
     if not np.all(np.isfinite(arr)):
         values = np.vectorize(repr, otypes=[object])(arr).tolist()  # JSON has no inf/nan literals
-    return {"hex": _hex(arr).tolist() if arr.ndim else float.hex(float(arr)), "values": values}
+    return {"hex": cast(np.ndarray, _hex(arr)).tolist() if arr.ndim else float.hex(float(arr)), "values": values}
 
 
 def float_from_json(data: Any, where: str) -> np.ndarray:
@@ -92,7 +92,7 @@ def normaliser_to_json(normaliser: Normaliser | None) -> dict[str, Any] | None:
         except (TypeError, AttnBoundsError):
             rebuilt = None
         same = type(rebuilt) is type(normaliser) and (
-            not isinstance(normaliser, RatioNormaliser) or sp.srepr(rebuilt.log_F) == sp.srepr(normaliser.log_F))
+            not isinstance(normaliser, RatioNormaliser) or sp.srepr(cast(RatioNormaliser, rebuilt).log_F) == sp.srepr(normaliser.log_F))
         if same:
             return {"family": name, "params": _params_to_json(params)}
     if isinstance(normaliser, RatioNormaliser):
@@ -168,6 +168,7 @@ def instance_from_json(data: Any) -> Instance:
         raise InvalidArgument("instance: 'alpha' (the weights) is required")
     arrays = {name: (None if data.get(name) is None else float_from_json(data[name], name)) for name in _ARRAYS}
     alpha = arrays["alpha"]
+    assert alpha is not None  # data["alpha"] is not None (checked above)
     if alpha.ndim != 2:
         raise InvalidArgument(f"alpha: expected shape (B, L), got {alpha.shape}")
     if (data.get("B"), data.get("L")) != alpha.shape:

@@ -129,7 +129,7 @@ def normaliser_params(name: str) -> st.SearchStrategy[tuple[tuple[str, float], .
     if name not in FAMILY:
         raise InvalidArgument(f"unknown normaliser {name!r}; allowed: {', '.join(FAMILY)}")
     ranges = _NORMALISER_PARAMS.get(name, {})
-    parts = [(log_uniform(lo, hi) if log else st.floats(lo, hi)).map(lambda v, k=k: (k, v))
+    parts = [(log_uniform(lo, hi) if log else st.floats(lo, hi)).map(lambda v, k=k: (k, v))  # type: ignore[misc]  # lambda with loop-bound default
              for k, (lo, hi, log) in ranges.items()]
     return st.tuples(*parts)
 

@@ -117,7 +117,7 @@ def _check_name(name: Any, where: str, reserved: frozenset[str] = frozenset()) -
                               f"the Sum index i{'; ' + ', '.join(sorted(reserved)) if reserved else ''})")
 
 
-def _where(path: str, k: int, sid: str) -> str:
+def _where(path: str, k: int, sid: object) -> str:
     return f"{path}: statement #{k} ({sid!r})"
 
 

@@ -326,7 +326,7 @@ def _shifted(inst: Instance) -> Instance:
         eps = inst.param("eps")
         return Instance.from_logits(F.need_logits(inst) + eps[:, None] * _direction(inst), inst.normaliser,  # type: ignore[arg-type]
                                     counts=inst.counts, **{k: v for k, v in inst.params.items()
-                                                           if k not in inst.normaliser.params})  # type: ignore[union-attr]
+                                                           if k not in inst.normaliser.params})  # type: ignore[union-attr, arg-type]  # **params: extra parameters
     return F.cached(inst, "shifted", build)
 
 

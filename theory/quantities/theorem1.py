@@ -8,7 +8,7 @@ attention output). Columns are token classes with their counts (one token each f
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
@@ -32,17 +32,18 @@ def _A(inst: Instance) -> np.ndarray:
 def _r1_scale(inst: Instance) -> np.ndarray:
     """``sum_i ||y_i|| + (L - N) sum_{j in I_N} ||y_j||``: every term ``||y_i - s||`` is computed from ``||y_i|| + ||s||``."""
     sel = (inst.multiplicity * np.where(inst.mask, F.y_norms(inst), 0.0)).sum(-1)
-    return _A(inst) + (inst.L - inst.N) * sel
+    return _A(inst) + (inst.L - cast(int, inst.N)) * sel
 
 
 def _r1_scale_random(inst: Instance) -> np.ndarray:
-    top = F.top_n_sum(F.y_norms(inst), inst.multiplicity, inst.N)
-    return _A(inst) + (inst.L - inst.N) * top
+    N = cast(int, inst.N)
+    top = F.top_n_sum(F.y_norms(inst), inst.multiplicity, N)
+    return _A(inst) + (inst.L - N) * top
 
 
 def _jensen_scale(inst: Instance) -> np.ndarray:
     xn = np.sqrt(F.norms_sq(inst))
-    mult, L, N = inst.multiplicity, inst.L, inst.N
+    mult, L, N = inst.multiplicity, inst.L, cast(int, inst.N)
     rho = N / max(L - 1, 1)
     c = inst.alpha * (1 + rho) + rho
     return (mult * c * xn).sum(-1) + L * rho * _A(inst) + (mult * xn).sum(-1)
@@ -139,7 +140,7 @@ def _d1_ball(ex: ExactInstance) -> Any:
     sel, out = ex.sel, ex.out
     if len(out) == 0:
         return ex.num(0)
-    xf = ex.inst.x[0]
+    xf = cast(np.ndarray, ex.inst.x)[0]
     df = np.sqrt(((xf[out][:, None, :] - xf[sel][None, :, :]) ** 2).sum(-1))
     top = df.max()
     safe = np.isfinite(df).all() and top < 1e150 and (top == 0 or df[df > 0].min() > 1e-150)
@@ -294,7 +295,7 @@ def _need_two(L: int) -> None:
 def _jensen(inst: Instance, coefficient: str, xbar: str) -> np.ndarray:
     """``(L-N)/L sum_i ||c_i x_i - xbar||_2``: coefficient ``scaled`` = alpha_i (1 + N/(L-1)), ``printed`` =
     alpha_i + N/(L-1); xbar ``weighted`` = N/(L-1) sum_j alpha_j x_j, ``mean`` = (1/L) sum_j x_j."""
-    x, a, L, N, mult = F.need_x(inst), inst.alpha, inst.L, inst.N, inst.multiplicity
+    x, a, L, N, mult = F.need_x(inst), inst.alpha, inst.L, cast(int, inst.N), inst.multiplicity
     _need_two(L)
     rho = N / (L - 1)
     c = a * (1 + rho) if coefficient == "scaled" else a + rho
@@ -328,9 +329,9 @@ for _c in ("scaled", "printed"):
                     f"(L-N)/L sum_i ||c_i x_i - xbar||_2 with coefficient '{_c}' and xbar '{_xb}' (Theorem 1, random)",
                     definition="(L-N)/L sum_i ||c_i x_i - xbar||_2", reference=_RANDOM, needs=("x",), cost="tokens",
                     magnitude=_jensen_scale)
-        _q.float_form(lambda inst, c=_c, xb=_xb: _jensen(inst, c, xb))
-        _q.ball_form(lambda ex, c=_c, xb=_xb: _jensen_ball(ex, c, xb))
-        _q.torch_form(lambda st, c=_c, xb=_xb: _jensen_torch(st, c, xb))
+        _q.float_form(lambda inst, c=_c, xb=_xb: _jensen(inst, c, xb))  # type: ignore[misc]  # lambda with loop-bound defaults
+        _q.ball_form(lambda ex, c=_c, xb=_xb: _jensen_ball(ex, c, xb))  # type: ignore[misc]  # lambda with loop-bound defaults
+        _q.torch_form(lambda st, c=_c, xb=_xb: _jensen_torch(st, c, xb))  # type: ignore[misc]  # lambda with loop-bound defaults
 
 
 # -- the Jensen gap bound --------------------------------------------------------------------------------------
@@ -346,7 +347,7 @@ def _gap_bound(inst: Instance) -> np.ndarray:
     """With ``dev_k = ||y_k - mean(y)||^2`` and ``D = sum_i dev_i``, the squared deviations of the other
     tokens about their own mean sum to ``D - dev_k L/(L-1)``; where that difference cancels it is summed
     directly. The subset of the other L-1 tokens is deterministic when ``N >= L - 1``."""
-    x, a, L, N, mult = F.need_x(inst), inst.alpha, inst.L, inst.N, inst.multiplicity
+    x, a, L, N, mult = F.need_x(inst), inst.alpha, inst.L, cast(int, inst.N), inst.multiplicity
     if L <= 2 or N >= L - 1:
         return np.zeros(inst.B)
     y = a[..., None] * x
@@ -368,7 +369,7 @@ def _gap_bound(inst: Instance) -> np.ndarray:
 @jensen_gap_bound.ball_form
 def _gap_bound_ball(ex: ExactInstance) -> Any:
     ops = ex.ops
-    if ex.L <= 2 or ex.N >= ex.L - 1:  # (a family growing in L keeps these: L - N never decreases)
+    if ex.L <= 2 or cast(int, ex.N) >= ex.L - 1:  # (a family growing in L keeps these: L - N never decreases)
         return ops.num(0)
     L, N, one, two = ex.length, ex.size_N, ops.num(1), ops.num(2)
     y = ex.alpha[:, None] * ex.need_x()
@@ -475,7 +476,7 @@ def _expected_dtilde_ball(ex: ExactInstance, reading: str) -> Any:
         return ops.total(vals * _probabilities_ball(ops, m, C))
     draws, seed, beta = mc_settings(ex.inst.params)
     C = _subsets.sample_count_vectors(np.random.default_rng(seed), m, N, draws)
-    yf = ex.inst.alpha[0][:, None] * ex.inst.x[0]
+    yf = ex.inst.alpha[0][:, None] * cast(np.ndarray, ex.inst.x)[0]
     vals = _values(yf[None], np.asarray(m, dtype=np.float64), C, reading)[0]
     norms = ops.norm(y, axis=-1)
     norm_f = [ops.upper_float(v) for v in norms]
@@ -556,9 +557,9 @@ for _reading, _scale in (("R1", _r1_scale_random), ("R2", lambda inst: 3 * _A(in
                 f"E over uniform N-subsets of dtilde ({_reading}): exact over class count vectors, or MC with interval",
                 definition=f"E_{{I_N uniform}}[dtilde_{_reading}]", reference=_RANDOM, needs=("x",), cost="subsets",
                 magnitude=_scale, montecarlo=SUBSETS)
-    _q.float_form(lambda inst, r=_reading: _expected_dtilde(inst, r))
-    _q.ball_form(lambda ex, r=_reading: _expected_dtilde_ball(ex, r))
-    _q.torch_form(lambda st, r=_reading: _expected_dtilde_torch(st, r))
+    _q.float_form(lambda inst, r=_reading: _expected_dtilde(inst, r))  # type: ignore[misc]  # lambda with loop-bound defaults
+    _q.ball_form(lambda ex, r=_reading: _expected_dtilde_ball(ex, r))  # type: ignore[misc]  # lambda with loop-bound defaults
+    _q.torch_form(lambda st, r=_reading: _expected_dtilde_torch(st, r))  # type: ignore[misc]  # lambda with loop-bound defaults
 
 
 # -- many N at once (the critical-N scan of Fig. 2c) ------------------------------------------------------------

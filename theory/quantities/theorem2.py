@@ -11,7 +11,7 @@ token-class form: they are sampled token by token, up to :data:`SPHERE_TOKENS` t
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -92,7 +92,7 @@ C_other = define("C_other", "BN", "C_i = sum_{j != k in I_N \\ {i}} alpha_j alph
 def _c_other(inst: Instance) -> np.ndarray:
     """``P_i^2 - Q_i``, exactly 0 when fewer than two other tokens are selected, never < 0."""
     P, Q = _P_Q(inst)
-    return np.maximum(P**2 - Q, 0.0) if inst.N > 2 else np.zeros_like(P)
+    return np.maximum(P**2 - Q, 0.0) if cast(int, inst.N) > 2 else np.zeros_like(P)
 
 
 @C_other.ball_form
@@ -153,8 +153,8 @@ for _which, _name, _what in ((0, "Ns_relaxed", "selected tokens with alpha_i x_i
                               "alpha_j x_j is in the ball)")):
     _q = define(_name, "B", _what, definition="#{i in I_N : ||alpha_i x_i - s|| <= r}", reference="Definition "
                 "(geometric distinguishability)", needs=("x", "selection", "sphere"), cost="tokens")
-    _q.float_form(lambda inst, w=_which: _counts(inst)[w])
-    _q.ball_form(lambda ex, w=_which: ex.ops.hull(*(ex.num(v) for v in _cached_counts_ball(ex)[w])))
+    _q.float_form(lambda inst, w=_which: _counts(inst)[w])  # type: ignore[misc]  # lambda with loop-bound defaults
+    _q.ball_form(lambda ex, w=_which: ex.ops.hull(*(ex.num(v) for v in _cached_counts_ball(ex)[w])))  # type: ignore[misc]  # lambda with loop-bound defaults
 
 
 # -- the paper's radius and separation (section 3) ------------------------------------------------------------
@@ -311,7 +311,7 @@ def _expected_ns(inst: Instance, which: int) -> tuple[np.ndarray, np.ndarray]:
             n = min(step, draws - start)
             x = sphere_embeddings(rng, (n,), inst.L, d, np.full(n, M[b]), np.full(n, delta[b]))
             total += _separable_counts(alpha[b][None], x, mask[b][None], np.full(n, r[b]))[which].sum()
-        mean[b] = total / draws / inst.N
+        mean[b] = total / draws / cast(int, inst.N)
     return mean, np.full(inst.B, float(hoeffding_halfwidth(1.0, draws, level)))
 
 
@@ -396,7 +396,7 @@ def _sphere_bounds(ex: ExactInstance, which: int) -> tuple[int, int]:
 def _expected_ns_ball(ex: ExactInstance, which: int) -> Any:
     """``E[N_s]/N``: bounds valid for every configuration first (exact when they meet); the
     certifier asks for the Monte Carlo refinement (:func:`refine_sphere`) only when they do not decide."""
-    ops, N = ex.ops, ex.N
+    ops, N = ex.ops, cast(int, ex.N)
     _feasible(ex)
     lo, hi = _sphere_bounds(ex, which)
     det = ops.hull(ops.rational(lo, N), ops.rational(hi, N))
@@ -410,7 +410,7 @@ def _expected_ns_ball(ex: ExactInstance, which: int) -> Any:
 
 def _expected_ns_mc(ex: ExactInstance, which: int) -> Any:
     """Monte Carlo refinement of :func:`_expected_ns_ball` (statistical, Hoeffding at level 1 - mc_level)."""
-    ops, N, L = ex.ops, ex.N, ex.L
+    ops, N, L = ex.ops, cast(int, ex.N), ex.L
     draws, seed, beta = mc_settings(ex.inst.params)
     M, delta, r = ex.float_param("M", 1.0), ex.float_param("delta", 0.0), ex.float_param("r", 1.0)
     rng = np.random.default_rng(seed)
@@ -461,5 +461,5 @@ for _which, _name in ((0, "E_Ns_relaxed"), (1, "E_Ns_full")):
     _q = define(_name, "B", f"E[N_s]/N ({'relaxed' if _which == 0 else 'full Definition'}) over random sphere "
                 "embeddings, weights fixed; MC with interval", definition="E_x[N_s] / N", reference=_REF,
                 needs=("selection", "sphere"), cost="sphere", montecarlo=SPHERE, class_limit=SPHERE_TOKENS)
-    _q.float_form(lambda inst, w=_which: _expected_ns(inst, w))
-    _q.ball_form(lambda ex, w=_which: _expected_ns_ball(ex, w))
+    _q.float_form(lambda inst, w=_which: _expected_ns(inst, w))  # type: ignore[misc]  # lambda with loop-bound defaults
+    _q.ball_form(lambda ex, w=_which: _expected_ns_ball(ex, w))  # type: ignore[misc]  # lambda with loop-bound defaults

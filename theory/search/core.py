@@ -158,7 +158,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     start = time.perf_counter()
     n_rounds = pl.random_batches + pl.class_batches
     shard = 0
-    pieces = [(st, pl, _root(seed, st, 0), r, shard + k, interior) for k, r in enumerate(_pieces(n_rounds, ROUNDS_PER_PIECE))]
+    pieces: list[tuple[Any, ...]] = [(st, pl, _root(seed, st, 0), r, shard + k, interior) for k, r in enumerate(_pieces(n_rounds, ROUNDS_PER_PIECE))]
     for t in run.map(_random_piece, pieces, label=f"search {st.id}: random", progress=progress):
         tracker.merge(t)
     shard += len(pieces)

@@ -11,7 +11,7 @@ evaluator; only those numbers are recorded.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from attnbounds.theory import hypotheses as hyp
 from attnbounds.theory.errors import AttnBoundsError, NotApplicable
 from attnbounds.theory.families import needs
 from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import RatioNormaliser, make, softmax
+from attnbounds.theory.normalisers import Normaliser, RatioNormaliser, make, softmax
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.quantities._subsets import enumerable
 from attnbounds.theory.search import random_search, torch_eval
@@ -85,7 +85,7 @@ def _perturbed(inst: Instance, copies: int, rng: np.random.Generator) -> Instanc
     x = jitter(batch.x)
     common: dict[str, Any] = {"x": x, "N": batch.N, "arrays": batch.arrays, "counts": batch.counts, **params}
     if batch.q is not None:
-        return Instance.from_qk(jitter(batch.q), jitter(batch.k), batch.normaliser, **common)
+        return Instance.from_qk(jitter(batch.q), jitter(batch.k), cast(Normaliser, batch.normaliser), **common)
     if batch.normaliser is None:
         logits = np.log(np.maximum(batch.alpha, 1e-300))
         return Instance.from_logits(jitter(logits), softmax(1.0), **common)
@@ -103,7 +103,7 @@ class _Problem:
         self.base = inst
         self.weights_only = _weights_only(statement)
         need = needs(statement)
-        n = inst.normaliser
+        n: Any = inst.normaliser  # a RatioNormaliser unless weights_only (checked below)
         if not self.weights_only and not isinstance(n, RatioNormaliser):  # a start the ascent cannot take: skipped
             raise NotApplicable("gradient search needs a normaliser of the form F / sum F")
         self.name = "softmax" if self.weights_only else n.name
@@ -112,8 +112,8 @@ class _Problem:
         T0 = np.broadcast_to(np.asarray(1.0 if self.weights_only else n.params["T"], dtype=np.float64), (inst.B,))
         self.T_fixed = float(T0[0])
         t = lambda a: torch.tensor(np.asarray(a, dtype=np.float64))  # noqa: E731
-        self.vars: dict[str, object] = {}
-        self.scale: dict[str, object] = {}
+        self.vars: dict[str, Any] = {}  # torch tensors
+        self.scale: dict[str, Any] = {}
 
         def var(name: str, value: np.ndarray, unit: np.ndarray | None = None) -> None:
             # Adam moves each variable by ~LR of its unit per step: the unit is per instance
@@ -125,14 +125,15 @@ class _Problem:
 
         if "qk" in need:
             # logits q.k move by about T per step
-            qn, kn = np.linalg.norm(inst.q, axis=-1), np.linalg.norm(inst.k, axis=-1).max(-1)
+            q0, k0 = cast(np.ndarray, inst.q), cast(np.ndarray, inst.k)
+            qn, kn = np.linalg.norm(q0, axis=-1), np.linalg.norm(k0, axis=-1).max(-1)
             shrink = np.minimum(1.0, np.sqrt(T0 / np.maximum(qn * kn, 1e-300)))
-            var("q", inst.q, np.maximum(qn, 1e-300) * shrink)
-            var("k", inst.k, np.maximum(kn, 1e-300) * shrink)
+            var("q", q0, np.maximum(qn, 1e-300) * shrink)
+            var("k", k0, np.maximum(kn, 1e-300) * shrink)
         elif self.weights_only:
             var("z", np.log(np.maximum(inst.alpha, 1e-300)), np.ones(inst.B))
         else:
-            var("z", inst.logits, T0)  # logits in units of the temperature
+            var("z", cast(np.ndarray, inst.logits), T0)  # logits in units of the temperature
         if self.free_T:
             self.vars["logT"] = t(np.log(T0)).requires_grad_(True)
             self.scale["logT"] = t(np.ones(inst.B))
@@ -164,7 +165,7 @@ class _Problem:
         if self.weights_only:
             log_F, dlog_F = (lambda lg: lg), (lambda lg: torch.ones_like(lg))
         else:
-            normaliser = make(self.name, T=self.T_fixed, **self.extra)
+            normaliser = cast(RatioNormaliser, make(self.name, T=self.T_fixed, **self.extra))
             log_F, dlog_F = torch_eval.ratio_fns(normaliser, T)
             if not self.free_T:  # Lemma 1's constants: the extrema of log F may be interior
                 critical = self.critical_points(normaliser)
@@ -194,7 +195,7 @@ class _Problem:
     def instance(self) -> Instance | None:
         """The current variables as a float instance (rows with non-finite values dropped)."""
         get = lambda name: None if name not in self.vars else self.value(name).detach().numpy()  # noqa: E731
-        arrays = {k: get(k) for k in ("z", "q", "k", "x", "v")}
+        arrays: dict[str, Any] = {k: get(k) for k in ("z", "q", "k", "x", "v")}
         T = np.exp(self.vars["logT"].detach().numpy()) if self.free_T else None
         finite = np.ones(self.base.B, dtype=bool)
         for a in (*arrays.values(), T):
@@ -285,10 +286,10 @@ def run(statement: Statement, plan: Plan, seed: tuple[int, ...], tracker: Tracke
         if plan.gradient_starts and not supports(statement):
             tracker.method("gradient").stopped = unsupported_reason(statement) or "not supported"
         return
-    fresh_plan = Plan(**{**plan.to_dict(), "batch": plan.gradient_batch,
+    fresh_plan = Plan(**{**cast(dict[str, Any], plan.to_dict()), "batch": plan.gradient_batch,
                          "max_L": min(plan.max_L, MAX_L.get(plan.cost_class, 16))})
     starts = [p for p in pool if p.K <= MAX_START_COLUMNS and (plan.cost_class != "subsets" or enumerable(
-        tuple(int(c) for c in (p.counts[0] if p.counts is not None else np.ones(p.K, dtype=int))), p.N, 1,
+        tuple(int(c) for c in (p.counts[0] if p.counts is not None else np.ones(p.K, dtype=int))), cast(int, p.N), 1,
         MAX_START_VECTORS))]
     for i in range(plan.gradient_starts) if indices is None else indices:
         rng = np.random.default_rng(np.random.SeedSequence([*seed, i]))
@@ -301,7 +302,7 @@ def run(statement: Statement, plan: Plan, seed: tuple[int, ...], tracker: Tracke
         else:
             batch = random_search.build_batch(statement, random_search.draw_spec(rng, statement, fresh_plan), tracker,
                                               "gradient")
-        if batch is not None and (plan.cost_class != "subsets" or enumerable((1,) * batch.L, batch.N)):
+        if batch is not None and (plan.cost_class != "subsets" or enumerable((1,) * batch.L, cast(int, batch.N))):
             optimise(statement, batch, plan.gradient_steps, tracker)
         if progress is not None:
             progress.update(1)

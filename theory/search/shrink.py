@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import numpy as np
 
@@ -87,11 +87,11 @@ class Parts:
         if self.selection is not None:
             kw["selection"] = self.selection[None]
         if self.normaliser is None:
-            return Instance.from_weights(self.alpha[None], **kw)
+            return Instance.from_weights(cast(np.ndarray, self.alpha)[None], **kw)
         normaliser = make(self.normaliser[0], **self.normaliser[1])
         if self.q is not None:
-            return Instance.from_qk(self.q[None], self.k[None], normaliser, **kw)
-        return Instance.from_logits(self.logits[None], normaliser, **kw)
+            return Instance.from_qk(self.q[None], cast(np.ndarray, self.k)[None], normaliser, **kw)
+        return Instance.from_logits(cast(np.ndarray, self.logits)[None], normaliser, **kw)
 
 
 def _unit(v: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray | None:
@@ -239,7 +239,7 @@ def _simplify_moves(p: Parts) -> Iterator[Move]:
         if a is not None and a.size:
             tiny = (np.abs(a) < 1e-3 * np.abs(a).max()) & (a != 0)
             if tiny.any():
-                yield ("tiny", name), replace(p, **{name: np.where(tiny, 0.0, a)})
+                yield ("tiny", name), replace(p, **{name: np.where(tiny, 0.0, a)})  # type: ignore[arg-type]  # one array field, by name
 
 
 def _round_moves(p: Parts) -> Iterator[Move]:

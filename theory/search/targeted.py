@@ -41,7 +41,7 @@ def instances(statement: Statement) -> Any:
     names = admissible_normalisers(statement)
     lo_L, hi_L = _lengths(statement, min_L)
     fixed, ranges = statement.fixed, statement.ranges
-    temperatures = TEMPERATURES
+    temperatures: tuple[float, ...] = TEMPERATURES
     if "T" in fixed:
         temperatures = (float(fixed["T"]),)
     elif "T" in ranges:

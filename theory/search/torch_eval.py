@@ -13,7 +13,7 @@ import functools
 import math as mathlib
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 import sympy as sp
@@ -104,7 +104,7 @@ class State:
         if name == "L":
             return torch.full((self.B,), float(self.L), dtype=torch.float64)
         if name == "N":
-            return torch.full((self.B,), float(self.N), dtype=torch.float64)
+            return torch.full((self.B,), float(cast(int, self.N)), dtype=torch.float64)
         return self.params[name]
 
     def norm(self, v: Any, dim: int = -1) -> Any:

@@ -6,7 +6,7 @@ import contextlib
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -77,7 +77,7 @@ class MethodStats:
     by_L: dict[int, tuple[float, int, float, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        out = {"tried": self.tried, "applicable": self.applicable, "violations": self.violations,
+        out: dict[str, Any] = {"tried": self.tried, "applicable": self.applicable, "violations": self.violations,
                "best_margin": self.best_margin, "best_ratio": self.best_ratio, "seconds": round(self.seconds, 4)}
         if self.first_violation_s is not None:
             out["first_violation_s"] = round(self.first_violation_s, 4)
