@@ -289,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     try:  # everything, start-up included: an interrupt while the heavy modules load exits 130 too
         if _handles_ctrl_c():
             previous = signal.signal(signal.SIGINT, _interrupt)
+        from attnbounds.theory.memory import tune_allocator
+
+        tune_allocator()
         code = int(_run(sys.argv[1:] if argv is None else list(argv)) or 0)
         _stop_if_interrupted()
         return code

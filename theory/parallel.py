@@ -25,6 +25,13 @@ from attnbounds.theory.errors import InvalidArgument
 CONNECT_TIMEOUT_S = 5
 #: how often a piece is retried when its worker dies
 RETRIES = 3
+#: Dask settings for the workers this module starts: the statistical profiler interrupts the task thread every
+#: 10 ms and the event loop ticks every 20 ms (about 5 % of a pure-Python task); one thread of BLAS and OpenMP per
+#: worker, as Dask does by default. (Its nannies' MALLOC_TRIM_THRESHOLD_ is countered in every task by
+#: :func:`attnbounds.theory.memory.tune_allocator`.)
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+                 "distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1,
+                                                         "OPENBLAS_NUM_THREADS": 1}}
 
 
 def parse(scheduler: str | None) -> tuple[str, Any]:
@@ -118,8 +125,10 @@ class _InContext:
         self.fn, self.context = fn, context
 
     def __call__(self, item: Any) -> Any:
+        from attnbounds.theory.memory import tune_allocator
         from attnbounds.theory.normalisers import FAMILY
 
+        tune_allocator()
         FAMILY.update(self.context["families"])
         os.environ.update(self.context["env"])
         os.environ["ATTNBOUNDS_SCHEDULER"] = "none"
@@ -148,8 +157,11 @@ def runner(scheduler: str | None = None) -> Iterator[Runner]:
     cluster = None
     try:
         if kind == "processes":
-            cluster = LocalCluster(n_workers=arg, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   silence_logs=40)
+            import dask
+
+            with dask.config.set(WORKER_CONFIG):  # the workers' own configuration, handed over by their nannies
+                cluster = LocalCluster(n_workers=arg, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       silence_logs=40)
             client = Client(cluster)
         else:
             client = Client(arg, timeout=CONNECT_TIMEOUT_S)

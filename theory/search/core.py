@@ -82,8 +82,9 @@ def _statement(statement: Statement | str) -> Statement:
     return resolve(statement)
 
 
-#: random rounds (or gradient starts) per piece of work: pieces are what a cluster runs in parallel
-ROUNDS_PER_PIECE = 8
+#: random rounds per piece of work (pieces are what a cluster runs in parallel): a round takes 10 to 100 ms, a
+#: task's round trip about 4 ms; every gradient start (about 0.5 s) is a piece of its own
+ROUNDS_PER_PIECE = 32
 
 
 def _pieces(n: int, size: int) -> list[range]:
@@ -137,7 +138,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     not L = 1, N = L, exact ties, zero vectors), and shrinking keeps them there.
 
     The budget is converted into a fixed amount of work (:func:`attnbounds.theory.search.budget.plan`),
-    cut into pieces (random rounds and gradient starts by :data:`ROUNDS_PER_PIECE`, targeted examples by
+    cut into pieces (random rounds by :data:`ROUNDS_PER_PIECE`, gradient starts one by one, targeted examples by
     runs of hypothesis) whose generators derive from (seed, reading, phase, index); ``runner``
     (:mod:`attnbounds.theory.parallel`, in-process by default) runs the pieces of a phase, and they are
     merged in index order. So the same ``(statement, budget_s, seed)`` gives the same result on any machine
@@ -165,7 +166,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     if pl.gradient_starts and supports_gradient:
         pool = [c.inst for c in tracker.pool]
         pieces = [(st, pl, _root(seed, st, 1), r, shard + k, interior, pool)
-                  for k, r in enumerate(_pieces(pl.gradient_starts, ROUNDS_PER_PIECE))]
+                  for k, r in enumerate(_pieces(pl.gradient_starts, 1))]
         for t in run.map(_gradient_piece, pieces, label=f"search {st.id}: gradient", progress=progress):
             tracker.merge(t)
         shard += len(pieces)
