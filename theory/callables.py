@@ -74,14 +74,8 @@ class CallableNormaliser(Normaliser):
     def __hash__(self) -> int:
         return hash(repr(self))
 
-    # no log F: positivity and length independence are unknown, so the hypotheses computed from them fail
-    @property
-    def positive(self) -> bool:
-        return False
-
-    @property
-    def length_independent(self) -> bool:
-        return False
+    # no log F: positivity and length independence are unknown, so Normaliser's answer (False) stands and the
+    # hypotheses computed from them fail
 
     def _T_tensor(self, B: int, dtype: Any) -> Any:
         torch = _torch()

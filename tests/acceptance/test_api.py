@@ -24,13 +24,7 @@ from attnbounds.theory.verify import verify
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def restore_family():
-    """check() restores the normaliser family itself; a TOML load registers its normalisers for the process."""
-    saved = dict(nm.FAMILY)
-    yield
-    nm.FAMILY.clear()
-    nm.FAMILY.update(saved)
+pytestmark = pytest.mark.usefixtures("restore_family")
 
 
 def test_check_leaves_the_normaliser_family_as_it_was():

@@ -17,12 +17,7 @@ from attnbounds.theory.verify import verify
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-@pytest.fixture(autouse=True)
-def restore_family():
-    saved = dict(nm.FAMILY)
-    yield
-    nm.FAMILY.clear()
-    nm.FAMILY.update(saved)
+pytestmark = pytest.mark.usefixtures("restore_family")
 
 
 def _write(tmp_path, text: str, name: str = "mine.toml") -> Path:
