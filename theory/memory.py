@@ -61,13 +61,12 @@ def tune_allocator() -> bool:
     if _TUNED:
         return _TUNED[0]
     import ctypes
-    import ctypes.util
     import sys
 
     ok = False
     if sys.platform.startswith("linux"):
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            libc = ctypes.CDLL(None)  # this process's own symbols (ctypes.util.find_library would run ldconfig)
             M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # malloc.h
             ok = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
         except (OSError, AttributeError):  # musl and others: no mallopt
