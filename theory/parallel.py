@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from typing import Any, Callable, Iterator, Sequence
 
 from attnbounds.theory.errors import InvalidArgument
@@ -129,6 +130,9 @@ class _InContext:
         from attnbounds.theory.normalisers import FAMILY
 
         tune_allocator()
+        # hypothesis warns when the global `random` state changes while it draws; on a worker the event loop's
+        # thread moves it (Dask's jittered callbacks), not the strategies, whose generators are all seeded
+        warnings.filterwarnings("ignore", message="Do not use the `random` module inside strategies")
         FAMILY.update(self.context["families"])
         os.environ.update(self.context["env"])
         os.environ["ATTNBOUNDS_SCHEDULER"] = "none"
