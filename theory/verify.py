@@ -447,7 +447,8 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
     ``scheduler`` (:mod:`attnbounds.theory.parallel`: ``none``, ``processes:N``, ``tcp://HOST:PORT``; default
     ``$ATTNBOUNDS_SCHEDULER`` or ``none``): with at least as many readings as workers (or
     :data:`READINGS_AS_TASKS`), each reading is a task; with fewer, the readings run here one after another and
-    each search's pieces are the tasks (one hard reading uses the whole cluster). Either way the records are the same as in-process, apart from
+    each search's pieces are the tasks (one hard reading uses the whole cluster). A script that starts local
+    workers (``processes:N``) needs the ``if __name__ == "__main__":`` guard: Dask spawns fresh interpreters. Either way the records are the same as in-process, apart from
     ``timing`` (which names the scheduler).
     """
     from attnbounds.theory import parallel, registry
