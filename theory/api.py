@@ -75,15 +75,14 @@ def _identifier(text: str) -> str:
 
 def _normaliser_tables(normaliser: Any) -> tuple[dict[str, Any] | None, str | None]:
     """``(normaliser table or None, the name the statement is restricted to or None)``."""
-    from attnbounds.theory.normalisers import FAMILY, Normaliser, RatioNormaliser
+    from attnbounds.theory.normalisers import BUILTIN_FAMILIES, FAMILY, Normaliser, RatioNormaliser
 
-    builtin = {name for name, make in FAMILY.items() if getattr(make, "__module__", "") == "attnbounds.theory.normalisers"}
     if normaliser is None:
         return None, None
     if isinstance(normaliser, str):
         return None, normaliser
     if isinstance(normaliser, RatioNormaliser):
-        if normaliser.name in builtin:
+        if normaliser.name in BUILTIN_FAMILIES:
             proto = FAMILY[normaliser.name]()
             if isinstance(proto, RatioNormaliser) and proto.log_F == normaliser.log_F:
                 return None, normaliser.name  # its parameters besides T are fixed by statement()
@@ -96,7 +95,7 @@ def _normaliser_tables(normaliser: Any) -> tuple[dict[str, Any] | None, str | No
             normaliser.name
     if isinstance(normaliser, Normaliser):
         name = getattr(normaliser, "name", "")
-        if name in builtin:
+        if name in BUILTIN_FAMILIES:
             return None, name
         raise InvalidArgument(f"normaliser: {normaliser!r} is neither built-in nor a RatioNormaliser; pass its torch "
                               f"function fn(logits, T) -> weights instead")
@@ -106,16 +105,16 @@ def _normaliser_tables(normaliser: Any) -> tuple[dict[str, Any] | None, str | No
         if "name" not in table and fn is not None:
             table["name"] = _identifier(getattr(fn, "__name__", "callable"))
         name = table.get("name")
-        if isinstance(name, str) and name in builtin:
+        if isinstance(name, str) and name in BUILTIN_FAMILIES:
             raise InvalidArgument(f"normaliser: name {name!r} is a built-in normaliser; choose another (or pass the "
                                   f"string {name!r} to use the built-in one)")
         return table, name if isinstance(name, str) else None
     if callable(normaliser):
         name = _identifier(getattr(normaliser, "__name__", "callable"))
-        if name in builtin:
+        if name in BUILTIN_FAMILIES:
             name = f"{name}_user"
         return {"name": name, "torch": normaliser}, name
-    raise InvalidArgument(f"normaliser must be None, a built-in name ({', '.join(sorted(builtin))}), a RatioNormaliser, "
+    raise InvalidArgument(f"normaliser must be None, a built-in name ({', '.join(sorted(BUILTIN_FAMILIES))}), a RatioNormaliser, "
                           f"a table {{'name', 'log_F', 'params', 'torch'}} or a torch function fn(logits, T) -> "
                           f"weights; got {type(normaliser).__name__}")
 

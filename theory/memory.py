@@ -6,6 +6,7 @@ The budget is ``$ATTNBOUNDS_MEMORY_GB`` gibibytes (default 4) for any single tem
 
 from __future__ import annotations
 
+import functools
 import os
 
 from attnbounds.theory.errors import InvalidArgument
@@ -45,9 +46,7 @@ def rows_per_chunk(bytes_per_row: float, chunk_bytes: int = CHUNK_BYTES) -> int:
 #: TRIM_THRESHOLD of free heap is kept, instead of mapping and faulting in every numpy temporary anew
 MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 64 << 20
-_TUNED: list[bool] = []
-
-
+@functools.cache
 def tune_allocator() -> bool:
     """Raise glibc's mmap and trim thresholds for this process (``mallopt``), once; False where there is no glibc.
 
@@ -58,8 +57,6 @@ def tune_allocator() -> bool:
     Called by the command line and by every task on a Dask worker, never on import (a library must not change
     its host's allocator unasked). Results do not depend on it.
     """
-    if _TUNED:
-        return _TUNED[0]
     import ctypes
     import sys
 
@@ -71,5 +68,4 @@ def tune_allocator() -> bool:
             ok = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
         except (OSError, AttributeError):  # musl and others: no mallopt
             ok = False
-    _TUNED.append(ok)
     return ok

@@ -572,6 +572,8 @@ FAMILY: dict[str, Callable[..., Normaliser]] = {
     "entmax15": Entmax15,
     "sigmoid": SigmoidAttention,
 }
+#: the names above: a statements file or a Python callable registers more in FAMILY for its process
+BUILTIN_FAMILIES: frozenset[str] = frozenset(FAMILY)
 
 
 def make(name: str, **params: Any) -> Normaliser:

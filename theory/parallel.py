@@ -110,10 +110,9 @@ class DaskRunner(Runner):
 def _context() -> dict[str, Any]:
     """What a worker needs besides the task's arguments: the user's normaliser families (a statements file
     registers them in this process only) and the ``ATTNBOUNDS_*`` settings (memory limit, cache, ...)."""
-    from attnbounds.theory.normalisers import FAMILY
+    from attnbounds.theory.normalisers import BUILTIN_FAMILIES, FAMILY
 
-    families = {name: make for name, make in FAMILY.items()
-                if getattr(make, "__module__", "") != "attnbounds.theory.normalisers"}
+    families = {name: make for name, make in FAMILY.items() if name not in BUILTIN_FAMILIES}
     env = {k: v for k, v in os.environ.items() if k.startswith("ATTNBOUNDS_") and k != "ATTNBOUNDS_SCHEDULER"}
     return {"families": families, "env": env}
 

@@ -25,7 +25,7 @@ import sympy as sp
 
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
+from attnbounds.theory.normalisers import BUILTIN_FAMILIES, FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
 
 FORMAT = "attnbounds.instance"
 VERSION = 1
@@ -86,7 +86,7 @@ def normaliser_to_json(normaliser: Normaliser | None) -> dict[str, Any] | None:
         return None
     name = getattr(normaliser, "name", None)
     params = dict(normaliser.params)
-    if name in FAMILY and getattr(FAMILY[name], "__module__", "") == "attnbounds.theory.normalisers":  # built-in families only
+    if name in BUILTIN_FAMILIES:
         try:
             rebuilt = FAMILY[name](**params)
         except (TypeError, AttnBoundsError):

@@ -37,7 +37,7 @@ import sympy as sp
 from attnbounds.theory import atomic, selfcheck
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.exprparse import FUNCTIONS, free_names, parse_expression
-from attnbounds.theory.normalisers import FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
+from attnbounds.theory.normalisers import BUILTIN_FAMILIES, FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.statement import Citation, Hypothesis, Statement
 
@@ -48,7 +48,6 @@ _STATEMENT_KEYS = {"id", "title", "relation", "lhs", "rhs", "hypotheses", "where
 _NORMALISER_KEYS = {"name", "log_F", "params"}
 #: a normaliser given from Python (``attnbounds.check``) may also carry its torch function
 _PYTHON_NORMALISER_KEYS = _NORMALISER_KEYS | {"torch"}
-_BUILTIN_FAMILY = frozenset(FAMILY)
 #: the largest statements file read, in bytes
 MAX_FILE_BYTES = 1 << 20
 #: seconds that parsing and self-checking one statement or normaliser may take (:func:`time_limit`)
@@ -238,9 +237,9 @@ def _restriction(table: dict[str, Any], where: str, normalisers: dict[str, Calla
     name = table.get("normaliser")
     if name is None:
         return None, set()
-    if not isinstance(name, str) or (name not in normalisers and name not in _BUILTIN_FAMILY):
+    if not isinstance(name, str) or (name not in normalisers and name not in BUILTIN_FAMILIES):
         raise InvalidArgument(f"{where}: key 'normaliser': unknown normaliser {name!r}; declared in this file: "
-                              f"{', '.join(sorted(normalisers)) or 'none'}; built-in: {', '.join(sorted(_BUILTIN_FAMILY))}")
+                              f"{', '.join(sorted(normalisers)) or 'none'}; built-in: {', '.join(sorted(BUILTIN_FAMILIES))}")
     proto = (normalisers.get(name) or FAMILY[name])()
     return same_normaliser(name, proto), set(proto.params) - {"T"}
 
@@ -360,7 +359,7 @@ def _parse_normaliser(table: Any, k: int, path: str, python: bool = False) -> tu
     unknown = set(table) - keys
     if unknown:
         raise InvalidArgument(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(keys)}")
-    if name in _BUILTIN_FAMILY:
+    if name in BUILTIN_FAMILIES:
         raise InvalidArgument(f"{where}: name {name!r} is a built-in normaliser; choose another")
     fn = table.get("torch")
     if fn is not None and "log_F" not in table:  # a callable without log F: searched in float, never certified
@@ -529,7 +528,7 @@ def _load_python(path: Path) -> UserBounds:
             selfcheck.check_hypotheses(st, f"{path}: STATEMENTS[{k}] ({st.id!r})")
         out.statements.append(st)
     for name, value in dict(namespace.get("NORMALISERS", {})).items():
-        if name in _BUILTIN_FAMILY:
+        if name in BUILTIN_FAMILIES:
             raise InvalidArgument(f"{path}: NORMALISERS: {name!r} is a built-in normaliser; choose another")
         if isinstance(value, RatioNormaliser):
             value = (lambda base: lambda **kw: base._with({**base.values, **kw}))(value)
