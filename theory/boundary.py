@@ -15,32 +15,32 @@ from attnbounds.theory.instance import Instance
 BOUNDARIES = ("L = 1", "N = L", "exact tie at the top-N boundary", "zero vector")
 
 
+def flags(inst: Instance) -> dict[str, np.ndarray]:
+    """Per boundary (:data:`BOUNDARIES`), a ``(B,)`` array: which instances of the batch sit on it."""
+    B, L, present = inst.B, inst.L, inst.present
+    tie = np.zeros(B, dtype=bool)
+    if inst.N is not None and inst.N < L:
+        selected, rest = inst.mask & present, ~inst.mask & present
+        with np.errstate(invalid="ignore"):
+            lowest = np.where(selected, inst.alpha, np.inf).min(axis=1)
+            highest = np.where(rest, inst.alpha, -np.inf).max(axis=1)
+        tie = selected.any(axis=1) & rest.any(axis=1) & (lowest == highest)
+    zero = np.zeros(B, dtype=bool)
+    if inst.x is not None:
+        zero |= np.any(np.all(inst.x == 0, axis=-1) & present, axis=1)
+    if inst.q is not None:
+        zero |= np.all(inst.q.reshape(B, -1) == 0, axis=1)
+    if inst.k is not None:
+        zero |= np.any(np.all(inst.k == 0, axis=-1) & present, axis=1)
+    return dict(zip(BOUNDARIES, (np.full(B, L == 1), np.full(B, inst.N is not None and inst.N == L), tie, zero)))
+
+
 def boundaries(inst: Instance) -> list[list[str]]:
     """Per instance of the batch, the boundaries it sits on (an empty list: an interior instance)."""
-    out: list[list[str]] = [[] for _ in range(inst.B)]
-    present = inst.present
-    for b in range(inst.B):
-        if inst.L == 1:
-            out[b].append("L = 1")
-        if inst.N is not None and inst.N == inst.L:
-            out[b].append("N = L")
-        if inst.N is not None and inst.N < inst.L:
-            m = inst.mask[b] & present[b]
-            rest = ~inst.mask[b] & present[b]
-            if m.any() and rest.any() and inst.alpha[b][m].min() == inst.alpha[b][rest].max():
-                out[b].append("exact tie at the top-N boundary")
-        zero = False
-        if inst.x is not None:
-            zero |= bool(np.any(np.all(inst.x[b][present[b]] == 0, axis=-1)))
-        if inst.q is not None:
-            zero |= bool(np.all(inst.q[b] == 0))
-        if inst.k is not None:
-            zero |= bool(np.any(np.all(inst.k[b][present[b]] == 0, axis=-1)))
-        if zero:
-            out[b].append("zero vector")
-    return out
+    on = flags(inst)
+    return [[name for name in BOUNDARIES if on[name][b]] for b in range(inst.B)]
 
 
 def interior(inst: Instance) -> np.ndarray:
     """``(B,)``: instances on no boundary."""
-    return np.array([not bs for bs in boundaries(inst)], dtype=bool)
+    return ~np.logical_or.reduce(list(flags(inst).values()))

@@ -34,6 +34,7 @@ from attnbounds.theory.errors import AttnBoundsError, CannotCertify, InvalidArgu
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import ArbOps, BallEvaluator, Ops, Unsupported
 from attnbounds.theory.quantities import QUANTITIES
+from attnbounds.theory.parallel import Runner
 from attnbounds.theory.statement import Statement, _conjuncts
 
 t = sp.Symbol("t", nonnegative=True)
@@ -550,25 +551,29 @@ def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, work: _Work | None = None,
 
 
 def analyse(statement: Statement, inst: Instance, *, violated: bool = True, bits: int = 128,
-            work_limit: int = WORK_LIMIT) -> list[LimitResult]:
+            work_limit: int = WORK_LIMIT, runner: Runner | None = None) -> list[LimitResult]:
     """The statement along each family through ``inst`` (B = 1): for a violation, the smallest ``L0`` found
     such that it is certified violated for every ``L >= L0`` of the family; for a tight instance, whether the
-    bound holds on the whole family and its relative slack in the limit."""
+    bound holds on the whole family and its relative slack in the limit. The families are independent pieces of
+    work for ``runner`` (:mod:`attnbounds.theory.parallel`; in-process by default)."""
     if inst.B != 1:
         raise InvalidArgument(f"analyse needs a single instance (B=1), got B={inst.B}")
     if not closed_form(statement):
         missing = sorted(q for q in statement.bindings.values() if not QUANTITIES[q].closed_form)
         return [LimitResult("", "unsupported", detail=f"no closed form along token classes for {', '.join(missing)}")]
-    out = []
-    for family in families(inst):
-        ops = SymbolicOps(_Work(work_limit))
-        try:
-            with ops.precision(bits):
-                out.append(_analyse_family(statement, family, ops, violated))
-        except (CannotCertify, AttnBoundsError, NotImplementedError, RecursionError, TypeError, ValueError,
-                ZeroDivisionError) as exc:
-            out.append(LimitResult(family.name, "unsupported", detail=f"{type(exc).__name__}: {exc}"[:300]))
-    return out
+    return (runner or Runner()).map(_family_piece, families(inst), shared=(statement, violated, bits, work_limit),
+                                    label=f"limits {statement.id}")
+
+
+def _family_piece(shared: tuple[Statement, bool, int, int], family: Family) -> LimitResult:
+    statement, violated, bits, work_limit = shared
+    ops = SymbolicOps(_Work(work_limit))
+    try:
+        with ops.precision(bits):
+            return _analyse_family(statement, family, ops, violated)
+    except (CannotCertify, AttnBoundsError, NotImplementedError, RecursionError, TypeError, ValueError,
+            ZeroDivisionError) as exc:
+        return LimitResult(family.name, "unsupported", detail=f"{type(exc).__name__}: {exc}"[:300])
 
 
 def _analyse_family(statement: Statement, family: Family, ops: SymbolicOps, violated: bool) -> LimitResult:

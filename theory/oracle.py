@@ -122,8 +122,10 @@ def record(stats: Any, ev: Evaluation, status: np.ndarray, certified: np.ndarray
         ratio = np.where(rhs > 0, lhs / rhs, -np.inf)
     rel = np.where(proved, np.maximum(rel, 0.0), rel)
     ratio = np.where(proved, np.minimum(ratio, 1.0), ratio)
-    stats.worst_ratio = max(stats.worst_ratio, float(np.nanmax(ratio)))
-    stats.worst_rel_margin = min(stats.worst_rel_margin, float(np.nanmin(rel)))
+    if not np.isnan(ratio).all():  # both sides infinite or undefined: no ratio, no margin to report
+        stats.worst_ratio = max(stats.worst_ratio, float(np.nanmax(ratio)))
+    if not np.isnan(rel).all():
+        stats.worst_rel_margin = min(stats.worst_rel_margin, float(np.nanmin(rel)))
 
 
 def check_batch(statement: Statement, inst: Instance, stats: Any = None, *, targeting: bool = True,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import uuid
 import warnings
 from typing import Any, Callable, Iterator, Sequence
 
@@ -26,6 +27,9 @@ from attnbounds.theory.errors import InvalidArgument
 CONNECT_TIMEOUT_S = 5
 #: how often a piece is retried when its worker dies
 RETRIES = 3
+#: a batch of at most this many pieces per worker carries its shared part in every piece (a shared future would
+#: draw every piece to the worker that holds it)
+SMALL_BATCH = 2
 #: Dask settings for the workers this module starts: the statistical profiler interrupts the task thread every
 #: 10 ms and the event loop ticks every 20 ms (about 5 % of a pure-Python task); one thread of BLAS and OpenMP per
 #: worker, as Dask does by default. (Its nannies' MALLOC_TRIM_THRESHOLD_ is countered in every task by
@@ -54,25 +58,109 @@ def parse(scheduler: str | None) -> tuple[str, Any]:
     raise InvalidArgument(f"unknown scheduler {text!r}; allowed: none, processes:N, tcp://HOST:PORT")
 
 
-class Runner:
-    """Maps a function over items in order (in-process); :class:`DaskRunner` on a cluster."""
+class Batch:
+    """Pieces of work started by :meth:`Runner.start`; :meth:`results` waits for them and returns them in order."""
 
-    name = "none"
-    workers = 1
+    def __init__(self, fn: Callable[..., Any], items: Sequence[Any], shared: Any, label: str):
+        self.fn, self.items, self.shared, self.label = fn, list(items), shared, label
 
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], *, label: str = "", progress: bool = False) -> list[Any]:
-        bar = _bar(progress, len(items), label)
+    def results(self, *, progress: bool = False) -> list[Any]:
+        """``[fn(item)]`` (``[fn(shared, item)]`` with ``shared``), in the items' order. In-process the work runs
+        here, now: batches started together run one after another in the order their results are asked for."""
+        bar = _bar(progress, len(self.items), self.label)
         out = []
-        for item in items:
-            out.append(fn(item))
+        for item in self.items:
+            out.append(self.fn(item) if self.shared is _NOTHING else self.fn(self.shared, item))
             if bar is not None:
                 bar.update(1)
         if bar is not None:
             bar.close()
         return out
 
+
+#: no ``shared`` argument
+_NOTHING: Any = object()
+
+
+class Runner:
+    """Maps a function over items in order (in-process); :class:`DaskRunner` on a cluster.
+
+    :meth:`start` hands out a batch of pieces without waiting, so that independent batches (and the work that
+    follows them here) overlap on a cluster; :meth:`map` starts one and waits for it. ``shared`` is what every
+    piece of a batch reads (the statement, the plan): it travels to each worker once, not with every piece.
+    """
+
+    name = "none"
+    workers = 1
+
+    def start(self, fn: Callable[..., Any], items: Sequence[Any], *, shared: Any = _NOTHING, label: str = "",
+              last_first: bool = False) -> Batch:
+        """``last_first``: later items cost more (a cluster starts them first, so no long piece is left for the
+        end); in-process the order does not matter."""
+        return Batch(fn, items, shared, label)
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], *, shared: Any = _NOTHING, label: str = "",
+            progress: bool = False) -> list[Any]:
+        return self.start(fn, items, shared=shared, label=label).results(progress=progress)
+
     def close(self) -> None:
         pass
+
+
+class _DaskBatch(Batch):
+    """The pieces as Dask futures, submitted at once; gathered in the items' order."""
+
+    def __init__(self, client: Any, workers: int, fn: Callable[..., Any], items: Sequence[Any], shared: Any, label: str,
+                 last_first: bool):
+        super().__init__(fn, items, shared, label)
+        self.client = client
+        self.futures: list[Any] = []
+        self.shared_future: Any = None
+        task = _InContext(fn, _context())
+        batch = uuid.uuid4().hex[:12]
+        name = (label or getattr(fn, "__name__", "task")).replace(" ", "_")
+        order = list(range(len(self.items)))[::-1 if last_first else 1]  # Dask starts a batch in submission order
+        keys = [f"{name}-{k}-{batch}" for k in order]  # what the dashboard shows
+        args: list[list[Any]] = [[self.items[k] for k in order]]
+        try:
+            if shared is not _NOTHING and len(order) <= SMALL_BATCH * workers:  # with each piece: spread evenly
+                args.append([shared] * len(order))
+            elif shared is not _NOTHING:  # computed once on one worker (recomputed if it dies), fetched once per worker
+                self.shared_future = client.submit(_identity, shared, key=f"{name}-shared-{batch}", pure=False,
+                                                   retries=RETRIES)
+                args.append([self.shared_future] * len(order))
+            futures = client.map(task, *args, key=keys, pure=False, retries=RETRIES)
+            self.futures = futures[::-1] if last_first else futures
+        except BaseException:
+            self.cancel()
+            raise
+
+    def results(self, *, progress: bool = False) -> list[Any]:
+        from distributed import as_completed
+
+        bar = _bar(progress, len(self.futures), self.label)
+        try:
+            for future in as_completed(self.futures):
+                future.result()  # raise the first error at once
+                if bar is not None:
+                    bar.update(1)
+            return self.client.gather(self.futures)
+        except BaseException:
+            self.cancel()
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+            self.shared_future = None  # the workers may drop it
+
+    def cancel(self) -> None:
+        futures = [*self.futures, *([self.shared_future] if self.shared_future is not None else [])]
+        if futures:
+            self.client.cancel(futures)
+
+
+def _identity(x: Any) -> Any:
+    return x
 
 
 class DaskRunner(Runner):
@@ -82,24 +170,9 @@ class DaskRunner(Runner):
         self.client, self.cluster, self.name = client, cluster, name
         self.workers = max(1, len(client.scheduler_info().get("workers", {})))
 
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], *, label: str = "", progress: bool = False) -> list[Any]:
-        from distributed import as_completed
-
-        task = _InContext(fn, _context())
-        futures = self.client.map(task, list(items), pure=False, retries=RETRIES)
-        bar = _bar(progress, len(futures), label)
-        try:
-            for future in as_completed(futures):
-                future.result()  # raise the first error at once
-                if bar is not None:
-                    bar.update(1)
-            return self.client.gather(futures)
-        except BaseException:
-            self.client.cancel(futures)
-            raise
-        finally:
-            if bar is not None:
-                bar.close()
+    def start(self, fn: Callable[..., Any], items: Sequence[Any], *, shared: Any = _NOTHING, label: str = "",
+              last_first: bool = False) -> Batch:
+        return _DaskBatch(self.client, self.workers, fn, items, shared, label, last_first)
 
     def close(self) -> None:
         self.client.close()
@@ -124,7 +197,7 @@ class _InContext:
     def __init__(self, fn: Callable[[Any], Any], context: dict[str, Any]):
         self.fn, self.context = fn, context
 
-    def __call__(self, item: Any) -> Any:
+    def __call__(self, item: Any, *shared: Any) -> Any:
         from attnbounds.theory.memory import tune_allocator
         from attnbounds.theory.normalisers import FAMILY
 
@@ -135,7 +208,7 @@ class _InContext:
         FAMILY.update(self.context["families"])
         os.environ.update(self.context["env"])
         os.environ["ATTNBOUNDS_SCHEDULER"] = "none"
-        return self.fn(item)
+        return self.fn(*shared, item)
 
 
 def _bar(progress: bool, total: int, label: str) -> Any:

@@ -22,6 +22,18 @@ def register(statement: Statement, *, replace: bool = False) -> Statement:
 for _module in (lemma1, theorem1, corollary2, theorem2, gradients, multihead, corrections):
     for _s in _module.STATEMENTS:
         register(_s)
+#: the readings every process registers when it imports this module
+_BUILTIN: dict[str, Statement] = dict(_REGISTRY)
+
+
+def is_builtin(statement: Statement) -> bool:
+    """Whether ``statement`` is one of the paper's readings as registered (not a variant or a user's own)."""
+    return _BUILTIN.get(statement.id) is statement
+
+
+def builtin(statement_id: str) -> Statement:
+    """The paper's reading ``statement_id`` as registered (how a reading is unpickled)."""
+    return _BUILTIN[statement_id]
 
 
 def get(statement_id: str) -> Statement:

@@ -320,6 +320,20 @@ class Statement:
     def __hash__(self) -> int:
         return hash(self.id)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields only: generated evaluators and other caches are rebuilt where the statement is used
+        (pickled, they would carry generated code by value: 20 ms and 1 kB per statement)."""
+        return {f.name: self.__dict__[f.name] for f in dataclasses.fields(self)}
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """A reading of the paper travels by id (a worker finds it in its own registry, with its evaluators
+        already built by earlier pieces of work); any other statement by value."""
+        from attnbounds.theory import registry  # it imports every statement module
+
+        if registry.is_builtin(self):
+            return registry.builtin, (self.id,)
+        return super().__reduce_ex__(protocol)
+
     def symbols(self) -> set[str]:
         return set(self._symbols)
 

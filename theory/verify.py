@@ -30,6 +30,7 @@ from attnbounds.theory.callables import uncertified
 from attnbounds.theory.certify import Certificate, certify
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.instance import Instance
+from attnbounds.theory.parallel import Runner
 from attnbounds.theory.records import PAPER, Record, git_state, software
 from attnbounds.theory.serialize import instance_to_json
 from attnbounds.theory.statement import PAPER_VERSION, Statement
@@ -120,8 +121,14 @@ def _fmt(x: float | None) -> str:
 
 def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0, source: str = "paper",
                      search: SearchFn | None = None, prover: ProverFn | None = None,
-                     max_candidates: int = MAX_CANDIDATES, min_tried: int = MIN_TRIED) -> Record:
-    """The record of one statement (module docstring). Crashes become ERROR records, never silence."""
+                     max_candidates: int = MAX_CANDIDATES, min_tried: int = MIN_TRIED,
+                     runner: Runner | None = None) -> Record:
+    """The record of one statement (module docstring). Crashes become ERROR records, never silence.
+
+    ``runner`` (:mod:`attnbounds.theory.parallel`, in-process by default) runs the independent pieces: the proof
+    replay (overlapping the search), the default search's pieces, the tightest instance's certificate
+    (overlapping the search for an interior counterexample) and the limit analysis' families; the record does
+    not depend on it."""
     start = time.perf_counter()
     timing: dict[str, Any] = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     fields: dict[str, Any] = {
@@ -141,9 +148,9 @@ def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed:
         else:
             if uncertified(st) is not None:
                 fields["certified"] = False
-            verdict, reason = _decide(st, fields, timing, budget_s=budget_s, seed=seed,
-                                      search=search or default_search(), prover=prover or default_prover,
-                                      max_candidates=max_candidates, min_tried=min_tried)
+            verdict, reason = _decide(st, fields, timing, budget_s=budget_s, seed=seed, search=search,
+                                      prover=prover or default_prover, max_candidates=max_candidates,
+                                      min_tried=min_tried, runner=runner or Runner())
     except Exception as exc:  # an internal failure must show up in the record, not vanish
         verdict = "ERROR"
         reason = f"internal error while verifying: {type(exc).__name__}: {exc}"
@@ -152,33 +159,48 @@ def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed:
     return Record.build(**fields, verdict=verdict, reason=reason, timing=timing)
 
 
-def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, budget_s: float, seed: int,
-            search: SearchFn, prover: ProverFn, max_candidates: int, min_tried: int) -> tuple[str, str]:
-    notes: list[str] = []
-    proved_by = None
+def _replay(prover: ProverFn, statement_id: str) -> tuple[dict[str, Any] | None, str | None, list[str], float]:
+    """``(record's proof field, derivation name if it proves the reading, notes, seconds)`` from ``prover``."""
     t = time.perf_counter()
-    found = prover(st.id)
-    if found is not None:
-        name, rep = found
-        fields["proof"] = {"name": name, "result": rep.result, "ok": bool(rep.ok), "complete": bool(rep.complete),
-                           **rep.summary(), "sharp": rep.sharp}
-        if rep.ok and rep.complete:
-            proved_by = name
-        elif not rep.ok:
-            notes.append(f"derivation {name} FAILED to replay ({len(rep.failures)} failing steps)")
-        else:
-            notes.append(f"derivation {name} replays only modulo {rep.prose} prose steps, which does not count as a proof")
-    timing["proof_s"] = time.perf_counter() - t
+    found = prover(statement_id)
+    if found is None:
+        return None, None, [], time.perf_counter() - t
+    name, rep = found
+    proof = {"name": name, "result": rep.result, "ok": bool(rep.ok), "complete": bool(rep.complete), **rep.summary(),
+             "sharp": rep.sharp}
+    if rep.ok and rep.complete:
+        return proof, name, [], time.perf_counter() - t
+    note = (f"derivation {name} FAILED to replay ({len(rep.failures)} failing steps)" if not rep.ok else
+            f"derivation {name} replays only modulo {rep.prose} prose steps, which does not count as a proof")
+    return proof, None, [note], time.perf_counter() - t
 
+
+def _certify_piece(st: Statement, inst: Instance) -> Certificate:
+    return certify(st, inst, 0)
+
+
+def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, budget_s: float, seed: int,
+            search: SearchFn | None, prover: ProverFn, max_candidates: int, min_tried: int,
+            runner: Runner) -> tuple[str, str]:
+    replaying = runner.start(_replay, [st.id], shared=prover, label=f"proof {st.id}")
+
+    def proof() -> tuple[str | None, list[str]]:
+        fields["proof"], proved_by, notes, timing["proof_s"] = replaying.results()[0]
+        return proved_by, notes
+
+    if search is None:  # the default search runs its pieces on a cluster's runner too
+        search = default_search() if runner.name == "none" else functools.partial(default_search(), runner=runner)
     t = time.perf_counter()
     try:
         res = search(st, budget_s=budget_s, seed=seed, progress=False)
     except AttnBoundsError as exc:  # the statement asks for something no instance family provides
         timing["search_s"] = time.perf_counter() - t
+        proved_by, _ = proof()
         verdict = "PROVED" if proved_by is not None else "UNDECIDED"
         return verdict, (f"the search could not run on this statement: {exc}"
                          + (f"; derivation {proved_by} replays completely" if proved_by else ""))
     timing["search_s"] = time.perf_counter() - t
+    proved_by, notes = proof()
     if getattr(res, "wall_s", None) is not None:
         timing["search.wall_s"] = float(res.wall_s)
     by_method, method_timing = _split_timing(dict(res.by_method))
@@ -190,13 +212,16 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
     fields["search"]["L_range"] = _L_range(by_method)
 
     t = time.perf_counter()
+    float_only = uncertified(st)
+    # the tightest instance's certificate does not depend on what follows: it runs meanwhile on a cluster
+    best_certificate = runner.start(_certify_piece, [res.best], shared=st, label=f"certify {st.id}") \
+        if res.best is not None and float_only is None else None
     minimal = getattr(res, "minimal", None)  # the shrunk, rounded counterexample: most readable, certify it first
     cands = _candidates(res.violations)
     if minimal is not None:
         cands = [minimal, *(c for c in cands if c is not minimal)]
     chosen, summaries = _certified(st, cands[:max_candidates])
     fields["search"]["candidates"] = summaries
-    float_only = uncertified(st)
     if float_only is not None:
         return _decide_float_only(st, fields, timing, res, cands, chosen, float_only, seed=seed, budget_s=budget_s,
                                   min_tried=min_tried, t=t)
@@ -214,14 +239,14 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
             if interior.get("found"):
                 at_limit = interior["_instance"]
                 del interior["_instance"]
-        fields["counterexample"]["limit"] = _limits(st, at_limit, violated=True)
-    if res.best is not None:
-        best_cert = certify(st, res.best, 0)
+        fields["counterexample"]["limit"] = _limits(st, at_limit, violated=True, runner=runner)
+    if best_certificate is not None:
+        best_cert = best_certificate.results()[0]
         fields["tightness"] = {"best_ratio": _finite_or_none(res.best_ratio), "best_margin": _finite_or_none(res.best_margin),
                                "witness": instance_to_json(res.best.take(0)), "certificate": best_cert.to_json(timing=False),
                                "equality": _attains(res.best_ratio, best_cert)}
         if chosen is None:
-            fields["tightness"]["limit"] = _limits(st, res.best, violated=False)
+            fields["tightness"]["limit"] = _limits(st, res.best, violated=False, runner=runner)
     timing["certify_s"] = time.perf_counter() - t
 
     tried = int(res.tried)
@@ -385,11 +410,11 @@ def _interior_counterexample(st: Statement, cands: list[Instance], chosen: tuple
     return out
 
 
-def _limits(st: Statement, inst: Instance, *, violated: bool) -> list[dict[str, Any]]:
+def _limits(st: Statement, inst: Instance, *, violated: bool, runner: Runner) -> list[dict[str, Any]]:
     """The statement along the token-class families through ``inst`` (:mod:`attnbounds.theory.limits`)."""
     from attnbounds.theory import limits
 
-    return [r.to_json() for r in limits.analyse(st, inst.take(0), violated=violated)]
+    return [r.to_json() for r in limits.analyse(st, inst.take(0), violated=violated, runner=runner)]
 
 
 def _L_range(by_method: dict[str, Any]) -> dict[str, list[int] | None]:
@@ -467,9 +492,8 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
             tasks = [(st, source, budget_s, seed, search, prover) for st, source in todo]
             out = run.map(_verify_task, tasks, label="verify", progress=progress)
         else:
-            pieces_on = None if run.name == "none" or search is not None else run
             out = _verify_here(todo, budget_s=budget_s, seed=seed, progress=progress, search=search, prover=prover,
-                               runner=pieces_on)
+                               runner=run)
         for rec in out:
             rec.data["timing"]["scheduler"] = run.name
     return out
@@ -481,10 +505,8 @@ def _verify_task(args: tuple[Statement, str, float, int, SearchFn | None, Prover
 
 
 def _verify_here(todo: list[tuple[Statement, str]], *, budget_s: float, seed: int, progress: bool,
-                 search: SearchFn | None, prover: ProverFn | None, runner: Any) -> list[Record]:
-    """The readings one after another in this process; with ``runner``, each search's pieces run on it."""
-    if runner is not None:
-        search = functools.partial(default_search(), runner=runner)
+                 search: SearchFn | None, prover: ProverFn | None, runner: Runner) -> list[Record]:
+    """The readings one after another, here; the pieces of each (:func:`verify_statement`) run on ``runner``."""
     out = []
     bar = None
     if progress:
@@ -495,7 +517,8 @@ def _verify_here(todo: list[tuple[Statement, str]], *, budget_s: float, seed: in
         for st, source in todo:
             if bar is not None:
                 bar.set_postfix_str(st.id)
-            out.append(verify_statement(st, budget_s=budget_s, seed=seed, source=source, search=search, prover=prover))
+            out.append(verify_statement(st, budget_s=budget_s, seed=seed, source=source, search=search, prover=prover,
+                                        runner=runner))
             if bar is not None:
                 bar.update(1)
     finally:

@@ -148,6 +148,23 @@ def test_a_tcp_cluster_gives_the_same_records_even_when_a_worker_dies(tcp_cluste
     assert {r["timing"]["scheduler"] for r in records} == {address}
 
 
+@pytest.mark.slow
+def test_one_readings_pieces_survive_a_dead_worker(tcp_cluster):
+    """One reading alone: its search pieces (and the parts they share, held by a worker) are the tasks."""
+    address, workers = tcp_cluster
+    here = _hashes(verify(["corollary3[row]"], budget_s=4.0, seed=2, progress=False))
+    killer = subprocess.Popen([sys.executable, "-c", f"import os, signal, time; time.sleep(2.5); "
+                               f"os.killpg({workers[1].pid}, signal.SIGKILL)"])
+    start = time.perf_counter()
+    try:
+        there = _hashes(verify(["corollary3[row]"], budget_s=4.0, seed=2, progress=False, scheduler=address))
+    finally:
+        took = time.perf_counter() - start
+        killer.wait(timeout=30)
+    assert workers[1].poll() is not None and took > 3.0, took  # it died during the run
+    assert there == here
+
+
 def test_records_do_not_depend_on_the_process(tmp_path):
     """Every worker is a fresh process with its own string-hash seed: nothing a record holds may depend on the
     order of a set of names (autograd sums a variable's gradients in the order the graph was built)."""
@@ -161,3 +178,18 @@ def test_records_do_not_depend_on_the_process(tmp_path):
         assert run.returncode == 0, run.stderr
         outs.append(run.stdout)
     assert outs[0] == outs[1] == outs[2]
+
+
+def _pair(shared, item):
+    return shared, item
+
+
+def test_pieces_with_a_shared_part_come_back_in_order():
+    """A small batch carries the shared part with each piece, a large one as one future; either order of starting."""
+    shared = {"plan": [1, 2, 3]}
+    with parallel.runner("processes:2") as run:
+        for n in (3, 40):
+            for last_first in (False, True):
+                got = run.start(_pair, list(range(n)), shared=shared, last_first=last_first).results()
+                assert got == [(shared, k) for k in range(n)]
+    assert parallel.Runner().map(_pair, [1, 2], shared=shared) == [(shared, 1), (shared, 2)]

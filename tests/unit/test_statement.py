@@ -128,3 +128,40 @@ def test_statement_is_a_value():
     assert moved != s and moved.id.startswith("corollary3[spectral]{")
     assert registry.get("corollary3[spectral]") == s
     assert "J_norm" in s.formula and "\\frac" in s.latex
+
+
+def test_a_reading_travels_by_id_and_any_other_statement_by_value():
+    """What a cluster ships with each piece of work: a registered reading is looked up by id on the worker (its
+    evaluators stay built there); a variant travels as its fields, without generated code, and evaluates alike."""
+    import dataclasses
+    import pickle
+
+    import cloudpickle
+
+    st = registry.get("lemma1")
+    inst = Instance.from_logits(np.array([[2.0, 0.5, -1.0]]), nz.softmax(1.0), x=np.eye(3)[None], N=1)
+    st.evaluate(st.prepare(inst))  # builds the cached evaluators
+    for dumps in (pickle.dumps, cloudpickle.dumps):
+        assert pickle.loads(dumps(st)) is st
+        assert len(dumps(st)) < 200
+    variant = dataclasses.replace(st, id="lemma1 (a copy)")
+    variant.evaluate(variant.prepare(inst))
+    blob = cloudpickle.dumps(variant)
+    back = pickle.loads(blob)
+    assert back == variant and back is not variant and not registry.is_builtin(back)
+    assert b"_compiled" not in blob
+    a, b = variant.evaluate(variant.prepare(inst)), back.evaluate(back.prepare(inst))
+    assert np.array_equal(a.margin, b.margin, equal_nan=True)
+
+
+def test_a_search_piece_sends_back_its_records_not_the_statement():
+    import pickle
+
+    from attnbounds.theory.search.tracker import Tracker
+
+    st = registry.get("lemma1")
+    tracker = Tracker(st)
+    tracker.evaluate(Instance.from_logits(np.array([[2.0, 0.5, -1.0]]), nz.softmax(1.0), x=np.eye(3)[None], N=1),
+                     "random")
+    back = pickle.loads(pickle.dumps(tracker))
+    assert back.statement is None and back.tried == tracker.tried == 1

@@ -534,22 +534,29 @@ def _dtilde_values_ball(ex: ExactInstance, y: np.ndarray, C: np.ndarray, reading
 
 
 def _expected_dtilde_torch(st: Any, reading: str) -> Any:
+    """The exact expectation over count vectors, per group of rows with the same class counts."""
     import torch
 
-    m = tuple(int(c) for c in st.counts_row())
-    if not _subsets.enumerable(m, st.N):
-        raise InvalidArgument("the torch form of E_dtilde enumerates count vectors only")
-    C = _subsets.count_vectors(m, st.N)
-    P = torch.as_tensor(_subsets.probabilities(m, C))
-    Ct = torch.as_tensor(C.astype(np.float64))
-    y = st.alpha[..., None] * st.x
-    s = torch.einsum("sk,bkd->bsd", Ct, y)
-    if reading == "R1":
-        dist = st.norm(y[:, None, :, :] - s[:, :, None, :])  # (B, S, K)
-        vals = (dist * (st.mult[:, None, :] - Ct[None])).sum(-1)
-    else:
-        vals = st.norm((st.mult[..., None] * y).sum(1)[:, None, :] - 2 * s)
-    return vals @ P
+    parts, order = [], []
+    for m, rows in st.count_groups():
+        if not _subsets.enumerable(m, st.N):
+            raise InvalidArgument("the torch form of E_dtilde enumerates count vectors only")
+        C = _subsets.count_vectors(m, st.N)
+        P = torch.as_tensor(_subsets.probabilities(m, C))
+        Ct = torch.as_tensor(C.astype(np.float64))
+        index = torch.as_tensor(rows)
+        y = st.alpha[index][..., None] * st.x[index]
+        mult = st.mult[index]
+        s = torch.einsum("sk,bkd->bsd", Ct, y)
+        if reading == "R1":
+            dist = st.norm(y[:, None, :, :] - s[:, :, None, :])  # (B, S, K)
+            vals = (dist * (mult[:, None, :] - Ct[None])).sum(-1)
+        else:
+            vals = st.norm((mult[..., None] * y).sum(1)[:, None, :] - 2 * s)
+        parts.append(vals @ P)
+        order.append(rows)
+    inverse = np.argsort(np.concatenate(order), kind="stable")
+    return torch.cat(parts)[torch.as_tensor(inverse)]
 
 
 for _reading, _scale in (("R1", _r1_scale_random), ("R2", lambda inst: 3 * _A(inst))):

@@ -96,16 +96,17 @@ def _root(seed: int, statement: Statement, phase: int) -> tuple[int, ...]:
     return (int(seed), zlib.crc32(statement.id.encode()), phase)
 
 
-def _random_piece(args: tuple[Statement, budget_mod.Plan, tuple[int, ...], range, int, bool]) -> Tracker:
-    st, pl, root, indices, shard, interior = args
+def _random_piece(shared: tuple[Statement, budget_mod.Plan, bool], piece: tuple[tuple[int, ...], range, int]) -> Tracker:
+    (st, pl, interior), (root, indices, shard) = shared, piece
     tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard)
     with _one_thread():
         random_search.run(st, pl, root, tracker, indices)  # times each round under its method
     return tracker
 
 
-def _gradient_piece(args: tuple[Statement, budget_mod.Plan, tuple[int, ...], range, int, bool, list[Instance]]) -> Tracker:
-    st, pl, root, indices, shard, interior, pool = args
+def _gradient_piece(shared: tuple[Statement, budget_mod.Plan, bool, list[Instance]],
+                    piece: tuple[tuple[int, ...], range, int]) -> Tracker:
+    (st, pl, interior, pool), (root, indices, shard) = shared, piece
     tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard)
     t = time.perf_counter()
     with _one_thread():
@@ -114,8 +115,8 @@ def _gradient_piece(args: tuple[Statement, budget_mod.Plan, tuple[int, ...], ran
     return tracker
 
 
-def _targeted_piece(args: tuple[Statement, budget_mod.Plan, int, int, int, bool]) -> Tracker:
-    st, pl, piece_seed, examples, shard, interior = args
+def _targeted_piece(shared: tuple[Statement, budget_mod.Plan, bool], piece: tuple[int, int, int]) -> Tracker:
+    (st, pl, interior), (piece_seed, examples, shard) = shared, piece
     tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard)
     t = time.perf_counter()
     with _one_thread():
@@ -157,25 +158,31 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     pl = budget_mod.plan(st, budget_s, gradient=supports_gradient)
     tracker = Tracker(st, accept=boundary.interior if interior else None, shard=-1)
     start = time.perf_counter()
-    n_rounds = pl.random_batches + pl.class_batches
-    shard = 0
-    pieces: list[tuple[Any, ...]] = [(st, pl, _root(seed, st, 0), r, shard + k, interior) for k, r in enumerate(_pieces(n_rounds, ROUNDS_PER_PIECE))]
-    for t in run.map(_random_piece, pieces, label=f"search {st.id}: random", progress=progress):
+    shared = (st, pl, interior)
+    # the random and targeted phases are independent: both start now, so a cluster works on the targeted runs
+    # while the last random rounds finish; gradient ascent starts from the random phase's pool. Merged in the
+    # same order as in-process (random, gradient, targeted), whatever finished first.
+    random_pieces = _pieces(pl.random_batches + pl.class_batches, ROUNDS_PER_PIECE)
+    random_phase = run.start(_random_piece, [(_root(seed, st, 0), r, k) for k, r in enumerate(random_pieces)],
+                             shared=shared, label=f"search {st.id}: random", last_first=True)  # longer L later
+    shard = len(random_pieces)
+    n_gradient = len(_pieces(pl.gradient_starts, 1)) if pl.gradient_starts and supports_gradient else 0
+    seeds = np.random.SeedSequence(list(_root(seed, st, 2))).spawn(len(targeted.pieces(pl)))
+    targeted_phase = run.start(_targeted_piece, [(int(child.generate_state(1)[0]), n, shard + n_gradient + k)
+                                                 for k, (child, n) in enumerate(zip(seeds, targeted.pieces(pl)))],
+                               shared=shared, label=f"search {st.id}: targeted")
+    for t in random_phase.results(progress=progress):
         tracker.merge(t)
-    shard += len(pieces)
-    if pl.gradient_starts and supports_gradient:
+    if n_gradient:
         pool = [c.inst for c in tracker.pool]
-        pieces = [(st, pl, _root(seed, st, 1), r, shard + k, interior, pool)
-                  for k, r in enumerate(_pieces(pl.gradient_starts, 1))]
-        for t in run.map(_gradient_piece, pieces, label=f"search {st.id}: gradient", progress=progress):
+        gradient_phase = run.start(_gradient_piece, [(_root(seed, st, 1), r, shard + k) for k, r in
+                                                     enumerate(_pieces(pl.gradient_starts, 1))],
+                                   shared=(st, pl, interior, pool), label=f"search {st.id}: gradient")
+        for t in gradient_phase.results(progress=progress):
             tracker.merge(t)
-        shard += len(pieces)
     elif pl.gradient_starts:
         tracker.method("gradient").stopped = gradient.unsupported_reason(st) or "not supported"
-    root = np.random.SeedSequence(list(_root(seed, st, 2)))
-    pieces = [(st, pl, int(child.generate_state(1)[0]), n, shard + k, interior)
-              for k, (child, n) in enumerate(zip(root.spawn(len(targeted.pieces(pl))), targeted.pieces(pl)))]
-    for t in run.map(_targeted_piece, pieces, label=f"search {st.id}: targeted", progress=progress):
+    for t in targeted_phase.results(progress=progress):
         tracker.merge(t)
     with _one_thread():
         if pl.refine_evaluations:

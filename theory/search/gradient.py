@@ -278,6 +278,13 @@ def optimise(statement: Statement, inst: Instance, steps: int, tracker: Tracker)
                 tracker.evaluate(snap, "gradient")
 
 
+def _enumerable(batch: Instance) -> bool:
+    """Whether every row's N-subsets are few enough to enumerate, counted by class (a token-class row of 10^7
+    tokens in four classes has a handful of count vectors)."""
+    rows = {(1,) * batch.L} if batch.counts is None else {tuple(int(c) for c in row) for row in batch.counts}
+    return all(enumerable(m, cast(int, batch.N)) for m in rows)
+
+
 def run(statement: Statement, plan: Plan, seed: tuple[int, ...], tracker: Tracker, pool: list[Instance],
         indices: range | None = None, progress: Any = None) -> None:
     """The starts ``indices`` of ``plan.gradient_starts`` (all by default): even starts perturb the tightest
@@ -302,7 +309,7 @@ def run(statement: Statement, plan: Plan, seed: tuple[int, ...], tracker: Tracke
         else:
             batch = random_search.build_batch(statement, random_search.draw_spec(rng, statement, fresh_plan), tracker,
                                               "gradient")
-        if batch is not None and (plan.cost_class != "subsets" or enumerable((1,) * batch.L, cast(int, batch.N))):
+        if batch is not None and (plan.cost_class != "subsets" or _enumerable(batch)):
             optimise(statement, batch, plan.gradient_steps, tracker)
         if progress is not None:
             progress.update(1)

@@ -80,12 +80,13 @@ class State:
     def present(self) -> Any:
         return self.mult > 0
 
-    def counts_row(self) -> np.ndarray:
+    def count_groups(self) -> list[tuple[tuple[int, ...], np.ndarray]]:
+        """The rows by count vector: ``[(counts, row indices)]`` (one group for dense rows; token-class rows split
+        at the top-N boundary differ from row to row)."""
         if self.counts is None:
-            return np.ones(self.K, dtype=np.int64)
-        if np.any(self.counts != self.counts[:1]):
-            raise ValueError("rows with different counts")
-        return self.counts[0]
+            return [((1,) * self.K, np.arange(self.B))]
+        rows, inverse = np.unique(np.asarray(self.counts, dtype=np.int64), axis=0, return_inverse=True)
+        return [(tuple(int(c) for c in row), np.flatnonzero(inverse.ravel() == g)) for g, row in enumerate(rows)]
 
     @property
     def mask(self) -> Any:

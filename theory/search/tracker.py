@@ -151,6 +151,11 @@ class Tracker:
         self._order = 0
         self._start = time.perf_counter()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a piece of work sends back: its records, not the statement it evaluated (the tracker it is
+        merged into has that)."""
+        return {**self.__dict__, "statement": None}
+
     @property
     def tried(self) -> int:
         return sum(s.tried for s in self.stats.values())

@@ -1,0 +1,44 @@
+"""The boundary of the hypotheses (:mod:`attnbounds.theory.boundary`): named cases, and a batch read row by row
+gives what each row alone gives (the search asks about whole batches, the verdict about single instances)."""
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from attnbounds.theory.boundary import BOUNDARIES, boundaries, interior
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import softmax
+
+TIE, ZERO = BOUNDARIES[2], BOUNDARIES[3]
+
+
+def test_named_cases() -> None:
+    logits = np.array([[3.0, 1.0, 1.0, 0.0],    # interior with N = 2: 1 < 3 selected, 1 = 1 tied
+                       [3.0, 2.0, 1.0, 0.0],    # interior
+                       [0.0, 0.0, 0.0, 0.0]])   # every weight ties
+    x = np.ones((3, 4, 2))
+    x[1, 3] = 0.0  # a zero token vector in row 1
+    inst = Instance.from_logits(logits, softmax(1.0), x=x, N=2)
+    assert boundaries(inst) == [[TIE], [ZERO], [TIE]]
+    assert interior(inst).tolist() == [False, False, False]
+    assert boundaries(Instance.from_logits(logits[1:2], softmax(1.0), x=np.ones((1, 4, 2)), N=2)) == [[]]
+    assert boundaries(Instance.from_logits(logits, softmax(1.0), N=4)) == [["N = L"]] * 3
+    assert boundaries(Instance.from_logits(np.zeros((2, 1)), softmax(1.0), N=1)) == [["L = 1", "N = L"]] * 2
+    q, k = np.array([[0.0, 0.0], [1.0, 0.0]]), np.ones((2, 3, 2))
+    assert boundaries(Instance.from_qk(q, k, softmax(1.0))) == [[ZERO], []]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 6), st.data())
+def test_a_batch_reads_like_its_rows(B: int, L: int, data: st.DataObject) -> None:
+    """Logits and vectors from few values (ties and zeros are common), dense or token classes."""
+    values = st.sampled_from([0.0, 1.0, -1.0, 2.5])
+    logits = np.array(data.draw(st.lists(st.lists(values, min_size=L, max_size=L), min_size=B, max_size=B)))
+    x = np.array(data.draw(st.lists(st.lists(st.lists(values, min_size=2, max_size=2), min_size=L, max_size=L),
+                                    min_size=B, max_size=B)))
+    N = data.draw(st.integers(1, L))
+    counts = data.draw(st.none() | st.lists(st.integers(0, 3), min_size=L, max_size=L).filter(lambda c: sum(c) >= N))
+    inst = Instance.from_logits(logits, softmax(1.0), x=x, N=N,
+                                counts=None if counts is None else np.tile(counts, (B, 1)))
+    rows = [boundaries(inst.take(b))[0] for b in range(B)]
+    assert boundaries(inst) == rows
+    assert interior(inst).tolist() == [not r for r in rows]
