@@ -94,9 +94,10 @@ class Runner:
     workers = 1
 
     def start(self, fn: Callable[..., Any], items: Sequence[Any], *, shared: Any = _NOTHING, label: str = "",
-              last_first: bool = False) -> Batch:
+              last_first: bool = False, background: bool = False) -> Batch:
         """``last_first``: later items cost more (a cluster starts them first, so no long piece is left for the
-        end); in-process the order does not matter."""
+        end); ``background``: a cluster runs these pieces only when no other piece is waiting (work that fills the
+        gaps while the next batch is being prepared). In-process neither changes anything."""
         return Batch(fn, items, shared, label)
 
     def map(self, fn: Callable[..., Any], items: Sequence[Any], *, shared: Any = _NOTHING, label: str = "",
@@ -111,7 +112,7 @@ class _DaskBatch(Batch):
     """The pieces as Dask futures, submitted at once; gathered in the items' order."""
 
     def __init__(self, client: Any, workers: int, fn: Callable[..., Any], items: Sequence[Any], shared: Any, label: str,
-                 last_first: bool):
+                 last_first: bool = False, background: bool = False):
         super().__init__(fn, items, shared, label)
         self.client = client
         self.futures: list[Any] = []
@@ -129,7 +130,7 @@ class _DaskBatch(Batch):
                 self.shared_future = client.submit(_identity, shared, key=f"{name}-shared-{batch}", pure=False,
                                                    retries=RETRIES)
                 args.append([self.shared_future] * len(order))
-            futures = client.map(task, *args, key=keys, pure=False, retries=RETRIES)
+            futures = client.map(task, *args, key=keys, pure=False, retries=RETRIES, priority=-1 if background else 0)
             self.futures = futures[::-1] if last_first else futures
         except BaseException:
             self.cancel()
@@ -171,8 +172,8 @@ class DaskRunner(Runner):
         self.workers = max(1, len(client.scheduler_info().get("workers", {})))
 
     def start(self, fn: Callable[..., Any], items: Sequence[Any], *, shared: Any = _NOTHING, label: str = "",
-              last_first: bool = False) -> Batch:
-        return _DaskBatch(self.client, self.workers, fn, items, shared, label, last_first)
+              last_first: bool = False, background: bool = False) -> Batch:
+        return _DaskBatch(self.client, self.workers, fn, items, shared, label, last_first, background)
 
     def close(self) -> None:
         self.client.close()

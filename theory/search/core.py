@@ -82,13 +82,24 @@ def _statement(statement: Statement | str) -> Statement:
     return resolve(statement)
 
 
-#: random rounds per piece of work (pieces are what a cluster runs in parallel): a round takes 10 to 100 ms, a
-#: task's round trip about 4 ms; every gradient start (about 0.5 s) is a piece of its own
-ROUNDS_PER_PIECE = 32
+#: a piece of the random phase is about this much planned work (seconds at the calibrated rates), between
+#: :data:`MIN_ROUNDS` and :data:`MAX_ROUNDS` rounds: a task's round trip is about 4 ms, and the last pieces of a
+#: phase decide how long the other workers wait; every gradient start (about 0.1 to 0.5 s) is a piece of its own
+PIECE_S = 0.15
+MIN_ROUNDS, MAX_ROUNDS = 4, 32
 
 
 def _pieces(n: int, size: int) -> list[range]:
     return [range(k, min(n, k + size)) for k in range(0, n, size)]
+
+
+def rounds_per_piece(pl: budget_mod.Plan) -> int:
+    """Random rounds per piece: :data:`PIECE_S` of planned work (how the rounds are cut does not change the result:
+    pieces are contiguous and merged in order)."""
+    rates = budget_mod.RATES[pl.cost_class]
+    n = pl.random_batches + pl.class_batches
+    planned = pl.random_batches / rates.random_per_s + (pl.class_batches / rates.class_per_s if pl.class_batches else 0.0)
+    return int(min(MAX_ROUNDS, max(MIN_ROUNDS, round(PIECE_S * n / planned)))) if planned > 0 else MAX_ROUNDS
 
 
 def _root(seed: int, statement: Statement, phase: int) -> tuple[int, ...]:
@@ -139,7 +150,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     not L = 1, N = L, exact ties, zero vectors), and shrinking keeps them there.
 
     The budget is converted into a fixed amount of work (:func:`attnbounds.theory.search.budget.plan`),
-    cut into pieces (random rounds by :data:`ROUNDS_PER_PIECE`, gradient starts one by one, targeted examples by
+    cut into pieces (random rounds by :func:`rounds_per_piece`, gradient starts one by one, targeted examples by
     runs of hypothesis) whose generators derive from (seed, reading, phase, index); ``runner``
     (:mod:`attnbounds.theory.parallel`, in-process by default) runs the pieces of a phase, and they are
     merged in index order. So the same ``(statement, budget_s, seed)`` gives the same result on any machine
@@ -159,10 +170,10 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     tracker = Tracker(st, accept=boundary.interior if interior else None, shard=-1)
     start = time.perf_counter()
     shared = (st, pl, interior)
-    # the random and targeted phases are independent: both start now, so a cluster works on the targeted runs
-    # while the last random rounds finish; gradient ascent starts from the random phase's pool. Merged in the
-    # same order as in-process (random, gradient, targeted), whatever finished first.
-    random_pieces = _pieces(pl.random_batches + pl.class_batches, ROUNDS_PER_PIECE)
+    # the random and targeted phases are independent: both start now, the targeted runs in the background, where
+    # they fill the wait for the last random rounds and the gradient phase that starts from the random phase's
+    # pool. Merged in the same order as in-process (random, gradient, targeted), whatever finished first.
+    random_pieces = _pieces(pl.random_batches + pl.class_batches, rounds_per_piece(pl))
     random_phase = run.start(_random_piece, [(_root(seed, st, 0), r, k) for k, r in enumerate(random_pieces)],
                              shared=shared, label=f"search {st.id}: random", last_first=True)  # longer L later
     shard = len(random_pieces)
@@ -170,7 +181,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     seeds = np.random.SeedSequence(list(_root(seed, st, 2))).spawn(len(targeted.pieces(pl)))
     targeted_phase = run.start(_targeted_piece, [(int(child.generate_state(1)[0]), n, shard + n_gradient + k)
                                                  for k, (child, n) in enumerate(zip(seeds, targeted.pieces(pl)))],
-                               shared=shared, label=f"search {st.id}: targeted")
+                               shared=shared, label=f"search {st.id}: targeted", background=True)
     for t in random_phase.results(progress=progress):
         tracker.merge(t)
     if n_gradient:
@@ -187,7 +198,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     with _one_thread():
         if pl.refine_evaluations:
             t0 = time.perf_counter()
-            refine.run(st, pl, tracker)
+            refine.run(st, pl, tracker, runner=run)
             tracker.add_seconds("refine", time.perf_counter() - t0)
         t0 = time.perf_counter()
         minimal = shrink.run(st, pl, tracker)

@@ -8,17 +8,20 @@ draws, so a violation (or near-equality) smaller than the coarse interval can st
 
 from __future__ import annotations
 
+from attnbounds.theory.parallel import Runner
 from attnbounds.theory.search.budget import REFINE_DRAWS, Plan
-from attnbounds.theory.search.tracker import Tracker
+from attnbounds.theory.search.tracker import Tracker, measure
 from attnbounds.theory.statement import Statement
 
 
-def run(statement: Statement, plan: Plan, tracker: Tracker, progress=None) -> None:
-    """The ``plan.refine_evaluations`` tightest pool instances again, with more draws (method ``refine``)."""
-    todo = list(tracker.pool)[: plan.refine_evaluations]
+def run(statement: Statement, plan: Plan, tracker: Tracker, *, progress: bool = False,
+        runner: Runner | None = None) -> None:
+    """The ``plan.refine_evaluations`` tightest pool instances again, with more draws (method ``refine``): each
+    evaluation is a piece of work for ``runner``, recorded here in pool order."""
+    todo = [cand.inst.with_params(mc_draws=float(REFINE_DRAWS)) for cand in list(tracker.pool)[: plan.refine_evaluations]]
     if len(todo) < plan.refine_evaluations:
         tracker.method("refine").stopped = f"only {len(todo)} tight instances to refine"
-    for cand in todo:
-        tracker.evaluate(cand.inst.with_params(mc_draws=float(REFINE_DRAWS)), "refine")
-        if progress is not None:
-            progress.update(1)
+    outcomes = (runner or Runner()).map(measure, todo, shared=statement, label=f"search {statement.id}: refine",
+                                        progress=progress)
+    for inst, outcome in zip(todo, outcomes):
+        tracker.record_outcome(inst, outcome, "refine")

@@ -33,13 +33,19 @@ class Candidate:
     ratio: float = field(compare=False)
     margin_hi: float = field(compare=False)
     method: str = field(compare=False)
+    digest: bytes | None = field(default=None, compare=False)  # :func:`instance_key`, once: it travels with the candidate
+
+    def key(self) -> bytes:
+        if self.digest is None:
+            self.digest = instance_key(self.inst)
+        return self.digest
 
 
 def instance_key(inst: Instance, b: int = 0) -> bytes:
-    """A digest of instance ``b``'s inputs (12 significant digits): equal for duplicates."""
+    """A digest of instance ``b``'s inputs (12 significant digits; class counts exactly): equal for duplicates."""
     h = hashlib.sha1()
     h.update(repr((inst.L, inst.N, repr(inst.normaliser.take(np.array([b])) if inst.normaliser else None))).encode())
-    arrays = [inst.alpha, inst.logits, inst.x, inst.q, inst.k, inst.selection,
+    arrays = [inst.alpha, inst.logits, inst.x, inst.q, inst.k, inst.selection, inst.counts,
               *(inst.params[k] for k in sorted(inst.params)), *(inst.arrays[k] for k in sorted(inst.arrays))]
     for a in arrays:
         if a is not None:
@@ -126,11 +132,31 @@ class MethodStats:
             mine, theirs = getattr(self, attr), getattr(other, attr)
             setattr(self, attr, theirs if mine is None else mine if theirs is None else pick(mine, theirs))
 
-    def error(self, exc: BaseException) -> None:
+    def error(self, exc: BaseException | str) -> None:
+        """Count an internal error (an exception, or its ``Type: message`` text)."""
         self.errors += 1
-        text = f"{type(exc).__name__}: {exc}"[:300]
+        text = (exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}")[:300]
         if text not in self.messages and len(self.messages) < MESSAGES:
             self.messages.append(text)
+
+
+#: what evaluating a batch gave: ``("ok", evaluation, relative margins, degenerate)``, ``("skipped",)`` (outside a
+#: hypothesis or requirement) or ``("error", "Type: message")``; plain data, so a worker can send it back
+Outcome = tuple[Any, ...]
+
+
+def measure(statement: Statement, inst: Instance) -> Outcome:
+    """Evaluate a batch (defaults filled in once, so both evaluations share the quantities computed)."""
+    try:
+        with np.errstate(all="ignore"):
+            prepared = statement.prepare(inst)
+            ev = statement.evaluate(prepared)
+            rel, degenerate = relative_margins(statement, prepared, ev, with_degenerate=True)
+    except NotApplicable:
+        return ("skipped",)
+    except Exception as exc:  # noqa: BLE001 - counted and reported, see MethodStats
+        return ("error", f"{type(exc).__name__}: {exc}")
+    return ("ok", ev, rel, degenerate)
 
 
 class Tracker:
@@ -181,17 +207,18 @@ class Tracker:
 
     def evaluate(self, inst: Instance, method: str) -> tuple[Evaluation, np.ndarray] | None:
         """Evaluate a batch, record it, and return ``(evaluation, relative margins)``; None if it cannot be evaluated."""
-        result = None
-        with self.guard(method):
-            # defaults filled in once, so both evaluations share the quantities computed
-            # (candidates keep the instance as given: a default like a = max|l| must follow later edits)
-            prepared = self.statement.prepare(inst)
-            ev = self.statement.evaluate(prepared)
-            rel, degenerate = relative_margins(self.statement, prepared, ev, with_degenerate=True)
-            result = ev, rel, degenerate
-        if result is None:
+        return self.record_outcome(inst, measure(self.statement, inst), method)
+
+    def record_outcome(self, inst: Instance, outcome: Outcome, method: str) -> tuple[Evaluation, np.ndarray] | None:
+        """Record what :func:`measure` gave for ``inst`` (wherever it ran); as :meth:`evaluate`.
+        (Candidates keep the instance as given: a default like a = max|l| must follow later edits.)"""
+        if outcome[0] == "skipped":
+            self.method(method).skipped += 1
             return None
-        ev, rel, degenerate = result
+        if outcome[0] == "error":
+            self.method(method).error(outcome[1])
+            return None
+        _, ev, rel, degenerate = outcome
         self.record(inst, ev, rel, degenerate, method)
         return ev, rel
 
@@ -244,19 +271,22 @@ class Tracker:
             self.method(name).merge(theirs)
 
     def _add_violation(self, inst: Instance, b: int, rel: float, ratio: float, margin_hi: float, method: str) -> None:
-        if instance_key(inst, b) in self._keys:
+        key = instance_key(inst, b)
+        if key in self._keys:
             return
-        self._keep_violation(self._candidate(inst, b, rel, ratio, margin_hi, method))
+        cand = self._candidate(inst, b, rel, ratio, margin_hi, method)
+        cand.digest = key
+        self._keep_violation(cand)
 
     def _keep_violation(self, cand: Candidate) -> None:
-        key = instance_key(cand.inst)
+        key = cand.key()
         if key in self._keys:
             return
         self._keys.add(key)
         self.violations.append(cand)
         self.violations.sort()
         for dropped in self.violations[KEEP:]:
-            self._keys.discard(instance_key(dropped.inst))
+            self._keys.discard(dropped.key())
         del self.violations[KEEP:]
 
     def _add_to_pool(self, inst: Instance, rel: np.ndarray, ratio: np.ndarray, margin_hi: np.ndarray, method: str) -> None:
