@@ -50,7 +50,7 @@ def main() -> None:
     ap.add_argument("--hard", nargs="+", default=["corollary3[row]", "theorem2.upper[full]",
                                                    "theorem1.random[R2,printed,mean]"],
                     help="readings run alone on the cluster, one after another (default: one of each kind of search)")
-    ap.add_argument("--hard-budget", type=float, default=8.0, help="its budget (default 8 s)")
+    ap.add_argument("--hard-budget", type=float, default=30.0, help="their budget (default 30 s)")
     ap.add_argument("--repeat", type=int, default=2, help="warm runs of each, alternating; the best counts (default 2)")
     args = ap.parse_args()
     from attnbounds.theory.memory import tune_allocator

@@ -16,6 +16,7 @@ are retried (``retries``), an unreachable scheduler is an :class:`InvalidArgumen
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import uuid
 import warnings
@@ -195,21 +196,28 @@ class _InContext:
     """``fn`` run on a worker after installing the driver's :func:`_context`; inside a task every nested
     runner is in-process (a worker never starts a cluster of its own)."""
 
-    def __init__(self, fn: Callable[[Any], Any], context: dict[str, Any]):
+    def __init__(self, fn: Callable[..., Any], context: dict[str, Any]):
         self.fn, self.context = fn, context
 
     def __call__(self, item: Any, *shared: Any) -> Any:
-        from attnbounds.theory.memory import tune_allocator
         from attnbounds.theory.normalisers import FAMILY
 
-        tune_allocator()
-        # hypothesis warns when the global `random` state changes while it draws; on a worker the event loop's
-        # thread moves it (Dask's jittered callbacks), not the strategies, whose generators are all seeded
-        warnings.filterwarnings("ignore", message="Do not use the `random` module inside strategies")
+        _worker_setup()
         FAMILY.update(self.context["families"])
         os.environ.update(self.context["env"])
         os.environ["ATTNBOUNDS_SCHEDULER"] = "none"
         return self.fn(*shared, item)
+
+
+@functools.cache
+def _worker_setup() -> None:
+    """Once per worker process: glibc's allocator thresholds; and hypothesis warns when the global `random` state
+    changes while it draws: on a worker the event loop's thread moves it (Dask's jittered callbacks), not the
+    strategies, whose generators are all seeded."""
+    from attnbounds.theory.memory import tune_allocator
+
+    tune_allocator()
+    warnings.filterwarnings("ignore", message="Do not use the `random` module inside strategies")
 
 
 def _bar(progress: bool, total: int, label: str) -> Any:
