@@ -75,10 +75,14 @@ def test_a_users_normaliser_travels_to_the_workers():
         ids = [bounds.statements[1].id, bounds.statements[0].id]  # any normaliser; softmax only
         here = verify(ids, budget_s=0.5, seed=1, progress=False, statements=bounds.statements)
         there = verify(ids, budget_s=0.5, seed=1, progress=False, statements=bounds.statements, scheduler="processes:2")
+        # one statement alone: its pieces are the tasks, the statement (not a reading of the paper) travels by value
+        alone = verify(ids[:1], budget_s=0.5, seed=1, progress=False, statements=bounds.statements,
+                       scheduler="processes:2")
     finally:
         for name in bounds.normalisers:
             FAMILY.pop(name, None)
     assert _hashes(here) == _hashes(there)
+    assert _hashes(alone) == {ids[0]: _hashes(here)[ids[0]]}
 
 
 def test_an_unreachable_scheduler_is_exit_2_within_ten_seconds(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -84,13 +85,21 @@ def _statement(statement: Statement | str) -> Statement:
 
 #: a piece of the random phase is about this much planned work (seconds at the calibrated rates), between
 #: :data:`MIN_ROUNDS` and :data:`MAX_ROUNDS` rounds: a task's round trip is about 4 ms, and the last pieces of a
-#: phase decide how long the other workers wait; every gradient start (about 0.1 to 0.5 s) is a piece of its own
+#: phase decide how long the other workers wait; gradient starts (0.05 to 0.5 s each) likewise, one to MAX_STARTS
 PIECE_S = 0.15
 MIN_ROUNDS, MAX_ROUNDS = 4, 32
+MAX_STARTS = 4
 
 
 def _pieces(n: int, size: int) -> list[range]:
     return [range(k, min(n, k + size)) for k in range(0, n, size)]
+
+
+def starts_per_piece(pl: budget_mod.Plan) -> int:
+    """Gradient starts per piece: about :data:`PIECE_S` of planned work, at least one (each start has its own
+    generator: the cut does not change the result)."""
+    rate = budget_mod.RATES[pl.cost_class].gradient_per_s
+    return int(min(MAX_STARTS, max(1, math.ceil(PIECE_S * rate)))) if rate > 0 else 1
 
 
 def rounds_per_piece(pl: budget_mod.Plan) -> int:
@@ -150,7 +159,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     not L = 1, N = L, exact ties, zero vectors), and shrinking keeps them there.
 
     The budget is converted into a fixed amount of work (:func:`attnbounds.theory.search.budget.plan`),
-    cut into pieces (random rounds by :func:`rounds_per_piece`, gradient starts one by one, targeted examples by
+    cut into pieces (random rounds by :func:`rounds_per_piece`, gradient starts by :func:`starts_per_piece`, targeted examples by
     runs of hypothesis) whose generators derive from (seed, reading, phase, index); ``runner``
     (:mod:`attnbounds.theory.parallel`, in-process by default) runs the pieces of a phase, and they are
     merged in index order. So the same ``(statement, budget_s, seed)`` gives the same result on any machine
@@ -177,7 +186,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     random_phase = run.start(_random_piece, [(_root(seed, st, 0), r, k) for k, r in enumerate(random_pieces)],
                              shared=shared, label=f"search {st.id}: random", last_first=True)  # longer L later
     shard = len(random_pieces)
-    n_gradient = len(_pieces(pl.gradient_starts, 1)) if pl.gradient_starts and supports_gradient else 0
+    n_gradient = len(_pieces(pl.gradient_starts, starts_per_piece(pl))) if pl.gradient_starts and supports_gradient else 0
     seeds = np.random.SeedSequence(list(_root(seed, st, 2))).spawn(len(targeted.pieces(pl)))
     targeted_phase = run.start(_targeted_piece, [(int(child.generate_state(1)[0]), n, shard + n_gradient + k)
                                                  for k, (child, n) in enumerate(zip(seeds, targeted.pieces(pl)))],
@@ -187,7 +196,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     if n_gradient:
         pool = [c.inst for c in tracker.pool]
         gradient_phase = run.start(_gradient_piece, [(_root(seed, st, 1), r, shard + k) for k, r in
-                                                     enumerate(_pieces(pl.gradient_starts, 1))],
+                                                     enumerate(_pieces(pl.gradient_starts, starts_per_piece(pl)))],
                                    shared=(st, pl, interior, pool), label=f"search {st.id}: gradient")
         for t in gradient_phase.results(progress=progress):
             tracker.merge(t)
