@@ -66,7 +66,7 @@ def main() -> None:
     start = time.perf_counter()
     with dask.config.set(parallel.WORKER_CONFIG):
         cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=40)
+                               scheduler_kwargs={"dashboard_address": ":0"}, silence_logs=40)
     address = cluster.scheduler_address  # verify connects to it as to any tcp scheduler: the workers stay warm
     rows.append(Row("cluster", f"start-up of {args.workers} worker processes", time.perf_counter() - start, "s"))
     with parallel.runner(address) as run:

@@ -246,6 +246,7 @@ def runner(scheduler: str | None = None) -> Iterator[Runner]:
 
             with dask.config.set(WORKER_CONFIG):  # the workers' own configuration, handed over by their nannies
                 cluster = LocalCluster(n_workers=arg, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       scheduler_kwargs={"dashboard_address": ":0"},  # its HTTP server: any free port
                                        silence_logs=40)
             client = Client(cluster)
         else:

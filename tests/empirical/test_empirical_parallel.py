@@ -198,7 +198,8 @@ def test_cli_on_a_dask_scheduler_address(tiny_ready: Path, tmp_path: Path) -> No
 
     args = ["--model", "tiny", "--text", str(tiny_ready), "--quick", "--batch-windows", "2", "--no-progress"]
     assert cli.main([*args, "--out", str(tmp_path / "none")]) == 0
-    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": ":0"}) as cluster:
         assert cli.main([*args, "--out", str(tmp_path / "tcp"), "--scheduler", cluster.scheduler_address]) == 0
     assert _results(tmp_path / "none") == _results(tmp_path / "tcp")
 
