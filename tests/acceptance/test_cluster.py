@@ -197,3 +197,28 @@ def test_pieces_with_a_shared_part_come_back_in_order():
                 got = run.start(_pair, list(range(n)), shared=shared, last_first=last_first).results()
                 assert got == [(shared, k) for k in range(n)]
     assert parallel.Runner().map(_pair, [1, 2], shared=shared) == [(shared, 1), (shared, 2)]
+
+
+def test_ctrl_c_during_one_readings_pieces_exits_130_and_leaves_no_worker(tmp_path):
+    """Ctrl-C while one reading's pieces run on a LocalCluster: exit 130, no output, every worker process gone."""
+    import psutil
+
+    env = {**os.environ, "ATTNBOUNDS_CACHE": str(tmp_path / "cache")}
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([sys.executable, "-m", "attnbounds.theory.cli", "verify", "corollary3[row]", "--budget", "20",
+                             "--quiet", "--scheduler", "processes:2", "--json", str(out)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    children: list = []
+    for _ in range(300):  # until both worker processes run
+        time.sleep(0.1)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        if len(children) >= 2:
+            break
+    time.sleep(3.0)  # pieces are running (the workers import for about a second)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode in (130, -signal.SIGINT) and "interrupted" in err, (proc.returncode, err)
+    assert "Traceback" not in err, err
+    assert not out.exists()
+    gone, alive = psutil.wait_procs(children, timeout=15)
+    assert not alive, [p.cmdline() for p in alive]
