@@ -175,10 +175,6 @@ def _replay(prover: ProverFn, statement_id: str) -> tuple[dict[str, Any] | None,
     return proof, None, [note], time.perf_counter() - t
 
 
-def _certify_piece(st: Statement, inst: Instance) -> Certificate:
-    return certify(st, inst, 0)
-
-
 def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, budget_s: float, seed: int,
             search: SearchFn | None, prover: ProverFn, max_candidates: int, min_tried: int,
             runner: Runner) -> tuple[str, str]:
@@ -214,7 +210,7 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
     t = time.perf_counter()
     float_only = uncertified(st)
     # the tightest instance's certificate does not depend on what follows: it runs meanwhile on a cluster
-    best_certificate = runner.start(_certify_piece, [res.best], shared=st, label=f"certify {st.id}") \
+    best_certificate = runner.start(certify, [res.best], shared=st, label=f"certify {st.id}") \
         if res.best is not None and float_only is None else None
     minimal = getattr(res, "minimal", None)  # the shrunk, rounded counterexample: most readable, certify it first
     cands = _candidates(res.violations)

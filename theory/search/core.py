@@ -186,7 +186,8 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     random_phase = run.start(_random_piece, [(_root(seed, st, 0), r, k) for k, r in enumerate(random_pieces)],
                              shared=shared, label=f"search {st.id}: random", last_first=True)  # longer L later
     shard = len(random_pieces)
-    n_gradient = len(_pieces(pl.gradient_starts, starts_per_piece(pl))) if pl.gradient_starts and supports_gradient else 0
+    gradient_pieces = _pieces(pl.gradient_starts, starts_per_piece(pl)) if supports_gradient else []
+    n_gradient = len(gradient_pieces)
     seeds = np.random.SeedSequence(list(_root(seed, st, 2))).spawn(len(targeted.pieces(pl)))
     targeted_phase = run.start(_targeted_piece, [(int(child.generate_state(1)[0]), n, shard + n_gradient + k)
                                                  for k, (child, n) in enumerate(zip(seeds, targeted.pieces(pl)))],
@@ -196,7 +197,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     if n_gradient:
         pool = [c.inst for c in tracker.pool]
         gradient_phase = run.start(_gradient_piece, [(_root(seed, st, 1), r, shard + k) for k, r in
-                                                     enumerate(_pieces(pl.gradient_starts, starts_per_piece(pl)))],
+                                                     enumerate(gradient_pieces)],
                                    shared=(st, pl, interior, pool), label=f"search {st.id}: gradient")
         for t in gradient_phase.results(progress=progress):
             tracker.merge(t)
