@@ -208,15 +208,33 @@ class _SameNormaliser:
         return True
 
     def __call__(self, inst: Any) -> np.ndarray:
-        return np.full(inst.B, self.same(inst.normaliser))
+        ok = np.full(inst.B, self.same(inst.normaliser))
+        if ok.any() and isinstance(self.proto, RatioNormaliser):  # its other parameters at their values
+            for name, value in self.proto.values.items():
+                if name != "T":
+                    got = np.asarray(inst.normaliser.values.get(name, np.nan), dtype=np.float64)
+                    ok &= np.broadcast_to(got, (inst.B,)) == np.broadcast_to(np.asarray(value, dtype=np.float64), (inst.B,))
+        return ok
 
 
 def same_normaliser(name: str, proto: Normaliser) -> Hypothesis:
     """The hypothesis ``normaliser(<name>)`` (module docstring)."""
     kind = ("a Python callable without log F: never certified" if isinstance(proto, CallableNormaliser) else
             f"log F = {proto.log_F}" if isinstance(proto, RatioNormaliser) else f"the built-in {type(proto).__name__}")
+    others = {k: v for k, v in proto.params.items() if k != "T"} if isinstance(proto, RatioNormaliser) else {}
+    fixed = (", its other parameters at " + ", ".join(f"{k} = {float(np.ravel(v)[0]):g}" for k, v in sorted(others.items()))
+             if others else "")
     return Hypothesis(f"normaliser({name})", f"the weights come from the normaliser {name!r} ({kind}), at any "
-                      f"temperature", _SameNormaliser(proto))
+                      f"temperature{fixed}", _SameNormaliser(proto), relax=_relax_rule(name, proto))
+
+
+def _relax_rule(name: str, proto: Normaliser) -> Any:
+    """The relaxation reads a ratio normaliser's log F with its parameters (T free); a Python callable, or a
+    built-in map not of the form F / sum F, has none."""
+    if not isinstance(proto, RatioNormaliser):
+        return None
+    values = {k: float(np.ravel(np.asarray(v, dtype=np.float64))[0]) for k, v in proto.values.items()}
+    return lambda space: space.normaliser(proto.log_F, values, f"{name}, log F = {proto.log_F}", name=proto.name)
 
 
 def uncertified(statement: Statement) -> str | None:

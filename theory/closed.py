@@ -43,34 +43,41 @@ def _text(ops: Any, value: sp.Expr) -> str:
         return ops.text(BallEvaluator(ops, {})(value), DIGITS)
 
 
+def sign_of(value: sp.Expr) -> tuple[int | None, str]:
+    """The sign (-1, 0, 1) of a closed sympy number, and how it was decided: exactly when it is rational, else in
+    arb balls at increasing precision, an exact zero recognised by sympy; ``None`` when it stays unknown."""
+    from attnbounds.theory.intervals import BallEvaluator, PrecisionLoss, Unsupported, backend
+
+    if value.is_Rational:
+        return (0 if value == 0 else 1 if value > 0 else -1), "exact rational arithmetic"
+    ops = backend(None)
+    method = f"arb balls up to {PRECISIONS[-1]} bits: the sign stayed unknown"
+    for bits in PRECISIONS:
+        try:
+            with ops.precision(bits):
+                ball = BallEvaluator(ops, {})(value)
+        except (PrecisionLoss, OverflowError):
+            continue
+        except Unsupported as exc:
+            method = f"not evaluable in interval arithmetic: {exc}"
+            break
+        if ops.positive(ball) or ops.negative(ball):
+            return (1 if ops.positive(ball) else -1), f"{ops.name} interval arithmetic at {bits} bits"
+    if value.equals(0):
+        return 0, "sympy: exactly 0 (equality)"
+    return None, method
+
+
 def decide_conjunct(rel: sp.Rel, written: sp.Basic | None = None) -> dict[str, Any]:
     """``{relation, lhs, rhs, lhs_decimal, rhs_decimal, margin, status, method}`` for one conjunct ``lhs <= rhs``."""
-    from attnbounds.theory.intervals import BallEvaluator, PrecisionLoss, Unsupported, backend
+    from attnbounds.theory.intervals import backend
 
     lhs, rhs = rel.lhs.doit(), rel.rhs.doit()
     margin = sp.nsimplify(rhs - lhs) if (rhs - lhs).is_Rational else (rhs - lhs)
     ops = backend(None)
     out = {"relation": sp.sstr(written if written is not None else rel), "lhs": sp.sstr(lhs), "rhs": sp.sstr(rhs), "margin": sp.sstr(margin)}
-    if margin.is_Rational:
-        status = "holds" if margin >= 0 else "violated"
-        method = "exact rational arithmetic"
-    else:
-        status, method = "undecided", f"arb balls up to {PRECISIONS[-1]} bits: the sign of rhs - lhs stayed unknown"
-        for bits in PRECISIONS:
-            try:
-                with ops.precision(bits):
-                    ball = BallEvaluator(ops, {})(margin)
-            except (PrecisionLoss, OverflowError):
-                continue
-            except Unsupported as exc:
-                method = f"not evaluable in interval arithmetic: {exc}"
-                break
-            if ops.positive(ball) or ops.negative(ball):
-                status = "holds" if ops.positive(ball) else "violated"
-                method = f"{ops.name} interval arithmetic at {bits} bits"
-                break
-        if status == "undecided" and margin.equals(0):
-            status, method = "holds", "sympy: rhs - lhs is exactly 0 (equality)"
+    sign, method = sign_of(margin)
+    status = "undecided" if sign is None else "holds" if sign >= 0 else "violated"
     try:
         out["lhs_decimal"], out["rhs_decimal"] = _text(ops, lhs), _text(ops, rhs)
     except Exception:  # noqa: BLE001 - a side the balls cannot print: its exact form is in the record

@@ -137,15 +137,18 @@ def _logits_qk(inst: Instance) -> np.ndarray:
 
 F_POSITIVE = Hypothesis(
     "F-positive", "alpha = F / sum F with F a smooth positive function of the logit (paper eq. 3)",
-    lambda inst: _all(inst, isinstance(inst.normaliser, RatioNormaliser) and inst.normaliser.positive))
+    lambda inst: _all(inst, isinstance(inst.normaliser, RatioNormaliser) and inst.normaliser.positive),
+    relax=lambda space: space.normaliser_property(lambda n: n.positive, "F positive"))
 
 F_LENGTH_INDEPENDENT = Hypothesis(
     "F-length-independent", "F does not depend explicitly on the number of tokens L (Lemma 1)",
-    lambda inst: _all(inst, inst.normaliser is not None and inst.normaliser.length_independent))
+    lambda inst: _all(inst, inst.normaliser is not None and inst.normaliser.length_independent),
+    relax=lambda space: space.normaliser_property(lambda n: n.length_independent, "F independent of L"))
 
 SOFTMAX = Hypothesis(
     "softmax", "alpha = F / sum F with log F(l) = l / T + c (c free of l) for the instance's temperature T: softmax "
-    "with temperature T, decided exactly from the normaliser's log F (its name plays no part)", _softmax)
+    "with temperature T, decided exactly from the normaliser's log F (its name plays no part)", _softmax,
+    relax=lambda space: space.softmax())
 
 LOGITS_QK = Hypothesis(
     "logits-qk", "the logits are the query-key products l_i = <q, k_i> (the scale 1/T is in F); checked to the "
@@ -153,19 +156,22 @@ LOGITS_QK = Hypothesis(
 
 LOGITS_BOUNDED = Hypothesis(
     "logits-bounded", "every logit lies in [-a, a] (a: instance parameter, default max_i |l_i|)",
-    lambda inst: np.where(inst.present, np.abs(cast(np.ndarray, inst.logits)), 0.0).max(-1) <= inst.param("a"))
+    lambda inst: np.where(inst.present, np.abs(cast(np.ndarray, inst.logits)), 0.0).max(-1) <= inst.param("a"),
+    relax=lambda space: space.bound_logits())
 
 SIMPLEX = Hypothesis(
     "simplex", "weights are non-negative and sum to one",
     lambda inst: (np.where(inst.present, inst.alpha, 0.0).min(-1) >= 0)
-    & (np.abs((inst.multiplicity * inst.alpha).sum(-1) - 1) <= 1e-9))
+    & (np.abs((inst.multiplicity * inst.alpha).sum(-1) - 1) <= 1e-9),
+    relax=lambda space: space.normaliser_property(lambda n: n.positive, "weights on the simplex (F positive)"))
 
 TOP_N = Hypothesis(
     "top-N", "I_N holds N largest weights: alpha_i <= alpha_j for i not in I_N, j in I_N",
     lambda inst: inst.is_top_n)
 
 L_AT_LEAST_2 = Hypothesis(
-    "L>=2", "at least two tokens (N/(L-1) is defined)", lambda inst: _all(inst, inst.L >= 2), formula=sp.Ge(L, 2))
+    "L>=2", "at least two tokens (N/(L-1) is defined)", lambda inst: _all(inst, inst.L >= 2), formula=sp.Ge(L, 2),
+    relax=lambda space: space.require_length(2))
 
 SPHERE_FEASIBLE = Hypothesis(
     "assumptions-1-2", "Assumption 1 (x_i uniform on the sphere of radius M) and Assumption 2 "
@@ -267,7 +273,8 @@ def domain_hypothesis(name: str) -> Hypothesis:
             return _all(inst, True)
         return d.check(inst)
 
-    return Hypothesis(domain_id(name), f"parameter domain: {d.text}", check, formula=d.formula)
+    return Hypothesis(domain_id(name), f"parameter domain: {d.text}", check, formula=d.formula,
+                      relax=lambda space: space.parameter_formula(d.formula))
 
 
 def domain_hypotheses(parameters: Iterable[str]) -> tuple[Hypothesis, ...]:

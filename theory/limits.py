@@ -33,6 +33,7 @@ from attnbounds.theory import balls
 from attnbounds.theory.errors import AttnBoundsError, CannotCertify, InvalidArgument
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import ArbOps, BallEvaluator, Ops, Unsupported
+from attnbounds.theory.opaque import OAbs, OMax, OMin
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.parallel import Runner
 from attnbounds.theory.statement import Statement, _conjuncts
@@ -135,60 +136,8 @@ def _diff(expr: sp.Expr, x: sp.Symbol) -> sp.Expr:
     return d(expr)
 
 
-# Min, Max and Abs of expressions in t stay opaque: sympy re-simplifies its own Min, Max and Abs whenever it
-# rebuilds an expression (substitution, together, expand), at a cost exponential in their size. These carry
-# their interval form (BallEvaluator) and their derivatives (for the mean-value form in _sign_on).
-def _jump(ops: Ops, x: Any, below: int) -> Any:
-    """1 for x > 0, ``below`` for x < 0, and the hull of both where the ball of x holds 0."""
-    if ops.positive(x):
-        return ops.num(1)
-    if ops.positive(-x):
-        return ops.num(below)
-    return ops.hull(ops.num(below), ops.num(1))
-
-
-class _Step(sp.Function):
-    """Heaviside step: 1 for x > 0, 0 for x < 0, [0, 1] at 0."""
-
-    nargs = 1
-    ball_form = staticmethod(lambda ops, x: _jump(ops, x, 0))
-
-
-class _Sign(sp.Function):
-    """Sign: 1 for x > 0, -1 for x < 0, [-1, 1] at 0."""
-
-    nargs = 1
-    ball_form = staticmethod(lambda ops, x: _jump(ops, x, -1))
-
-
-class LimMax(sp.Function):
-    nargs = 2
-    ball_form = staticmethod(lambda ops, x, y: ops.max2(x, y))
-
-    def fdiff(self, argindex: int = 1) -> sp.Expr:
-        a, b = self.args
-        return _Step(a - b) if argindex == 1 else _Step(b - a)
-
-
-class LimMin(sp.Function):
-    nargs = 2
-    ball_form = staticmethod(lambda ops, x, y: ops.min2(x, y))
-
-    def fdiff(self, argindex: int = 1) -> sp.Expr:
-        a, b = self.args
-        return _Step(b - a) if argindex == 1 else _Step(a - b)
-
-
-class LimAbs(sp.Function):
-    nargs = 1
-    ball_form = staticmethod(lambda ops, x: ops.abs(x))
-
-    def fdiff(self, argindex: int = 1) -> sp.Expr:
-        return _Sign(self.args[0])
-
-
 #: how mpmath evaluates the opaque functions (numeric guidance only)
-_MPMATH = {"LimMax": max, "LimMin": min, "LimAbs": abs}
+_MPMATH = {"OMax": max, "OMin": min, "OAbs": abs}
 
 
 class SymbolicOps(Ops):
@@ -308,13 +257,13 @@ class SymbolicOps(Ops):
         return self._fold(self.arb.sqrt, sp.sqrt, b)
 
     def abs(self, b: Any) -> Any:
-        return self._fold(self.arb.abs, LimAbs, b)
+        return self._fold(self.arb.abs, OAbs, b)
 
     def min2(self, a: Any, b: Any) -> Any:
-        return self._fold(self.arb.min2, LimMin, a, b)
+        return self._fold(self.arb.min2, OMin, a, b)
 
     def max2(self, a: Any, b: Any) -> Any:
-        return self._fold(self.arb.max2, LimMax, a, b)
+        return self._fold(self.arb.max2, OMax, a, b)
 
     def ipow(self, b: Any, n: int) -> Any:
         return self._fold(lambda x: self.arb.ipow(x, n), lambda x: x**n, b)

@@ -87,6 +87,7 @@ SCHEMA: dict[str, Any] = {
             },
         },
         "certified": {"type": "boolean"},
+        "relaxation": {"type": "object", "required": ["method", "status", "reason", "work", "boxes", "problems"]},
         "closed_claim": {"type": "object", "required": ["conjuncts"]},
         "hypotheses": {"type": "array", "items": {"type": "object", "required": ["id", "description"],
                                                   "properties": {"id": _STR, "description": _STR}}},
@@ -404,8 +405,13 @@ def citation_sentence(record: Record) -> str:
         return f"With {sw}, {what} {body} (record {d['content_hash']})."
     if verdict == "PROVED":
         p = d["proof"]
-        body = (f"is proved by the machine-replayed derivation {p['name']}, which rests on {p['rests_on']}, "
-                f"and survived {searched}{tight})")
+        relaxed = d.get("relaxation") or {}
+        second = (f"; it is also proved for every L by {relaxed['rests_on']}" if relaxed.get("status") == "proved"
+                  else "")
+        body = (f"is proved by the machine-replayed derivation {p['name']}, which rests on {p['rests_on']}{second}, "
+                f"and survived {searched}{tight})" if p and p.get("ok") and p.get("complete") else
+                f"is proved for every L by {relaxed.get('rests_on', 'the relaxation prover')}, and survived "
+                f"{searched}{tight})")
     elif verdict == "VERIFIED":
         body = f"survived {searched}{tight}); this is evidence, not a proof"
     elif verdict == "REFUTED":
@@ -432,8 +438,11 @@ TABLE_END = "<!-- end of verdict table -->"
 def verdict_label(record: Record) -> str:
     """``PROVED (derivation)``, ``REFUTED``, ``VERIFIED``, ...: the verdict as the table shows it."""
     proof = record.data.get("proof")
-    if record.verdict == "PROVED" and proof:
-        return f"PROVED ({proof['name']})"
+    relaxed = (record.data.get("relaxation") or {}).get("status") == "proved"
+    if record.verdict == "PROVED" and proof and proof.get("ok") and proof.get("complete"):
+        return f"PROVED ({proof['name']}{' + relaxation' if relaxed else ''})"
+    if record.verdict == "PROVED" and relaxed:
+        return "PROVED (relaxation)"
     return record.verdict
 
 

@@ -47,13 +47,17 @@ class Hypothesis:
     """A checkable hypothesis: ``check(inst)`` returns a ``(B,)`` boolean array computed from the instance.
 
     ``formula`` (optional) states it in the paper's symbols (``L >= 2``, ``eps > 0``): a derivation may
-    assume exactly its consequences (:class:`attnbounds.proofs.framework.Assume`).
+    assume exactly its consequences (:class:`attnbounds.proofs.framework.Assume`). ``relax`` (optional) is its
+    meaning for the relaxation prover.
     """
 
     id: str
     description: str
     check: Callable[[Instance], np.ndarray] = field(compare=False, repr=False)
     formula: sp.Basic | None = field(default=None, compare=False, repr=False)
+    #: what the hypothesis means for the relaxed space of :mod:`attnbounds.theory.prover.relax` (a function of a
+    #: ``Space``), or None: the relaxation prover does not read it, and declines statements that assume it
+    relax: Callable[[Any], None] | None = field(default=None, compare=False, repr=False)
 
     def __call__(self, inst: Instance) -> np.ndarray:
         return np.broadcast_to(np.asarray(self.check(inst), dtype=bool), (inst.B,))
@@ -109,7 +113,8 @@ def fixed_parameters(values: dict[str, float]) -> Hypothesis:
             ok &= inst.param(name) == value
         return ok
 
-    return Hypothesis(FIXED_HYPOTHESIS, f"parameters fixed by the statement: {text}", check)
+    return Hypothesis(FIXED_HYPOTHESIS, f"parameters fixed by the statement: {text}", check,
+                      relax=lambda space: None)  # the prover reads the statement's fixed values itself
 
 
 RANGES_HYPOTHESIS = "parameter-ranges"
@@ -129,7 +134,8 @@ def parameter_ranges(ranges: dict[str, tuple[float, float]]) -> Hypothesis:
             ok &= (value >= lo) & (value <= hi)
         return ok
 
-    return Hypothesis(RANGES_HYPOTHESIS, f"parameters within the statement's ranges: {text}", check)
+    return Hypothesis(RANGES_HYPOTHESIS, f"parameters within the statement's ranges: {text}", check,
+                      relax=lambda space: None)  # the prover reads the statement's ranges itself
 
 
 def _conjuncts(relation: sp.Basic) -> list[sp.Rel]:

@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterator
 import sympy as sp
 
 from attnbounds.theory import atomic, selfcheck
+from attnbounds.theory.callables import same_normaliser
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.exprparse import FUNCTIONS, free_names, parse_expression
 from attnbounds.theory.normalisers import BUILTIN_FAMILIES, FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
@@ -232,8 +233,6 @@ def _restriction(table: dict[str, Any], where: str, normalisers: dict[str, Calla
                  ) -> tuple[Hypothesis | None, set[str]]:
     """The hypothesis ``normaliser(<name>)`` of key 'normaliser' (a normaliser of this file or a built-in one), and
     that normaliser's parameters besides T (they may be fixed)."""
-    from attnbounds.theory.callables import same_normaliser
-
     name = table.get("normaliser")
     if name is None:
         return None, set()
@@ -331,6 +330,10 @@ def _parse_statement(table: Any, k: int, path: str,
             raise InvalidArgument(f"{where}: key 'hypotheses': unknown hypothesis {h!r}; known: {', '.join(sorted(catalogue))}")
         hyps.append(catalogue[h])
     if restrict is not None:
+        own_fixed = {k: v for k, v in fixed.items() if k in own_params}
+        if own_fixed:  # the statement's normaliser at the parameter values it fixes
+            name = table["normaliser"]
+            restrict = same_normaliser(name, (dict(normalisers or {}).get(name) or FAMILY[name])(**own_fixed))
         hyps.append(restrict)
     estimate = any(QUANTITIES[q].estimate for q in bindings.values())
     kind = table.get("kind", "expectation" if estimate else "deterministic")

@@ -218,6 +218,17 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
         cands = [minimal, *(c for c in cands if c is not minimal)]
     chosen, summaries = _certified(st, cands[:max_candidates])
     fields["search"]["candidates"] = summaries
+    relaxed = None
+    if float_only is None:  # the relaxation prover: PROVED for every L, or a counterexample the search missed
+        relaxed = _relaxation(st, budget_s)
+        fields["relaxation"] = relaxed.to_json()
+        if chosen is None and relaxed.status == "refuted" and relaxed.counterexample is not None:
+            cert = certify(st, relaxed.counterexample, 0)
+            fields["relaxation"]["counterexample_certificate"] = _certificate_summary(len(summaries), cert)
+            if cert.status == "violated":
+                chosen = (len(summaries), relaxed.counterexample, cert)
+                cands = [*cands, relaxed.counterexample]
+                notes.append("the counterexample was found by the relaxation prover (the search found none)")
     if float_only is not None:
         return _decide_float_only(st, fields, timing, res, cands, chosen, float_only, seed=seed, budget_s=budget_s,
                                   min_tried=min_tried, t=t)
@@ -256,8 +267,10 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
     what = (f"{tried} instances searched (seed {seed}, budget {budget_s:g} s; L from {L_range['all'][0]} to "
             f"{L_range['all'][1]})" if L_range["all"] else f"{tried} instances searched (seed {seed}, budget {budget_s:g} s)")
     suffix = ("; " + "; ".join(notes)) if notes else ""
-    if chosen is not None and proved_by is not None:
-        return "ERROR", (f"internal contradiction: derivation {proved_by} replays as a complete proof, but search "
+    relaxation_proved = relaxed is not None and relaxed.status == "proved"
+    if chosen is not None and (proved_by is not None or relaxation_proved):
+        by = f"derivation {proved_by}" if proved_by is not None else "the relaxation prover"
+        return "ERROR", (f"internal contradiction: {by} proves the statement, but search "
                          f"candidate {chosen[0]} is a certified counterexample ({chosen[2].method}, margin in "
                          f"[{chosen[2].margin_lo:.6g}, {chosen[2].margin_hi:.6g}]){suffix}")
     if chosen is not None:
@@ -277,8 +290,14 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
                       else f" up to {best['L_max']:.3g}") + f" along '{best['family']}'")
         return "REFUTED", (f"{kind}{where}, margin in [{chosen[2].margin_lo:.6g}, {chosen[2].margin_hi:.6g}]; "
                            f"{what}{suffix}")
+    relaxation = (f"; {relaxed.to_json()['rests_on']}" if relaxation_proved else
+                  f"; the relaxation prover: {relaxed.status}: {relaxed.reason}" if relaxed is not None else "")
     if proved_by is not None:
-        return "PROVED", f"derivation {proved_by} replays completely; no counterexample in {what}{suffix}"
+        return "PROVED", f"derivation {proved_by} replays completely{relaxation if relaxation_proved else ''}; no " \
+                         f"counterexample in {what}{suffix}"
+    if relaxation_proved:
+        return "PROVED", f"proved for every L by the relaxation prover{relaxation}; no counterexample in {what}{suffix}"
+    suffix += relaxation
     if tried > 0 and applicable == 0:
         return "NOT-APPLICABLE", f"no instance the search built satisfies the hypotheses; {what}{suffix}"
     if errors:
@@ -355,6 +374,13 @@ def _decide_float_only(st: Statement, fields: dict[str, Any], timing: dict[str, 
         return "UNDECIDED", f"too little searched: {what} (fewer than {min_tried})"
     return "VERIFIED", (f"no violation in float64 arithmetic in {what}; largest lhs/rhs found "
                         f"{_fmt(_finite_or_none(res.best_ratio))}{rounding} (not certified: {why})")
+
+
+def _relaxation(st: Statement, budget_s: float) -> Any:
+    """The relaxation prover's result on ``st`` (:mod:`attnbounds.theory.prover`), with work bought by the budget."""
+    from attnbounds.theory import prover
+
+    return prover.prove(st, work=prover.work_for(budget_s))
 
 
 def _certified(st: Statement, cands: list[Instance]) -> tuple[tuple[int, Instance, Certificate] | None, list[dict[str, Any]]]:

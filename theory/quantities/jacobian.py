@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import sympy as sp
 
 from attnbounds.theory import memory
 from attnbounds.theory.balls import ExactInstance, log_F, spectral_norm, weights_from_logits
@@ -21,6 +22,7 @@ from attnbounds.theory.errors import InvalidArgument, NotApplicable
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import Unsupported
 from attnbounds.theory.normalisers import RatioNormaliser
+from attnbounds.theory.opaque import OAbs
 from attnbounds.theory.quantities import _float as F
 from attnbounds.theory.quantities.spec import define
 
@@ -237,6 +239,18 @@ def _j_frob_torch(st: Any) -> Any:
     return ((m * (a * g) ** 2 * (st.others(a) ** 2 + st.others(a * a))).sum(-1) + st.TINY).sqrt()
 
 
+@J_frobenius.relaxed_form
+def _j_frob_relaxed(rx: Any) -> Any:
+    """``||J||_F^2 = sum_j alpha_j^2 g_j^2 (1 - 2 alpha_j + ||alpha||^2)`` with ``alpha_j = t F_j / S``, ``S`` the
+    total of F: totals of F, F^2, F^2 g^2 and F^3 g^2."""
+    t = rx.t
+    S = rx.total(lambda k: k.F)
+    P = rx.total(lambda k: k.F**2 * k.g**2)
+    R = rx.total(lambda k: k.F**3 * k.g**2)
+    U = rx.total(lambda k: k.F**2)
+    return sp.sqrt(t * P / S**2 * (1 + t * U / S**2) - 2 * t**2 * R / S**3)
+
+
 J_row = define("J_row", "B", "max_i ||grad_l alpha_i||_2, the largest row norm of the Jacobian",
                definition="max_i ||grad_l alpha_i||_2", reference=_C3, needs=("logits",), cost="jacobian",
                normaliser=True)
@@ -264,6 +278,16 @@ def _j_row_torch(st: Any) -> Any:
     a, g = st.alpha * st.present, st.dlog_F(st.logits) * st.present
     row = a * ((st.others(a) * g) ** 2 + st.others((a * g) ** 2) + st.TINY).sqrt()
     return st.masked(row, st.present, "max")
+
+
+@J_row.relaxed_form
+def _j_row_relaxed(rx: Any) -> Any:
+    """Row i: ``alpha_i sqrt((1 - alpha_i)^2 g_i^2 + sum_{j != i} alpha_j^2 g_j^2)``, the sum as ``alpha_i^2 / t``
+    times the total of ``(F_j / F_i)^2 g_j^2`` over the other tokens."""
+    i = rx.role("row")
+    a = rx.weight(i)
+    Q = rx.total(lambda k: sp.exp(2 * (k.lam - i.lam)) * k.g**2, exclude=[i])
+    return a * sp.sqrt((1 - a) ** 2 * i.g**2 + a**2 / rx.t * Q)
 
 
 J_entry = define("J_entry", "B", "max_{i,j} |d alpha_i / d l_j|", definition="max_{i,j} |d alpha_i / d l_j|",
@@ -298,6 +322,16 @@ def _j_entry_ball(ex: ExactInstance) -> Any:
     values = [ops.abs(D[k]) for k in p]
     values += [ops.abs(C[i, j]) for i in p for j in p if i != j or ex.counts[i] >= 2]
     return ops.maximum(np.array(values, dtype=object))
+
+
+@J_entry.relaxed_form
+def _j_entry_relaxed(rx: Any) -> Any:
+    """The entry (i, j): ``alpha_i (1 - alpha_i) |g_i|`` on the diagonal (one token), ``alpha_i alpha_j |g_j|`` off it."""
+    i, j = rx.role("i"), rx.role("j")
+    a = rx.weight(i)
+    if rx.same(i, j):
+        return a * (1 - a) * OAbs(i.g)
+    return a * rx.weight(j) * OAbs(j.g)
 
 
 @J_entry.torch_form
@@ -394,6 +428,12 @@ def _df_max_torch(st: Any) -> Any:
     return st.masked((st.alpha * st.dlog_F(st.logits)).abs(), st.present, "max")
 
 
+@dF_max.relaxed_form
+def _df_max_relaxed(rx: Any) -> Any:
+    r = rx.role("max", maximize=lambda tok: tok.lam + sp.log(OAbs(tok.g)))
+    return rx.weight(r) * OAbs(r.g)
+
+
 F_l2 = define("F_l2", "B", "||F||_2 / sum_k F(l_k) = ||alpha||_2", definition="||F||_2 / sum_k F(l_k)", reference=_L2,
               needs=(), cost="weights")
 
@@ -411,6 +451,11 @@ def _f_l2_ball(ex: ExactInstance) -> Any:
 @F_l2.torch_form
 def _f_l2_torch(st: Any) -> Any:
     return ((st.mult * st.alpha**2).sum(-1) + st.TINY).sqrt()
+
+
+@F_l2.relaxed_form
+def _f_l2_relaxed(rx: Any) -> Any:
+    return sp.sqrt(rx.t * rx.total(lambda k: k.F**2)) / rx.total(lambda k: k.F)
 
 
 dF_l2 = define("dF_l2", "B", "||F'||_2 / sum_k F(l_k) = ||alpha * g||_2", definition="||F'||_2 / sum_k F(l_k)",
@@ -431,6 +476,11 @@ def _df_l2_ball(ex: ExactInstance) -> Any:
 @dF_l2.torch_form
 def _df_l2_torch(st: Any) -> Any:
     return ((st.mult * (st.alpha * st.dlog_F(st.logits)) ** 2).sum(-1) + st.TINY).sqrt()
+
+
+@dF_l2.relaxed_form
+def _df_l2_relaxed(rx: Any) -> Any:
+    return sp.sqrt(rx.t * rx.total(lambda k: k.F**2 * k.g**2)) / rx.total(lambda k: k.F)
 
 
 g_absmax = define("g_absmax", "B", "max_j |(log F)'(l_j)|", definition="max_j |(log F)'(l_j)|", reference=_L2,
@@ -454,3 +504,8 @@ def _g_absmax_ball(ex: ExactInstance) -> Any:
 @g_absmax.torch_form
 def _g_absmax_torch(st: Any) -> Any:
     return st.masked(st.dlog_F(st.logits).abs(), st.present, "max")
+
+
+@g_absmax.relaxed_form
+def _g_absmax_relaxed(rx: Any) -> Any:
+    return OAbs(rx.role("max", maximize=lambda tok: tok.g**2).g)

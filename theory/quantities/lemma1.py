@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import sympy as sp
 
 from attnbounds.theory.balls import ExactInstance, F_extrema
 from attnbounds.theory.errors import InvalidArgument
@@ -84,6 +85,17 @@ def _c1_torch(st: Any) -> Any:
     return (lo - hi).exp()
 
 
+def _log_F_range_relaxed(rx: Any) -> tuple[Any, Any]:
+    """``(min, max)`` of log F on [-a, a] in the relaxed space (:meth:`RelaxedInstance.log_F_extremes`)."""
+    return rx.log_F_extremes()
+
+
+@C_1.relaxed_form
+def _c1_relaxed(rx: Any) -> Any:
+    lo, hi = _log_F_range_relaxed(rx)
+    return sp.exp(lo - hi)
+
+
 C_2 = define("C_2", "B", "Lemma 1 upper constant max F / min F on [-a, a] (inf when it exceeds the float range)",
              definition="max_{|l|<=a} F / min_{|l|<=a} F", reference=_REFERENCE, needs=("ratio", "logits"),
              cost="weights", normaliser=True, magnitude=_exp_magnitude(1.0))
@@ -106,6 +118,12 @@ def _c2_ball(ex: ExactInstance) -> Any:
 def _c2_torch(st: Any) -> Any:
     lo, hi = _log_F_range_torch(st)
     return (hi - lo).exp()
+
+
+@C_2.relaxed_form
+def _c2_relaxed(rx: Any) -> Any:
+    lo, hi = _log_F_range_relaxed(rx)
+    return sp.exp(hi - lo)
 
 
 def _need_qk(inst: Instance) -> tuple[np.ndarray, np.ndarray]:

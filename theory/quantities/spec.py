@@ -9,7 +9,9 @@ expectations, its Monte Carlo protocol. Its implementations register on it:
 - ``float``: numpy, vectorised over the batch, for dense instances and token classes alike
   (columns with their counts; :mod:`attnbounds.theory.instance`), the search's and the oracle's;
 - ``ball``: interval arithmetic from the definition (:mod:`attnbounds.theory.balls`), what certification trusts;
-- ``torch``: differentiable, what gradient ascent climbs.
+- ``torch``: differentiable, what gradient ascent climbs;
+- ``relaxed``: the quantity on the relaxed space of :mod:`attnbounds.theory.prover.relax` (a few distinguished tokens
+  and totals over all tokens, with ``t = 1/L``), a sympy expression: what the relaxation prover reads.
 
 Search, certification, budgets and strategies read the specification; nothing else keeps a table
 of quantities. ``tests/rigor/test_value_oracle.py`` compares every implementation with every other.
@@ -31,8 +33,8 @@ if TYPE_CHECKING:
     from attnbounds.theory.instance import Instance
 
 Shape = Literal["B", "BL", "BN"]
-Backend = Literal["float", "ball", "torch"]
-BACKENDS: tuple[Backend, ...] = ("float", "ball", "torch")
+Backend = Literal["float", "ball", "torch", "relaxed"]
+BACKENDS: tuple[Backend, ...] = ("float", "ball", "torch", "relaxed")
 #: what an instance can carry: logits (and a normaliser), query/keys, token vectors x, a selection I_N,
 #: sphere parameters (M, delta, r), a finite-difference direction and step, head parameters (p, H),
 #: and "ratio" for a normaliser of the form F / sum F (its log F is read, not only the weights)
@@ -94,7 +96,7 @@ def mc_settings(params: dict[str, np.ndarray]) -> tuple[int, int, float]:
 @dataclass(eq=False)
 class Quantity:
     """The specification of one named quantity (module docstring); register implementations with
-    :meth:`float_form`, :meth:`ball_form` and :meth:`torch_form`."""
+    :meth:`float_form`, :meth:`ball_form`, :meth:`torch_form` and :meth:`relaxed_form`."""
 
     name: str
     shape: Shape
@@ -144,6 +146,10 @@ class Quantity:
     def torch_form(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """Register ``fn(state) -> tensor`` on a :class:`~attnbounds.theory.search.torch_eval.State`."""
         return self._register("torch", fn)
+
+    def relaxed_form(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """Register ``fn(rx) -> sympy expression`` on a :class:`~attnbounds.theory.prover.relax.RelaxedInstance`."""
+        return self._register("relaxed", fn)
 
     def has(self, backend: Backend) -> bool:
         return backend in self.forms

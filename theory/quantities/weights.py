@@ -8,6 +8,8 @@ import numpy as np
 
 from attnbounds.theory.balls import ExactInstance
 from attnbounds.theory.instance import Instance
+from attnbounds.theory.intervals import Unsupported
+from attnbounds.theory.opaque import OAbs
 from attnbounds.theory.quantities import _float as F
 from attnbounds.theory.quantities.spec import define
 
@@ -31,6 +33,11 @@ def _alpha_i_torch(st: Any) -> Any:
     return st.alpha
 
 
+@alpha_i.relaxed_form
+def _alpha_i_relaxed(rx: Any) -> Any:
+    return rx.weight(rx.role("i"))
+
+
 alpha_min = define("alpha_min", "B", "smallest weight min_i alpha_i", definition="min_i alpha_i", reference="Lemma 2",
                    needs=(), cost="weights")
 
@@ -50,6 +57,11 @@ def _alpha_min_torch(st: Any) -> Any:
     return st.masked(st.alpha, st.present, "min")
 
 
+@alpha_min.relaxed_form
+def _alpha_min_relaxed(rx: Any) -> Any:
+    return rx.weight(rx.role("min", minimize=lambda tok: tok.lam))
+
+
 alpha_max = define("alpha_max", "B", "largest weight max_i alpha_i", definition="max_i alpha_i", reference="Lemma 2",
                    needs=(), cost="weights")
 
@@ -67,6 +79,11 @@ def _alpha_max_ball(ex: ExactInstance) -> Any:
 @alpha_max.torch_form
 def _alpha_max_torch(st: Any) -> Any:
     return st.masked(st.alpha, st.present, "max")
+
+
+@alpha_max.relaxed_form
+def _alpha_max_relaxed(rx: Any) -> Any:
+    return rx.weight(rx.role("max", maximize=lambda tok: tok.lam))
 
 
 abar_N = define("abar_N", "B", "selected mass abar_N = sum_{i in I_N} alpha_i", definition="sum_{i in I_N} alpha_i",
@@ -105,3 +122,11 @@ def _absmax_ball(ex: ExactInstance) -> Any:
 @logit_absmax.torch_form
 def _absmax_torch(st: Any) -> Any:
     return st.masked(st.logits.abs(), st.present, "max")
+
+
+@logit_absmax.relaxed_form
+def _absmax_relaxed(rx: Any) -> Any:
+    tok = rx.role("absmax", maximize=lambda k: k.lam if k.l is None else k.l**2)
+    if tok.l is None:
+        raise Unsupported("softmax weights fix the logits only up to a shift: max |l_i| is not a function of them")
+    return OAbs(tok.l)

@@ -1,0 +1,339 @@
+"""PROVED for every L: interval branch and bound over a Caratheodory relaxation of a statement.
+
+:func:`prove` relaxes a statement (:mod:`~attnbounds.theory.prover.relax`: ``t = 1/L``, distinguished tokens,
+atoms for the other tokens), closes every box of every relaxed problem (:mod:`~attnbounds.theory.prover.bnb`), and
+says:
+
+- ``proved``: every box of every problem (each conjunct under each pattern of its distinguished tokens) is closed,
+  each closure re-checked in rigorous interval arithmetic: the statement holds for every instance of every length
+  within its hypotheses and ranges. The certificate (:meth:`ProverResult.to_json`) holds each problem, its
+  coordinates and the tree of boxes, enough for :func:`replay` to re-check it from the record alone;
+- ``refuted``: a box where the margin is negative, realised as a token-class instance (weights rounded to counts
+  at a finite L), which the caller certifies the usual way;
+- ``open``: the work ran out, or a box could not be decided (the reason says where);
+- ``declined``: the statement has no relaxation (the reason says which hypothesis or quantity).
+
+The work is counted in interval operations (:data:`~attnbounds.theory.prover.bnb.COST`), so the same statement
+explores the same boxes on every machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.instance import MAX_LENGTH, Instance
+from attnbounds.theory.prover.bnb import Node, Outcome, Programs, branch_and_bound, check_faces, replay as replay_tree
+from attnbounds.theory.prover.program import compile_program, run_float, run_rigorous
+from attnbounds.theory.prover.relax import Declined, Problem, Relaxation, relax, t_sym
+from attnbounds.theory.statement import Statement
+
+#: work units (interval operations, :data:`bnb.COST`) the prover spends per second of budget: about a quarter of a
+#: second of this machine's float interval arithmetic (measured: 25 ns per operation and box)
+WORK_PER_SECOND = 10_000_000
+#: the least work any statement gets (the smallest budgets still close easy statements)
+MIN_WORK = 2_000_000
+
+METHOD = "relaxation"
+RESTS_ON = "interval branch-and-bound over a Caratheodory relaxation"
+
+
+@dataclass
+class ProblemReport:
+    """One problem's outcome, as the certificate records it."""
+
+    problem: Problem
+    outcome: Outcome
+    programs: Programs
+
+    def to_json(self) -> dict[str, Any]:
+        p, o = self.problem, self.outcome
+        faces = {repr(list(k)): [sp.srepr(f) for f in face.forms] for k, face in self.programs.faces.items()}
+        out = {"conjunct": p.conjunct, "pattern": p.pattern, "status": o.status, "boxes": o.boxes, "work": o.work,
+               "closed": dict(sorted(o.closed.items())), "reason": o.reason,
+               "coordinates": [c.to_json() for c in p.coordinates], "model": p.model, "atoms": p.atoms,
+               "totals": p.moments, "strict": p.strict, "stripped": p.stripped,
+               "signs": [[sp.srepr(a), k] for a, k in p.signs],
+               "margin": sp.srepr(p.margin), "core": sp.srepr(p.core),
+               "constraints": [sp.srepr(c) for c in p.constraints], "faces": faces,
+               "faces_as_limits": sorted({c.text for c in p.coordinates if c.kind == "length" and c.lo == 0.0}
+                                         | {f"{c.symbol} = {v}" for c in p.coordinates for v in (c.lo, c.hi)
+                                            if c.kind in ("role", "atom") and v in (0.0, 1.0) and "s_" in str(c.symbol)})}
+        if o.status == "proved":
+            out["tree"] = o.tree.encode()
+            out["tree_sha256"] = o.tree.digest()
+        if o.tightest is not None:
+            bound, lo, hi = o.tightest
+            out["tightest"] = {"core_lower_bound": bound,
+                               "box": {str(s): [_j(a), _j(b)] for s, a, b in zip(p.symbols, lo, hi)}}
+        return out
+
+
+def _j(x: float) -> float | str:
+    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+
+@dataclass
+class ProverResult:
+    """What :func:`prove` concluded (module docstring)."""
+
+    status: str  # proved / refuted / open / declined
+    reason: str
+    reports: list[ProblemReport] = field(default_factory=list)
+    counterexample: Instance | None = None
+    work: int = 0
+    relaxation: Relaxation | None = None
+
+    @property
+    def boxes(self) -> int:
+        return sum(r.outcome.boxes for r in self.reports)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"method": METHOD, "status": self.status, "reason": self.reason, "work": self.work,
+                               "boxes": self.boxes, "problems": [r.to_json() for r in self.reports]}
+        if self.status == "proved":
+            digest = hashlib.sha256("".join(r.outcome.tree.digest() for r in self.reports).encode()).hexdigest()
+            out["boxes_sha256"] = digest
+            out["rests_on"] = (f"{RESTS_ON}, {self.boxes} boxes in {len(self.reports)} problem(s), every closed box "
+                               f"re-checked in arb / mpmath.iv interval arithmetic")
+        if self.relaxation is not None:
+            sp_ = self.relaxation.space
+            out["reduction"] = {"normaliser": sp_.normaliser_text, "hypotheses read": sp_.understood,
+                                "problems": [p.describe() for p in self.relaxation.problems]}
+        return out
+
+
+def work_for(budget_s: float) -> int:
+    """The prover's work for a budget of ``budget_s`` seconds (deterministic: the same on every machine)."""
+    return max(MIN_WORK, int(WORK_PER_SECOND * float(budget_s)))
+
+
+def prove(statement: Statement, *, work: int) -> ProverResult:
+    """Relax ``statement`` and close its relaxed problems within ``work`` operations (module docstring)."""
+    try:
+        rel = relax(statement)
+    except Declined as exc:
+        return ProverResult("declined", str(exc))
+    except (AttnBoundsError, RecursionError, TypeError, ValueError, ZeroDivisionError) as exc:
+        return ProverResult("declined", f"the relaxation could not be built: {type(exc).__name__}: {exc}"[:400])
+    reports: list[ProblemReport] = []
+    spent = 0
+    problems = sorted(rel.problems, key=lambda p: len(p.coordinates))  # the small ones first
+    for k, problem in enumerate(problems):
+        share = (work - spent) // max(len(problems) - k, 1)
+        try:
+            programs = Programs.build(problem)
+            outcome = branch_and_bound(problem, max(share, 1), programs=programs)
+        except (AttnBoundsError, RecursionError, TypeError, ValueError, ZeroDivisionError) as exc:
+            return ProverResult("open", f"{problem.pattern}: the branch and bound failed: {type(exc).__name__}: {exc}"[:400],
+                                reports, work=spent, relaxation=rel)
+        spent += outcome.work
+        reports.append(ProblemReport(problem, outcome, programs))
+        if outcome.status == "negative":
+            assert outcome.negative is not None
+            inst = realise(problem, rel, outcome.negative, programs)
+            what = f"conjunct {problem.conjunct}, {problem.pattern}: {outcome.reason}"
+            if inst is None:
+                return ProverResult("open", f"{what}, but no instance near it could be built", reports, work=spent,
+                                    relaxation=rel)
+            return ProverResult("refuted", what, reports, inst, work=spent, relaxation=rel)
+        if outcome.status != "proved":
+            return ProverResult("open", f"conjunct {problem.conjunct}, {problem.pattern}: {outcome.reason}", reports,
+                                work=spent, relaxation=rel)
+    total = sum(r.outcome.boxes for r in reports)
+    return ProverResult("proved", f"every box of {len(reports)} relaxed problem(s) closed ({total} boxes)", reports,
+                        work=spent, relaxation=rel)
+
+
+# -- a negative box as an instance --------------------------------------------------------------------------------
+#: how far into the open space a point of a closure face (t = 0, s = 0 or 1, ...) is moved, in turn
+NUDGES = (1e-3, 1e-6, 1e-9, 1e-12, 1e-14)
+
+
+def _candidates(problem: Problem, node: Node) -> list[np.ndarray]:
+    """Points of the box to realise, inner ones first: its centre, then the corner nearest the smallest margin moved
+    off the closure faces by each of :data:`NUDGES`."""
+    lo, hi = node.lo.copy(), node.hi.copy()
+    finite_lo = np.where(np.isfinite(lo), lo, np.where(np.isfinite(hi), hi - 1.0, 0.0))
+    finite_hi = np.where(np.isfinite(hi), hi, finite_lo + 1.0)
+    out = [finite_lo / 2 + finite_hi / 2]
+    for nudge in NUDGES:
+        p = out[0].copy()
+        for d, c in enumerate(problem.coordinates):
+            width = c.hi - c.lo if math.isfinite(c.hi - c.lo) else 1.0
+            if p[d] <= c.lo:
+                p[d] = c.lo + nudge * width if c.kind != "length" else max(c.lo, nudge)
+            elif p[d] >= c.hi:
+                p[d] = c.hi - nudge * width
+        out.append(p)
+    return out
+
+
+def realise(problem: Problem, rel: Relaxation, node: Node, programs: Programs) -> Instance | None:
+    """A token-class instance at a point of the negative box whose float margin is negative (None if none is)."""
+    point_program = compile_program([problem.core], problem.symbols)
+    for p in _candidates(problem, node):
+        value = run_float(point_program, p[None], p[None])[0][1][0]
+        if not value < 0:
+            continue
+        try:
+            inst = _instance(problem, rel, {s: float(v) for s, v in zip(problem.symbols, p)})
+        except (AttnBoundsError, TypeError, ValueError, ZeroDivisionError, OverflowError):
+            continue
+        if inst is None:
+            continue
+        ev = rel.statement.evaluate(inst)
+        if bool(ev.applicable[0]) and bool(ev.margin_hi[0] < 0):
+            return inst
+    return None
+
+
+def _number(expr: sp.Expr, values: dict[sp.Symbol, float]) -> float:
+    return float(sp.N(sp.sympify(expr).xreplace({s: sp.Float(v, 30) for s, v in values.items()}), 30))
+
+
+def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float]) -> Instance | None:
+    """The instance at a point: L from t, each distinguished token one token, each atom a class of tokens."""
+    st, space = rel.statement, rel.space
+    info = problem.realisation
+    values = dict(values)
+    for expr in problem.parameters.values():  # a parameter the core does not read (T scaled out, say): any value
+        for sym in sp.sympify(expr).free_symbols:
+            values.setdefault(sym, 1.0)
+    t = values.get(t_sym)
+    L_lo, L_hi = info["L_range"]
+    if t is None or t <= 0:
+        L = int(min(max(L_lo, 1e6 if t is None else MAX_LENGTH), L_hi))
+    else:
+        L = int(min(max(round(1.0 / t), L_lo), L_hi, MAX_LENGTH))
+    k = len(info["roles"])
+    if L < k:
+        return None
+    logits = [_number(l, values) for l in info["roles"]]
+    counts = [1] * k
+    others = L - k
+    masses = [max(_number(m, values), 0.0) for m in info["masses"]]
+    if info["weights_model"]:  # each atom: about mass / weight tokens (of its share of the others' weight)
+        for l_expr, n_expr in zip(info["atoms"], info["atom_counts"]):
+            c = int(min(round(_number(n_expr, values)), MAX_LENGTH // max(len(info["atoms"]), 1)))
+            if c > 0:
+                logits.append(_number(l_expr, values))
+                counts.append(c)
+    elif others > 0 and masses:
+        share = np.array(masses) / max(sum(masses), 1e-300)
+        raw = share * others
+        n = np.floor(raw).astype(np.int64)
+        for j in np.argsort(-(raw - n))[: others - int(n.sum())]:
+            n[j] += 1
+        for l_expr, c in zip(info["atoms"], n):
+            if c > 0:
+                logits.append(_number(l_expr, values))
+                counts.append(int(c))
+    elif others > 0:
+        return None
+    if not all(math.isfinite(x) for x in logits):
+        return None
+    params = {name: _number(expr, values) for name, expr in problem.parameters.items()
+              if name not in st.defaults or not isinstance(st.defaults[name], str)}
+    T = params.pop("T", 1.0)
+    normaliser = space.make(T)
+    extra = {k_: v for k_, v in params.items() if k_ not in normaliser.params and k_ in st.parameters() | set(st.fixed)}
+    N = None
+    return Instance.from_logits(np.array([logits]), normaliser, counts=np.array([counts]), N=N, **extra)
+
+
+# -- replay from a record -----------------------------------------------------------------------------------------
+def replay(certificate: dict[str, Any]) -> tuple[bool, str]:
+    """Re-check a ``relaxation`` certificate from the record alone: every problem's faces are the core on them (exact
+    algebra), every sign used to drop an absolute value holds on the box, and every box of its tree re-checks in
+    rigorous interval arithmetic (that the core is the statement's relaxed margin is :func:`matches`'s check)."""
+    if certificate.get("status") != "proved":
+        return False, f"the certificate's status is {certificate.get('status')!r}, not proved"
+    problems = certificate.get("problems") or []
+    if not problems:
+        return False, "the certificate has no problem"
+    digests = []
+    for k, pj in enumerate(problems):
+        try:
+            problem, faces = _problem_from_json(pj)
+        except (KeyError, TypeError, ValueError, SyntaxError, AttnBoundsError) as exc:
+            return False, f"problem {k}: cannot be rebuilt: {type(exc).__name__}: {exc}"
+        why = _check_core(problem) or check_faces(problem, faces)
+        if why:
+            return False, f"problem {k}: {why}"
+        programs = Programs(problem, faces)
+        ok, what, _ = replay_tree(problem, pj["tree"], programs=programs)
+        if not ok:
+            return False, f"problem {k} ({pj.get('pattern')}): {what}"
+        digests.append(hashlib.sha256(pj["tree"].encode()).hexdigest())
+    digest = hashlib.sha256("".join(digests).encode()).hexdigest()
+    if digest != certificate.get("boxes_sha256"):
+        return False, "the hash of the box lists differs from the certificate's"
+    return True, f"{len(problems)} problem(s) re-checked, {certificate.get('boxes')} boxes"
+
+
+def _problem_from_json(pj: dict[str, Any]) -> tuple[Problem, dict[tuple[tuple[int, float], ...], list[sp.Expr]]]:
+    from attnbounds.theory.prover.relax import Coordinate
+
+    coords = []
+    for c in pj["coordinates"]:
+        coords.append(Coordinate(sp.Symbol(str(c["name"])), float(c["lo"]), float(c["hi"]), c["kind"], c["text"]))
+    core, margin = _parse(pj["core"]), _parse(pj["margin"])
+    by_name = {str(s): s for s in (core.free_symbols | margin.free_symbols)}
+    coords = [Coordinate(by_name.get(str(c.symbol), c.symbol), c.lo, c.hi, c.kind, c.text) for c in coords]
+    problem = Problem("replay", int(pj["conjunct"]), str(pj["pattern"]), coords, core,
+                      [_parse(c) for c in pj["constraints"]], bool(pj["strict"]), margin, list(pj["stripped"]), {},
+                      int(pj["atoms"]), int(pj["totals"]), {}, str(pj["model"]),
+                      [(_parse(a), int(s)) for a, s in pj["signs"]])
+    faces = {tuple((int(d), float(v)) for d, v in _literal(key)): [_parse(f) for f in forms]
+             for key, forms in pj["faces"].items()}
+    return problem, faces
+
+
+def _literal(text: str) -> list[Any]:
+    import ast
+
+    value = ast.literal_eval(text)
+    if not isinstance(value, list):
+        raise ValueError(f"a face key must be a list, got {text!r}")
+    return value
+
+
+def _parse(text: str) -> sp.Expr:
+    """A sympy expression from its ``srepr`` (parsed by sympy against its own namespace and the prover's functions,
+    never ``eval`` of arbitrary names)."""
+    from sympy.parsing.sympy_parser import parse_expr
+
+    from attnbounds.theory import opaque
+    from attnbounds.theory.normalisers import sigmoid, softplus
+
+    names = {k: getattr(sp, k) for k in ("Symbol", "Integer", "Rational", "Float", "Add", "Mul", "Pow", "exp", "log",
+                                          "Abs", "sqrt", "Min", "Max", "sign", "Heaviside", "pi", "E", "Dummy")}
+    names.update(Half=sp.S.Half, One=sp.S.One, Zero=sp.S.Zero, NegativeOne=sp.S.NegativeOne)
+    names.update({"OAbs": opaque.OAbs, "OMax": opaque.OMax, "OMin": opaque.OMin, "Step": opaque.Step,
+                  "Sign": opaque.Sign, "sigmoid": sigmoid, "softplus": softplus})
+    return parse_expr(text, local_dict=names, global_dict={"__builtins__": {}}, evaluate=False)
+
+
+def _check_core(problem: Problem) -> str | None:
+    """Why the core is not the margin up to the stripped positive factors and the certified signs, or None."""
+    box_lo = [c.lo for c in problem.coordinates]
+    box_hi = [c.hi for c in problem.coordinates]
+    syms = problem.symbols
+    for arg, k in problem.signs:
+        if not arg.free_symbols <= set(syms):
+            return f"a sign fact reads symbols outside the coordinates: {arg}"
+        (a, b), = run_rigorous(compile_program([arg], syms), box_lo, box_hi, "mpmath.iv")
+        if not (a >= 0 if k > 0 else b <= 0):
+            return f"the sign of {arg} is not certain on the box"
+    return None
+
+
+__all__ = ["ProverResult", "prove", "realise", "replay", "work_for", "Declined", "Fraction"]

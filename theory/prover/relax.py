@@ -1,0 +1,835 @@
+"""The relaxed space of a statement: every instance of every length is a point of it, with the same margin.
+
+Most quantities depend on an instance only through a few *distinguished tokens* (the token ``i`` of a per-token
+relation, the token attaining a maximum, the two tokens of a Jacobian entry) and a few *totals* over all tokens
+(``(1/L) sum_j F(l_j)``, ...). With ``t = 1/L`` in ``[0, 1/L_min]`` (``t = 0`` is the limit ``L -> oo``) a
+statement's margin is then a function of
+
+- ``t``, the parameters (``T``, ``a``, the normaliser's own, the statement's), each in its box;
+- the distinguished tokens' coordinates (a logit, through a compactifying change of variable when logits are
+  unbounded), under every *pattern* of which of them are the same token;
+- the other ``L - k`` tokens, as any probability distribution on the token box: when the margin reads ``n``
+  linearly independent functions of a token through totals, ``n`` atoms suffice on a connected box
+  (Fenchel-Bunt; ``n + 1`` when constraints may disconnect it, Caratheodory), with weights on a simplex
+  (stick-breaking coordinates).
+
+Each quantity declares how it reads an instance in these terms: its ``relaxed`` form on its specification
+(:mod:`attnbounds.theory.quantities`), written against :class:`RelaxedInstance`. Each hypothesis says what it
+means for the space (its ``relax`` rule, :class:`Space`); a statement with a hypothesis or a quantity that has no
+such rule is not relaxed (:class:`Declined`, with the reason), and keeps the search's verdict.
+
+The map from instances to points (:meth:`RelaxedInstance.image`) is what the value oracle checks: the relaxed
+form evaluated at an instance's own point equals the quantity on that instance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+import sympy as sp
+
+from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.intervals import Unsupported
+from attnbounds.theory.normalisers import L_sym, RatioNormaliser, derivative, l_sym, sigmoid, softplus
+from attnbounds.theory.opaque import OAbs
+from attnbounds.theory.quantities import QUANTITIES
+from attnbounds.theory.statement import Statement, _conjuncts
+
+INF = math.inf
+#: the relaxed length variable t = 1/L
+t_sym = sp.Symbol("t", nonnegative=True)
+#: roles a statement may distinguish (their patterns are enumerated: Bell numbers)
+MAX_ROLES = 5
+#: independent token functions the totals may read (atoms are that many, plus one when constrained)
+MAX_MOMENTS = 6
+#: work (operations) spent deciding whether log F is monotone in the logit
+MONOTONE_WORK = 2_000_000
+
+
+class Declined(AttnBoundsError):
+    """The statement has no relaxation (a hypothesis or quantity the prover does not read, ...): the reason."""
+
+
+@dataclass(frozen=True)
+class Coordinate:
+    """One coordinate of the relaxed space: its symbol, its box (the closure: ``t = 0``, unbounded ends) and what
+    it stands for."""
+
+    symbol: sp.Symbol
+    lo: float
+    hi: float
+    kind: str  # "length", "parameter", "role", "atom", "weight"
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": str(self.symbol), "lo": _num(self.lo), "hi": _num(self.hi), "kind": self.kind, "text": self.text}
+
+
+def _num(x: float) -> float | str:
+    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+
+@dataclass
+class Token:
+    """A token of the relaxed instance: its coordinates, logit ``l``, ``lam = log F(l)`` and ``g = (log F)'(l)``;
+    in the weights model (softmax over unbounded logits) its ``weight`` itself, and no logit (``l`` None: softmax
+    weights determine the logits only up to a common shift)."""
+
+    name: str
+    coordinates: list[Coordinate]
+    l: sp.Expr | None
+    lam: sp.Expr
+    g: sp.Expr
+    weight: sp.Expr | None = None
+
+    @property
+    def F(self) -> sp.Expr:
+        return sp.exp(self.lam)
+
+
+# -- the normaliser universe and the token model -------------------------------------------------------------
+@dataclass
+class Space:
+    """What the statement's hypotheses say about the relaxed space (their ``relax`` rules write here)."""
+
+    statement: Statement
+    log_F: sp.Expr | None = None  # log F over l_sym, L_sym and parameter symbols
+    normaliser_params: dict[str, float] = field(default_factory=dict)  # fixed values (T excluded)
+    normaliser_text: str = ""
+    name: str = "relaxed"
+    bounded_logits: bool = False
+    min_length: int = 1
+    boxes: dict[str, tuple[float, float]] = field(default_factory=dict)  # parameter boxes (closure)
+    understood: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    # rules the hypotheses call -----------------------------------------------------------------------------
+    def normaliser(self, log_F: sp.Expr, params: dict[str, float], text: str, name: str = "relaxed") -> None:
+        """The weights come from ``F = exp(log_F)`` with these parameter values (``T`` free)."""
+        log_F = sp.sympify(log_F)
+        self.name = name
+        if self.log_F is not None and sp.simplify(self.log_F - log_F) != 0:
+            self.problems.append(f"two normalisers ({self.normaliser_text}; {text})")
+        self.log_F = log_F
+        self.normaliser_params = {k: float(v) for k, v in params.items() if k != "T"}
+        self.normaliser_text = text
+        self._bound("T", 0.0, INF)  # a temperature is > 0
+
+    def make(self, T: float) -> RatioNormaliser:
+        """The universe's normaliser at temperature ``T`` (its other parameters at their values)."""
+        assert self.log_F is not None
+        return RatioNormaliser(self.name, self.log_F, {**self.normaliser_params, "T": float(T)})
+
+    def softmax(self) -> None:
+        """``log F = l / T + c`` (the constant c cancels in the weights)."""
+        T = sp.Symbol("T")
+        if self.log_F is None:
+            self.normaliser(l_sym / T, {}, "softmax, log F = l/T", name="softmax")
+            return
+        slope = sp.diff(self.log_F, l_sym)
+        if l_sym in slope.free_symbols or sp.simplify(slope * T - 1) != 0:
+            self.problems.append(f"the statement's normaliser ({self.normaliser_text}) is not a softmax")
+
+    def normaliser_property(self, holds: Callable[[RatioNormaliser], bool], text: str) -> None:
+        """A property of F the prover checks on the universe's ``log F`` once (it then holds on every instance)."""
+        if self.log_F is None:
+            self.problems.append(f"'{text}' alone ranges over every such F (the prover reads one log F)")
+            return
+        if not holds(RatioNormaliser("relaxed", self.log_F, {**self.normaliser_params, "T": 1.0})):
+            self.problems.append(f"the normaliser {self.normaliser_text} does not satisfy '{text}'")
+
+    def bound_logits(self) -> None:
+        """Every logit lies in ``[-a, a]``."""
+        self.bounded_logits = True
+
+    def require_length(self, n: int) -> None:
+        self.min_length = max(self.min_length, int(n))
+
+    def parameter_formula(self, formula: sp.Basic) -> None:
+        """A conjunction of bounds on one parameter (``T > 0``, ``1 <= N <= L``): the parameter's box."""
+        parts = list(formula.args) if isinstance(formula, sp.And) else [formula]
+        for rel in parts:
+            if not isinstance(rel, sp.core.relational.Relational):
+                self.problems.append(f"cannot read the bound {rel}")
+                continue
+            lhs, rhs = rel.lhs, rel.rhs
+            if isinstance(rel, (sp.GreaterThan, sp.StrictGreaterThan)):
+                lhs, rhs = rhs, lhs  # now lhs <= rhs
+            if isinstance(rhs, sp.Symbol) and lhs.is_number:
+                self._bound(str(rhs), float(lhs), INF)
+            elif isinstance(lhs, sp.Symbol) and rhs.is_number:
+                self._bound(str(lhs), -INF, float(rhs))
+            elif isinstance(lhs, sp.Symbol) and isinstance(rhs, sp.Symbol) and {str(lhs), str(rhs)} == {"N", "L"}:
+                continue  # N <= L: the selection's structure
+            else:
+                self.problems.append(f"cannot read the bound {rel}")
+
+    def _bound(self, name: str, lo: float, hi: float) -> None:
+        if name == "L":
+            self.require_length(int(math.ceil(lo)))
+            if hi < INF:
+                self.boxes["L"] = (max(self.boxes.get("L", (1, INF))[0], lo), min(self.boxes.get("L", (1, INF))[1], hi))
+            return
+        old = self.boxes.get(name, (-INF, INF))
+        self.boxes[name] = (max(old[0], lo), min(old[1], hi))
+
+
+def _t_scaled(log_F: sp.Expr) -> bool:
+    """Whether log F depends on the logit and T only through l / T (the logit coordinate then absorbs T)."""
+    T = sp.Symbol("T")
+    if T not in log_F.free_symbols and any(s.name == "T" for s in log_F.free_symbols):
+        T = next(s for s in log_F.free_symbols if s.name == "T")
+    z = sp.Dummy("z")
+    scaled = log_F.xreplace({l_sym: z * T})
+    return T not in sp.simplify(scaled).free_symbols
+
+
+def _plain(expr: sp.Expr) -> sp.Expr:
+    """Parameter symbols without assumptions (the relaxed space's coordinates are plain real symbols)."""
+    return expr.xreplace({s: sp.Symbol(s.name, real=True) for s in expr.free_symbols
+                          if isinstance(s, sp.Symbol) and s not in (l_sym, L_sym)})
+
+
+class TokenModel:
+    """A token's coordinates and features under the space's normaliser and logit domain.
+
+    Bounded logits: ``l = a u`` with ``u`` in ``[-1, 1]``. Unbounded logits: ``l = S log(s / (1 - s))`` with ``s``
+    in ``[0, 1]`` (``S = T`` when log F reads ``l / T`` only, else 1): a bounded change of variable, so that
+    suprema approached as logits go to infinity are in the (closed) relaxed space; F's features are then
+    simplified symbolically, so that they usually extend continuously to ``s = 0`` and ``s = 1``.
+    """
+
+    def __init__(self, space: Space, params: dict[str, sp.Expr], length: sp.Expr, boxes: list[Coordinate]):
+        assert space.log_F is not None
+        self.boxes = boxes
+        self.space = space
+        self.params = params
+        self.length = length
+        log_F = _plain(space.log_F)
+        subs = {sp.Symbol(k, real=True): v for k, v in params.items()}
+        self.log_F = log_F.xreplace(subs).xreplace({L_sym: length})
+        self.dlog_F = _plain(derivative(space.log_F, l_sym)).xreplace(subs).xreplace({L_sym: length})
+        self.scaled = _t_scaled(space.log_F)
+        self.count = 0
+        self._monotone: int | None = None
+        T = params.get("T", sp.Symbol("T"))
+        slope = sp.diff(self.log_F, l_sym)
+        #: softmax over unbounded logits: every point of the open simplex is the weights of some logits, so the
+        #: tokens are their weights (roles by stick-breaking, the others as a mass-weighted distribution of weights)
+        self.weights = (not space.bounded_logits and l_sym not in slope.free_symbols
+                        and sp.simplify(slope * T - 1) == 0)
+        self.T = T
+
+    def describe(self) -> str:
+        if self.weights:
+            return ("softmax over unbounded logits: the weights themselves (distinguished tokens by stick-breaking, "
+                    "the others as a mass-weighted distribution of their weights)")
+        if self.space.bounded_logits:
+            return "logits l = a u, u in [-1, 1]"
+        return "logits l = " + ("T" if self.scaled else "") + " log(s / (1 - s)), s in [0, 1] (compactified)"
+
+    def new_weighted(self, name: str, kind: str, left: sp.Expr) -> tuple[Token, sp.Expr]:
+        """The weights model: a distinguished token taking the share ``b`` of the weight ``left`` not yet given out
+        (``kind`` role), or an atom of the others (``kind`` atom: a weight ``left * y``, ``y`` the fraction of the
+        others' total); returns the token and what is left."""
+        if kind == "role":
+            b = sp.Symbol(f"b_{name}", nonnegative=True)
+            w = left * b
+            coord = Coordinate(b, 0.0, 1.0, kind, f"share of {name} in the weight left")
+            return Token(name, [coord], None, sp.log(w), 1 / self.T, w), left * (1 - b)
+        y = sp.Symbol(f"y_{name}", nonnegative=True)
+        w = left * y
+        coord = Coordinate(y, 0.0, 1.0, kind, f"weight of a token of {name} over the others' total")
+        return Token(name, [coord], None, sp.log(w), 1 / self.T, w), left
+
+    def at_end(self, side: int) -> Token:
+        """The token box's end ``l = +a`` (``side`` 1) or ``-a`` (-1), as a token without coordinates."""
+        if not self.space.bounded_logits:
+            raise Declined("the ends of the logit box are at infinity without logits-bounded")
+        l = side * self.params["a"]
+        return Token(f"end{'+' if side > 0 else '-'}", [], l, self.log_F.xreplace({l_sym: l}),
+                     self.dlog_F.xreplace({l_sym: l}))
+
+    def monotone(self) -> int:
+        """+1 when log F increases with the logit on the whole box for every parameter value in ``boxes`` (certified
+        by a small branch and bound on ``(log F)' >= 0``), -1 when it decreases, 0 otherwise."""
+        if self._monotone is None:
+            from attnbounds.theory.prover.bnb import branch_and_bound
+
+            tok = self.new("mono", "role")
+            self.count -= 1
+            self._monotone = 0
+            for sign in (1, -1):
+                core, _ = strip_positive(sign * tok.g)
+                coords = [*tok.coordinates, *(c for c in self.boxes if c.symbol in core.free_symbols)]
+                if not core.free_symbols <= {c.symbol for c in coords}:
+                    continue
+                problem = Problem("monotone", 0, "log F", coords, core, [], False, core, [], {}, 0, 0, {}, "")
+                if branch_and_bound(problem, MONOTONE_WORK).status == "proved":
+                    self._monotone = sign
+                    break
+        return self._monotone
+
+    def new(self, name: str, kind: str) -> Token:
+        self.count += 1
+        if self.space.bounded_logits:
+            u = sp.Symbol(f"u_{name}", real=True)
+            coord = Coordinate(u, -1.0, 1.0, kind, f"logit of {name} over a")
+            l = self.params["a"] * u
+            lam = self.log_F.xreplace({l_sym: l})
+            g = self.dlog_F.xreplace({l_sym: l})
+            return Token(name, [coord], l, lam, g)
+        s = sp.Symbol(f"s_{name}", real=True)
+        coord = Coordinate(s, 0.0, 1.0, kind, f"sigmoid of the logit of {name}" + (" over T" if self.scaled else ""))
+        scale = self.params["T"] if self.scaled else sp.Integer(1)
+        l = scale * sp.log(s / (1 - s))
+        lam = _compact(self.log_F.xreplace({l_sym: l}), s)
+        g = _compact(self.dlog_F.xreplace({l_sym: l}), s)
+        return Token(name, [coord], l, lam, g)
+
+
+def _compact(expr: sp.Expr, s: sp.Symbol) -> sp.Expr:
+    """``expr`` at ``l = S log(s/(1-s))``, simplified so that it is finite at s = 0, 1 where it can be: sigmoid
+    and softplus of the logit become rational in s."""
+    rewritten = expr.replace(lambda e: isinstance(e, sigmoid), lambda e: e.rewrite(sp.exp)) \
+                    .replace(lambda e: isinstance(e, softplus), lambda e: e.rewrite(sp.log))
+    out = sp.simplify(sp.powsimp(sp.expand_log(rewritten, force=True), force=True))
+    return out
+
+
+# -- what a quantity's relaxed form reads ------------------------------------------------------------------------
+@dataclass
+class _Role:
+    name: str
+    maximize: Callable[[Token], sp.Expr] | None = None
+    minimize: Callable[[Token], sp.Expr] | None = None
+
+
+@dataclass
+class _Total:
+    symbol: sp.Symbol
+    fn: Callable[[Token], sp.Expr]
+    exclude: tuple[str, ...]
+
+
+class RelaxedInstance:
+    """The relaxed instance a quantity's ``relaxed`` form reads (the analogue of a ball form's ExactInstance).
+
+    ``t`` is ``1/L``; :meth:`param` a parameter; :meth:`role` a distinguished token (per-token quantities share the
+    role ``i``; a quantity of one value per instance names its own, as ``rx.role("top", maximize=...)``);
+    :meth:`total` ``(1/L) sum_j fn(token_j)`` over all tokens (or all but some roles); :meth:`weight` the weight
+    ``alpha`` of a role.
+    """
+
+    def __init__(self, builder: "_Builder", namespace: str = ""):
+        self._b = builder
+        self._ns = namespace
+
+    @property
+    def t(self) -> sp.Expr:
+        return t_sym
+
+    def param(self, name: str) -> sp.Expr:
+        return self._b.param(name)
+
+    def role(self, name: str, *, maximize: Callable[[Token], sp.Expr] | None = None,
+             minimize: Callable[[Token], sp.Expr] | None = None) -> Token:
+        full = f"{self._ns}.{name}" if self._ns else name
+        return self._b.role(_Role(full, maximize, minimize))
+
+    def point(self, name: str, *, maximize: Callable[[Token], sp.Expr] | None = None,
+              minimize: Callable[[Token], sp.Expr] | None = None) -> Token:
+        """A point of the token box that is not a token (where F attains its extremes on [-a, a], say): it is
+        constrained against every token (``maximize``: its key is at least every token's), never counted."""
+        return self._b.point(_Role(name, maximize, minimize))
+
+    def log_F_extremes(self) -> tuple[sp.Expr, sp.Expr]:
+        """``(min, max)`` of log F over the logit box ``[-a, a]``: at its ends when log F is monotone in the logit
+        (certified), else at two points of the box that are not tokens, constrained to be at most / at least every
+        token's log F."""
+        b = self._b
+        if not b.space.bounded_logits:
+            raise Declined("the extremes of F over [-a, a] need the hypothesis logits-bounded")
+        side = b.model.monotone()
+        if side:
+            lo, hi = b.model.at_end(-side), b.model.at_end(side)
+            return lo.lam, hi.lam
+        top = self.point("F.max", maximize=lambda tok: tok.lam)
+        bottom = self.point("F.min", minimize=lambda tok: tok.lam)
+        return bottom.lam, top.lam
+
+    @property
+    def bounded_logits(self) -> bool:
+        """Whether every logit lies in ``[-a, a]`` (the hypothesis ``logits-bounded``)."""
+        return self._b.space.bounded_logits
+
+    def same(self, a: Token, b: Token) -> bool:
+        return a is b
+
+    def total(self, fn: Callable[[Token], sp.Expr], exclude: Sequence[Token] = ()) -> sp.Expr:
+        return self._b.total(fn, tuple(tok.name for tok in exclude))
+
+    def weight(self, tok: Token) -> sp.Expr:
+        """``alpha = F(l) / sum_j F(l_j) = t / total(F / F(l))`` (the ratio form: no large numbers), or the token's
+        weight itself in the weights model."""
+        if tok.weight is not None:
+            return tok.weight
+        return t_sym / self.total(lambda other: sp.exp(other.lam - tok.lam))
+
+
+class _Builder:
+    """One pass over a statement's quantities under one pattern of roles (see :func:`relax`)."""
+
+    def __init__(self, space: Space, pattern: dict[str, int] | None, parameters: dict[str, sp.Expr],
+                 param_coords: list[Coordinate], model: "TokenModel"):
+        self.space = space
+        self.param_coords = param_coords
+        self.pattern = dict(pattern or {})
+        self.parameters = parameters
+        self.roles: dict[str, _Role] = {}
+        self.tokens: dict[int, Token] = {}
+        self.token_of_role: dict[str, Token] = {}
+        self.totals: list[_Total] = []
+        self.points: dict[str, tuple[_Role, Token]] = {}
+        self.model = model
+        self.left: sp.Expr = sp.Integer(1)  # the weights model: the weight not given to a distinguished token
+
+    def param(self, name: str) -> sp.Expr:
+        if name not in self.parameters:
+            raise Declined(f"the relaxation has no coordinate for the parameter {name!r}")
+        return self.parameters[name]
+
+    def role(self, role: _Role) -> Token:
+        if role.name in self.token_of_role:
+            return self.token_of_role[role.name]
+        self.roles[role.name] = role
+        cls = self.pattern.setdefault(role.name, max(self.pattern.values(), default=-1) + 1)
+        if cls not in self.tokens:
+            if self.model.weights:
+                self.tokens[cls], self.left = self.model.new_weighted(f"r{cls}", "role", self.left)
+            else:
+                self.tokens[cls] = self.model.new(f"r{cls}", "role")
+        self.token_of_role[role.name] = self.tokens[cls]
+        return self.tokens[cls]
+
+    @contextlib.contextmanager
+    def sealed(self) -> Iterator[None]:
+        """While totals' bodies are evaluated: a body reads tokens and constants, never another total."""
+        self._sealed = True
+        try:
+            yield
+        finally:
+            self._sealed = False
+
+    def point(self, role: _Role) -> Token:
+        if role.name not in self.points:
+            self.points[role.name] = (role, self.model.new(f"p{len(self.points)}", "point"))
+        return self.points[role.name][1]
+
+    def total(self, fn: Callable[[Token], sp.Expr], exclude: tuple[str, ...]) -> sp.Expr:
+        if getattr(self, "_sealed", False):
+            raise Declined("a quantity's relaxed form takes a total inside a total's body: compute the inner total "
+                           "first and read it as a constant")
+        sym = sp.Symbol(f"_total{len(self.totals)}", real=True)
+        self.totals.append(_Total(sym, fn, exclude))
+        return sym
+
+
+# -- the relaxation of one statement ------------------------------------------------------------------------------
+@dataclass
+class Problem:
+    """One conjunct of a statement under one pattern of its roles: prove ``core >= 0`` (``> 0`` when strict) on the
+    box of ``coordinates`` where ``constraints`` (each ``>= 0``) may hold."""
+
+    statement_id: str
+    conjunct: int
+    pattern: str
+    coordinates: list[Coordinate]
+    core: sp.Expr
+    constraints: list[sp.Expr]
+    strict: bool
+    margin: sp.Expr  # the margin itself (rhs - lhs), before positive factors were divided out
+    stripped: list[str]  # the positive factors divided out ("t", "1/T", ...)
+    roles: dict[str, str]  # role -> token of the pattern
+    atoms: int
+    moments: int
+    parameters: dict[str, sp.Expr]
+    model: str
+    #: absolute values replaced by their argument's sign on the whole box (each certified there): (argument, sign)
+    signs: list[tuple[sp.Expr, int]] = field(default_factory=list)
+    #: how a point becomes an instance: the logits of the distinguished tokens and the atoms, the atoms' masses (or,
+    #: in the weights model, their token counts), the range of L
+    realisation: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def symbols(self) -> list[sp.Symbol]:
+        return [c.symbol for c in self.coordinates]
+
+    def describe(self) -> str:
+        return (f"conjunct {self.conjunct}, {self.pattern}: {len(self.coordinates)} coordinates ("
+                + ", ".join(f"{c.symbol} in [{c.lo:g}, {c.hi:g}]" for c in self.coordinates) + f"); {self.atoms} atom(s) "
+                f"for {self.moments} total(s) of the other tokens; {self.model}")
+
+
+@dataclass
+class Relaxation:
+    statement: Statement
+    problems: list[Problem]
+    space: Space
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return "\n".join(p.describe() for p in self.problems)
+
+
+def _partitions(items: list[str]) -> Iterator[dict[str, int]]:
+    """Every set partition of ``items`` as item -> class index (classes numbered in order of first item)."""
+    if not items:
+        yield {}
+        return
+    first, rest = items[0], items[1:]
+    for part in _partitions(rest):
+        classes = sorted(set(part.values()))
+        for c in classes:  # join an existing class
+            yield {first: c, **part}
+        yield {first: len(classes), **part}  # or a class of its own
+
+
+def _space(statement: Statement) -> Space:
+    space = Space(statement)
+    for h in statement.hypotheses:
+        rule = getattr(h, "relax", None)
+        if rule is None:
+            raise Declined(f"the hypothesis {h.id!r} has no relaxation ({h.description})")
+        rule(space)
+        space.understood.append(h.id)
+    if space.problems:
+        raise Declined("; ".join(space.problems))
+    if space.log_F is None:
+        raise Declined("no normaliser of the form F / sum F is fixed by the hypotheses (softmax, or normaliser(<name>) "
+                       "with a log F): the relaxation reads the weights through one log F")
+    for name, value in statement.fixed.items():
+        space.boxes[name] = (float(value), float(value))
+    for name, (lo, hi) in statement.ranges.items():
+        if name == "L":
+            space.require_length(int(math.ceil(lo)))
+            space.boxes["L"] = (float(lo), float(hi))
+        else:
+            old = space.boxes.get(name, (-INF, INF))
+            space.boxes[name] = (max(old[0], float(lo)), min(old[1], float(hi)))
+    return space
+
+
+def _parameter_coordinates(statement: Statement, space: Space) -> tuple[dict[str, sp.Expr], list[Coordinate]]:
+    """A coordinate (or a fixed value) for every parameter the statement or its normaliser reads."""
+    names = set(statement.parameters()) | {"T"} | set(statement.defaults)
+    if space.bounded_logits:
+        names.add("a")
+    names -= {"L", "N"}
+    assert space.log_F is not None
+    out: dict[str, sp.Expr] = {}
+    coords: list[Coordinate] = []
+    for name in sorted(names):
+        if name in space.normaliser_params and name not in space.boxes:
+            out[name] = _exact(space.normaliser_params[name])
+            continue
+        default = statement.defaults.get(name)
+        if default is not None and not isinstance(default, str) and name not in space.boxes:
+            out[name] = _exact(float(default))
+            continue
+        lo, hi = space.boxes.get(name, (-INF, INF))
+        if lo > hi:
+            raise Declined(f"the parameter {name} has an empty box [{lo:g}, {hi:g}]")
+        if lo == hi:
+            out[name] = _exact(lo)
+            continue
+        sym = _symbol(name, lo, _positive_domain(statement, name) or name == "T")
+        out[name] = sym
+        coords.append(Coordinate(sym, lo, hi, "parameter", f"the parameter {name}"))
+    for name, value in space.normaliser_params.items():
+        out.setdefault(name, _exact(value))
+    a, T = out.get("a"), out.get("T")
+    if space.bounded_logits and isinstance(a, sp.Symbol) and isinstance(T, sp.Symbol) and _t_scaled(space.log_F):
+        # F reads l / T = (a / T) u: one coordinate beta = a / T for both (a = beta T wherever a appears)
+        ca = next(c for c in coords if c.symbol == a)
+        cT = next(c for c in coords if c.symbol == T)
+        beta = sp.Symbol("beta", nonnegative=True)
+        lo_b = ca.lo / cT.hi if math.isfinite(cT.hi) else 0.0
+        hi_b = INF if cT.lo <= 0 or not math.isfinite(ca.hi) else ca.hi / cT.lo
+        coords = [c for c in coords if c.symbol != a] + [Coordinate(beta, lo_b, hi_b, "parameter", "beta = a / T")]
+        out["a"] = beta * T
+    return out, coords
+
+
+def _symbol(name: str, lo: float, positive: bool) -> sp.Symbol:
+    """A parameter's coordinate symbol, with the sign sympy may use when it simplifies (> 0, >= 0, real)."""
+    if positive and lo >= 0:
+        return sp.Symbol(name, positive=True)
+    if lo >= 0:
+        return sp.Symbol(name, nonnegative=True)
+    return sp.Symbol(name, real=True)
+
+
+def _exact(value: float) -> sp.Expr:
+    return sp.Integer(int(value)) if float(value).is_integer() else sp.Rational(value)
+
+
+def _relation_env(statement: Statement, rx: RelaxedInstance, builder: _Builder, conjunct: sp.Rel) -> dict[sp.Basic, sp.Expr]:
+    env: dict[sp.Basic, sp.Expr] = {}
+    for sym in conjunct.free_symbols:
+        name = str(sym)
+        qname = statement.bindings.get(name)
+        if qname is None:
+            env[sym] = 1 / t_sym if name == "L" else builder.param(name)
+            continue
+        q = QUANTITIES[qname]
+        form = q.forms.get("relaxed")
+        if form is None:
+            raise Declined(f"the quantity {qname} has no relaxed form")
+        if q.shape == "BN":
+            raise Declined(f"{qname} is a per-selected-token quantity (not relaxed yet)")
+        try:
+            env[sym] = form(RelaxedInstance(builder, "" if q.shape == "BL" else qname))
+        except Unsupported as exc:
+            raise Declined(f"{qname}: {exc}") from None
+    return env
+
+
+def _moments(bodies: list[sp.Expr], token_symbols: set[sp.Symbol]) -> list[sp.Expr]:
+    """The distinct functions of a generic token that ``bodies`` are linear combinations of (raises Declined when a
+    body does not split into constant times token function)."""
+    found: list[sp.Expr] = []
+    for body in bodies:
+        expanded = sp.expand(sp.powsimp(body, force=True), power_exp=True, mul=True, multinomial=True, log=False,
+                             power_base=False, deep=False)
+        for term in sp.Add.make_args(expanded):
+            _, dep = term.as_independent(*token_symbols, as_Add=False)
+            if dep == 1:
+                continue
+            if not dep.free_symbols <= token_symbols:
+                raise Declined(f"a total reads {body}, which does not split into a constant times a function of the "
+                               f"token (the others' distribution is not captured by finitely many averages)")
+            _, dep = dep.as_coeff_Mul()
+            if not any(sp.simplify(dep - f) == 0 for f in found):
+                found.append(dep)
+    return found
+
+
+def relax(statement: Statement) -> Relaxation:
+    """The relaxed problems of ``statement`` (one per conjunct and pattern of roles); :class:`Declined` says why not."""
+    if statement.kind != "deterministic":
+        raise Declined("an expectation over random draws (the relaxation reads deterministic quantities)")
+    if statement.relation.atoms(sp.Sum):
+        raise Declined("a sum over the selected tokens (not relaxed yet)")
+    space = _space(statement)
+    parameters, param_coords = _parameter_coordinates(statement, space)
+    model = TokenModel(space, parameters, 1 / t_sym, param_coords)
+    problems: list[Problem] = []
+    for c, conjunct in enumerate(_conjuncts(statement.relation)):
+        strict = isinstance(conjunct, sp.StrictLessThan)
+        discovery = _Builder(space, None, parameters, param_coords, model)
+        _relation_env(statement, RelaxedInstance(discovery), discovery, conjunct)
+        roles = list(discovery.roles)
+        if len(roles) > MAX_ROLES:
+            raise Declined(f"{len(roles)} distinguished tokens (at most {MAX_ROLES})")
+        for pattern in _partitions(roles):
+            problems.append(_problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model))
+    return Relaxation(statement, [p for p in problems if p is not None], space)
+
+
+def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, strict: bool, pattern: dict[str, int],
+             parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: TokenModel) -> Problem:
+    b = _Builder(space, pattern, parameters, param_coords, model)
+    env = _relation_env(statement, RelaxedInstance(b), b, conjunct)
+    lhs, rhs = conjunct.lhs.xreplace(env), conjunct.rhs.xreplace(env)
+    k = len(b.tokens)
+    # the totals: t * (the roles not excluded) + (1 - k t) * (the atoms), atoms enough for the functions read
+    lam_x, g_x, l_x = (sp.Symbol(f"_{n}_x", real=True) for n in ("lam", "g", "l"))
+    feature_token = Token("x", [], l_x, lam_x, g_x)  # a generic token with its features as plain symbols
+    constrained = any(r.maximize or r.minimize for r in b.roles.values())
+    with b.sealed():
+        bodies = [tot.fn(feature_token) for tot in b.totals]
+    token_features = {lam_x, g_x, l_x}
+    moments = _moments(bodies, token_features)
+    if len(moments) > MAX_MOMENTS:
+        raise Declined(f"the totals read {len(moments)} independent functions of a token (at most {MAX_MOMENTS})")
+    n_atoms = max(1, len(moments) + (1 if constrained and moments else 0)) if moments else 0
+    if b.model.weights:
+        atoms = [b.model.new_weighted(f"o{j}", "atom", b.left)[0] for j in range(n_atoms)]
+    else:
+        atoms = [b.model.new(f"o{j}", "atom") for j in range(n_atoms)]
+    sticks = [sp.Symbol(f"w_{j}", real=True) for j in range(max(n_atoms - 1, 0))]
+    masses: list[sp.Expr] = []
+    left: sp.Expr = sp.Integer(1)
+    for stick in sticks:
+        masses.append(left * stick)
+        left = left * (1 - stick)
+    if n_atoms:
+        masses.append(left)
+    role_tokens = dict(b.tokens)
+    subs: dict[sp.Symbol, sp.Expr] = {}
+    with b.sealed():
+        for tot in b.totals:
+            excluded = set(tot.exclude)
+            part_roles = sp.Add(*[tot.fn(tok) for tok in role_tokens.values() if tok.name not in excluded])
+            if b.model.weights:  # (1/L) sum over tokens: an atom of mass m and weight w holds m * left / w tokens
+                part_atoms = sp.Add(*[m * b.left / a.weight * tot.fn(a) for m, a in zip(masses, atoms)])  # type: ignore[operator]
+                subs[tot.symbol] = t_sym * (part_roles + part_atoms)
+            else:  # the others are L - k tokens: the share 1 - k t of all of them
+                part_atoms = sp.Add(*[m * tot.fn(a) for m, a in zip(masses, atoms)])
+                subs[tot.symbol] = t_sym * part_roles + (1 - k * t_sym) * part_atoms
+    margin = _substitute(rhs - lhs, subs)
+    constraints = []
+    for role in b.roles.values():
+        tok = b.token_of_role[role.name]
+        for other in [*role_tokens.values(), *atoms]:
+            if other is tok:
+                continue
+            if role.maximize is not None:
+                constraints.append(_substitute(role.maximize(tok) - role.maximize(other), subs))
+            if role.minimize is not None:
+                constraints.append(_substitute(role.minimize(other) - role.minimize(tok), subs))
+    for role, point in b.points.values():
+        for other in [*role_tokens.values(), *atoms]:
+            if role.maximize is not None:
+                constraints.append(_substitute(role.maximize(point) - role.maximize(other), subs))
+            if role.minimize is not None:
+                constraints.append(_substitute(role.minimize(other) - role.minimize(point), subs))
+    core, stripped = strip_positive(margin)
+    constraints = [strip_positive(con)[0] for con in constraints]
+    L_lo, L_hi = space.boxes.get("L", (1.0, INF))
+    L_lo = max(L_lo, float(space.min_length), float(k), 1.0)
+    t_hi = 1.0 / L_lo
+    t_lo = 0.0 if not math.isfinite(L_hi) else 1.0 / L_hi
+    if t_lo > t_hi:
+        raise Declined(f"no length L >= {L_lo:g} in the range of L")
+    coords = [Coordinate(t_sym, t_lo, t_hi, "length", "t = 1/L")] if core.has(t_sym) or any(
+        con.has(t_sym) for con in constraints) else []
+    used = core.free_symbols | set().union(*(con.free_symbols for con in constraints))
+    coords += [pc for pc in param_coords if pc.symbol in used]
+    for tok in role_tokens.values():
+        coords += [co for co in tok.coordinates if co.symbol in used]
+    for a in atoms:
+        coords += [co for co in a.coordinates if co.symbol in used]
+    for _, point in b.points.values():
+        coords += [co for co in point.coordinates if co.symbol in used]
+    coords += [Coordinate(w, 0.0, 1.0, "weight", f"stick-breaking share {w}") for w in sticks if w in used]
+    known = {co.symbol for co in coords}
+    unknown = used - known
+    if unknown:
+        raise Declined(f"the margin reads symbols with no coordinate: {', '.join(sorted(map(str, unknown)))}")
+    signs: list[tuple[sp.Expr, int]] = []
+    core = refine_abs(core, coords, signs)
+    constraints = [refine_abs(con, coords, signs) for con in constraints]
+    names = {r: b.token_of_role[r].name for r in b.roles}
+    text = "roles " + (", ".join(f"{r} = {tok}" for r, tok in sorted(names.items())) if names else "none")
+    T = parameters.get("T", sp.Integer(1))
+    logit = (lambda tok: T * tok.lam) if b.model.weights else (lambda tok: tok.l)
+    realisation = {"roles": [logit(tok) for tok in role_tokens.values()], "atoms": [logit(a) for a in atoms],
+                   "masses": masses, "weights_model": b.model.weights, "L_range": (L_lo, L_hi),
+                   "atom_counts": [m / a.coordinates[0].symbol for m, a in zip(masses, atoms)] if b.model.weights else []}
+    return Problem(statement.id, c, text, coords, core, constraints, strict, margin, stripped, names, n_atoms,
+                   len(moments), parameters, model.describe(), signs, realisation)
+
+
+def refine_abs(expr: sp.Expr, coords: list[Coordinate], signs: list[tuple[sp.Expr, int]]) -> sp.Expr:
+    """``|x| = x`` or ``-x`` where the sign of ``x`` on the whole box is certain (rigorous interval arithmetic,
+    ``mpmath.iv``): sympy cannot know that a coordinate in [0, 1] makes ``|b - 1| = 1 - b``, and the factored
+    forms the prover tries need it. Each replacement is appended to ``signs`` (the certificate re-checks it)."""
+    from attnbounds.theory.prover.program import compile_program, run_rigorous
+
+    syms = [c.symbol for c in coords]
+    lo = [c.lo for c in coords]
+    hi = [c.hi for c in coords]
+
+    def sign(arg: sp.Expr) -> int:
+        if not arg.free_symbols <= set(syms):
+            return 0
+        try:
+            (a, b), = run_rigorous(compile_program([arg], syms), lo, hi, "mpmath.iv")
+        except (AttnBoundsError, TypeError, ValueError):
+            return 0
+        return 1 if a >= 0 else -1 if b <= 0 else 0
+
+    def fix(node: sp.Expr) -> sp.Expr:
+        arg = node.args[0]
+        k = sign(arg)
+        if k:
+            signs.append((arg, k))
+            return arg if k > 0 else -arg
+        return node
+
+    return expr.replace(lambda e: isinstance(e, (sp.Abs, OAbs)), fix)
+
+
+def _substitute(expr: sp.Expr, subs: dict[sp.Symbol, sp.Expr]) -> sp.Expr:
+    """Replace total placeholders until none is left (a total's body may read another total)."""
+    for _ in range(len(subs) + 1):
+        new = expr.xreplace(subs)
+        if new == expr:
+            return new
+        expr = new
+    return expr
+
+
+def strip_positive(margin: sp.Expr) -> tuple[sp.Expr, list[str]]:
+    """The margin divided by its factors that are positive on the whole (open) space: powers of ``t`` (the order
+    at which the margin vanishes as L -> oo), of positive parameters, ``exp`` of anything, positive numbers. The
+    sign of what is left is the sign of the margin wherever ``t > 0`` (every instance)."""
+    expr = sp.factor_terms(_abs_out(margin))
+    stripped: list[str] = []
+    if not isinstance(expr, sp.Mul):
+        return expr, stripped
+    keep = []
+    for f in expr.args:
+        if _positive_factor(f):
+            stripped.append(str(f))
+        else:
+            keep.append(f)
+    return sp.Mul(*keep), stripped
+
+
+def _positive_factor(f: sp.Expr) -> bool:
+    """Whether ``f`` is > 0 wherever the relaxed space is open: a positive number, ``exp`` of anything, a power of
+    ``t`` or of a parameter whose domain is ``> 0``."""
+    base, exp_ = f.as_base_exp()
+    if f.is_number:
+        return bool(f.is_positive)
+    if isinstance(f, sp.exp):
+        return True
+    return (base == t_sym or (isinstance(base, sp.Symbol) and base.is_positive is True)) and bool(exp_.is_number)
+
+
+def _abs_out(expr: sp.Expr) -> sp.Expr:
+    """``|c x| = c |x|`` for the positive factors c of an absolute value (so that they can be divided out)."""
+    def pull(node: sp.Expr) -> sp.Expr:
+        factors = sp.Mul.make_args(sp.factor_terms(node.args[0]))
+        pos = [f for f in factors if _positive_factor(f)]
+        if not pos:
+            return node
+        rest = sp.Mul(*[f for f in factors if not _positive_factor(f)])
+        return sp.Mul(*pos) * (rest if rest.is_number and rest.is_nonnegative else OAbs(rest))
+
+    return expr.replace(lambda e: isinstance(e, OAbs), pull)
+
+
+def _positive_domain(statement: Statement, sym: sp.Symbol | str) -> bool:
+    """Whether the statement's hypotheses make this parameter > 0 (its domain formula)."""
+    for h in statement.hypotheses:
+        formula = getattr(h, "formula", None)
+        if formula is None or getattr(h, "relax", None) is None:
+            continue
+        parts = list(formula.args) if isinstance(formula, sp.And) else [formula]
+        for rel in parts:
+            if isinstance(rel, sp.StrictGreaterThan) and str(rel.lhs) == str(sym) and rel.rhs.is_number and rel.rhs >= 0:
+                return True
+            if isinstance(rel, sp.StrictLessThan) and str(rel.rhs) == str(sym) and rel.lhs.is_number and rel.lhs >= 0:
+                return True
+    return False
+
+
+__all__ = ["Coordinate", "Declined", "Problem", "Relaxation", "RelaxedInstance", "Space", "Token", "relax",
+           "strip_positive", "t_sym"]
