@@ -31,12 +31,18 @@ class Step(sp.Function):
     nargs = 1
     ball_form = staticmethod(lambda ops, x: _jump(ops, x, 0))
 
+    def _eval_evalf(self, prec: int) -> sp.Expr:
+        return sp.Heaviside(self.args[0], sp.Rational(1, 2))._eval_evalf(prec)
+
 
 class Sign(sp.Function):
     """Sign: 1 for x > 0, -1 for x < 0, [-1, 1] at 0."""
 
     nargs = 1
     ball_form = staticmethod(lambda ops, x: _jump(ops, x, -1))
+
+    def _eval_evalf(self, prec: int) -> sp.Expr:
+        return sp.sign(self.args[0])._eval_evalf(prec)
 
 
 class OMax(sp.Function):
@@ -49,6 +55,9 @@ class OMax(sp.Function):
         a, b = self.args
         return Step(a - b) if argindex == 1 else Step(b - a)
 
+    def _eval_evalf(self, prec: int) -> sp.Expr:
+        return sp.Max(*self.args)._eval_evalf(prec)
+
 
 class OMin(sp.Function):
     """min(x, y)."""
@@ -60,6 +69,9 @@ class OMin(sp.Function):
         a, b = self.args
         return Step(b - a) if argindex == 1 else Step(a - b)
 
+    def _eval_evalf(self, prec: int) -> sp.Expr:
+        return sp.Min(*self.args)._eval_evalf(prec)
+
 
 class OAbs(sp.Function):
     """|x|."""
@@ -69,3 +81,6 @@ class OAbs(sp.Function):
 
     def fdiff(self, argindex: int = 1) -> sp.Expr:
         return Sign(self.args[0])
+
+    def _eval_evalf(self, prec: int) -> sp.Expr:
+        return sp.Abs(self.args[0])._eval_evalf(prec)

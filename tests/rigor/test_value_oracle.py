@@ -40,6 +40,20 @@ MISSING: dict[tuple[str, str], str] = {
     ("E_Ns_full", "torch"): "a Monte Carlo mean of counts over random sphere draws: no gradient",
     ("r_paper", "torch"): "the empirical radius of section 3, a minimum only read from real tensors",
     ("delta_min", "torch"): "the empirical separation of section 3, a minimum only read from real tensors",
+    # the relaxation prover's reduction (theory/prover): quantities that read token vectors, the query and keys,
+    # random draws or a selection have none yet; their statements keep the search's verdict, with the reason
+    **{(name, "relaxed"): why for why, names in (
+        ("token vectors x: a relaxation would give every token d coordinates (not built)",
+         ("A_norm", "E_dtilde_R1", "E_dtilde_R2", "J_printed_mean", "J_printed_weighted", "J_scaled_mean",
+          "J_scaled_weighted", "Ns_full", "Ns_relaxed", "context_distance", "d_1", "delta_min", "dtilde_R1",
+          "dtilde_R2", "jensen_gap_bound", "m_norm", "max_norm", "r_paper", "x_max")),
+        ("the query and keys: l_i = <q, k_i> couples every logit to one query (not built)", ("Delta_max", "Delta_own")),
+        ("an expectation over random sphere embeddings or heads (the relaxation reads deterministic quantities)",
+         ("E_Ns_full", "E_Ns_relaxed", "coverage_enum", "xi")),
+        ("the selection I_N (top-N populations are not built yet)", ("C_other", "abar_N")),
+        ("the spectral norm solves a secular equation: not a function of finitely many totals", ("J_spectral",)),
+        ("the unit direction v couples every token (its norm is a total inside each shifted weight)", ("g_fd",)),
+    ) for name in names},
 }
 #: units in the last place of the magnitude allowed per column (K + 8 of them) between float and ball
 ULPS = 64

@@ -226,6 +226,14 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
             if c > 0:
                 logits.append(_number(l_expr, values))
                 counts.append(c)
+        if not info["atoms"] and info["others_logit"] is not None:  # the margin reads only the others' total weight
+            n = 1000 if info["constrained"] else 1  # many small ones when a distinguished token must dominate them
+            try:
+                logits.append(_number(info["others_logit"], values) - float(values.get(sp.Symbol("T", positive=True), 1.0)) * math.log(n))
+            except (TypeError, ValueError):
+                pass
+            else:
+                counts.append(n)
     elif others > 0 and masses:
         share = np.array(masses) / max(sum(masses), 1e-300)
         raw = share * others

@@ -73,15 +73,19 @@ class Node:
     face: tuple[tuple[int, float], ...] = ()
 
 
-#: the largest expression (distinct subexpressions) sympy is asked to factor on a face
-MAX_FACTOR = 4000
+#: the largest expression (nodes) and the most symbols sympy is asked to factor on a face (factoring is
+#: exponential in the symbols; a larger expression keeps the form it was built in)
+MAX_FACTOR = 600
+MAX_FACTOR_SYMBOLS = 5
+#: work charged for building a face (sympy's substitution, factoring and differentiation), per node of the core
+FACE_WORK = 2_000
 
 
 def _forms(expr: sp.Expr) -> list[sp.Expr]:
     """Equal forms of one expression whose natural enclosures differ: as built, and factored over a common
     denominator (an even power or a square then shows its sign: ``1/4 - a (1 - a) = (2 a - 1)^2 / 4``)."""
     out = [expr]
-    if _size(expr) <= MAX_FACTOR and expr.free_symbols:
+    if _size(expr) <= MAX_FACTOR and 0 < len(expr.free_symbols) <= MAX_FACTOR_SYMBOLS:
         try:
             factored = sp.factor(sp.together(sp.powsimp(expr, combine="exp")))
         except (sp.PolynomialError, ValueError, TypeError, RecursionError):  # pragma: no cover - sympy's limits
@@ -143,17 +147,23 @@ class Programs:
     def build(cls, problem: Problem) -> "Programs":
         return cls(problem)
 
-    def face(self, fixed: tuple[tuple[int, float], ...]) -> Face:
+    def face(self, fixed: tuple[tuple[int, float], ...], work: list[int] | None = None) -> Face:
         if fixed not in self.faces:
             self.faces[fixed] = Face.build(self.problem, fixed, self._given.get(fixed))
+            if work is not None:
+                work[0] += FACE_WORK * _size(self.faces[fixed].forms[0])
         return self.faces[fixed]
 
     def child_face(self, fixed: tuple[tuple[int, float], ...], moves: list[tuple[int, float]]) -> tuple[tuple[int, float], ...]:
-        """The face after fixing coordinates at values: those at an end of the root box join the face."""
+        """The face after fixing coordinates at values: those at an end of the root box join the face, unless the core
+        is singular there (``1/T`` at ``T = 0``: the coordinate is then pinned numerically, in the parent's face)."""
         keep = dict(fixed)
         for d, v in moves:
             if v in self.ends[d] and math.isfinite(v):
-                keep[d] = v
+                trial = tuple(sorted({**keep, d: v}.items()))
+                base = self.problem.core.xreplace({self.problem.symbols[j]: sp.Rational(Fraction(x)) for j, x in trial})
+                if not base.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+                    keep[d] = v
         return tuple(sorted(keep.items()))
 
 
@@ -304,7 +314,7 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
         batch = [nd for nd in queue[:BATCH] if nd.face == face_key]
         taken = {id(nd) for nd in batch}
         queue = [nd for nd in queue if id(nd) not in taken]
-        face = P.face(face_key)
+        face = P.face(face_key, work)
         k_forms = len(face.forms)
         boxes += len(batch)
         LO = np.stack([nd.lo for nd in batch])

@@ -34,7 +34,7 @@ import sympy as sp
 from attnbounds.theory.errors import AttnBoundsError
 from attnbounds.theory.intervals import Unsupported
 from attnbounds.theory.normalisers import L_sym, RatioNormaliser, derivative, l_sym, sigmoid, softplus
-from attnbounds.theory.opaque import OAbs
+from attnbounds.theory.opaque import OAbs, OMax, OMin
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.statement import Statement, _conjuncts
 
@@ -304,8 +304,8 @@ def _compact(expr: sp.Expr, s: sp.Symbol) -> sp.Expr:
 @dataclass
 class _Role:
     name: str
-    maximize: Callable[[Token], sp.Expr] | None = None
-    minimize: Callable[[Token], sp.Expr] | None = None
+    #: ``dominates(r, k) >= 0`` for every other token k: the constraint that makes r the token of a maximum
+    dominates: Callable[[Token, Token], sp.Expr] | None = None
 
 
 @dataclass
@@ -319,7 +319,7 @@ class RelaxedInstance:
     """The relaxed instance a quantity's ``relaxed`` form reads (the analogue of a ball form's ExactInstance).
 
     ``t`` is ``1/L``; :meth:`param` a parameter; :meth:`role` a distinguished token (per-token quantities share the
-    role ``i``; a quantity of one value per instance names its own, as ``rx.role("top", maximize=...)``);
+    role ``i``; a quantity of one value per instance names its own, as ``rx.role("top", dominates=...)``);
     :meth:`total` ``(1/L) sum_j fn(token_j)`` over all tokens (or all but some roles); :meth:`weight` the weight
     ``alpha`` of a role.
     """
@@ -335,16 +335,16 @@ class RelaxedInstance:
     def param(self, name: str) -> sp.Expr:
         return self._b.param(name)
 
-    def role(self, name: str, *, maximize: Callable[[Token], sp.Expr] | None = None,
-             minimize: Callable[[Token], sp.Expr] | None = None) -> Token:
+    def role(self, name: str, *, dominates: Callable[[Token, Token], sp.Expr] | None = None) -> Token:
+        """A distinguished token; ``dominates(r, k) >= 0`` (optional) must hold against every other token ``k``
+        (the token of a maximum: ``lambda r, k: r.lam - k.lam``)."""
         full = f"{self._ns}.{name}" if self._ns else name
-        return self._b.role(_Role(full, maximize, minimize))
+        return self._b.role(_Role(full, dominates))
 
-    def point(self, name: str, *, maximize: Callable[[Token], sp.Expr] | None = None,
-              minimize: Callable[[Token], sp.Expr] | None = None) -> Token:
+    def point(self, name: str, *, dominates: Callable[[Token, Token], sp.Expr]) -> Token:
         """A point of the token box that is not a token (where F attains its extremes on [-a, a], say): it is
-        constrained against every token (``maximize``: its key is at least every token's), never counted."""
-        return self._b.point(_Role(name, maximize, minimize))
+        constrained against every token (``dominates(p, k) >= 0``), never counted among them."""
+        return self._b.point(_Role(name, dominates))
 
     def log_F_extremes(self) -> tuple[sp.Expr, sp.Expr]:
         """``(min, max)`` of log F over the logit box ``[-a, a]``: at its ends when log F is monotone in the logit
@@ -357,8 +357,8 @@ class RelaxedInstance:
         if side:
             lo, hi = b.model.at_end(-side), b.model.at_end(side)
             return lo.lam, hi.lam
-        top = self.point("F.max", maximize=lambda tok: tok.lam)
-        bottom = self.point("F.min", minimize=lambda tok: tok.lam)
+        top = self.point("F.max", dominates=lambda p, k: p.lam - k.lam)
+        bottom = self.point("F.min", dominates=lambda p, k: k.lam - p.lam)
         return bottom.lam, top.lam
 
     @property
@@ -644,16 +644,21 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
              parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: TokenModel) -> Problem:
     b = _Builder(space, pattern, parameters, param_coords, model)
     env = _relation_env(statement, RelaxedInstance(b), b, conjunct)
-    lhs, rhs = conjunct.lhs.xreplace(env), conjunct.rhs.xreplace(env)
+    lhs, rhs = _opaque(conjunct.lhs.xreplace(env)), _opaque(conjunct.rhs.xreplace(env))
     k = len(b.tokens)
     # the totals: t * (the roles not excluded) + (1 - k t) * (the atoms), atoms enough for the functions read
     lam_x, g_x, l_x = (sp.Symbol(f"_{n}_x", real=True) for n in ("lam", "g", "l"))
-    feature_token = Token("x", [], l_x, lam_x, g_x)  # a generic token with its features as plain symbols
-    constrained = any(r.maximize or r.minimize for r in b.roles.values())
+    if b.model.weights:  # a token is its weight exp(lam); g = 1/T for all; the weight itself sums to the others' total
+        feature_token = Token("x", [], None, lam_x, 1 / b.model.T, sp.exp(lam_x))
+    else:
+        feature_token = Token("x", [], l_x, lam_x, g_x)  # a generic token with its features as plain symbols
+    constrained = any(r.dominates for r in b.roles.values())
     with b.sealed():
         bodies = [tot.fn(feature_token) for tot in b.totals]
     token_features = {lam_x, g_x, l_x}
     moments = _moments(bodies, token_features)
+    if b.model.weights:  # in mass-weighted terms exp(lam) is the constant 1: the total mass, not a moment
+        moments = [m for m in moments if sp.simplify(m - sp.exp(lam_x)) != 0]
     if len(moments) > MAX_MOMENTS:
         raise Declined(f"the totals read {len(moments)} independent functions of a token (at most {MAX_MOMENTS})")
     n_atoms = max(1, len(moments) + (1 if constrained and moments else 0)) if moments else 0
@@ -676,7 +681,11 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
             excluded = set(tot.exclude)
             part_roles = sp.Add(*[tot.fn(tok) for tok in role_tokens.values() if tok.name not in excluded])
             if b.model.weights:  # (1/L) sum over tokens: an atom of mass m and weight w holds m * left / w tokens
-                part_atoms = sp.Add(*[m * b.left / a.weight * tot.fn(a) for m, a in zip(masses, atoms)])  # type: ignore[operator]
+                per_atom = [b.left / a.weight * tot.fn(a) for a in atoms]  # type: ignore[operator]
+                if per_atom and all(sp.simplify(x - per_atom[0]) == 0 for x in per_atom[1:]):
+                    part_atoms = per_atom[0]  # the same for every atom: the masses sum to 1
+                else:
+                    part_atoms = sp.Add(*[m * x for m, x in zip(masses, per_atom)])
                 subs[tot.symbol] = t_sym * (part_roles + part_atoms)
             else:  # the others are L - k tokens: the share 1 - k t of all of them
                 part_atoms = sp.Add(*[m * tot.fn(a) for m, a in zip(masses, atoms)])
@@ -688,16 +697,12 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
         for other in [*role_tokens.values(), *atoms]:
             if other is tok:
                 continue
-            if role.maximize is not None:
-                constraints.append(_substitute(role.maximize(tok) - role.maximize(other), subs))
-            if role.minimize is not None:
-                constraints.append(_substitute(role.minimize(other) - role.minimize(tok), subs))
+            if role.dominates is not None:
+                constraints.append(_substitute(role.dominates(tok, other), subs))
     for role, point in b.points.values():
         for other in [*role_tokens.values(), *atoms]:
-            if role.maximize is not None:
-                constraints.append(_substitute(role.maximize(point) - role.maximize(other), subs))
-            if role.minimize is not None:
-                constraints.append(_substitute(role.minimize(other) - role.minimize(point), subs))
+            if role.dominates is not None:
+                constraints.append(_substitute(role.dominates(point, other), subs))
     core, stripped = strip_positive(margin)
     constraints = [strip_positive(con)[0] for con in constraints]
     L_lo, L_hi = space.boxes.get("L", (1.0, INF))
@@ -729,10 +734,25 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     T = parameters.get("T", sp.Integer(1))
     logit = (lambda tok: T * tok.lam) if b.model.weights else (lambda tok: tok.l)
     realisation = {"roles": [logit(tok) for tok in role_tokens.values()], "atoms": [logit(a) for a in atoms],
+                   "others_logit": T * sp.log(b.left) if b.model.weights else None, "constrained": constrained,
                    "masses": masses, "weights_model": b.model.weights, "L_range": (L_lo, L_hi),
                    "atom_counts": [m / a.coordinates[0].symbol for m, a in zip(masses, atoms)] if b.model.weights else []}
     return Problem(statement.id, c, text, coords, core, constraints, strict, margin, stripped, names, n_atoms,
                    len(moments), parameters, model.describe(), signs, realisation)
+
+
+def _opaque(expr: sp.Expr) -> sp.Expr:
+    """sympy's Min, Max and Abs as the opaque functions (:mod:`attnbounds.theory.opaque`): they have derivatives the
+    prover can differentiate, and sympy does not re-simplify them at every rebuild."""
+    def nest(fn: Any, args: tuple[sp.Expr, ...]) -> sp.Expr:
+        out = args[0]
+        for a in args[1:]:
+            out = fn(out, a)
+        return out
+
+    expr = expr.replace(lambda e: isinstance(e, sp.Min), lambda e: nest(OMin, e.args))
+    expr = expr.replace(lambda e: isinstance(e, sp.Max), lambda e: nest(OMax, e.args))
+    return expr.replace(lambda e: isinstance(e, sp.Abs), lambda e: OAbs(e.args[0]))
 
 
 def refine_abs(expr: sp.Expr, coords: list[Coordinate], signs: list[tuple[sp.Expr, int]]) -> sp.Expr:

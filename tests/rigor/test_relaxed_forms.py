@@ -1,0 +1,69 @@
+"""The relaxation prover's reduction against the quantities themselves (the value oracle of the relaxed forms).
+
+Soundness of PROVED rests on one fact: every instance of every length is a point of the relaxed space with the same
+margin. For each quantity with a ``relaxed`` form (:mod:`attnbounds.theory.prover`), on adversarial instances
+(dense and token classes, L up to 10^6, T down to 1e-4, logits up to 1e3, interior extrema of F): the float value
+is attained by the relaxed form at the instance's own point, with its distinguished tokens on columns that satisfy
+their constraints (:func:`attnbounds.theory.prover.image.image_values`). Softmax instances are checked in the
+weights model too (distinguished tokens and the others given by their weights).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+
+from attnbounds.theory import strategies
+from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.hypotheses import SOFTMAX
+from attnbounds.theory.quantities import QUANTITIES, compute, magnitude
+from attnbounds.theory.prover.image import image_values
+
+RELAXED = sorted(name for name, q in QUANTITIES.items() if q.has("relaxed"))
+#: relative agreement between the float value and the relaxed form at the instance (both from the same features)
+RTOL = 1e-7
+
+
+#: absolute agreement, relative to the features' size (a quantity of exact value 0, as the Jacobian at L = 1, is a
+#: cancellation of terms of that size: evaluated at 90 digits, a square root leaves about 1e-40 of them)
+ATOL = 1e-30
+
+
+def _close(value: float, candidates: list[float], scale: float) -> bool:
+    return any(abs(value - c) <= RTOL * max(abs(value), scale) + ATOL * max(1.0, scale) for c in candidates)
+
+
+@pytest.mark.parametrize("name", RELAXED)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(inst=strategies.adversarial_instance(max_L=6, batch=1, ratio_only=True, qk=False, max_count=10**6))
+def test_the_float_value_is_attained_at_the_instances_point(name: str, inst) -> None:
+    one = inst.take(0)
+    assume(one.K <= 6)
+    try:
+        with np.errstate(all="ignore"):
+            value = np.asarray(compute(name, one))[0]
+            scale = np.asarray(magnitude(name, one))[0]
+    except AttnBoundsError:
+        assume(False)
+        return
+    assume(np.all(np.isfinite(value)))
+    n = one.normaliser
+    g = np.abs(n.dlog_F_values(one.logits, one.L)) if one.logits is not None else np.zeros(1)
+    scale = np.maximum(scale, float(np.max(g, initial=0.0)) if np.all(np.isfinite(g)) else 0.0)
+    # the weights model reads log(alpha): a weight that underflowed to 0 in float is not the instance's (positive) one
+    positive = bool(np.all(one.alpha[0][one.present[0]] > 1e-300))
+    models = [False, True] if bool(SOFTMAX(one)[0]) and positive else [False]
+    for weights in models:
+        found = image_values(name, one, weights=weights)
+        if not found and weights:
+            continue  # no reading in the weights model (max |l_i| under softmax: the logits are not fixed)
+        if QUANTITIES[name].shape == "BL":  # per token: the value of column k at the distinguished token on k
+            present = one.present[0]
+            for k in np.flatnonzero(present):
+                at_k = [v for place, v, ok in found if ok and place.get("i", (None,))[0] == k]
+                assert _close(float(value[k]), at_k, float(np.ravel(scale)[k] if np.ndim(scale) else scale)), \
+                    (name, weights, k, value[k], at_k)
+        else:
+            ok_values = [v for _, v, ok in found if ok]
+            assert _close(float(value), ok_values, float(scale)), (name, weights, float(value), ok_values[:6])

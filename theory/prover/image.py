@@ -1,0 +1,199 @@
+"""An instance as a point of the relaxed space: what the value oracle checks a quantity's relaxed form against.
+
+The relaxation is sound because every instance of every length *is* a point of the relaxed space with the same
+margin: ``t = 1/L``, each distinguished token one of the instance's tokens, the other tokens their own
+distribution. :func:`relaxed_value` evaluates a quantity's ``relaxed`` form at such a point (the distinguished
+tokens assigned to columns of a token-class instance, the others the remaining tokens with their counts), in
+floating point; :func:`image_values` does so for every assignment. The value oracle
+(``tests/rigor/test_relaxed_forms.py``) asserts that the quantity's float value on the instance is attained at an
+assignment that satisfies the distinguished tokens' constraints (the token of a maximum is a maximum).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import sympy as sp
+
+from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.intervals import Unsupported
+from attnbounds.theory.normalisers import RatioNormaliser
+from attnbounds.theory.prover.relax import Declined, RelaxedInstance, Token, _Role, t_sym
+from attnbounds.theory.quantities import QUANTITIES
+
+#: assignments of distinguished tokens to columns tried at most per quantity
+MAX_ASSIGNMENTS = 4096
+
+
+#: decimal digits the relaxed forms are evaluated with (the features are exact doubles: no cancellation shows)
+DIGITS = 90
+
+
+def _float(x: Any) -> sp.Float:
+    return sp.Float(float(x), DIGITS)
+
+
+class _Model:
+    """The features of an instance's columns (float, as sympy numbers)."""
+
+    def __init__(self, inst: Instance, weights: bool):
+        n = inst.normaliser
+        if not isinstance(n, RatioNormaliser) or inst.logits is None:
+            raise InvalidArgument("the relaxed forms read a normaliser F / sum F and logits")
+        self.inst, self.weights = inst, weights
+        self.lam = n.log_F_values(inst.logits, inst.L)[0]
+        self.g = n.dlog_F_values(inst.logits, inst.L)[0]
+        self.l = inst.logits[0]
+        self.alpha = inst.alpha[0]
+
+    def token(self, column: int, name: str) -> Token:
+        w = _float(self.alpha[column]) if self.weights else None
+        lam = sp.log(w) if w is not None else _float(self.lam[column])
+        return Token(name, [], None if self.weights else _float(self.l[column]), lam, _float(self.g[column]), w)
+
+    def monotone(self) -> int:
+        return 0  # the image takes the extremes of F on [-a, a] themselves (points)
+
+
+class _ImageBuilder:
+    """What :class:`RelaxedInstance` reads, at an instance's own point (module docstring). ``assignment`` maps each
+    distinguished token's role to ``(column, slot)``: roles with the same pair are the same token, different slots
+    of one column different tokens of that class."""
+
+    def __init__(self, inst: Instance, assignment: dict[str, tuple[int, int]], weights: bool):
+        self.inst = inst
+        self.assignment = assignment
+        self.model = _Model(inst, weights)
+        self.space = type("Space", (), {"bounded_logits": "a" in inst.params})()
+        self.roles: dict[str, _Role] = {}
+        self.tokens: dict[tuple[int, int], Token] = {}
+
+    def param(self, name: str) -> sp.Expr:
+        return _float(self.inst.param(name)[0])
+
+    def role(self, role: _Role) -> Token:
+        self.roles.setdefault(role.name, role)
+        key = self.assignment.get(role.name, (0, len(self.assignment) + len(self.roles)))
+        if key not in self.tokens:
+            self.tokens[key] = self.model.token(key[0], f"c{key[0]}s{key[1]}")
+        return self.tokens[key]
+
+    def point(self, role: _Role) -> Token:
+        n = self.inst.normaliser
+        assert isinstance(n, RatioNormaliser)
+        lo, hi = n.log_F_range(self.inst.param("a"))
+        probe = Token("probe", [], None, sp.Integer(0), sp.Integer(0))
+        top = float(sp.N(role.dominates(Token("p", [], None, sp.Integer(1), sp.Integer(0)), probe))) > 0 \
+            if role.dominates is not None else True  # dominating larger log F: the maximum
+        return Token(role.name, [], None, _float(hi[0] if top else lo[0]), sp.Integer(0))
+
+    @contextlib.contextmanager
+    def sealed(self) -> Iterator[None]:
+        yield
+
+    def total(self, fn: Callable[[Token], sp.Expr], exclude: tuple[str, ...]) -> sp.Expr:
+        """``(1/L) sum_j fn(token_j)``: the distinguished tokens, then every other token of each column (its count
+        less the distinguished ones on it), each with its column's features."""
+        counts = self.inst.counts[0] if self.inst.counts is not None else np.ones(self.inst.K, dtype=np.int64)
+        used = np.zeros(len(counts), dtype=np.int64)
+        total: sp.Expr = sp.Integer(0)
+        for (col, _), tok in self.tokens.items():
+            used[col] += 1
+            if tok.name not in exclude:
+                total += fn(tok)
+        for col, c in enumerate(counts):
+            if int(c) - int(used[col]) > 0:
+                total += (int(c) - int(used[col])) * fn(self.model.token(col, f"c{col}"))
+        return t_sym * total
+
+
+def _roles(qname: str, inst: Instance, weights: bool) -> list[_Role]:
+    """The distinguished tokens the quantity's relaxed form asks for (a discovery pass, every role its own token)."""
+    b = _ImageBuilder(inst, {}, weights)
+    _form(qname)(RelaxedInstance(b, _namespace(qname)))  # type: ignore[arg-type]
+    return list(b.roles.values())
+
+
+def _form(qname: str) -> Callable[[RelaxedInstance], sp.Expr]:
+    form = QUANTITIES[qname].forms.get("relaxed")
+    if form is None:
+        raise InvalidArgument(f"{qname} has no relaxed form")
+    return form
+
+
+def _namespace(qname: str) -> str:
+    return "" if QUANTITIES[qname].shape == "BL" else qname
+
+
+def relaxed_value(qname: str, inst: Instance, assignment: dict[str, tuple[int, int]], *, weights: bool = False) -> float:
+    """The quantity's relaxed form at the instance's point with the distinguished tokens placed by ``assignment``
+    (role -> (column, slot); B = 1)."""
+    if inst.B != 1:
+        raise InvalidArgument(f"relaxed_value needs one instance (B = 1), got B = {inst.B}")
+    expr = _form(qname)(RelaxedInstance(_ImageBuilder(inst, assignment, weights), _namespace(qname)))  # type: ignore[arg-type]
+    value = sp.sympify(expr).xreplace({t_sym: sp.Rational(1, inst.L)})
+    return float(sp.re(sp.N(value, DIGITS)))
+
+
+def _dominates(role: _Role, r: Token, k: Token) -> bool:
+    assert role.dominates is not None
+    value = sp.N(sp.sympify(role.dominates(r, k)), DIGITS)
+    return bool(value.is_real and value >= 0) or value == 0
+
+
+def _patterns(names: list[str]) -> Iterator[list[int]]:
+    """Every set partition of ``names``: the class of each name, classes numbered in order of first appearance."""
+    def rec(k: int, classes: list[int], n: int) -> Iterator[list[int]]:
+        if k == len(names):
+            yield list(classes)
+            return
+        for c in range(n + 1):
+            yield from rec(k + 1, [*classes, c], max(n, c + 1))
+
+    yield from rec(0, [], 0)
+
+
+def image_values(qname: str, inst: Instance, *, weights: bool = False) -> list[tuple[dict[str, tuple[int, int]], float, bool]]:
+    """Every placement of the quantity's distinguished tokens (each pattern of them, each class on a column holding
+    enough tokens), its relaxed value, and whether it satisfies the constraints (a maximum's token is a maximum)."""
+    try:
+        roles = _roles(qname, inst, weights)
+    except (Declined, Unsupported):  # the form has no reading in this model (logits under softmax weights)
+        return []
+    counts = inst.counts[0] if inst.counts is not None else np.ones(inst.K, dtype=np.int64)
+    model = _Model(inst, weights)
+    present = [j for j in range(inst.K) if counts[j] > 0]
+    out = []
+    tried = 0
+    for classes in _patterns([r.name for r in roles]):
+        n = max(classes, default=-1) + 1
+        for cols in itertools.product(present, repeat=n):
+            tried += 1
+            if tried > MAX_ASSIGNMENTS:
+                return out
+            if any(cols.count(c) > counts[c] for c in set(cols)):
+                continue
+            slot = {}
+            place = {}
+            for c in range(n):
+                slot[c] = sum(1 for d in range(c) if cols[d] == cols[c])
+            for r, c in zip(roles, classes):
+                place[r.name] = (cols[c], slot[c])
+            ok = True
+            for r, c in zip(roles, classes):
+                if r.dominates is not None:
+                    mine = model.token(cols[c], "r")
+                    ok = ok and all(_dominates(r, mine, model.token(j, "k")) for j in present)
+            try:
+                out.append((place, relaxed_value(qname, inst, place, weights=weights), ok))
+            except (Declined, Unsupported):  # the form has no reading in this model (logits under softmax weights)
+                return []
+    return out
+
+
+__all__ = ["image_values", "relaxed_value"]
