@@ -83,16 +83,114 @@ FACE_WORK = 2_000
 
 def _forms(expr: sp.Expr) -> list[sp.Expr]:
     """Equal forms of one expression whose natural enclosures differ: as built, and factored over a common
-    denominator (an even power or a square then shows its sign: ``1/4 - a (1 - a) = (2 a - 1)^2 / 4``)."""
+    denominator (an even power or a square then shows its sign: ``1/4 - a (1 - a) = (2 a - 1)^2 / 4``).
+
+    Factoring sees the expression as a rational function: every maximal subexpression that is not (an exponential,
+    a root, an opaque function) is one symbol, combined exponentials first; it is skipped when the expanded
+    numerator or denominator would have more than :data:`MAX_TERMS` terms (sympy's dense polynomials)."""
     out = [expr]
-    if _size(expr) <= MAX_FACTOR and 0 < len(expr.free_symbols) <= MAX_FACTOR_SYMBOLS:
-        try:
-            factored = sp.factor(sp.together(sp.powsimp(expr, combine="exp")))
-        except (sp.PolynomialError, ValueError, TypeError, RecursionError):  # pragma: no cover - sympy's limits
-            factored = expr
-        if factored != expr and _size(factored) <= 4 * max(_size(expr), 1):
-            out.append(factored)
+    if _size(expr) > MAX_FACTOR or not 0 < len(expr.free_symbols) <= MAX_FACTOR_SYMBOLS or expr.atoms(sp.Float):
+        return out  # (a float coefficient would make sympy factor approximately: never)
+    try:
+        combined = sp.powsimp(expr, combine="exp")
+        atoms: dict[sp.Basic, sp.Dummy] = {}
+
+        def atom(node: sp.Basic) -> sp.Basic:
+            if node.is_Atom or isinstance(node, (sp.Add, sp.Mul)) or (isinstance(node, sp.Pow) and node.exp.is_Integer):
+                return node.func(*[atom(a) for a in node.args]) if node.args else node
+            if isinstance(node, sp.exp) and _small_exponent(node.args[0]):  # sympy factors in powers of exp(x)
+                return node
+            if node not in atoms:
+                atoms[node] = sp.Dummy(f"q{len(atoms)}")
+            return atoms[node]
+
+        rational = atom(combined)
+        num, den = sp.fraction(sp.together(rational))
+        if _terms(num) > MAX_TERMS or _terms(den) > MAX_TERMS or _dense(num) > MAX_DENSE or _dense(den) > MAX_DENSE:
+            return out
+        factored = (sp.factor(num) / sp.factor(den)).xreplace({d: n for n, d in atoms.items()})
+    except (sp.PolynomialError, ValueError, TypeError, RecursionError, MemoryError):  # pragma: no cover - sympy's limits
+        return out
+    if factored != expr and _size(factored) <= 4 * max(_size(expr), 1) and _equal(factored, expr):
+        out.append(factored)
     return out
+
+
+def _equal(a: sp.Expr, b: sp.Expr) -> bool:
+    """Whether two forms are the same function, by exact algebra (their difference cancels to 0); what the
+    certificate's replay re-checks (:func:`check_faces`)."""
+    try:
+        return sp.cancel(sp.together(a - b)) == 0
+    except (sp.PolynomialError, ValueError, TypeError, RecursionError, MemoryError):  # pragma: no cover
+        return False
+
+
+#: the most terms an expanded numerator or denominator may have to be factored
+MAX_TERMS = 400
+
+
+def _small_exponent(arg: sp.Expr) -> bool:
+    """Whether ``exp(arg)`` may stay an exponential for sympy's factoring: its argument's numeric coefficients are
+    small integers (sympy writes exp(2 x) as the square of exp(x): dense in that degree)."""
+    coeffs = [t.as_coeff_Mul()[0] for t in sp.Add.make_args(arg)]
+    return all(c.is_Integer and abs(int(c)) <= 4 for c in coeffs)
+
+
+#: the largest dense representation (the product over generators of their degree plus one) sympy may build
+MAX_DENSE = 20_000
+
+
+def _dense(expr: sp.Expr) -> int:
+    """The size of sympy's dense polynomial of ``expr``: the product over its generators (symbols and the other
+    atoms) of the degree plus one, degrees bounded by a cheap walk (sums: the largest, products: the sum)."""
+    def degrees(e: sp.Basic) -> dict[sp.Basic, int]:
+        if isinstance(e, sp.Add):
+            out: dict[sp.Basic, int] = {}
+            for a in e.args:
+                for g, d in degrees(a).items():
+                    out[g] = max(out.get(g, 0), d)
+            return out
+        if isinstance(e, sp.Mul):
+            out = {}
+            for a in e.args:
+                for g, d in degrees(a).items():
+                    out[g] = out.get(g, 0) + d
+            return out
+        if isinstance(e, sp.Pow) and e.exp.is_Integer and int(e.exp) > 0:
+            return {g: d * int(e.exp) for g, d in degrees(e.base).items()}
+        if isinstance(e, sp.Pow) and isinstance(e.base, sp.exp) is False and e.exp.is_Integer:
+            return {e: 1}
+        if e.is_Number:
+            return {}
+        if isinstance(e, sp.exp):  # sympy writes exp(n x) as a power of exp(x): degree about n
+            n = max((abs(int(t.as_coeff_Mul()[0])) for t in sp.Add.make_args(e.args[0])
+                     if t.as_coeff_Mul()[0].is_Integer), default=1)
+            return {sp.exp(sp.Add(*[t.as_coeff_Mul()[1] for t in sp.Add.make_args(e.args[0])])): n}
+        return {e: 1}
+
+    size = 1
+    for d in degrees(expr).values():
+        size *= d + 1
+        if size > MAX_DENSE:
+            return size
+    return size
+
+
+def _terms(expr: sp.Expr) -> int:
+    """An upper bound on the terms of ``expr`` expanded (sums add, products multiply, integer powers are
+    multinomials), capped just above :data:`MAX_TERMS`: a cheap walk, before sympy expands anything."""
+    cap = MAX_TERMS + 1
+    if isinstance(expr, sp.Add):
+        return min(cap, sum(_terms(a) for a in expr.args))
+    if isinstance(expr, sp.Mul):
+        out = 1
+        for a in expr.args:
+            out = min(cap, out * _terms(a))
+        return out
+    if isinstance(expr, sp.Pow) and expr.exp.is_Integer and int(expr.exp) > 0:
+        n, k = int(expr.exp), _terms(expr.base)
+        return min(cap, math.comb(k + n - 1, n)) if k < cap else cap
+    return 1
 
 
 def _size(expr: sp.Expr) -> int:
@@ -552,7 +650,7 @@ def check_faces(problem: Problem, faces: dict[tuple[tuple[int, float], ...], lis
     for fixed, forms in faces.items():
         base = problem.core.xreplace({syms[d]: sp.Rational(Fraction(v)) for d, v in fixed})
         for f in forms:
-            if sp.cancel(sp.together(f - base)) != 0:
+            if not _equal(f, base):
                 return f"a form of the face {fixed} is not the core there: {f}"
     return None
 

@@ -210,8 +210,8 @@ class TokenModel:
         self.length = length
         log_F = _plain(space.log_F)
         subs = {sp.Symbol(k, real=True): v for k, v in params.items()}
-        self.log_F = log_F.xreplace(subs).xreplace({L_sym: length})
-        self.dlog_F = _plain(derivative(space.log_F, l_sym)).xreplace(subs).xreplace({L_sym: length})
+        self.log_F = _exact_floats(log_F.xreplace(subs).xreplace({L_sym: length}))
+        self.dlog_F = _exact_floats(_plain(derivative(space.log_F, l_sym)).xreplace(subs).xreplace({L_sym: length}))
         self.scaled = _t_scaled(space.log_F)
         self.count = 0
         self._monotone: int | None = None
@@ -644,7 +644,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
              parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: TokenModel) -> Problem:
     b = _Builder(space, pattern, parameters, param_coords, model)
     env = _relation_env(statement, RelaxedInstance(b), b, conjunct)
-    lhs, rhs = _opaque(conjunct.lhs.xreplace(env)), _opaque(conjunct.rhs.xreplace(env))
+    lhs, rhs = (_exact_floats(_opaque(side.xreplace(env))) for side in (conjunct.lhs, conjunct.rhs))
     k = len(b.tokens)
     # the totals: t * (the roles not excluded) + (1 - k t) * (the atoms), atoms enough for the functions read
     lam_x, g_x, l_x = (sp.Symbol(f"_{n}_x", real=True) for n in ("lam", "g", "l"))
@@ -739,6 +739,14 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                    "atom_counts": [m / a.coordinates[0].symbol for m, a in zip(masses, atoms)] if b.model.weights else []}
     return Problem(statement.id, c, text, coords, core, constraints, strict, margin, stripped, names, n_atoms,
                    len(moments), parameters, model.describe(), signs, realisation)
+
+
+def _exact_floats(expr: sp.Expr) -> sp.Expr:
+    """Every float of the relation as the exact rational it is (what certification reads: 0.026 is the double
+    nearest 0.026), so that the prover's algebra is exact."""
+    from attnbounds.theory.prover.program import _rational  # the exact value of a sympy Float (its mpf)
+
+    return expr.xreplace({f: sp.Rational(_rational(f)) for f in expr.atoms(sp.Float)})
 
 
 def _opaque(expr: sp.Expr) -> sp.Expr:
