@@ -221,8 +221,7 @@ def cmd_table(args: argparse.Namespace) -> int:
         text = rec.verdict_table(rec.iter_load(args.records))  # read one record at a time: only the rows are kept
     if args.readme:
         rec.update_readme(args.readme, text, erratum=args.erratum)
-        _say(f"{'erratum' if args.erratum else 'verdict table'} of {text.count(chr(10)) - 1} records written into "
-             f"{args.readme}")
+        _say(f"{'erratum' if args.erratum else 'verdict table'} of {args.records} written into {args.readme}")
     else:
         _say(text)
     return 0

@@ -328,6 +328,16 @@ class Record:
     def __str__(self) -> str:
         return f"{self.id}: {self.verdict}{'' if self.certified else ' (not certified)'}: {self.reason}"
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the record's section of ``attnbounds report`` (plot inline)."""
+        from attnbounds.theory.report import fragment
+
+        return fragment([self.data])
+
+    def _repr_markdown_(self) -> str:
+        """Jupyter's view where HTML is not shown: verdict, why, formula, the paper's numbering."""
+        return record_markdown(self)
+
     @property
     def tried(self) -> int:
         return int(self.data["search"]["tried"])
@@ -361,6 +371,36 @@ class Record:
         if content_hash(data) != data["content_hash"]:
             raise InvalidArgument(f"record {data['id']!r}: content hash mismatch (the record was edited)")
         return cls(data)
+
+
+class Records(list[Record]):
+    """A list of records (what :func:`attnbounds.verify` returns) that Jupyter shows as the report: the erratum and
+    one section per record (``_repr_html_``), or the verdict table (``_repr_markdown_``)."""
+
+    def _repr_html_(self) -> str:
+        from attnbounds.theory.report import fragment
+
+        return fragment([r.data for r in self])
+
+    def _repr_markdown_(self) -> str:
+        return verdict_table(self)
+
+
+def record_markdown(record: Record) -> str:
+    """One record in Markdown: id and verdict, the sentence saying why, the formula as the paper writes it, where
+    it comes from, and the reason the search gave."""
+    from attnbounds.theory import paper
+    from attnbounds.theory.notation import text_of_record
+
+    d = record.data
+    st = d["statement"]
+    source = ("the user's statements file" if st.get("source") == "user" else
+              f"[{st['citation']['numbering']}, {st['citation']['arxiv']} {st['citation']['version']}]({paper.ARXIV_URL})")
+    lines = [f"**{_code(markdown_cell(record.id))}**: **{markdown_cell(verdict_label(record))}**"
+             f"{'' if record.certified else ' (not certified)'}. {markdown_cell(paper.why(d))}", "",
+             f"{_code(markdown_cell(text_of_record(st)))} ({markdown_cell(st['title'])}; {source})", "",
+             f"*{markdown_cell(d['reason'])}*"]
+    return "\n".join(lines)
 
 
 #: the largest records file (or document) read, in bytes
