@@ -15,6 +15,7 @@ its ``srepr`` with a reader that accepts only sympy class names from :data:`SREP
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,7 +74,20 @@ def _evaluated(expr: Any) -> Any:
     return expr.func(*args)
 
 
+@functools.lru_cache(maxsize=256)
+def _rebuilt(text: str) -> Any:
+    return _relation_from_srepr(text)
+
+
 def relation_from_srepr(text: str) -> Any:
+    """The sympy relation of a record's ``srepr`` (:func:`_relation_from_srepr`; the last few are kept: a report
+    shows each relation several times)."""
+    if not isinstance(text, str):
+        raise ValueError("no srepr")
+    return _rebuilt(text)
+
+
+def _relation_from_srepr(text: str) -> Any:
     """The sympy relation of a record's ``srepr``, read without ``eval``: only names in :data:`SREPR_NAMES`,
     literals and keyword flags; built with sympy's evaluation off, then evaluated bottom-up except for big powers
     (:func:`_evaluated`). ValueError otherwise."""

@@ -422,44 +422,84 @@ def _constant(name: str) -> Any:
 
 
 def iter_load(path: str | os.PathLike[str]) -> Iterator[Record]:
-    """The records of a file one at a time, each checked (:meth:`Record.from_json`) as it is read: only the file's
-    text and one record are held at once (a whole file of Python objects takes about ten times its size).
+    """The records of a file one at a time, each checked (:meth:`Record.from_json`) as it is read: the file is read
+    in pieces and only the record being read is held (a whole file of Python objects takes several times its size).
     :class:`InvalidArgument` naming the file and the problem (not JSON, not an array, an invalid record)."""
-    text = atomic.read_text(path, "records file", MAX_RECORDS_BYTES)
     shown = f"records file {str(path)!r}"
+    pieces = atomic.read_chunks(path, "records file", MAX_RECORDS_BYTES)
     decoder = json.JSONDecoder(parse_constant=_constant)
     space = re.compile(r"[ \t\n\r]*")
+    text, at, done = "", 0, False
 
-    def skip(at: int) -> int:
-        match = space.match(text, at)
-        return match.end() if match else at
+    def more() -> bool:
+        """Read the next piece (dropping what was parsed); False at the end of the file."""
+        nonlocal text, at, done
+        piece = next(pieces, None)
+        if piece is None:
+            done = True
+            return False
+        text, at = text[at:] + piece, 0
+        return True
 
-    at = skip(0)
-    if not text.startswith("[", at):
-        try:  # say what it is: not JSON at all, or JSON but not an array
-            decoder.decode(text)
-        except (ValueError, RecursionError) as exc:
-            raise InvalidArgument(f"{shown} is not JSON: {exc}") from None
-        raise InvalidArgument(f"{shown} must hold a JSON array of records")
-    at, k = skip(at + 1), 0
-    while not text.startswith("]", at):
-        if k:
-            if not text.startswith(",", at):
-                raise InvalidArgument(f"{shown} is not JSON: expected ',' or ']' at character {at}")
-            at = skip(at + 1)
+    def skip() -> str:
+        """The next character after white space ('' at the end of the file)."""
+        nonlocal at
+        while True:
+            match = space.match(text, at)
+            at = match.end() if match else at
+            if at < len(text) or not more():
+                return text[at:at + 1]
+
+    def not_json(why: str) -> InvalidArgument:
+        return InvalidArgument(f"{shown} is not JSON: {why}")
+
+    def grow() -> bool:
+        """Read pieces until the unparsed text has doubled (a record spanning many pieces is parsed a few times,
+        not once per piece); False at the end of the file."""
+        want = 2 * max(len(text) - at, 1)
+        grew = False
+        while len(text) - at < want and more():
+            grew = True
+        return grew
+
+    first = skip()
+    if first != "[":  # say what it is: not JSON at all, or JSON but not an array
+        while more():
+            pass
         try:
-            data, at = decoder.raw_decode(text, at)
-        except ValueError as exc:  # json.JSONDecodeError and refused constants
-            raise InvalidArgument(f"{shown} is not JSON: {exc}") from None
-        except RecursionError:
-            raise InvalidArgument(f"{shown} nests JSON too deeply to be records") from None
+            decoder.decode(text[at:])
+        except (ValueError, RecursionError) as exc:
+            raise not_json(str(exc) if text[at:] else "the file is empty") from None
+        raise InvalidArgument(f"{shown} must hold a JSON array of records")
+    at += 1
+    k = 0
+    while True:
+        char = skip()
+        if char == "]":
+            at += 1
+            if skip():
+                raise not_json(f"extra data after the array: {text[at:at + 20]!r}")
+            return
+        if k:
+            if char != ",":
+                raise not_json(f"expected ',' or ']' after record {k - 1}, got {char!r}" if char else "it ends early")
+            at += 1
+            skip()
+        while True:
+            try:
+                data, end = decoder.raw_decode(text, at)
+                break
+            except ValueError as exc:  # json.JSONDecodeError (the record may go on in the next piece), constants
+                if done or "is not JSON" in str(exc) or not grow():
+                    raise not_json(str(exc).split(": line", 1)[0] + f" (in record {k})") from None
+            except RecursionError:
+                raise InvalidArgument(f"{shown} nests JSON too deeply to be records") from None
+        at = end
         try:
             yield Record.from_json(data)
         except InvalidArgument as exc:
             raise InvalidArgument(f"{shown}, record {k}: {exc}") from None
-        at, k = skip(at), k + 1
-    if skip(at + 1) != len(text):
-        raise InvalidArgument(f"{shown} is not JSON: extra data after the array at character {skip(at + 1)}")
+        k += 1
 
 
 # -- a small JSON Schema validator -------------------------------------------------------------------------
