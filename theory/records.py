@@ -619,7 +619,9 @@ def citation_sentence(record: Record) -> str:
                           for c in closed["conjuncts"])
         body = {"PROVED": f"is true, decided exactly: {parts}", "REFUTED": f"is false, decided exactly: {parts}"}.get(
             verdict, f"is undecided: {d['reason']}")
-        return f"With {sw}, the closed claim {d['id']} ({st['formula']}) {body} (record {d['content_hash']})."
+        from attnbounds.theory.notation import text_of_record
+
+        return f"With {sw}, the closed claim {d['id']} ({text_of_record(st)}) {body} (record {d['content_hash']})."
     if d.get("certified", True) is False:
         note = " (its normaliser is a Python callable without log F, so nothing here is certified)"
         if verdict == "REFUTED":

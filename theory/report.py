@@ -782,7 +782,8 @@ def _ctrl_c_held() -> Iterator[None]:
 
 
 def _swap_into_place(built: Path, target: Path) -> None:
-    """Move the finished folder ``built`` to ``target``, replacing an existing ``target`` whole."""
+    """Move the finished folder ``built`` to ``target``, replacing an existing ``target`` whole (Ctrl-C held back
+    until the old one is gone: nothing of either is left half-way)."""
     with _ctrl_c_held():
         target.parent.mkdir(parents=True, exist_ok=True)
         old = None
@@ -796,8 +797,8 @@ def _swap_into_place(built: Path, target: Path) -> None:
                 os.rename(old / "report", target)
                 old.rmdir()
             raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _build_folder(target: Path) -> Path:
