@@ -155,7 +155,7 @@ def _relation_from_srepr(text: str) -> Any:
 
 
 #: the relation signs, in text and in MathML
-SIGNS = {"<=": "\u2264", "<": "<", "=": "=", "!=": "\u2260"}
+SIGNS = {"<=": "\u2264", "<": "<", ">=": "\u2265", ">": ">", "=": "=", "!=": "\u2260"}
 
 
 @dataclass(frozen=True)
@@ -192,6 +192,7 @@ def written(relation: Any) -> list[Chain | Any]:
     if any(s is None for s in sides):
         return parts
     pending: list[tuple[Any, str, Any]] = [s for s in sides if s is not None]
+    reversed_sides = [s for s, p in zip(sides, parts) if isinstance(p, (sp.GreaterThan, sp.StrictGreaterThan))]
     out: list[Chain | Any] = []
     # two opposite non-strict comparisons: an equality; a difference bounded from both sides: an absolute value
     k = 0
@@ -215,6 +216,7 @@ def written(relation: Any) -> list[Chain | Any]:
             k += 1
     # comparisons sharing an end: one chain
     chains = [Chain((a, b), (op,)) for a, op, b in pending]
+    flipped = {id(c) for c, (a, op, b) in zip(chains, pending) if (a, op, b) in reversed_sides}
     joined = True
     while joined:
         joined = False
@@ -228,7 +230,11 @@ def written(relation: Any) -> list[Chain | Any]:
                     break
             if joined:
                 break
-    return out + chains
+    # a comparison written with >= that joined no chain is shown as it was written
+    return out + [Chain(c.parts[::-1], (_REVERSED[c.ops[0]],)) if id(c) in flipped else c for c in chains]
+
+
+_REVERSED = {"<=": ">=", "<": ">"}
 
 
 class _Printer(StrPrinter):
@@ -305,13 +311,46 @@ def text_of_record(statement: dict[str, Any]) -> str:
         return str(statement.get("formula", ""))
 
 
+@functools.cache
+def _mathml_printer() -> Any:
+    """sympy's presentation MathML printer, with cases (``Piecewise``) as a brace and a table of value, condition."""
+    from sympy.printing.mathml import MathMLPresentationPrinter
+
+    class Printer(MathMLPresentationPrinter):  # type: ignore[misc]
+        def _print_Piecewise(self, expr: Any) -> Any:
+            rows = self.dom.createElement("mtable")
+            for value, condition in expr.args:
+                row = self.dom.createElement("mtr")
+                for item in (self._print(value), self._text("otherwise" if condition == sp.true else "if"),
+                             None if condition == sp.true else self._print(condition)):
+                    cell = self.dom.createElement("mtd")
+                    if item is not None:
+                        cell.appendChild(item)
+                    row.appendChild(cell)
+                rows.appendChild(row)
+            out = self.dom.createElement("mrow")
+            brace = self.dom.createElement("mo")
+            brace.appendChild(self.dom.createTextNode("{"))
+            out.appendChild(brace)
+            out.appendChild(rows)
+            return out
+
+        def _text(self, words: str) -> Any:
+            text = self.dom.createElement("mtext")
+            text.appendChild(self.dom.createTextNode(f"\u00a0{words}\u00a0"))
+            return text
+
+    return Printer()
+
+
 def mathml(relation: Any) -> str:
     """Presentation MathML (the content of a ``<math>`` element) of the relation as the paper writes it; what
     sympy's MathML printer does not know raises (the caller falls back to text)."""
-    from sympy.printing.mathml import mathml as to_mathml
-
     def one(expr: Any) -> str:
-        return to_mathml(expr, printer="presentation")
+        if isinstance(expr, sp.Basic):  # an index Idx(i) is printed as "idx i": its label i instead
+            expr = expr.xreplace({k: k.label for k in expr.atoms(sp.Idx)})
+        text = _mathml_printer().doprint(expr)
+        return text.replace("<mo><</mo>", "<mo>&lt;</mo>").replace("<mo>></mo>", "<mo>&gt;</mo>")  # unescaped
 
     items = []
     for item in written(relation):

@@ -77,7 +77,7 @@ def _runs(tokens: list[tuple[str, str]]) -> list[tuple[bool, list[tuple[str, str
             scripts.append(k > 0 and tokens[k - 1][1] in ("_", "^"))
         elif text == "}" and scripts:
             scripts.pop()
-        if any(scripts) and kind != "other":
+        if any(scripts):  # inside a script everything is part of the formula
             inside = True
             depth += (text in OPEN) - (text in CLOSE)
         elif kind == "word":
@@ -243,9 +243,12 @@ def _row(tokens: list[tuple[str, str]]) -> ET.Element:
 
 
 def html_of(text: object) -> str:
-    """``text`` as HTML: prose escaped, formulas as inline ``<math>`` elements (module docstring)."""
+    """``text`` as HTML: prose escaped, formulas as inline ``<math>`` elements (module docstring); control characters
+    written out (:func:`attnbounds.theory.terminal.printable`)."""
+    from attnbounds.theory.terminal import printable
+
     parts = []
-    for math, tokens in _runs(_tokens(str(text))):
+    for math, tokens in _runs(_tokens(printable(text))):
         source = "".join(t for _, t in tokens)
         if not math:
             parts.append(html.escape(source, quote=True))

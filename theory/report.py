@@ -43,6 +43,7 @@ from typing import Any, Iterable, Iterator
 from attnbounds.theory import atomic, paper
 from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.notation import short, text_of_record
+from attnbounds.theory.terminal import printable
 
 #: the verdict badges' colours (background, text)
 COLOURS = {"PROVED": ("#1a7f37", "#fff"), "VERIFIED": ("#0969da", "#fff"), "REFUTED": ("#cf222e", "#fff"),
@@ -105,11 +106,11 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
 
 # -- values as HTML ---------------------------------------------------------------------------------
 def _e(value: Any) -> str:
-    """Escaped text of a value (cut to :data:`TEXT_CHARS`)."""
+    """Escaped text of a value (cut to :data:`TEXT_CHARS`; control characters written out as in the terminal)."""
     text = value if isinstance(value, str) else str(value)
     if len(text) > TEXT_CHARS:
         text = text[:TEXT_CHARS] + f"... ({len(text) - TEXT_CHARS} more characters)"
-    return html.escape(text, quote=True)
+    return html.escape(printable(text), quote=True)
 
 
 def _exact(value: Any) -> str:
@@ -182,7 +183,7 @@ def _array(value: Any, *, per_token: bool = True) -> str:
     head = ", ".join(short(v) for v in flat[:ROW_VALUES]) + (", ..." if len(flat) > ROW_VALUES else "")
     exact = ", ".join(_exact(v) for v in flat[:ALL_VALUES]) + (", ..." if len(flat) > ALL_VALUES else "")
     return (f'<details><summary class="mono">[{_e(head)}] <span class="note">({_e(count)})</span></summary>'
-            f'<div class="mono">{html.escape(exact)}</div></details>')
+            f'<div class="mono">{html.escape(printable(exact))}</div></details>')
 
 
 def _id(statement_id: Any) -> str:
@@ -650,7 +651,7 @@ def _json(r: dict[str, Any]) -> str:
     if full > JSON_CHARS:
         text, cut = text[:JSON_CHARS], f"\n... (cut after {JSON_CHARS} of {full} characters: the records file has it all)"
     return (f"<details><summary>The record as JSON ({_e(size)}, content hash <code>{_e(r['content_hash'])}</code>)"
-            f"</summary><pre>{html.escape(text)}{_e(cut)}</pre></details>")
+            f"</summary><pre>{html.escape(printable(text))}{_e(cut)}</pre></details>")
 
 
 def section(k: int, r: dict[str, Any], figure: str | None, caption: str, *,
