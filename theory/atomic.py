@@ -14,8 +14,8 @@ Output policy (:func:`write_bytes`, checked up front by :func:`check_target`):
 - **Concurrent writers** of one path each write their own temporary file; the last rename wins and
   replaces the other's output whole (nothing is merged, nothing is interleaved).
 
-Input (:func:`read_text`): a regular file (not a directory, FIFO or device, which could block or
-never end), at most a stated size, UTF-8.
+Input (:func:`read_text`, or :func:`read_chunks` for a file read piece by piece): a regular file (not a directory,
+FIFO or device, which could block or never end), at most a stated size, UTF-8.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from attnbounds.theory.errors import InvalidArgument
 
@@ -125,8 +125,8 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     return write_text(path, json.dumps(_finite(obj), indent=1, sort_keys=False) + "\n")
 
 
-def read_text(path: str | os.PathLike[str], what: str, max_bytes: int) -> str:
-    """The UTF-8 text of the regular file ``path`` of at most ``max_bytes`` bytes (:class:`InvalidArgument` otherwise)."""
+def _checked_source(path: str | os.PathLike[str], what: str, max_bytes: int) -> str:
+    """``what 'path'`` after checking that ``path`` is a regular file of at most ``max_bytes`` bytes."""
     shown = f"{what} {str(path)!r}"
     if not str(path) or "\0" in str(path):
         raise InvalidArgument(f"{what}: expected a file path, got {str(path)!r}")
@@ -140,6 +140,12 @@ def read_text(path: str | os.PathLike[str], what: str, max_bytes: int) -> str:
         raise InvalidArgument(f"{shown} is {_kind(info.st_mode)}, not a file to read")
     if info.st_size > max_bytes:
         raise InvalidArgument(f"{shown} has {info.st_size} bytes; at most {max_bytes} are read")
+    return shown
+
+
+def read_text(path: str | os.PathLike[str], what: str, max_bytes: int) -> str:
+    """The UTF-8 text of the regular file ``path`` of at most ``max_bytes`` bytes (:class:`InvalidArgument` otherwise)."""
+    shown = _checked_source(path, what, max_bytes)
     try:
         with open(path, "rb") as fh:
             data = fh.read(max_bytes + 1)
@@ -151,6 +157,28 @@ def read_text(path: str | os.PathLike[str], what: str, max_bytes: int) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidArgument(f"{shown} is not UTF-8 text (a binary file?): {exc}") from None
+
+
+def read_chunks(path: str | os.PathLike[str], what: str, max_bytes: int, chunk: int = 1 << 20) -> Iterator[str]:
+    """The UTF-8 text of ``path`` (checked as by :func:`read_text`) in pieces of about ``chunk`` characters, so a
+    large file is never held whole."""
+    shown = _checked_source(path, what, max_bytes)
+    read = 0
+    try:
+        with open(path, encoding="utf-8", errors="strict", newline="") as fh:
+            while True:
+                try:
+                    piece = fh.read(chunk)
+                except UnicodeDecodeError as exc:
+                    raise InvalidArgument(f"{shown} is not UTF-8 text (a binary file?): {exc}") from None
+                if not piece:
+                    return
+                read += len(piece)
+                if read > max_bytes:
+                    raise InvalidArgument(f"{shown} has more than {max_bytes} bytes; at most {max_bytes} are read")
+                yield piece
+    except OSError as exc:
+        raise InvalidArgument(f"cannot read {shown}: {exc.strerror}") from None
 
 
 def _finite(obj: Any) -> Any:

@@ -1,8 +1,10 @@
 """The ``attnbounds`` command: a thin layer over public functions.
 
-Subcommands: ``list``, ``verify``, ``search``, ``cite``, ``table``, ``report``, ``prove``, ``empirical``.
-Exit codes: 0 when the run completed (whatever the verdicts), 2 on bad input, 1 on internal error, 130 when
-interrupted (Ctrl-C), start-up included.
+Subcommands: ``list``, ``verify``, ``search``, ``cite``, ``table``, ``report``, ``prove``, ``empirical``; their help
+(:data:`DESCRIPTION`, :data:`EXAMPLES`, :data:`EXIT_CODES`) is plain text. Exit codes: 0 when the run completed
+(whatever the verdicts), 2 on bad input, 1 on internal error (or a replayed counterexample that did not reproduce),
+130 when interrupted (Ctrl-C), start-up included. Everything printed for people goes through
+:func:`attnbounds.theory.terminal.printable` (a user's ids and titles cannot send terminal escapes).
 """
 
 from __future__ import annotations
@@ -14,20 +16,26 @@ import threading
 from typing import Any
 
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.terminal import printable
+
+
+def _say(*parts: Any, file: Any = None) -> None:
+    """``print`` for people: control characters escaped (:func:`printable`)."""
+    print(printable(" ".join(str(p) for p in parts)), file=file or sys.stdout)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from attnbounds.theory import registry
+    from attnbounds.theory import notation, registry
 
     statements = registry.all_statements()
     if args.ids:
         statements = [registry.get(i) for i in args.ids]
     for s in statements:
         if args.short:
-            print(f"{s.id:48s} {s.formula}")
+            _say(f"{s.id:48s} {notation.text(s.relation)}")
         else:
-            print(s.describe())
-            print()
+            _say(s.describe())
+            _say()
     return 0
 
 
@@ -51,12 +59,13 @@ def _print_table(records: list) -> None:
     rows = [("id", "verdict", "best lhs/rhs", "tried", "time")]
     for r in records:
         ratio = r.best_ratio
-        rows.append((r.id, r.verdict, "n/a" if ratio is None else f"{ratio:.6g}", str(r.tried), f"{r.wall_s:.1f}s"))
+        rows.append((printable(r.id, lines=False), r.verdict, "n/a" if ratio is None else f"{ratio:.6g}", str(r.tried),
+                     f"{r.wall_s:.1f}s"))
     widths = [max(len(row[k]) for row in rows) for k in range(5)]
     for n, row in enumerate(rows):
-        print("  ".join(cell.ljust(w) if k < 2 else cell.rjust(w) for k, (cell, w) in enumerate(zip(row, widths))))
+        _say("  ".join(cell.ljust(w) if k < 2 else cell.rjust(w) for k, (cell, w) in enumerate(zip(row, widths))))
         if n == 0:
-            print("  ".join("-" * w for w in widths))
+            _say("  ".join("-" * w for w in widths))
 
 
 def _search_home() -> None:
@@ -89,17 +98,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
     counts: dict[str, int] = {}
     for r in records:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
-    print("\n" + ", ".join(f"{v}: {n}" for v, n in sorted(counts.items())) + (f"; records written to {args.json}" if args.json else ""))
+    _say("\n" + ", ".join(f"{v}: {n}" for v, n in sorted(counts.items())) + (f"; records written to {args.json}" if args.json else ""))
     errors = [r for r in records if r.verdict == "ERROR"]
     for r in errors:
-        print(f"attnbounds: ERROR in {r.id}: {r.reason}", file=sys.stderr)
+        _say(f"attnbounds: ERROR in {printable(r.id, lines=False)}: {r.reason}", file=sys.stderr)
     return 1 if errors else 0
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     import json
 
-    from attnbounds.theory import parallel
+    if args.replay is not None:
+        return _replay(args)
+    from attnbounds.theory import notation, parallel
     from attnbounds.theory.certify import certify
     from attnbounds.theory.records import dumps
     from attnbounds.theory.serialize import instance_to_json
@@ -112,20 +123,76 @@ def cmd_search(args: argparse.Namespace) -> int:
     with parallel.runner(args.scheduler) as run:
         res = default_search()(st, budget_s=args.budget, seed=args.seed, progress=not args.quiet,
                                **({"runner": run} if run.name != "none" else {}))
-    print(f"{st.id}: {st.formula}")
-    print(f"searched {res.tried} instances in {res.wall_s:.1f} s (seed {res.seed}, budget {res.budget_s:g} s)")
+    _say(f"{printable(st.id, lines=False)}: {notation.text(st.relation)}")
+    _say(f"searched {res.tried} instances in {res.wall_s:.1f} s (seed {res.seed}, budget {res.budget_s:g} s)")
     for method, info in res.by_method.items():
         summary = {k: v for k, v in info.items() if k != "by_L"}  # the per-L rows are for records and reports
-        print(f"  {method}: {json.dumps(summary, default=str, sort_keys=True)}")
-    print(f"best lhs/rhs {res.best_ratio}, best margin {res.best_margin}; float violations: {len(res.violations)}")
+        _say(f"  {method}: {json.dumps(summary, default=str, sort_keys=True)}")
+    _say(f"best lhs/rhs {res.best_ratio}, best margin {res.best_margin}; float violations: {len(res.violations)}")
     shown = [("violating", v) for v in list(res.violations)[:1]] or ([("tightest", res.best)] if res.best is not None else [])
     for label, inst in shown:
         cert = certify(st, inst, 0)
-        print(f"\n{label} instance: certificate {cert.status} ({cert.method}, {cert.precision_bits} bits), "
-              f"margin in [{cert.margin_lo:.6g}, {cert.margin_hi:.6g}], lhs {cert.lhs}, rhs {cert.rhs}")
+        _say(f"\n{label} instance: certificate {cert.status} ({cert.method}, {cert.precision_bits} bits), "
+             f"margin in [{cert.margin_lo:.6g}, {cert.margin_hi:.6g}], lhs {cert.lhs}, rhs {cert.rhs}")
         text = dumps(instance_to_json(inst.take(0)))
-        print(text if len(text) < 6000 else text[:6000] + "\n... (truncated; use `attnbounds verify --json` for the full record)")
+        _say(text if len(text) < 6000 else text[:6000] + "\n... (truncated; use attnbounds verify --json for the full record)")
     return 0
+
+
+def _find_record(path: str, statement_id: str) -> Any:
+    """The record of ``statement_id`` in the records file ``path`` (every record is read and checked)."""
+    from attnbounds.theory import records as rec
+
+    found = None
+    for record in rec.iter_load(path):
+        if found is None and record.id == statement_id:
+            found = record
+    if found is None:
+        raise InvalidArgument(f"no record for {statement_id!r} in {path}")
+    return found
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """``search ID --replay RECORDS``: re-certify the record's counterexample (or, without one, its tightest instance)
+    and say whether the result is the recorded one (exit 0) or not (exit 1)."""
+    import sympy as sp
+
+    from attnbounds.theory import notation
+    from attnbounds.theory.certify import certify
+    from attnbounds.theory.serialize import instance_from_json
+
+    record = _find_record(args.replay, args.id)
+    st = _statement(args.id, _user_bounds(args))
+    if sp.srepr(st.relation) != record.data["statement"]["srepr"]:
+        raise InvalidArgument(f"{args.id!r} is not the statement the record was written for (its relation differs: "
+                              "the reading changed since, or --statements names another file); nothing is replayed")
+    cx, tight = record.data["counterexample"], record.data["tightness"]
+    if cx is not None:
+        what, data, recorded = "counterexample", cx["instance"], cx["certificate"]["status"]
+    elif tight.get("witness") is not None:
+        what, data = "tightest instance", tight["witness"]
+        recorded = (tight.get("certificate") or {}).get("status")
+    else:
+        raise InvalidArgument(f"the record of {args.id!r} has neither a counterexample nor a tightest instance to replay")
+    inst = instance_from_json(data)
+    _say(f"{printable(st.id, lines=False)}: {notation.text(st.relation)}")
+    L = inst.L
+    _say(f"replaying the record's {what} (L = {L}{f' tokens in {inst.K} classes' if inst.is_classes else ''}) "
+         f"from {args.replay}")
+    if record.data.get("certified", True) is False or (cx is not None and cx.get("certified") is False):
+        ev = st.evaluate(inst)
+        margin = float(ev.margin_hi[0])
+        ok = bool(ev.applicable[0]) and (margin < 0) == (cx is not None)
+        _say(f"float64 only (the normaliser is a Python function): lhs {float(ev.lhs[0]):.10g}, rhs "
+             f"{float(ev.rhs[0]):.10g}, margin {margin:.6g}")
+    else:
+        cert = certify(st, inst, 0)
+        ok = cert.status == (recorded or cert.status) and (cx is None or cert.status == "violated")
+        _say(f"certificate {cert.status} ({cert.method}, {cert.precision_bits} bits): margin rhs - lhs in "
+             f"[{cert.margin_lo_text}, {cert.margin_hi_text}], lhs {cert.lhs}, rhs {cert.rhs}")
+        _say(f"the record says: {recorded}")
+    _say("reproduced" if ok else f"NOT reproduced: the {what} does not give the recorded result")
+    return 0 if ok else 1
 
 
 def cmd_cite(args: argparse.Namespace) -> int:
@@ -134,37 +201,37 @@ def cmd_cite(args: argparse.Namespace) -> int:
 
     user = _user_bounds(args)
     if args.records:
-        found = [r for r in rec.load(args.records) if r.id == args.id]
-        if not found:
-            raise InvalidArgument(f"no record for {args.id!r} in {args.records}")
-        record = found[0]
+        record = _find_record(args.records, args.id)
     else:
         st = _statement(args.id, user)
         is_user = user is not None and st in user.statements
         _search_home()
         record = verify([args.id], budget_s=args.budget, seed=args.seed, progress=not args.quiet,
                         statements=user.statements if is_user else None, scheduler=args.scheduler)[0]
-    print(record.cite())  # the sentence, the paper's BibTeX, CITATION.cff, the record's hash
+    _say(record.cite())  # the sentence, the paper's BibTeX, CITATION.cff, the record's hash
     return 1 if record.verdict == "ERROR" else 0
 
 
 def cmd_table(args: argparse.Namespace) -> int:
     from attnbounds.theory import records as rec
 
-    records = rec.load(args.records)
-    if args.readme:
-        rec.update_readme(args.readme, records)
-        print(f"verdict table of {len(records)} records written into {args.readme}")
+    if args.erratum:
+        text = rec.erratum_table(rec.iter_load(args.records))
     else:
-        print(rec.verdict_table(records))
+        text = rec.verdict_table(rec.iter_load(args.records))  # read one record at a time: only the rows are kept
+    if args.readme:
+        rec.update_readme(args.readme, text, erratum=args.erratum)
+        _say(f"{'erratum' if args.erratum else 'verdict table'} of {args.records} written into {args.readme}")
+    else:
+        _say(text)
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from attnbounds.theory.report import write_report
 
-    page = write_report(args.records, args.out)
-    print(f"report written to {page}")
+    page = write_report(args.records, args.out, progress=not args.quiet)
+    _say(f"report written to {page}")
     return 0
 
 
@@ -172,53 +239,128 @@ def cmd_report(args: argparse.Namespace) -> int:
 DELEGATED = {"prove": "attnbounds.proofs.cli", "empirical": "attnbounds.empirical.cli"}
 
 
+DESCRIPTION = """\
+Check the statements of "Limitations of Normalization in Attention Mechanism" (Mudarisov, Burtsev, Petrova,
+State; arXiv:2508.17821), every reading of each one, and your own bounds: a seeded counterexample search,
+certification in interval arithmetic and machine-replayed proofs give each a verdict (PROVED, VERIFIED,
+REFUTED, UNDECIDED, NOT-APPLICABLE), written down as a citable record."""
+
+EXAMPLES = """\
+examples:
+  attnbounds list --short                      every reading, one line each
+  attnbounds list lemma1                       one reading: formula, symbols, hypotheses
+  attnbounds verify lemma1 'corollary3[spectral]'
+                                               the verdicts of two readings (quote ids with brackets)
+  attnbounds verify --json records.json        every reading (several minutes), records written
+  attnbounds verify --statements mine.toml     your own bound or normaliser (docs/user-bounds.md)
+  attnbounds report records.json --out site    an HTML page of the records: site/index.html
+  attnbounds table records.json --erratum      what holds and what does not, in Markdown
+  attnbounds search 'corollary3[spectral]' --replay records.json
+                                               re-certify the counterexample a record holds
+  attnbounds cite lemma1 --records records.json
+                                               a sentence to cite, the paper's BibTeX, the record's hash"""
+
+EXIT_CODES = """\
+exit codes:
+  0    done, whatever the verdicts (a REFUTED reading is a result, not a failure)
+  1    an internal error (an ERROR record), or a replayed counterexample that did not reproduce
+  2    bad input: an unknown option, id, file or value (the message names it)
+  130  interrupted (Ctrl-C); nothing is written"""
+
+#: what ``--budget`` buys (the search plans a fixed amount of work from it: :mod:`attnbounds.theory.search.budget`)
+BUDGET_HELP = ("calibrated seconds of search per reading (default {default:g}, at most {most:g}): the budget buys a fixed "
+               "amount of work (random batches, gradient starts, targeted examples, shrinking), measured to take about "
+               "that long on the reference machine (2 cores, one per search), so a seed and a budget give the same "
+               "records on every machine; a slower or busier machine takes longer. "
+               "[WALL-CLOCK CEILING: to be completed by the lead: the multiple of the budget after which a run "
+               "stops, and where the record says what the ceiling cut.]")
+
+
+def _parser(sub: Any, name: str, help: str, description: str, examples: str = "") -> argparse.ArgumentParser:
+    """A subcommand's parser, its help as plain text (examples kept as written)."""
+    epilog = f"examples:\n{examples}\n\n{EXIT_CODES}" if examples else EXIT_CODES
+    return sub.add_parser(name, help=help, description=description, epilog=epilog,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="attnbounds", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("list", help="print every statement reading with formula and hypotheses")
+    import attnbounds
+
+    parser = argparse.ArgumentParser(prog="attnbounds", description=DESCRIPTION,
+                                     epilog=f"{EXAMPLES}\n\n{EXIT_CODES}\n\nEvery command has its own --help.",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"attnbounds {attnbounds.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = _parser(sub, "list", "print every reading with its formula, symbols and hypotheses",
+                "Print the readings of the paper's statements: formula (as the paper writes it), what each symbol "
+                "means, the hypotheses, what an expectation is over.",
+                "  attnbounds list --short\n  attnbounds list lemma1 'theorem1.fixed[R1,g1]'")
     p.add_argument("ids", nargs="*", help="only these ids")
     p.add_argument("--short", action="store_true", help="one line per reading")
     p.set_defaults(func=cmd_list)
     from attnbounds.theory.search.budget import MAX_BUDGET_S
     from attnbounds.theory.verify import DEFAULT_BUDGET_S
 
-    def common(p: argparse.ArgumentParser, budget_help: str) -> None:
+    def common(p: argparse.ArgumentParser, when: str = "") -> None:
         p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S",
-                       help=f"{budget_help}; at most {MAX_BUDGET_S:g}")
+                       help=when + BUDGET_HELP.format(default=DEFAULT_BUDGET_S, most=MAX_BUDGET_S))
         p.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
         p.add_argument("--statements", metavar="FILE", help="a user's statements file (.toml, or a trusted .py)")
         p.add_argument("--quiet", action="store_true", help="no progress bars")
         p.add_argument("--scheduler", metavar="SCHED", default=None,
                        help="where the work runs: none (in this process), processes:N (N local worker processes) or "
-                            "tcp://HOST:PORT (a running `dask scheduler`); default $ATTNBOUNDS_SCHEDULER or none. "
+                            "tcp://HOST:PORT (a running dask scheduler); default $ATTNBOUNDS_SCHEDULER or none. "
                             "Records are the same whichever runs them (apart from timing)")
 
-    p = sub.add_parser("verify", help="search, certify and prove every reading (or the given ids); write records")
+    p = _parser(sub, "verify", "search, certify and prove every reading (or the given ids); write records",
+                "Search, certify and prove readings, print a verdict table and write the records (--json).",
+                "  attnbounds verify lemma1\n  attnbounds verify --json records.json --scheduler processes:2\n"
+                "  attnbounds verify --statements examples/user_bounds.toml")
     p.add_argument("ids", nargs="*", help="only these ids (default: every reading, or the file's statements)")
-    common(p, f"search budget per reading in seconds (default {DEFAULT_BUDGET_S:g})")
+    common(p)
     p.add_argument("--json", metavar="PATH", help="write the records, a JSON array, to PATH (atomically; a regular "
                    "file or a new path, symlinks followed; checked before the search)")
     p.set_defaults(func=cmd_verify)
-    p = sub.add_parser("search", help="run the counterexample search on one reading and show what it found")
+    p = _parser(sub, "search", "run the counterexample search on one reading, or replay a record's counterexample",
+                "Run the search on one reading and show what each method tried and found; with --replay, re-certify "
+                "the counterexample (or the tightest instance) a records file holds for it.",
+                "  attnbounds search lemma1 --budget 2\n  attnbounds search 'corollary3[spectral]' --replay records.json")
     p.add_argument("id")
-    common(p, f"search budget in seconds (default {DEFAULT_BUDGET_S:g})")
+    common(p)
+    p.add_argument("--replay", metavar="RECORDS", help="re-certify the counterexample of ID's record in this records "
+                   "file instead of searching (exit 0 when it reproduces, 1 when not)")
     p.set_defaults(func=cmd_search)
-    p = sub.add_parser("cite", help="a sentence, the paper's BibTeX and the record hash for one reading")
+    p = _parser(sub, "cite", "a sentence, the paper's BibTeX and the record's hash for one reading",
+                "Print a sentence a paper can use, the paper's BibTeX and the record's content hash.",
+                "  attnbounds cite lemma1 --records records.json\n  attnbounds cite lemma1 --budget 2")
     p.add_argument("id")
-    common(p, f"search budget when no --records file is given (default {DEFAULT_BUDGET_S:g})")
+    common(p, "without --records: ")
     p.add_argument("--records", metavar="PATH", help="take the record from this file (written by verify --json)")
     p.set_defaults(func=cmd_cite)
-    p = sub.add_parser("table", help="the markdown verdict table of a records file (written by verify --json)")
-    p.add_argument("records", metavar="RECORDS", help="a records file written by `attnbounds verify --json`")
-    p.add_argument("--readme", metavar="PATH", help="replace the generated table in this document instead of printing")
+    p = _parser(sub, "table", "the Markdown verdict table (or erratum) of a records file",
+                "Print the Markdown verdict table of a records file (one row per record), or with --erratum the "
+                "erratum (per result of the paper: what it prints, the readings that hold and fail, the corrected "
+                "forms).",
+                "  attnbounds table records.json\n  attnbounds table records.json --erratum\n"
+                "  attnbounds table records.json --readme README.md")
+    p.add_argument("records", metavar="RECORDS", help="a records file written by attnbounds verify --json")
+    p.add_argument("--erratum", action="store_true", help="the erratum instead of the verdict table")
+    p.add_argument("--readme", metavar="PATH", help="replace the generated table between its markers in this "
+                   "document instead of printing it")
     p.set_defaults(func=cmd_table)
-    p = sub.add_parser("report", help="a static HTML page (and PNG figures) of a records file, viewable offline")
-    p.add_argument("records", metavar="RECORDS", help="a records file written by `attnbounds verify --json`")
+    p = _parser(sub, "report", "a static HTML page (and PNG figures) of a records file, viewable offline",
+                "Write a static HTML page of a records file: the erratum, a summary, then per record its verdict and "
+                "why, the statement and the paper's, the counterexample and how to replay it, the proof, the search "
+                "with a plot, the record's JSON.",
+                "  attnbounds report records.json --out site")
+    p.add_argument("records", metavar="RECORDS", help="a records file written by attnbounds verify --json")
     p.add_argument("--out", metavar="DIR", required=True,
-                   help="the folder to write index.html and fig-NNN.png into (new or existing; files written atomically)")
+                   help="the folder to write index.html and fig-NNN.png into: a new one, or one a report wrote (it is "
+                        "replaced whole when the page is done; Ctrl-C leaves it as it was)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_report)
-    sub.add_parser("prove", help="replay the machine-checked derivations (see `attnbounds prove --help`)")
-    sub.add_parser("empirical", help="run the paper's experiments on a GPT-2-family model (see `attnbounds empirical --help`)")
+    sub.add_parser("prove", help="replay the machine-checked derivations (see attnbounds prove --help)")
+    sub.add_parser("empirical", help="run the paper's experiments on a GPT-2-family model (see attnbounds empirical --help)")
     return parser
 
 
@@ -296,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         _stop_if_interrupted()
         return code
     except AttnBoundsError as exc:
-        print(f"attnbounds: error: {exc}", file=sys.stderr)
+        _say(f"attnbounds: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("attnbounds: interrupted", file=sys.stderr)
@@ -313,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         import traceback
 
         traceback.print_exc(limit=6, file=sys.stderr)
-        print(f"attnbounds: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        _say(f"attnbounds: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:
         if previous is not None:

@@ -508,7 +508,7 @@ def analyse(statement: Statement, inst: Instance, *, violated: bool = True, bits
     if inst.B != 1:
         raise InvalidArgument(f"analyse needs a single instance (B=1), got B={inst.B}")
     if not closed_form(statement):
-        missing = sorted(q for q in statement.bindings.values() if not QUANTITIES[q].closed_form)
+        missing = sorted({q for q in statement.bindings.values() if not QUANTITIES[q].closed_form})
         return [LimitResult("", "unsupported", detail=f"no closed form along token classes for {', '.join(missing)}")]
     return (runner or Runner()).map(_family_piece, families(inst), shared=(statement, violated, bits, work_limit),
                                     label=f"limits {statement.id}")

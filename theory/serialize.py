@@ -10,10 +10,12 @@ another machine (whose ``exp`` may differ in the last bit) sees the same instanc
 Format (``"format": "attnbounds.instance", "version": 1``)::
 
     {"format", "version", "B", "L", "N", "normaliser", "alpha", "logits", "x", "q", "k",
-     "selection", "params", "arrays", "counts"}
+     "selection", "params", "arrays", "counts", "classes"}
 
-``L`` is the number of columns; ``counts`` (token classes: the exact integer token count of each
-column, see :mod:`attnbounds.theory.instance`) is absent for a dense instance.
+``L`` is the number of tokens. A token-class instance (see :mod:`attnbounds.theory.instance`) also has
+``counts`` (the exact integer token count of each column) and ``classes`` (the number of columns), so ``L``
+is the sum of each row of ``counts``; a dense instance has neither (its columns are its ``L`` tokens).
+Files written before ``classes`` existed wrote the number of columns under ``L``; they are still read.
 """
 
 from __future__ import annotations
@@ -140,7 +142,7 @@ def instance_to_json(inst: Instance) -> dict[str, Any]:
     """A JSON-ready dict holding every input of the batch exactly (see module docstring)."""
     if not isinstance(inst, Instance):
         raise InvalidArgument(f"instance_to_json needs a theory.instance.Instance, got {type(inst).__name__}")
-    out: dict[str, Any] = {"format": FORMAT, "version": VERSION, "B": inst.B, "L": inst.K, "N": inst.N,
+    out: dict[str, Any] = {"format": FORMAT, "version": VERSION, "B": inst.B, "L": inst.L, "N": inst.N,
                            "normaliser": normaliser_to_json(inst.normaliser)}
     for name in _ARRAYS:
         value = getattr(inst, name)
@@ -150,6 +152,7 @@ def instance_to_json(inst: Instance) -> dict[str, Any]:
     out["arrays"] = {name: float_to_json(value) for name, value in sorted(inst.arrays.items())}
     if inst.counts is not None:
         out["counts"] = [[int(c) for c in row] for row in inst.counts]
+        out["classes"] = inst.K
     return out
 
 
@@ -161,7 +164,7 @@ def instance_from_json(data: Any) -> Instance:
         raise InvalidArgument(f"not an attnbounds instance: format={data.get('format')!r} version={data.get('version')!r}"
                               f" (want {FORMAT!r} version {VERSION})")
     unknown = set(data) - {"format", "version", "B", "L", "N", "normaliser", "selection", "params", "arrays", "counts",
-                           *_ARRAYS}
+                           "classes", *_ARRAYS}
     if unknown:
         raise InvalidArgument(f"instance: unknown keys {sorted(unknown)}")
     if data.get("alpha") is None:
@@ -171,8 +174,13 @@ def instance_from_json(data: Any) -> Instance:
     assert alpha is not None  # data["alpha"] is not None (checked above)
     if alpha.ndim != 2:
         raise InvalidArgument(f"alpha: expected shape (B, L), got {alpha.shape}")
-    if (data.get("B"), data.get("L")) != alpha.shape:
-        raise InvalidArgument(f"instance: B, L = {data.get('B')}, {data.get('L')} disagree with alpha of shape {alpha.shape}")
+    counts = data.get("counts")
+    if counts is None and "classes" in data:
+        raise InvalidArgument("instance: 'classes' without 'counts' (a dense instance has neither)")
+    columns = data.get("classes", data.get("L"))  # files without 'classes' wrote the number of columns under L
+    if (data.get("B"), columns) != alpha.shape:
+        what = "B, classes" if "classes" in data else "B, L"
+        raise InvalidArgument(f"instance: {what} = {data.get('B')}, {columns} disagree with alpha of shape {alpha.shape}")
     normaliser = normaliser_from_json(data.get("normaliser"))
     selection = data.get("selection")
     if selection is not None:
@@ -180,10 +188,16 @@ def instance_from_json(data: Any) -> Instance:
         if selection.dtype != bool:
             raise InvalidArgument(f"selection: expected nested lists of true/false, got dtype {selection.dtype}")
     extra = {name: float_from_json(value, f"arrays.{name}") for name, value in (data.get("arrays") or {}).items()}
-    counts = data.get("counts")
     if counts is not None and not (isinstance(counts, list) and all(isinstance(r, list) and all(
             isinstance(c, int) and not isinstance(c, bool) for c in r) for r in counts)):
         raise InvalidArgument("counts: expected nested lists of whole numbers of tokens")
-    return Instance._build(alpha, arrays["logits"], normaliser, arrays["x"], arrays["q"], arrays["k"], data.get("N"),
+    try:
+        count_array = None if counts is None else np.asarray(counts, dtype=np.int64)
+    except OverflowError:
+        raise InvalidArgument("counts: a class holds more tokens than an int64 counts") from None
+    inst = Instance._build(alpha, arrays["logits"], normaliser, arrays["x"], arrays["q"], arrays["k"], data.get("N"),
                            selection, extra, _params_from_json(data.get("params") or {}, "params"),
-                           None if counts is None else np.asarray(counts, dtype=np.int64))
+                           count_array)
+    if "classes" in data and data.get("L") != inst.L:
+        raise InvalidArgument(f"instance: L = {data.get('L')!r} disagrees with its counts, which sum to {inst.L} tokens")
+    return inst

@@ -306,7 +306,9 @@ class Statement:
 
     def describe(self) -> str:
         """A multi-line description: id, title, formula, where-clauses, hypotheses, expectation, citation."""
-        lines = [f"{self.id}  ({self.citation})", f"  {self.title}", f"  formula:  {self.formula}"]
+        from attnbounds.theory import notation
+
+        lines = [f"{self.id}  ({self.citation})", f"  {self.title}", f"  formula:  {notation.text(self.relation)}"]
         lines += [f"    {sym} = {text}" for sym, text in self.where().items()]
         if self.defaults:
             lines.append("  defaults: " + ", ".join(f"{k} = {v}" for k, v in self.defaults.items()))

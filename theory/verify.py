@@ -31,7 +31,7 @@ from attnbounds.theory.certify import Certificate, certify
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.parallel import Runner
-from attnbounds.theory.records import PAPER, Record, git_state, software
+from attnbounds.theory.records import PAPER, Record, Records, git_state, software
 from attnbounds.theory.serialize import instance_to_json
 from attnbounds.theory.statement import PAPER_VERSION, Statement
 
@@ -485,7 +485,7 @@ READINGS_AS_TASKS = 8
 
 def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0, progress: bool = True,
            statements: Iterable[Statement] | None = None, search: SearchFn | None = None,
-           prover: ProverFn | None = None, scheduler: str | None = None) -> list[Record]:
+           prover: ProverFn | None = None, scheduler: str | None = None) -> Records:
     """Records for the readings ``ids`` (default: every registered reading) plus ``statements`` (a user's own).
 
     ``search`` and ``prover`` default to :func:`attnbounds.theory.search.search` and ``proofs``; they can be
@@ -518,7 +518,7 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
                                runner=run)
         for rec in out:
             rec.data["timing"]["scheduler"] = run.name
-    return out
+    return Records(out)  # a list that Jupyter shows as the report
 
 
 def _verify_task(args: tuple[Statement, str, float, int, SearchFn | None, ProverFn | None]) -> Record:
@@ -534,11 +534,13 @@ def _verify_here(todo: list[tuple[Statement, str]], *, budget_s: float, seed: in
     if progress:
         from tqdm.auto import tqdm
 
+        from attnbounds.theory.terminal import printable
+
         bar = tqdm(total=len(todo), desc="verify", unit="reading")
     try:
         for st, source in todo:
             if bar is not None:
-                bar.set_postfix_str(st.id)
+                bar.set_postfix_str(printable(st.id, lines=False))
             out.append(verify_statement(st, budget_s=budget_s, seed=seed, source=source, search=search, prover=prover,
                                         runner=runner))
             if bar is not None:

@@ -101,3 +101,46 @@ def test_bad_documents_raise_naming_the_problem(mutate, match):
     mutate(data)
     with pytest.raises(AttnBoundsError, match=match):
         instance_from_json(data)
+
+
+def _classes() -> Instance:
+    return Instance.from_logits(np.array([[2.0, 0.0, -1.0, 0.5, 1.0]]), nm.softmax(1.0), counts=[[1, 100, 7, 3, 1]], N=2)
+
+
+def test_a_token_class_instance_says_its_length_under_L_and_its_classes_under_classes():
+    inst = _classes()
+    data = instance_to_json(inst)
+    assert data["L"] == 112 == inst.L and data["classes"] == inst.K == 5 and sum(data["counts"][0]) == 112
+    back = _roundtrip(inst)
+    _same(inst, back)
+    assert back.L == 112 and np.array_equal(back.counts, inst.counts)
+    dense = instance_to_json(Instance.from_logits(np.zeros((1, 4)), nm.softmax(1.0), N=1))
+    assert dense["L"] == 4 and "classes" not in dense and "counts" not in dense
+
+
+def test_files_written_before_classes_existed_still_load():
+    inst = _classes()
+    old = instance_to_json(inst)
+    old["L"] = old.pop("classes")  # the old format: the number of columns under L
+    back = instance_from_json(old)
+    _same(inst, back)
+    assert back.L == 112
+
+
+@pytest.mark.parametrize("mutate, match", [
+    (lambda d: d.update(L=5), "L = 5 disagrees with its counts, which sum to 112"),
+    (lambda d: d.update(classes=4), "B, classes = 1, 4 disagree with alpha"),
+    (lambda d: d.update(counts=[[10**30, 1, 1, 1, 1]]), "more tokens than an int64"),
+])
+def test_a_token_class_instance_with_inconsistent_sizes_is_refused(mutate, match):
+    data = instance_to_json(_classes())
+    mutate(data)
+    with pytest.raises(AttnBoundsError, match=match):
+        instance_from_json(data)
+
+
+def test_classes_without_counts_are_refused():
+    data = instance_to_json(Instance.from_logits(np.zeros((1, 3)), nm.softmax(1.0), N=1))
+    data["classes"] = 3
+    with pytest.raises(AttnBoundsError, match="'classes' without 'counts'"):
+        instance_from_json(data)
