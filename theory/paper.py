@@ -169,8 +169,14 @@ def why(data: dict[str, Any]) -> str:
     if closed is not None:
         return f"It is a closed claim, decided exactly: {data['reason']}"
     if verdict == "PROVED":
-        return (f"The derivation {data['proof']['name']} replays completely (see Proof) and the search found no "
-                "counterexample.")
+        relaxed = data.get("relaxation") or {}
+        by_relaxation = relaxed.get("status") == "proved"
+        if data.get("proof") is None:
+            return (f"The relaxation prover closed every box of the statement's relaxation ({relaxed.get('boxes')} "
+                    "boxes, every L at once; see Proof) and the search found no counterexample.")
+        return (f"The derivation {data['proof']['name']} replays completely (see Proof)"
+                + (", the relaxation prover proves it too," if by_relaxation else "")
+                + " and the search found no counterexample.")
     if verdict == "REFUTED":
         cx = data["counterexample"]
         if data.get("certified", True) is False:

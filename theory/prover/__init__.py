@@ -35,11 +35,11 @@ from attnbounds.theory.prover.program import compile_program, run_float, run_rig
 from attnbounds.theory.prover.relax import Declined, Problem, Relaxation, relax, t_sym
 from attnbounds.theory.statement import Statement
 
-#: work units (interval operations, :data:`bnb.COST`) the prover spends per second of budget: about a quarter of a
-#: second of this machine's float interval arithmetic (measured: 25 ns per operation and box)
-WORK_PER_SECOND = 10_000_000
+#: work units (:data:`bnb.COST`: 40 ns of float interval arithmetic each on this machine) the prover spends per
+#: second of budget: about a quarter of that second
+WORK_PER_SECOND = 6_000_000
 #: the least work any statement gets (the smallest budgets still close easy statements)
-MIN_WORK = 2_000_000
+MIN_WORK = 1_000_000
 
 METHOD = "relaxation"
 RESTS_ON = "interval branch-and-bound over a Caratheodory relaxation"
@@ -116,7 +116,41 @@ def work_for(budget_s: float) -> int:
 
 
 def prove(statement: Statement, *, work: int) -> ProverResult:
-    """Relax ``statement`` and close its relaxed problems within ``work`` operations (module docstring)."""
+    """Relax ``statement`` and close its relaxed problems within ``work`` operations (module docstring); when that
+    fails and a hypothesis only restricts the instances without entering the relation (``logits-bounded`` with no
+    ``a`` read), the stronger statement without it is tried too."""
+    first = _prove(statement, work)
+    if first.status in ("proved", "refuted"):
+        return first
+    weaker = _without_restrictions(statement)
+    if weaker is None:
+        return first
+    second = _prove(weaker, max(work - first.work, 0))
+    if second.status == "proved":
+        second.reason += (f" (for the stronger statement without the hypothesis logits-bounded, which the relation "
+                          f"does not read: {first.reason})")
+        second.work += first.work
+        return second
+    return first
+
+
+def _without_restrictions(statement: Statement) -> Statement | None:
+    """The statement without hypotheses that only restrict its instances, when it has some: ``logits-bounded`` when
+    neither the relation nor its quantities read ``a`` (every instance of it is an instance without it)."""
+    import dataclasses
+
+    from attnbounds.theory.hypotheses import LOGITS_BOUNDED
+
+    if LOGITS_BOUNDED not in statement.hypotheses or "a" in statement.symbols():
+        return None
+    if any(q in ("C_1", "C_2", "logit_absmax") for q in statement.bindings.values()):
+        return None
+    hyps = tuple(h for h in statement.hypotheses if h != LOGITS_BOUNDED and h.id != "domain(a)")
+    defaults = {k: v for k, v in statement.defaults.items() if k != "a"}
+    return dataclasses.replace(statement, hypotheses=hyps, defaults=defaults, fixed={k: v for k, v in statement.fixed.items() if k != "a"})
+
+
+def _prove(statement: Statement, work: int) -> ProverResult:
     try:
         rel = relax(statement)
     except Declined as exc:
@@ -125,28 +159,44 @@ def prove(statement: Statement, *, work: int) -> ProverResult:
         return ProverResult("declined", f"the relaxation could not be built: {type(exc).__name__}: {exc}"[:400])
     reports: list[ProblemReport] = []
     spent = 0
-    problems = sorted(rel.problems, key=lambda p: len(p.coordinates))  # the small ones first
-    for k, problem in enumerate(problems):
-        share = (work - spent) // max(len(problems) - k, 1)
-        try:
-            programs = Programs.build(problem)
-            outcome = branch_and_bound(problem, max(share, 1), programs=programs)
-        except (AttnBoundsError, RecursionError, TypeError, ValueError, ZeroDivisionError) as exc:
-            return ProverResult("open", f"{problem.pattern}: the branch and bound failed: {type(exc).__name__}: {exc}"[:400],
-                                reports, work=spent, relaxation=rel)
-        spent += outcome.work
-        reports.append(ProblemReport(problem, outcome, programs))
-        if outcome.status == "negative":
-            assert outcome.negative is not None
-            inst = realise(problem, rel, outcome.negative, programs)
-            what = f"conjunct {problem.conjunct}, {problem.pattern}: {outcome.reason}"
-            if inst is None:
-                return ProverResult("open", f"{what}, but no instance near it could be built", reports, work=spent,
-                                    relaxation=rel)
-            return ProverResult("refuted", what, reports, inst, work=spent, relaxation=rel)
-        if outcome.status != "proved":
-            return ProverResult("open", f"conjunct {problem.conjunct}, {problem.pattern}: {outcome.reason}", reports,
-                                work=spent, relaxation=rel)
+    remaining_groups = sum(len(per[-1]) for per in rel.strategies)
+    for per in rel.strategies:
+        proved_conjunct = False
+        why = ""
+        for strategy in per:
+            ok = True
+            for group in strategy:
+                share = max((work - spent) // max(remaining_groups, 1), 1)
+                closed = False
+                for problem in sorted(group.alternatives, key=lambda p: len(p.coordinates)):
+                    try:
+                        programs = Programs.build(problem)
+                        outcome = branch_and_bound(problem, max(share // max(len(group.alternatives), 1), 1),
+                                                   programs=programs)
+                    except (AttnBoundsError, RecursionError, TypeError, ValueError, ZeroDivisionError) as exc:
+                        why = f"{problem.pattern}: the branch and bound failed: {type(exc).__name__}: {exc}"[:400]
+                        continue
+                    spent += outcome.work
+                    report = ProblemReport(problem, outcome, programs)
+                    if outcome.status == "proved":
+                        reports.append(report)
+                        closed = True
+                        break
+                    why = f"conjunct {problem.conjunct}, {problem.pattern}: {outcome.reason}"
+                    if outcome.status == "negative":
+                        assert outcome.negative is not None
+                        inst = realise(problem, rel, outcome.negative, programs)
+                        if inst is not None:  # certified by the caller; a substitute's negative may be spurious
+                            return ProverResult("refuted", why, [*reports, report], inst, work=spent, relaxation=rel)
+                if not closed:
+                    ok = False
+                    break
+            if ok:
+                proved_conjunct = True
+                break
+        if not proved_conjunct:
+            return ProverResult("open", why or "a group of the relaxation has no problem", reports, work=spent,
+                                relaxation=rel)
     total = sum(r.outcome.boxes for r in reports)
     return ProverResult("proved", f"every box of {len(reports)} relaxed problem(s) closed ({total} boxes)", reports,
                         work=spent, relaxation=rel)

@@ -49,8 +49,11 @@ from attnbounds.theory.prover.relax import Problem
 INF = math.inf
 #: boxes evaluated together by the float tier
 BATCH = 256
-#: relative work of one operation in each arithmetic
-COST = {"float": 1, "arb": 25, "mpmath.iv": 150}
+#: relative work of one operation in each arithmetic, in units of one float operation on one box of a large batch
+#: (measured on this 2-core machine under load: 40 ns; arb 0.5 us, mpmath.iv 6.4 us per operation), and the
+#: float tier's overhead per operation and call (numpy on a small batch: 26 us)
+COST = {"float": 1, "arb": 12, "mpmath.iv": 160}
+FLOAT_CALL = 650
 #: a box narrower than this (relative to its coordinate's scale) in every coordinate is not split further
 MIN_WIDTH = 1e-13
 #: nodes the tree may hold (memory guard)
@@ -81,31 +84,35 @@ MAX_FACTOR_SYMBOLS = 5
 FACE_WORK = 2_000
 
 
+def _rational_view(expr: sp.Expr, atoms: dict[sp.Basic, sp.Dummy]) -> sp.Expr:
+    """``expr`` as a rational function: exponentials combined, and every maximal subexpression that is not a sum,
+    product or integer power (a root, an opaque function, an exponential with large coefficients) one symbol of
+    ``atoms`` (shared between the expressions viewed with the same dictionary)."""
+    def atom(node: sp.Basic) -> sp.Basic:
+        if node.is_Atom or isinstance(node, (sp.Add, sp.Mul)) or (isinstance(node, sp.Pow) and node.exp.is_Integer):
+            return node.func(*[atom(a) for a in node.args]) if node.args else node
+        if isinstance(node, sp.exp) and _small_exponent(node.args[0]):  # sympy factors in powers of exp(x)
+            return node
+        if node not in atoms:
+            atoms[node] = sp.Dummy(f"q{len(atoms)}")
+        return atoms[node]
+
+    return atom(sp.powsimp(expr, combine="exp"))
+
+
 def _forms(expr: sp.Expr) -> list[sp.Expr]:
     """Equal forms of one expression whose natural enclosures differ: as built, and factored over a common
     denominator (an even power or a square then shows its sign: ``1/4 - a (1 - a) = (2 a - 1)^2 / 4``).
 
-    Factoring sees the expression as a rational function: every maximal subexpression that is not (an exponential,
-    a root, an opaque function) is one symbol, combined exponentials first; it is skipped when the expanded
-    numerator or denominator would have more than :data:`MAX_TERMS` terms (sympy's dense polynomials)."""
+    Factoring sees the expression as a rational function (:func:`_rational_view`); it is skipped when the expanded
+    numerator or denominator would have more than :data:`MAX_TERMS` terms (sympy's dense polynomials), and a
+    factored form is kept only when :func:`_equal` shows it equal."""
     out = [expr]
     if _size(expr) > MAX_FACTOR or not 0 < len(expr.free_symbols) <= MAX_FACTOR_SYMBOLS or expr.atoms(sp.Float):
         return out  # (a float coefficient would make sympy factor approximately: never)
     try:
-        combined = sp.powsimp(expr, combine="exp")
         atoms: dict[sp.Basic, sp.Dummy] = {}
-
-        def atom(node: sp.Basic) -> sp.Basic:
-            if node.is_Atom or isinstance(node, (sp.Add, sp.Mul)) or (isinstance(node, sp.Pow) and node.exp.is_Integer):
-                return node.func(*[atom(a) for a in node.args]) if node.args else node
-            if isinstance(node, sp.exp) and _small_exponent(node.args[0]):  # sympy factors in powers of exp(x)
-                return node
-            if node not in atoms:
-                atoms[node] = sp.Dummy(f"q{len(atoms)}")
-            return atoms[node]
-
-        rational = atom(combined)
-        num, den = sp.fraction(sp.together(rational))
+        num, den = sp.fraction(sp.together(_rational_view(expr, atoms)))
         if _terms(num) > MAX_TERMS or _terms(den) > MAX_TERMS or _dense(num) > MAX_DENSE or _dense(den) > MAX_DENSE:
             return out
         factored = (sp.factor(num) / sp.factor(den)).xreplace({d: n for n, d in atoms.items()})
@@ -117,10 +124,17 @@ def _forms(expr: sp.Expr) -> list[sp.Expr]:
 
 
 def _equal(a: sp.Expr, b: sp.Expr) -> bool:
-    """Whether two forms are the same function, by exact algebra (their difference cancels to 0); what the
-    certificate's replay re-checks (:func:`check_faces`)."""
+    """Whether two forms are the same function, by exact algebra: viewed as rational functions of the same atoms
+    (:func:`_rational_view`), ``num_a den_b - num_b den_a`` expands to 0 (False when that would be too large to
+    expand); what the certificate's replay re-checks (:func:`check_faces`)."""
     try:
-        return sp.cancel(sp.together(a - b)) == 0
+        atoms: dict[sp.Basic, sp.Dummy] = {}
+        na, da = sp.fraction(sp.together(_rational_view(a, atoms)))
+        nb, db = sp.fraction(sp.together(_rational_view(b, atoms)))
+        left, right = na * db, nb * da
+        if _terms(left) > 4 * MAX_TERMS or _terms(right) > 4 * MAX_TERMS:
+            return False
+        return sp.expand(left - right) == 0
     except (sp.PolynomialError, ValueError, TypeError, RecursionError, MemoryError):  # pragma: no cover
         return False
 
@@ -132,7 +146,7 @@ MAX_TERMS = 400
 def _small_exponent(arg: sp.Expr) -> bool:
     """Whether ``exp(arg)`` may stay an exponential for sympy's factoring: its argument's numeric coefficients are
     small integers (sympy writes exp(2 x) as the square of exp(x): dense in that degree)."""
-    coeffs = [t.as_coeff_Mul()[0] for t in sp.Add.make_args(arg)]
+    coeffs = [t.as_coeff_Mul()[0] for t in sp.Add.make_args(sp.expand(arg))]  # sympy splits exp(a (x + y)) too
     return all(c.is_Integer and abs(int(c)) <= 4 for c in coeffs)
 
 
@@ -162,10 +176,10 @@ def _dense(expr: sp.Expr) -> int:
             return {e: 1}
         if e.is_Number:
             return {}
-        if isinstance(e, sp.exp):  # sympy writes exp(n x) as a power of exp(x): degree about n
-            n = max((abs(int(t.as_coeff_Mul()[0])) for t in sp.Add.make_args(e.args[0])
-                     if t.as_coeff_Mul()[0].is_Integer), default=1)
-            return {sp.exp(sp.Add(*[t.as_coeff_Mul()[1] for t in sp.Add.make_args(e.args[0])])): n}
+        if isinstance(e, sp.exp):  # sympy writes exp(n x) as a power of exp(x): degree about n per term
+            terms = sp.Add.make_args(sp.expand(e.args[0]))
+            return {sp.exp(t.as_coeff_Mul()[1]): abs(int(t.as_coeff_Mul()[0])) if t.as_coeff_Mul()[0].is_Integer
+                    else MAX_DENSE for t in terms}
         return {e: 1}
 
     size = 1
@@ -236,6 +250,12 @@ class Programs:
     def __init__(self, problem: Problem, faces: dict[tuple[tuple[int, float], ...], list[sp.Expr]] | None = None):
         self.problem = problem
         self.constraints = compile_program(problem.constraints, problem.symbols) if problem.constraints else None
+        #: (constraint, coordinate) pairs where the constraint reads the coordinate, and the program of their partial
+        #: derivatives (a projection toward the side where such a constraint grows keeps every point feasible)
+        self.pairs = [(k, d) for k, c in enumerate(problem.constraints) for d, x in enumerate(problem.symbols)
+                      if x in c.free_symbols]
+        self.constraint_grad = compile_program([_diff(problem.constraints[k], problem.symbols[d]) for k, d in self.pairs],
+                                               problem.symbols) if self.pairs else None
         self._given = dict(faces or {})
         self.faces: dict[tuple[tuple[int, float], ...], Face] = {}
         lo, hi = _box(problem)
@@ -392,7 +412,6 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
     scale = np.array([1.0 if not (math.isfinite(c.lo) and math.isfinite(c.hi)) else max(c.hi - c.lo, 1e-300)
                       for c in problem.coordinates])
     strict = problem.strict
-    depends = [[problem.symbols[d] in con.free_symbols for d in range(n)] for con in problem.constraints]
 
     def outcome(status: str, reason: str, negative: Node | None = None) -> Outcome:
         return Outcome(status, tree, work[0], boxes, closed, negative=negative, tightest=state["tightest"], reason=reason)
@@ -409,7 +428,7 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
         if boxes > MAX_NODES:
             return outcome("open", f"more than {MAX_NODES} boxes")
         face_key = queue[0].face
-        batch = [nd for nd in queue[:BATCH] if nd.face == face_key]
+        batch = [nd for nd in queue if nd.face == face_key][:BATCH]  # one face's boxes, depth first
         taken = {id(nd) for nd in batch}
         queue = [nd for nd in queue if id(nd) not in taken]
         face = P.face(face_key, work)
@@ -417,14 +436,14 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
         boxes += len(batch)
         LO = np.stack([nd.lo for nd in batch])
         HI = np.stack([nd.hi for nd in batch])
-        work[0] += COST["float"] * face.enclose.size * len(batch)
+        work[0] += COST["float"] * face.enclose.size * (len(batch) + FLOAT_CALL)
         outs = run_float(face.enclose, LO, HI)
         cons = None
         if P.constraints is not None:
-            work[0] += COST["float"] * P.constraints.size * len(batch)
+            work[0] += COST["float"] * P.constraints.size * (len(batch) + FLOAT_CALL)
             cons = run_float(P.constraints, np.stack([nd.clo for nd in batch]), np.stack([nd.chi for nd in batch]))
         mids = np.where(np.isfinite(LO) & np.isfinite(HI), LO / 2 + HI / 2, np.where(np.isfinite(LO), LO, HI))
-        work[0] += COST["float"] * face.form_programs[0].size * len(batch)
+        work[0] += COST["float"] * face.form_programs[0].size * (len(batch) + FLOAT_CALL)
         at_mid = run_float(face.form_programs[0], mids, mids)[0]
         new: list[Node] = []
         for b, node in enumerate(batch):
@@ -460,22 +479,28 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                 return outcome("negative", "the float tier found a box of feasible points where the margin is negative",
                                node)
             width = node.hi - node.lo
-            # 4. monotone: project onto the face where the core is smallest (not along a coordinate that an
-            #    undecided constraint reads: the face could leave the space)
-            free = [not any(depends[k][d] and not certain[k] for k in range(len(certain))) for d in range(n)]
+            # 4. monotone: project onto the face where the core is smallest, along a coordinate whose undecided
+            #    constraints all grow toward that face (the projection of a feasible point is then feasible)
             moves = [(d, -1 if g_lo[d] >= 0 else 1) for d in range(n)
-                     if free[d] and width[d] > 0 and (g_lo[d] >= 0 or g_hi[d] <= 0)
+                     if width[d] > 0 and (g_lo[d] >= 0 or g_hi[d] <= 0)
                      and math.isfinite(node.lo[d] if g_lo[d] >= 0 else node.hi[d])]
+            if moves and cons is not None:
+                cg = run_float(P.constraint_grad, node.clo[None], node.chi[None]) if P.constraint_grad is not None else []
+                work[0] += COST["float"] * (P.constraint_grad.size if P.constraint_grad is not None else 0) * (1 + FLOAT_CALL)
+                moves = [(d, side) for d, side in moves
+                         if _feasible_move(P, d, side, certain, [(float(a[0]), float(z[0])) for a, z in cg])]
             if moves:
                 claimed = list(moves)
                 r_lo, r_hi = face.gradient(_rigorous(face.grad, node.lo, node.hi, work, lambda r_: all(
                     (face.gradient(r_)[0][d] >= 0 if side < 0 else face.gradient(r_)[1][d] <= 0) for d, side in claimed)))
                 moves = [(d, side) for d, side in moves if (r_lo[d] >= 0 if side < 0 else r_hi[d] <= 0)]
+                if moves and cons is not None and not _moves_keep_feasible(P, moves, node.clo, node.chi, work):
+                    moves = []
             if moves:
-                child = Node(node.lo.copy(), node.hi.copy(), node.clo, node.chi)
+                child = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy())
                 for d, side in moves:
                     v = node.lo[d] if side < 0 else node.hi[d]
-                    child.lo[d] = child.hi[d] = v
+                    child.lo[d] = child.hi[d] = child.clo[d] = child.chi[d] = v
                 child.face = P.child_face(face_key, [(d, float(child.lo[d])) for d, _ in moves])
                 node.kind, node.detail, node.children = "project", moves, [child]
                 new.append(child)
@@ -532,6 +557,38 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
 
 def _pairs(bounds: tuple[np.ndarray, np.ndarray]) -> list[tuple[float, float]]:
     return [(float(a), float(b)) for a, b in zip(*bounds)]
+
+
+def _feasible_move(P: Programs, d: int, side: int, certain: list[bool], grads: list[tuple[float, float]]) -> bool:
+    """Float filter: every constraint reading coordinate ``d`` is certainly satisfied on the box, or grows as the
+    coordinate moves to the face (``side`` -1: its lower end)."""
+    for j, (k, dd) in enumerate(P.pairs):
+        if dd != d or certain[k]:
+            continue
+        lo, hi = grads[j]
+        if not (hi <= 0 if side < 0 else lo >= 0):
+            return False
+    return True
+
+
+def _moves_keep_feasible(P: Programs, moves: list[tuple[int, int]], clo: np.ndarray, chi: np.ndarray,
+                         work: list[int]) -> bool:
+    """Rigorously: for every projected coordinate, each constraint reading it is >= 0 on the constraint box or grows
+    toward the face, so that the projection of a feasible point is feasible (and the face's constraints may be
+    read on the face)."""
+    if P.constraints is None:
+        return True
+    need = [(k, d, side) for d, side in moves for k, dd in P.pairs if dd == d]
+    if not need:
+        return True
+    values = _rigorous(P.constraints, clo, chi, work)
+    todo = [(k, d, side) for k, d, side in need if not values[k][0] >= 0]
+    if not todo:
+        return True
+    assert P.constraint_grad is not None
+    grads = _rigorous(P.constraint_grad, clo, chi, work)
+    index = {pair: j for j, pair in enumerate(P.pairs)}
+    return all((grads[index[(k, d)]][1] <= 0 if side < 0 else grads[index[(k, d)]][0] >= 0) for k, d, side in todo)
 
 
 def _mean_value_bound(rc: tuple[float, float], rg: list[tuple[float, float]], lo: np.ndarray, hi: np.ndarray,
@@ -606,7 +663,12 @@ def replay(problem: Problem, blob: str, *, programs: Programs | None = None) -> 
                     return False, f"a projection onto an infinite end of {problem.symbols[d]}", leaves
                 c_lo2[d] = c_hi2[d] = v
                 moves.append((d, float(v)))
-            stack.append((c_lo2, c_hi2, c_lo, c_hi, P.child_face(fixed, moves)))
+            if not _moves_keep_feasible(P, [(d, -1 if side == "-" else 1) for d, side in claims], c_lo, c_hi, work):
+                return False, "a projection along a coordinate whose constraints do not allow it", leaves
+            k_lo, k_hi = c_lo.copy(), c_hi.copy()
+            for d, v in moves:
+                k_lo[d] = k_hi[d] = v
+            stack.append((c_lo2, c_hi2, k_lo, k_hi, P.child_face(fixed, moves)))
         elif kind == "C":
             leaves += 1
             method, _, form = tok[1:].partition(":")

@@ -25,6 +25,7 @@ form evaluated at an instance's own point equals the quantity on that instance.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
@@ -306,6 +307,9 @@ class _Role:
     name: str
     #: ``dominates(r, k) >= 0`` for every other token k: the constraint that makes r the token of a maximum
     dominates: Callable[[Token, Token], sp.Expr] | None = None
+    #: "max" / "min": the quantity is the largest / smallest of its value at every token (its value at any other
+    #: token is then a lower / upper bound of it)
+    extreme: str | None = None
 
 
 @dataclass
@@ -335,11 +339,13 @@ class RelaxedInstance:
     def param(self, name: str) -> sp.Expr:
         return self._b.param(name)
 
-    def role(self, name: str, *, dominates: Callable[[Token, Token], sp.Expr] | None = None) -> Token:
+    def role(self, name: str, *, dominates: Callable[[Token, Token], sp.Expr] | None = None,
+             extreme: str | None = None) -> Token:
         """A distinguished token; ``dominates(r, k) >= 0`` (optional) must hold against every other token ``k``
-        (the token of a maximum: ``lambda r, k: r.lam - k.lam``)."""
+        (the token of a maximum: ``lambda r, k: r.lam - k.lam``); ``extreme`` says whether the quantity is the
+        largest ("max") or smallest ("min") of its value at every token."""
         full = f"{self._ns}.{name}" if self._ns else name
-        return self._b.role(_Role(full, dominates))
+        return self._b.role(_Role(full, dominates, extreme))
 
     def point(self, name: str, *, dominates: Callable[[Token, Token], sp.Expr]) -> Token:
         """A point of the token box that is not a token (where F attains its extremes on [-a, a], say): it is
@@ -384,7 +390,7 @@ class _Builder:
     """One pass over a statement's quantities under one pattern of roles (see :func:`relax`)."""
 
     def __init__(self, space: Space, pattern: dict[str, int] | None, parameters: dict[str, sp.Expr],
-                 param_coords: list[Coordinate], model: "TokenModel"):
+                 param_coords: list[Coordinate], model: "TokenModel", aliases: dict[str, str] | None = None):
         self.space = space
         self.param_coords = param_coords
         self.pattern = dict(pattern or {})
@@ -396,6 +402,7 @@ class _Builder:
         self.points: dict[str, tuple[_Role, Token]] = {}
         self.model = model
         self.left: sp.Expr = sp.Integer(1)  # the weights model: the weight not given to a distinguished token
+        self.aliases: dict[str, str] = dict(aliases or {})
 
     def param(self, name: str) -> sp.Expr:
         if name not in self.parameters:
@@ -403,6 +410,8 @@ class _Builder:
         return self.parameters[name]
 
     def role(self, role: _Role) -> Token:
+        if role.name in self.aliases:  # the quantity read at another distinguished token (a bound of it)
+            return self.token_of_role[self.aliases[role.name]]
         if role.name in self.token_of_role:
             return self.token_of_role[role.name]
         self.roles[role.name] = role
@@ -475,11 +484,29 @@ class Problem:
 
 
 @dataclass
+class Group:
+    """The instances of one conjunct under one pattern of its distinguished tokens: proved when one of the
+    ``alternatives`` (relaxed problems of them all) closes."""
+
+    conjunct: int
+    pattern: str
+    alternatives: list[Problem]
+
+
+@dataclass
 class Relaxation:
+    """A statement's relaxation: for each conjunct, strategies tried in turn, each a list of groups that must all be
+    proved (the first: quantities of a maximum on the margin's favourable side read at another distinguished token;
+    the last: every distinguished token with its constraints)."""
+
     statement: Statement
-    problems: list[Problem]
+    strategies: list[list[list[Group]]]  # per conjunct, its strategies
     space: Space
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[Problem]:
+        return [p for per in self.strategies for strategy in per for g in strategy for p in g.alternatives]
 
     def describe(self) -> str:
         return "\n".join(p.describe() for p in self.problems)
@@ -579,7 +606,9 @@ def _exact(value: float) -> sp.Expr:
 
 def _relation_env(statement: Statement, rx: RelaxedInstance, builder: _Builder, conjunct: sp.Rel) -> dict[sp.Basic, sp.Expr]:
     env: dict[sp.Basic, sp.Expr] = {}
-    for sym in conjunct.free_symbols:
+    aliased = {name.split(".", 1)[0] for name in builder.aliases}
+    # in a fixed order (sympy's sets are not); a quantity read at another's token after that one
+    for sym in sorted(conjunct.free_symbols, key=lambda s_: (statement.bindings.get(str(s_)) in aliased, str(s_))):
         name = str(sym)
         qname = statement.bindings.get(name)
         if qname is None:
@@ -627,7 +656,7 @@ def relax(statement: Statement) -> Relaxation:
     space = _space(statement)
     parameters, param_coords = _parameter_coordinates(statement, space)
     model = TokenModel(space, parameters, 1 / t_sym, param_coords)
-    problems: list[Problem] = []
+    strategies: list[list[list[Group]]] = []
     for c, conjunct in enumerate(_conjuncts(statement.relation)):
         strict = isinstance(conjunct, sp.StrictLessThan)
         discovery = _Builder(space, None, parameters, param_coords, model)
@@ -635,14 +664,67 @@ def relax(statement: Statement) -> Relaxation:
         roles = list(discovery.roles)
         if len(roles) > MAX_ROLES:
             raise Declined(f"{len(roles)} distinguished tokens (at most {MAX_ROLES})")
-        for pattern in _partitions(roles):
-            problems.append(_problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model))
-    return Relaxation(statement, [p for p in problems if p is not None], space)
+
+        def build(pattern: dict[str, int], aliases: dict[str, str] | None = None) -> Problem:
+            return _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, aliases)
+
+        per: list[list[Group]] = []
+        favourable = _favourable(statement, conjunct, discovery)
+        if favourable:  # quantities of a maximum read at the other distinguished tokens: no constraint, no extra token
+            rest = [r for r in roles if r not in favourable]
+            groups = []
+            for pattern in _partitions(rest):
+                choices = [dict(zip(favourable, combo)) for combo in _substitutes(favourable, pattern, discovery)]
+                alternatives = [build(pattern, aliases) for aliases in choices]
+                groups.append(Group(c, _pattern_text(pattern) + " (maxima read at a distinguished token)", alternatives))
+            if all(g.alternatives for g in groups):
+                per.append(groups)
+        per.append([Group(c, _pattern_text(p), [build(p)]) for p in _partitions(roles)])
+        strategies.append(per)
+    return Relaxation(statement, strategies, space)
+
+
+def _pattern_text(pattern: dict[str, int]) -> str:
+    return "roles " + (", ".join(f"{r} = r{k}" for r, k in sorted(pattern.items())) if pattern else "none")
+
+
+def _favourable(statement: Statement, conjunct: sp.Rel, discovery: "_Builder") -> list[str]:
+    """The distinguished tokens of maxima (minima) that the margin increases (decreases) with, linearly with a
+    constant coefficient: reading such a quantity at any other token gives a margin no larger, so a proof with it
+    proves the statement. (Roles of one quantity are substituted together; only quantities with one role.)"""
+    margin = conjunct.rhs - conjunct.lhs
+    out = []
+    by_quantity: dict[str, list[_Role]] = {}
+    for role in discovery.roles.values():
+        by_quantity.setdefault(role.name.split(".", 1)[0] if "." in role.name else "", []).append(role)
+    for sym in sorted(conjunct.free_symbols, key=str):
+        qname = statement.bindings.get(str(sym))
+        roles = by_quantity.get(qname or "", []) if qname else []
+        if len(roles) != 1 or roles[0].extreme not in ("max", "min") or roles[0].dominates is None:
+            continue
+        coef = sp.diff(margin, sym)
+        if coef.free_symbols or not coef.is_number:  # linear, with a constant coefficient of the right sign
+            continue
+        if (coef > 0 and roles[0].extreme == "max") or (coef < 0 and roles[0].extreme == "min"):
+            out.append(roles[0].name)
+    return out
+
+
+def _substitutes(favourable: list[str], pattern: dict[str, int], discovery: "_Builder") -> Iterator[tuple[str, ...]]:
+    """For each favourable role, a role of another quantity to read it at (one per class of the pattern)."""
+    classes: dict[int, str] = {}
+    for role, k in sorted(pattern.items()):
+        classes.setdefault(k, role)
+    targets = list(classes.values())
+    if not targets:
+        return iter(())
+    return itertools.product(targets, repeat=len(favourable))
 
 
 def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, strict: bool, pattern: dict[str, int],
-             parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: TokenModel) -> Problem:
-    b = _Builder(space, pattern, parameters, param_coords, model)
+             parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: TokenModel,
+             aliases: dict[str, str] | None = None) -> Problem:
+    b = _Builder(space, pattern, parameters, param_coords, model, aliases)
     env = _relation_env(statement, RelaxedInstance(b), b, conjunct)
     lhs, rhs = (_exact_floats(_opaque(side.xreplace(env))) for side in (conjunct.lhs, conjunct.rhs))
     k = len(b.tokens)
@@ -731,6 +813,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     constraints = [refine_abs(con, coords, signs) for con in constraints]
     names = {r: b.token_of_role[r].name for r in b.roles}
     text = "roles " + (", ".join(f"{r} = {tok}" for r, tok in sorted(names.items())) if names else "none")
+    if b.aliases:
+        text += "; " + ", ".join(f"{r} read at {target}" for r, target in sorted(b.aliases.items()))
     T = parameters.get("T", sp.Integer(1))
     logit = (lambda tok: T * tok.lam) if b.model.weights else (lambda tok: tok.l)
     realisation = {"roles": [logit(tok) for tok in role_tokens.values()], "atoms": [logit(a) for a in atoms],
@@ -859,5 +943,5 @@ def _positive_domain(statement: Statement, sym: sp.Symbol | str) -> bool:
     return False
 
 
-__all__ = ["Coordinate", "Declined", "Problem", "Relaxation", "RelaxedInstance", "Space", "Token", "relax",
+__all__ = ["Coordinate", "Declined", "Group", "Problem", "Relaxation", "RelaxedInstance", "Space", "Token", "relax",
            "strip_positive", "t_sym"]

@@ -430,7 +430,8 @@ def _df_max_torch(st: Any) -> Any:
 
 @dF_max.relaxed_form
 def _df_max_relaxed(rx: Any) -> Any:
-    r = rx.role("max", dominates=lambda r, k: OAbs(r.g) - sp.exp(k.lam - r.lam) * OAbs(k.g))  # F_r |g_r| >= F_k |g_k|
+    r = rx.role("max", dominates=lambda r, k: OAbs(r.g) - sp.exp(k.lam - r.lam) * OAbs(k.g),  # F_r |g_r| >= F_k |g_k|
+                extreme="max")
     return rx.weight(r) * OAbs(r.g)
 
 
@@ -508,4 +509,4 @@ def _g_absmax_torch(st: Any) -> Any:
 
 @g_absmax.relaxed_form
 def _g_absmax_relaxed(rx: Any) -> Any:
-    return OAbs(rx.role("max", dominates=lambda r, k: r.g**2 - k.g**2).g)
+    return OAbs(rx.role("max", dominates=lambda r, k: r.g**2 - k.g**2, extreme="max").g)

@@ -59,7 +59,7 @@ def _alpha_min_torch(st: Any) -> Any:
 
 @alpha_min.relaxed_form
 def _alpha_min_relaxed(rx: Any) -> Any:
-    return rx.weight(rx.role("min", dominates=lambda r, k: k.lam - r.lam))
+    return rx.weight(rx.role("min", dominates=lambda r, k: k.lam - r.lam, extreme="min"))
 
 
 alpha_max = define("alpha_max", "B", "largest weight max_i alpha_i", definition="max_i alpha_i", reference="Lemma 2",
@@ -83,7 +83,7 @@ def _alpha_max_torch(st: Any) -> Any:
 
 @alpha_max.relaxed_form
 def _alpha_max_relaxed(rx: Any) -> Any:
-    return rx.weight(rx.role("max", dominates=lambda r, k: r.lam - k.lam))
+    return rx.weight(rx.role("max", dominates=lambda r, k: r.lam - k.lam, extreme="max"))
 
 
 abar_N = define("abar_N", "B", "selected mass abar_N = sum_{i in I_N} alpha_i", definition="sum_{i in I_N} alpha_i",
@@ -126,7 +126,8 @@ def _absmax_torch(st: Any) -> Any:
 
 @logit_absmax.relaxed_form
 def _absmax_relaxed(rx: Any) -> Any:
-    tok = rx.role("absmax", dominates=lambda r, k: r.l**2 - k.l**2 if r.l is not None and k.l is not None else 0)
+    tok = rx.role("absmax", dominates=lambda r, k: r.l**2 - k.l**2 if r.l is not None and k.l is not None else 0,
+                  extreme="max")
     if tok.l is None:
         raise Unsupported("softmax weights fix the logits only up to a shift: max |l_i| is not a function of them")
     return OAbs(tok.l)
