@@ -23,6 +23,8 @@ from attnbounds.theory.prover.image import image_values
 RELAXED = sorted(name for name, q in QUANTITIES.items() if q.has("relaxed"))
 #: relative agreement between the float value and the relaxed form at the instance (both from the same features)
 RTOL = 1e-7
+#: examples per quantity (the thorough profile draws many more)
+EXAMPLES = 25 if settings.default.max_examples <= 30 else 200
 
 
 #: absolute agreement, relative to the features' size (a quantity of exact value 0, as the Jacobian at L = 1, is a
@@ -35,7 +37,7 @@ def _close(value: float, candidates: list[float], scale: float) -> bool:
 
 
 @pytest.mark.parametrize("name", RELAXED)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(inst=strategies.adversarial_instance(max_L=6, batch=1, ratio_only=True, qk=False, max_count=10**6))
 def test_the_float_value_is_attained_at_the_instances_point(name: str, inst) -> None:
     one = inst.take(0)

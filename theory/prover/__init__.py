@@ -226,23 +226,45 @@ def _candidates(problem: Problem, node: Node) -> list[np.ndarray]:
     return out
 
 
+#: lengths tried, shortest first, when a negative point lies on the face t = 0 (L -> oo)
+LENGTHS = tuple(10**k for k in range(1, 16))
+
+
 def realise(problem: Problem, rel: Relaxation, node: Node, programs: Programs) -> Instance | None:
-    """A token-class instance at a point of the negative box whose float margin is negative (None if none is)."""
+    """A token-class instance at a point of the negative box whose float margin is negative (None if none is): at
+    the shortest length of :data:`LENGTHS` that still violates it when the box reaches L -> oo."""
     point_program = compile_program([problem.core], problem.symbols)
+    t_index = next((d for d, c in enumerate(problem.coordinates) if c.symbol == t_sym), None)
     for p in _candidates(problem, node):
-        value = run_float(point_program, p[None], p[None])[0][1][0]
-        if not value < 0:
-            continue
-        try:
-            inst = _instance(problem, rel, {s: float(v) for s, v in zip(problem.symbols, p)})
-        except (AttnBoundsError, TypeError, ValueError, ZeroDivisionError, OverflowError):
-            continue
-        if inst is None:
-            continue
-        ev = rel.statement.evaluate(inst)
-        if bool(ev.applicable[0]) and bool(ev.margin_hi[0] < 0):
-            return inst
+        tries = [p]
+        if t_index is not None and node.lo[t_index] <= problem.coordinates[t_index].lo + 1e-12:
+            tries = [_with(p, t_index, 1.0 / L) for L in LENGTHS if problem.coordinates[t_index].lo <= 1.0 / L
+                     <= problem.coordinates[t_index].hi] + tries
+        for q in tries:
+            inst = _violating(problem, rel, point_program, q)
+            if inst is not None:
+                return inst
     return None
+
+
+def _with(p: np.ndarray, d: int, value: float) -> np.ndarray:
+    q = p.copy()
+    q[d] = value
+    return q
+
+
+def _violating(problem: Problem, rel: Relaxation, program: Any, p: np.ndarray) -> Instance | None:
+    """The instance at ``p`` when its relaxed and its own float margins are negative."""
+    if not run_float(program, p[None], p[None])[0][1][0] < 0:
+        return None
+    try:
+        inst = _instance(problem, rel, {s: float(v) for s, v in zip(problem.symbols, p)})
+    except (AttnBoundsError, TypeError, ValueError, ZeroDivisionError, OverflowError):
+        return None
+    if inst is None:
+        return None
+    ev = rel.statement.evaluate(inst)
+    return inst if bool(ev.applicable[0]) and bool(ev.margin_hi[0] < 0) else None
 
 
 def _number(expr: sp.Expr, values: dict[sp.Symbol, float]) -> float:
@@ -337,6 +359,21 @@ def replay(certificate: dict[str, Any]) -> tuple[bool, str]:
     return True, f"{len(problems)} problem(s) re-checked, {certificate.get('boxes')} boxes"
 
 
+def matches(statement: Statement, certificate: dict[str, Any]) -> tuple[bool, str]:
+    """Whether the certificate's problems are this version's relaxation of ``statement`` (each recorded core and
+    constraint list is one of the problems :func:`relax` builds for it now)."""
+    try:
+        rel = relax(statement)
+    except Declined as exc:
+        return False, f"the statement has no relaxation now: {exc}"
+    built = {(p.conjunct, sp.srepr(p.core), tuple(sp.srepr(c) for c in p.constraints)) for p in rel.problems}
+    for k, pj in enumerate(certificate.get("problems") or []):
+        key = (int(pj.get("conjunct", -1)), pj.get("core"), tuple(pj.get("constraints") or ()))
+        if key not in built:
+            return False, f"problem {k} ({pj.get('pattern')}) is not a problem of the statement's relaxation now"
+    return True, "the statement's relaxation now has every recorded problem"
+
+
 def _problem_from_json(pj: dict[str, Any]) -> tuple[Problem, dict[tuple[tuple[int, float], ...], list[sp.Expr]]]:
     from attnbounds.theory.prover.relax import Coordinate
 
@@ -394,4 +431,4 @@ def _check_core(problem: Problem) -> str | None:
     return None
 
 
-__all__ = ["ProverResult", "prove", "realise", "replay", "work_for", "Declined", "Fraction"]
+__all__ = ["Declined", "ProverResult", "matches", "prove", "realise", "replay", "work_for"]

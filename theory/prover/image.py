@@ -197,3 +197,98 @@ def image_values(qname: str, inst: Instance, *, weights: bool = False) -> list[t
 
 
 __all__ = ["image_values", "relaxed_value"]
+
+
+# -- a statement's relaxed problems at an instance's point --------------------------------------------------------
+def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.Symbol, float] | None:
+    """The point of ``problem`` (built with one atom per column that keeps tokens besides the distinguished ones) that
+    is the instance ``inst`` (B = 1) with the problem's distinguished tokens on ``columns`` (one per token of its
+    pattern), or None when that placement is not one of this problem's (too few tokens on a column, another number
+    of other columns)."""
+    info = problem.realisation
+    counts = inst.counts[0] if inst.counts is not None else np.ones(inst.K, dtype=np.int64)
+    rest = counts.astype(np.int64).copy()
+    for c in columns:
+        rest[c] -= 1
+    if np.any(rest < 0) or len(columns) != len(info["role_coordinates"]):
+        return None
+    others = [c for c in range(inst.K) if rest[c] > 0]
+    if len(others) != len(info["atom_coordinates"]):
+        return None
+    values: dict[sp.Symbol, float] = {}
+    k, L = len(columns), inst.L
+    for coord in problem.coordinates:
+        if coord.kind == "length":
+            values[coord.symbol] = 1.0 / L
+        elif coord.kind == "parameter":
+            name = str(coord.symbol)
+            values[coord.symbol] = (float(inst.param("a")[0]) / float(inst.param("T")[0]) if name == "beta"
+                                    else float(inst.param(name)[0]))
+    logits, alpha = inst.logits[0], inst.alpha[0]
+    if info["weights_model"]:
+        left = 1.0
+        for sym, c in zip(info["role_coordinates"], columns):
+            values[sym] = float(alpha[c]) / left if left > 0 else 0.0
+            left -= float(alpha[c])
+        masses = [rest[c] * float(alpha[c]) / left for c in others] if left > 0 else [0.0] * len(others)
+        for sym, c in zip(info["atom_coordinates"], others):
+            values[sym] = float(alpha[c]) / left if left > 0 else 0.0
+    else:
+        scale = float(sp.N(sp.sympify(info["scale"]).xreplace({s_: v for s_, v in values.items()}
+                                                               | {sp.Symbol("T", positive=True): float(inst.param("T")[0])})))
+
+        def coordinate(c: int) -> float:
+            if info["bounded"]:
+                a = float(inst.param("a")[0])
+                return float(logits[c]) / a if a > 0 else 0.0
+            z = float(logits[c]) / scale
+            return float(1.0 / (1.0 + np.exp(-z))) if z >= 0 else float(np.exp(z) / (1.0 + np.exp(z)))
+
+        for sym, c in zip(info["role_coordinates"], columns):
+            values[sym] = coordinate(c)
+        for sym, c in zip(info["atom_coordinates"], others):
+            values[sym] = coordinate(c)
+        masses = [rest[c] / (L - k) for c in others] if L > k else [0.0] * len(others)
+    left = 1.0
+    for w, m in zip(info["sticks"], masses):
+        values[w] = m / left if left > 0 else 0.0
+        left -= m
+    return values
+
+
+def relaxed_margins(statement: Any, inst: Instance) -> list[tuple[float, bool]]:
+    """Every relaxed problem's margin at every placement of its distinguished tokens on the instance's columns,
+    with whether the placement satisfies the problem's constraints: the value oracle of
+    :func:`attnbounds.theory.prover.relax.relax` as a whole (the smallest satisfying margin is the instance's)."""
+    counts = inst.counts[0] if inst.counts is not None else np.ones(inst.K, dtype=np.int64)
+    out: list[tuple[float, bool]] = []
+    for n_atoms in range(0, inst.K + 1):
+        for problem in _relaxed(statement, n_atoms):
+            if "read at" in problem.pattern:  # a substitution strategy bounds the margin: not the image itself
+                continue
+            k = len(problem.realisation["role_coordinates"])
+            for columns in itertools.product(range(inst.K), repeat=k):
+                point = problem_image(problem, inst, list(columns))
+                if point is None or any(counts[c] == 0 for c in columns):
+                    continue
+                for sym in problem.margin.free_symbols - set(point):  # a parameter divided out of the core
+                    point[sym] = float(inst.param(str(sym))[0])
+                subs = {s_: sp.Float(v, DIGITS) for s_, v in point.items()}
+                value = float(sp.re(sp.N(problem.margin.xreplace(subs), DIGITS)))
+                # evaluated at 90 digits from exact doubles: a tie is 0 to about 1e-80, a violation is not
+                ok = all(float(sp.re(sp.N(con.xreplace(subs), DIGITS))) >= -1e-60 for con in problem.constraints)
+                out.append((value, ok))
+    return out
+
+
+_RELAXED: dict[tuple[str, str, int], list[Any]] = {}
+
+
+def _relaxed(statement: Any, atoms: int) -> list[Any]:
+    """The statement's relaxed problems with ``atoms`` atoms (kept: building them is sympy's work)."""
+    from attnbounds.theory.prover.relax import relax
+
+    key = (statement.id, sp.srepr(statement.relation), atoms)
+    if key not in _RELAXED:
+        _RELAXED[key] = relax(statement, atoms=atoms).problems
+    return _RELAXED[key]

@@ -106,6 +106,7 @@ class Space:
     boxes: dict[str, tuple[float, float]] = field(default_factory=dict)  # parameter boxes (closure)
     understood: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    pending: list[tuple[Callable[[RatioNormaliser], bool], str]] = field(default_factory=list)
 
     # rules the hypotheses call -----------------------------------------------------------------------------
     def normaliser(self, log_F: sp.Expr, params: dict[str, float], text: str, name: str = "relaxed") -> None:
@@ -135,12 +136,17 @@ class Space:
             self.problems.append(f"the statement's normaliser ({self.normaliser_text}) is not a softmax")
 
     def normaliser_property(self, holds: Callable[[RatioNormaliser], bool], text: str) -> None:
-        """A property of F the prover checks on the universe's ``log F`` once (it then holds on every instance)."""
-        if self.log_F is None:
-            self.problems.append(f"'{text}' alone ranges over every such F (the prover reads one log F)")
-            return
-        if not holds(RatioNormaliser("relaxed", self.log_F, {**self.normaliser_params, "T": 1.0})):
-            self.problems.append(f"the normaliser {self.normaliser_text} does not satisfy '{text}'")
+        """A property of F the prover checks on the universe's ``log F`` once it is known (it then holds on every
+        instance); alone, with no hypothesis fixing log F, it ranges over every such F (not relaxed)."""
+        self.pending.append((holds, text))
+
+    def check_properties(self) -> None:
+        """Decide the pending properties on the universe's log F (after every hypothesis is read)."""
+        for holds, text in self.pending:
+            if self.log_F is None:
+                self.problems.append(f"'{text}' alone ranges over every such F (the prover reads one log F)")
+            elif not holds(RatioNormaliser("relaxed", self.log_F, {**self.normaliser_params, "T": 1.0})):
+                self.problems.append(f"the normaliser {self.normaliser_text} does not satisfy '{text}'")
 
     def bound_logits(self) -> None:
         """Every logit lies in ``[-a, a]``."""
@@ -533,6 +539,7 @@ def _space(statement: Statement) -> Space:
             raise Declined(f"the hypothesis {h.id!r} has no relaxation ({h.description})")
         rule(space)
         space.understood.append(h.id)
+    space.check_properties()
     if space.problems:
         raise Declined("; ".join(space.problems))
     if space.log_F is None:
@@ -647,8 +654,9 @@ def _moments(bodies: list[sp.Expr], token_symbols: set[sp.Symbol]) -> list[sp.Ex
     return found
 
 
-def relax(statement: Statement) -> Relaxation:
-    """The relaxed problems of ``statement`` (one per conjunct and pattern of roles); :class:`Declined` says why not."""
+def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
+    """The relaxed problems of ``statement`` (one per conjunct and pattern of roles); :class:`Declined` says why not.
+    ``atoms`` (the value oracle's) gives the others that many atoms instead of as many as the totals need."""
     if statement.kind != "deterministic":
         raise Declined("an expectation over random draws (the relaxation reads deterministic quantities)")
     if statement.relation.atoms(sp.Sum):
@@ -666,7 +674,8 @@ def relax(statement: Statement) -> Relaxation:
             raise Declined(f"{len(roles)} distinguished tokens (at most {MAX_ROLES})")
 
         def build(pattern: dict[str, int], aliases: dict[str, str] | None = None) -> Problem:
-            return _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, aliases)
+            return _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, aliases,
+                            atoms)
 
         per: list[list[Group]] = []
         favourable = _favourable(statement, conjunct, discovery)
@@ -723,7 +732,7 @@ def _substitutes(favourable: list[str], pattern: dict[str, int], discovery: "_Bu
 
 def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, strict: bool, pattern: dict[str, int],
              parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: TokenModel,
-             aliases: dict[str, str] | None = None) -> Problem:
+             aliases: dict[str, str] | None = None, atoms_override: int | None = None) -> Problem:
     b = _Builder(space, pattern, parameters, param_coords, model, aliases)
     env = _relation_env(statement, RelaxedInstance(b), b, conjunct)
     lhs, rhs = (_exact_floats(_opaque(side.xreplace(env))) for side in (conjunct.lhs, conjunct.rhs))
@@ -744,6 +753,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     if len(moments) > MAX_MOMENTS:
         raise Declined(f"the totals read {len(moments)} independent functions of a token (at most {MAX_MOMENTS})")
     n_atoms = max(1, len(moments) + (1 if constrained and moments else 0)) if moments else 0
+    if atoms_override is not None:
+        n_atoms = atoms_override
     if b.model.weights:
         atoms = [b.model.new_weighted(f"o{j}", "atom", b.left)[0] for j in range(n_atoms)]
     else:
@@ -818,6 +829,12 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     T = parameters.get("T", sp.Integer(1))
     logit = (lambda tok: T * tok.lam) if b.model.weights else (lambda tok: tok.l)
     realisation = {"roles": [logit(tok) for tok in role_tokens.values()], "atoms": [logit(a) for a in atoms],
+                   "role_names": {r: [t_.name for t_ in role_tokens.values()].index(tok.name)
+                                  for r, tok in b.token_of_role.items()},
+                   "role_coordinates": [tok.coordinates[0].symbol for tok in role_tokens.values()],
+                   "atom_coordinates": [a.coordinates[0].symbol for a in atoms], "sticks": sticks,
+                   "scale": (parameters.get("T", sp.Integer(1)) if model.scaled else sp.Integer(1)),
+                   "bounded": space.bounded_logits,
                    "others_logit": T * sp.log(b.left) if b.model.weights else None, "constrained": constrained,
                    "masses": masses, "weights_model": b.model.weights, "L_range": (L_lo, L_hi),
                    "atom_counts": [m / a.coordinates[0].symbol for m, a in zip(masses, atoms)] if b.model.weights else []}

@@ -1,0 +1,72 @@
+"""Soundness of the relaxation as a whole: every instance is a point of its statement's relaxed space with the same
+margin (the issue's property test of the relaxed margin's enclosure).
+
+For statements of the quality set and the paper's readings the prover relaxes, on random and adversarial token-class
+instances (L from 1 to 10^9, near ties, T from 1e-2 to 1e2): the smallest relaxed margin over the placements of the
+distinguished tokens that satisfy the relaxation's constraints (:func:`attnbounds.theory.prover.image.relaxed_margins`)
+equals the instance's margin. Smaller would let a true statement fail to close; larger would be unsound.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from attnbounds.theory import registry
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import FAMILY, softmax
+from attnbounds.theory.prover.image import relaxed_margins
+from attnbounds.theory.userbounds import load_data, registered
+
+SET = Path(__file__).resolve().parents[1] / "quality" / "relaxation_set.toml"
+STATEMENTS = ("true.w.bsig.upper", "true.w.bsig.max", "true.w.bsig.min", "true.w.bsig.lemma1", "true.w.softmax.exp",
+              "true.w.softmax.max", "true.j.softmax.entry", "true.j.softmax.row", "true.j.softmax.frobenius",
+              "true.j.bsig.entry", "true.j.bsig.gmax", "false.w.bsig.far", "true.w.ssm.ranges")
+READINGS = ("corollary3[entry,corrected]", "corollary3[row,corrected]", "corollary3[frobenius,corrected]")
+RTOL = 1e-7
+#: examples per statement: a few in the default run (sympy evaluates every placement), many in the thorough profile
+EXAMPLES = 4 if settings.default.max_examples <= 30 else 60
+
+
+def _statement(sid: str):
+    if sid in READINGS:
+        return registry.get(sid), {}
+    ub = load_data(tomllib.loads(SET.read_text()), str(SET))
+    return ub.get(sid), ub.normalisers
+
+
+@st.composite
+def _instances(draw: st.DrawFn, normaliser_name: str) -> Instance:
+    K = draw(st.integers(1, 3))
+    base = draw(st.floats(-20, 20))
+    gaps = draw(st.lists(st.one_of(st.floats(-8, 8), st.sampled_from([0.0, 1e-9, -1e-9])), min_size=K, max_size=K))
+    logits = np.array([[base + g for g in gaps]])
+    counts = np.array([[int(round(10 ** draw(st.floats(0, 9 / K)))) for _ in range(K)]])
+    T = 10 ** draw(st.floats(-2, 2))
+    n = softmax(T=T) if normaliser_name == "softmax" else FAMILY[normaliser_name](T=T)
+    return Instance.from_logits(logits, n, counts=counts)
+
+
+@pytest.mark.parametrize("sid", [*STATEMENTS, *READINGS])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_the_instance_is_a_point_with_its_own_margin(sid: str, data) -> None:
+    statement, normalisers = _statement(sid)
+    name = "bsig" if ".bsig." in sid else "ssm" if ".ssm." in sid else "softmax"
+    with registered(normalisers):
+        inst = data.draw(_instances(name))
+        if "ranges" in sid:
+            assume(inst.L <= 10**6 and inst.L >= 2)
+        inst = statement.prepare(inst)
+        ev = statement.evaluate(inst)
+        assume(bool(ev.applicable[0]) and math.isfinite(float(ev.margin[0])))
+        margins = [v for v, ok in relaxed_margins(statement, inst) if ok]
+    assert margins, "no placement of the distinguished tokens satisfies the relaxation's constraints"
+    scale = abs(float(ev.lhs[0])) + abs(float(ev.rhs[0]))
+    assert abs(min(margins) - float(ev.margin[0])) <= RTOL * scale + 1e-300, (min(margins), float(ev.margin[0]))
