@@ -167,7 +167,7 @@ SIMPLEX = Hypothesis(
 
 TOP_N = Hypothesis(
     "top-N", "I_N holds N largest weights: alpha_i <= alpha_j for i not in I_N, j in I_N",
-    lambda inst: inst.is_top_n)
+    lambda inst: inst.is_top_n, relax=lambda space: space.top_n())
 
 L_AT_LEAST_2 = Hypothesis(
     "L>=2", "at least two tokens (N/(L-1) is defined)", lambda inst: _all(inst, inst.L >= 2), formula=sp.Ge(L, 2),

@@ -50,7 +50,7 @@ MISSING: dict[tuple[str, str], str] = {
         ("the query and keys: l_i = <q, k_i> couples every logit to one query (not built)", ("Delta_max", "Delta_own")),
         ("an expectation over random sphere embeddings or heads (the relaxation reads deterministic quantities)",
          ("E_Ns_full", "E_Ns_relaxed", "coverage_enum", "xi")),
-        ("the selection I_N (top-N populations are not built yet)", ("C_other", "abar_N")),
+        ("a per-selected-token quantity (the selected tokens are a distribution in the relaxation)", ("C_other",)),
         ("the spectral norm solves a secular equation: not a function of finitely many totals", ("J_spectral",)),
         ("the unit direction v couples every token (its norm is a total inside each shifted weight)", ("g_fd",)),
     ) for name in names},

@@ -306,13 +306,16 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
                 pass
             else:
                 counts.append(n)
+    elif info["N"] is not None:  # the top-N selection: N tokens from the selected atoms, the rest from the others
+        N = int(min(max(round(_number(info["N"], {**values, t_sym: 1.0 / L})), 1), L))
+        for atom_logits, atom_masses, total in ((info["selected_atoms"], info["selected_masses"], N),
+                                                (info["atoms"], info["masses"], L - N)):
+            for l_expr, c in zip(atom_logits, _counts([max(_number(m, values), 0.0) for m in atom_masses], total)):
+                if c > 0:
+                    logits.append(_number(l_expr, values))
+                    counts.append(int(c))
     elif others > 0 and masses:
-        share = np.array(masses) / max(sum(masses), 1e-300)
-        raw = share * others
-        n = np.floor(raw).astype(np.int64)
-        for j in np.argsort(-(raw - n))[: others - int(n.sum())]:
-            n[j] += 1
-        for l_expr, c in zip(info["atoms"], n):
+        for l_expr, c in zip(info["atoms"], _counts(masses, others)):
             if c > 0:
                 logits.append(_number(l_expr, values))
                 counts.append(int(c))
@@ -324,9 +327,22 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
               if name not in st.defaults or not isinstance(st.defaults[name], str)}
     T = params.pop("T", 1.0)
     normaliser = space.make(T)
-    extra = {k_: v for k_, v in params.items() if k_ not in normaliser.params and k_ in st.parameters() | set(st.fixed)}
-    N = None
-    return Instance.from_logits(np.array([logits]), normaliser, counts=np.array([counts]), N=N, **extra)
+    extra = {k_: v for k_, v in params.items() if k_ not in normaliser.params and k_ != "N"
+             and k_ in st.parameters() | set(st.fixed)}
+    N_ = N if info["N"] is not None else None
+    return Instance.from_logits(np.array([logits]), normaliser, counts=np.array([counts]), N=N_, **extra)
+
+
+def _counts(masses: list[float], total: int) -> list[int]:
+    """Whole token counts in proportion to ``masses`` summing to ``total`` (largest remainders)."""
+    if total <= 0 or not masses:
+        return [0] * len(masses)
+    share = np.array(masses) / max(sum(masses), 1e-300)
+    raw = share * total
+    n = np.floor(raw).astype(np.int64)
+    for j in np.argsort(-(raw - n))[: total - int(n.sum())]:
+        n[j] += 1
+    return [int(c) for c in n]
 
 
 # -- replay from a record -----------------------------------------------------------------------------------------

@@ -534,9 +534,9 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                         count("mean-value", node, bound)
                         continue
             # 7. split
-            with np.errstate(invalid="ignore", over="ignore"):
-                smear = np.where(np.isfinite(width), width * np.maximum(np.abs(g_lo), np.abs(g_hi)), INF)
-            smear = np.where(np.isnan(smear), width, smear)
+            with np.errstate(invalid="ignore", over="ignore"):  # unbounded coordinates first, then width x slope
+                slope = np.minimum(np.maximum(np.abs(g_lo), np.abs(g_hi)), 1e300)
+                smear = np.where(np.isfinite(width), np.minimum(width * np.where(np.isnan(slope), 1.0, slope), 1e300), INF)
             smear = np.where(width > MIN_WIDTH * scale, smear, -1.0)
             d = int(np.argmax(smear))
             if smear[d] < 0:

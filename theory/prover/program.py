@@ -381,14 +381,36 @@ class _Iv(_Rigorous):
     def _make(self, lo: Any, hi: Any) -> Any:
         return self.iv.mpf([lo, hi])
 
+    def _mul(self, a: Any, b: Any) -> Any:
+        """The product set of two intervals, unbounded ones included (mpmath gives [0, inf] * [0, 0] as the whole
+        line: an endpoint 0 times an infinite one is 0 here, the other endpoints giving the infinite extents)."""
+        mp = self.mp
+        ends = []
+        for x in (mp.make_mpf(a._mpi_[0]), mp.make_mpf(a._mpi_[1])):
+            for y in (mp.make_mpf(args_end) for args_end in b._mpi_):
+                if (x == 0 and mp.isinf(y)) or (y == 0 and mp.isinf(x)):
+                    ends.append(self.iv.mpf(0))
+                elif mp.isnan(x) or mp.isnan(y):
+                    return self._make(-mp.inf, mp.inf)
+                else:
+                    ends.append(self.iv.mpf([x, x]) * self.iv.mpf([y, y]))
+        return self._make(min(mp.make_mpf(e._mpi_[0]) for e in ends), max(mp.make_mpf(e._mpi_[1]) for e in ends))
+
     def apply(self, code: str, args: list[Any], payload: Any) -> Any:
         iv, a = self.iv, args[0]
         if code == "add":
             return a + args[1]
         if code == "mul":
-            return a * args[1]
+            return self._mul(a, args[1])
         if code == "div":
-            return a / args[1]
+            lo, hi = (self.mp.make_mpf(v) for v in args[1]._mpi_)
+            if lo > 0 or hi < 0:
+                return self._mul(a, 1 / args[1])
+            if lo == 0 and hi > 0:  # 1/[0, h] = [1/h, inf]
+                return self._mul(a, self._make(1 / self.iv.mpf([hi, hi]), self.mp.inf))
+            if hi == 0 and lo < 0:
+                return self._mul(a, self._make(-self.mp.inf, 1 / self.iv.mpf([lo, lo])))
+            return self._make(-self.mp.inf, self.mp.inf)
         if code == "pow":
             n = int(payload)
             return abs(a) ** n if n % 2 == 0 else a ** n

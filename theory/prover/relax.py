@@ -102,6 +102,7 @@ class Space:
     normaliser_text: str = ""
     name: str = "relaxed"
     bounded_logits: bool = False
+    selection: bool = False
     min_length: int = 1
     boxes: dict[str, tuple[float, float]] = field(default_factory=dict)  # parameter boxes (closure)
     understood: list[str] = field(default_factory=list)
@@ -151,6 +152,11 @@ class Space:
     def bound_logits(self) -> None:
         """Every logit lies in ``[-a, a]``."""
         self.bounded_logits = True
+
+    def top_n(self) -> None:
+        """The selection I_N holds N largest weights: two populations of tokens, every selected one at least as heavy
+        as every other one."""
+        self.selection = True
 
     def require_length(self, n: int) -> None:
         self.min_length = max(self.min_length, int(n))
@@ -226,7 +232,7 @@ class TokenModel:
         slope = sp.diff(self.log_F, l_sym)
         #: softmax over unbounded logits: every point of the open simplex is the weights of some logits, so the
         #: tokens are their weights (roles by stick-breaking, the others as a mass-weighted distribution of weights)
-        self.weights = (not space.bounded_logits and l_sym not in slope.free_symbols
+        self.weights = (not space.bounded_logits and not space.selection and l_sym not in slope.free_symbols
                         and sp.simplify(slope * T - 1) == 0)
         self.T = T
 
@@ -280,22 +286,34 @@ class TokenModel:
                     break
         return self._monotone
 
-    def new(self, name: str, kind: str) -> Token:
+    @property
+    def span(self) -> tuple[float, float]:
+        """The range of a token's coordinate (u over a, or the compactified s)."""
+        return (-1.0, 1.0) if self.space.bounded_logits else (0.0, 1.0)
+
+    def new(self, name: str, kind: str, within: tuple[sp.Expr, sp.Expr] | None = None) -> Token:
+        """A token with its own coordinate; ``within = (lo, hi)`` (expressions of other coordinates) makes its
+        coordinate ``lo + (hi - lo) sigma`` with ``sigma`` in [0, 1] its own (a token of one side of a threshold)."""
         self.count += 1
-        if self.space.bounded_logits:
-            u = sp.Symbol(f"u_{name}", real=True)
-            coord = Coordinate(u, -1.0, 1.0, kind, f"logit of {name} over a")
-            l = self.params["a"] * u
-            lam = self.log_F.xreplace({l_sym: l})
-            g = self.dlog_F.xreplace({l_sym: l})
-            return Token(name, [coord], l, lam, g)
-        s = sp.Symbol(f"s_{name}", real=True)
-        coord = Coordinate(s, 0.0, 1.0, kind, f"sigmoid of the logit of {name}" + (" over T" if self.scaled else ""))
+        bounded = self.space.bounded_logits
+        base = sp.Symbol(f"{'u' if bounded else 's'}_{name}", real=True)
+        if within is None:
+            lo, hi = self.span
+            coord = Coordinate(base, lo, hi, kind, f"logit of {name} over a" if bounded else
+                               f"sigmoid of the logit of {name}" + (" over T" if self.scaled else ""))
+            c: sp.Expr = base
+        else:
+            sigma = sp.Symbol(f"sigma_{name}", real=True)
+            coord = Coordinate(sigma, 0.0, 1.0, kind, f"place of {name} between {within[0]} and {within[1]}")
+            c = within[0] + (within[1] - within[0]) * sigma
+        if bounded:
+            l = self.params["a"] * c
+            return Token(name, [coord], l, self.log_F.xreplace({l_sym: l}), self.dlog_F.xreplace({l_sym: l}))
         scale = self.params["T"] if self.scaled else sp.Integer(1)
-        l = scale * sp.log(s / (1 - s))
-        lam = _compact(self.log_F.xreplace({l_sym: l}), s)
-        g = _compact(self.dlog_F.xreplace({l_sym: l}), s)
-        return Token(name, [coord], l, lam, g)
+        l = scale * sp.log(base / (1 - base))
+        lam = _compact(self.log_F.xreplace({l_sym: l}), base).xreplace({base: c})
+        g = _compact(self.dlog_F.xreplace({l_sym: l}), base).xreplace({base: c})
+        return Token(name, [coord], l.xreplace({base: c}), lam, g)
 
 
 def _compact(expr: sp.Expr, s: sp.Symbol) -> sp.Expr:
@@ -323,6 +341,7 @@ class _Total:
     symbol: sp.Symbol
     fn: Callable[[Token], sp.Expr]
     exclude: tuple[str, ...]
+    selected: bool | None = None
 
 
 class RelaxedInstance:
@@ -381,8 +400,11 @@ class RelaxedInstance:
     def same(self, a: Token, b: Token) -> bool:
         return a is b
 
-    def total(self, fn: Callable[[Token], sp.Expr], exclude: Sequence[Token] = ()) -> sp.Expr:
-        return self._b.total(fn, tuple(tok.name for tok in exclude))
+    def total(self, fn: Callable[[Token], sp.Expr], exclude: Sequence[Token] = (), *, selected: bool | None = None
+              ) -> sp.Expr:
+        """``(1/L) sum_j fn(token_j)`` over every token (but ``exclude``), or over the selected ones (``selected``
+        True) or the others (False) of the top-N selection."""
+        return self._b.total(fn, tuple(tok.name for tok in exclude), selected)
 
     def weight(self, tok: Token) -> sp.Expr:
         """``alpha = F(l) / sum_j F(l_j) = t / total(F / F(l))`` (the ratio form: no large numbers), or the token's
@@ -444,12 +466,14 @@ class _Builder:
             self.points[role.name] = (role, self.model.new(f"p{len(self.points)}", "point"))
         return self.points[role.name][1]
 
-    def total(self, fn: Callable[[Token], sp.Expr], exclude: tuple[str, ...]) -> sp.Expr:
+    def total(self, fn: Callable[[Token], sp.Expr], exclude: tuple[str, ...], selected: bool | None = None) -> sp.Expr:
         if getattr(self, "_sealed", False):
             raise Declined("a quantity's relaxed form takes a total inside a total's body: compute the inner total "
                            "first and read it as a constant")
+        if selected is not None and not self.space.selection:
+            raise Declined("a total over the selection, and no hypothesis says which tokens it holds (top-N)")
         sym = sp.Symbol(f"_total{len(self.totals)}", real=True)
-        self.totals.append(_Total(sym, fn, exclude))
+        self.totals.append(_Total(sym, fn, exclude, selected))
         return sym
 
 
@@ -585,6 +609,10 @@ def _parameter_coordinates(statement: Statement, space: Space) -> tuple[dict[str
         coords.append(Coordinate(sym, lo, hi, "parameter", f"the parameter {name}"))
     for name, value in space.normaliser_params.items():
         out.setdefault(name, _exact(value))
+    if space.selection:  # N = 1 + rho (L - 1): every whole N in [1, L] for every L
+        nu = sp.Symbol("nu", positive=True)  # > 0 on every instance (N >= 1): a factor of it divides out
+        coords.append(Coordinate(nu, 0.0, 1.0, "parameter", "nu = N / L, the share of the selection (N >= 1: nu >= t)"))
+        out["N"] = nu / t_sym
     a, T = out.get("a"), out.get("T")
     if space.bounded_logits and isinstance(a, sp.Symbol) and isinstance(T, sp.Symbol) and _t_scaled(space.log_F):
         # F reads l / T = (a / T) u: one coordinate beta = a / T for both (a = beta T wherever a appears)
@@ -621,6 +649,8 @@ def _relation_env(statement: Statement, rx: RelaxedInstance, builder: _Builder, 
         if qname is None:
             env[sym] = 1 / t_sym if name == "L" else builder.param(name)
             continue
+        if "selection" in QUANTITIES[qname].needs and not builder.space.selection:
+            raise Declined(f"{qname} reads the selection I_N, and no hypothesis says which tokens it holds (top-N)")
         q = QUANTITIES[qname]
         form = q.forms.get("relaxed")
         if form is None:
@@ -755,18 +785,39 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     n_atoms = max(1, len(moments) + (1 if constrained and moments else 0)) if moments else 0
     if atoms_override is not None:
         n_atoms = atoms_override
+    threshold: Coordinate | None = None
+    side = 0
+    if space.selection:
+        if b.tokens:
+            raise Declined("distinguished tokens and the top-N selection together (which side each is on is not "
+                           "relaxed yet)")
+        side = b.model.monotone()  # log F monotone in the logit: the selection is the tokens beyond a threshold
+        n_atoms = max(n_atoms, 1) + (0 if side or atoms_override is not None else 1)
+        if side:
+            lo_c, hi_c = b.model.span
+            threshold = Coordinate(sp.Symbol("theta", real=True), lo_c, hi_c, "parameter",
+                                   "the threshold between the selected tokens and the others")
     if b.model.weights:
         atoms = [b.model.new_weighted(f"o{j}", "atom", b.left)[0] for j in range(n_atoms)]
+    elif threshold is not None:  # the others below the threshold (above, when log F decreases)
+        lo_c, hi_c = b.model.span
+        span = (sp.Integer(int(lo_c)), threshold.symbol) if side > 0 else (threshold.symbol, sp.Integer(int(hi_c)))
+        atoms = [b.model.new(f"o{j}", "atom", span) for j in range(n_atoms)]
     else:
         atoms = [b.model.new(f"o{j}", "atom") for j in range(n_atoms)]
-    sticks = [sp.Symbol(f"w_{j}", real=True) for j in range(max(n_atoms - 1, 0))]
-    masses: list[sp.Expr] = []
-    left: sp.Expr = sp.Integer(1)
-    for stick in sticks:
-        masses.append(left * stick)
-        left = left * (1 - stick)
-    if n_atoms:
-        masses.append(left)
+    masses, sticks = _simplex(n_atoms, "w")
+    sel_atoms: list[Token] = []
+    sel_masses: list[sp.Expr] = []
+    if space.selection:  # the selected tokens: a distribution of their own, each at least as heavy as every other
+        if threshold is not None:
+            lo_c, hi_c = b.model.span
+            span = (threshold.symbol, sp.Integer(int(hi_c))) if side > 0 else (sp.Integer(int(lo_c)), threshold.symbol)
+            sel_atoms = [b.model.new(f"s{j}", "atom", span) for j in range(n_atoms)]
+        else:
+            sel_atoms = [b.model.new(f"s{j}", "atom") for j in range(n_atoms)]
+        sel_masses, sel_sticks = _simplex(n_atoms, "v")
+        sticks = sticks + sel_sticks
+    nu = parameters["N"] * t_sym if space.selection else None  # N / L
     role_tokens = dict(b.tokens)
     subs: dict[sp.Symbol, sp.Expr] = {}
     with b.sealed():
@@ -780,6 +831,10 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                 else:
                     part_atoms = sp.Add(*[m * x for m, x in zip(masses, per_atom)])
                 subs[tot.symbol] = t_sym * (part_roles + part_atoms)
+            elif nu is not None:  # N selected tokens (the share nu of all), L - N others
+                part_sel = nu * sp.Add(*[m * tot.fn(a) for m, a in zip(sel_masses, sel_atoms)])
+                part_out = (1 - nu) * sp.Add(*[m * tot.fn(a) for m, a in zip(masses, atoms)])
+                subs[tot.symbol] = part_sel if tot.selected else part_out if tot.selected is False else part_sel + part_out
             else:  # the others are L - k tokens: the share 1 - k t of all of them
                 part_atoms = sp.Add(*[m * tot.fn(a) for m, a in zip(masses, atoms)])
                 subs[tot.symbol] = t_sym * part_roles + (1 - k * t_sym) * part_atoms
@@ -796,6 +851,11 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
         for other in [*role_tokens.values(), *atoms]:
             if role.dominates is not None:
                 constraints.append(_substitute(role.dominates(point, other), subs))
+    if space.selection:
+        constraints.append(parameters["N"] * t_sym - t_sym)  # N >= 1: nu >= t
+    for sel in sel_atoms if threshold is None else ():  # top-N: every selected token at least as heavy as the others
+        for other in atoms:
+            constraints.append(sel.lam - other.lam)
     core, stripped = strip_positive(margin)
     constraints = [strip_positive(con)[0] for con in constraints]
     L_lo, L_hi = space.boxes.get("L", (1.0, INF))
@@ -808,9 +868,11 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
         con.has(t_sym) for con in constraints) else []
     used = core.free_symbols | set().union(*(con.free_symbols for con in constraints))
     coords += [pc for pc in param_coords if pc.symbol in used]
+    if threshold is not None and threshold.symbol in used:
+        coords.append(threshold)
     for tok in role_tokens.values():
         coords += [co for co in tok.coordinates if co.symbol in used]
-    for a in atoms:
+    for a in [*atoms, *sel_atoms]:
         coords += [co for co in a.coordinates if co.symbol in used]
     for _, point in b.points.values():
         coords += [co for co in point.coordinates if co.symbol in used]
@@ -835,6 +897,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                    "atom_coordinates": [a.coordinates[0].symbol for a in atoms], "sticks": sticks,
                    "scale": (parameters.get("T", sp.Integer(1)) if model.scaled else sp.Integer(1)),
                    "bounded": space.bounded_logits,
+                   "selected_atoms": [logit(a) for a in sel_atoms], "selected_masses": sel_masses,
+                   "N": parameters.get("N") if space.selection else None,
                    "others_logit": T * sp.log(b.left) if b.model.weights else None, "constrained": constrained,
                    "masses": masses, "weights_model": b.model.weights, "L_range": (L_lo, L_hi),
                    "atom_counts": [m / a.coordinates[0].symbol for m, a in zip(masses, atoms)] if b.model.weights else []}
@@ -892,6 +956,19 @@ def refine_abs(expr: sp.Expr, coords: list[Coordinate], signs: list[tuple[sp.Exp
         return node
 
     return expr.replace(lambda e: isinstance(e, (sp.Abs, OAbs)), fix)
+
+
+def _simplex(n: int, name: str) -> tuple[list[sp.Expr], list[sp.Symbol]]:
+    """``n`` masses on the simplex by stick-breaking (``n - 1`` coordinates in [0, 1]: a cube, no constraint)."""
+    sticks = [sp.Symbol(f"{name}_{j}", real=True) for j in range(max(n - 1, 0))]
+    masses: list[sp.Expr] = []
+    left: sp.Expr = sp.Integer(1)
+    for stick in sticks:
+        masses.append(left * stick)
+        left = left * (1 - stick)
+    if n:
+        masses.append(left)
+    return masses, sticks
 
 
 def _substitute(expr: sp.Expr, subs: dict[sp.Symbol, sp.Expr]) -> sp.Expr:

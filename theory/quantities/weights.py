@@ -105,6 +105,11 @@ def _abar_torch(st: Any) -> Any:
     return (st.alpha * st.mult * st.mask).sum(-1)
 
 
+@abar_N.relaxed_form
+def _abar_relaxed(rx: Any) -> Any:
+    return rx.total(lambda k: k.F, selected=True) / rx.total(lambda k: k.F)
+
+
 logit_absmax = define("logit_absmax", "B", "max_i |l_i|, the tightest a with l_i in [-a, a]",
                       definition="max_i |l_i|", reference="Lemma 1", needs=("logits",), cost="weights")
 
