@@ -5,7 +5,8 @@ straightforward numpy version), ``evaluators`` (every reading against naive symp
 ``throughput`` (softmax-only readings at L=128, instances/s per core), ``certify`` (interval
 arithmetic per instance at L=128), ``mutants`` (kill rate of planted mutants with the default
 search budget, time to the first certified counterexample), ``long`` (the long-context set: kill rate and time
-to the first certificate per range of L, and what twice the budget buys). Every figure is measured in this run;
+to the first certificate per range of L, and what twice the budget buys), ``prover`` (the relaxation prover on its
+quality set: PROVED rate per family, time and boxes to a proof). Every figure is measured in this run;
 nothing is compared with stored timings. ``--quick`` shortens the mutant searches to 2 s (about
 5 minutes in all otherwise, on 2 cores).
 """
@@ -22,7 +23,7 @@ from dataclasses import asdict
 
 from _util import Row, table
 
-SECTIONS = ("kernel", "evaluators", "throughput", "certify", "mutants", "long")
+SECTIONS = ("kernel", "evaluators", "throughput", "certify", "mutants", "long", "prover")
 
 
 def main() -> None:
@@ -61,6 +62,10 @@ def main() -> None:
         from attnbounds.theory.search import DEFAULT_BUDGET_S
 
         rows += long_contexts.rows(DEFAULT_BUDGET_S, args.jobs)
+    if "prover" in todo:
+        import relaxation
+
+        rows += relaxation.rows(DEFAULT_BUDGET_S)
     print(table(rows))
     print(f"\n{len(rows)} rows in {time.perf_counter() - start:.0f} s")
     if args.json:

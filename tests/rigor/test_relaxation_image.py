@@ -27,7 +27,8 @@ from attnbounds.theory.userbounds import load_data, registered
 SET = Path(__file__).resolve().parents[1] / "quality" / "relaxation_set.toml"
 STATEMENTS = ("true.w.bsig.upper", "true.w.bsig.max", "true.w.bsig.min", "true.w.bsig.lemma1", "true.w.softmax.exp",
               "true.w.softmax.max", "true.j.softmax.entry", "true.j.softmax.row", "true.j.softmax.frobenius",
-              "true.j.bsig.entry", "true.j.bsig.gmax", "false.w.bsig.far", "true.w.ssm.ranges")
+              "true.j.bsig.entry", "true.j.bsig.gmax", "false.w.bsig.far", "true.w.ssm.ranges",
+              "true.w.cubic.lemma1", "true.w.softplus1.lemma1")
 READINGS = ("corollary3[entry,corrected]", "corollary3[row,corrected]", "corollary3[frobenius,corrected]")
 RTOL = 1e-7
 #: examples per statement: a few in the default run (sympy evaluates every placement), many in the thorough profile
@@ -58,7 +59,7 @@ def _instances(draw: st.DrawFn, normaliser_name: str) -> Instance:
 @given(data=st.data())
 def test_the_instance_is_a_point_with_its_own_margin(sid: str, data) -> None:
     statement, normalisers = _statement(sid)
-    name = "bsig" if ".bsig." in sid else "ssm" if ".ssm." in sid else "softmax"
+    name = next((n for n in ("bsig", "ssm", "cubic", "softplus1") if f".{n}." in sid), "softmax")
     with registered(normalisers):
         inst = data.draw(_instances(name))
         if "ranges" in sid:
@@ -66,7 +67,27 @@ def test_the_instance_is_a_point_with_its_own_margin(sid: str, data) -> None:
         inst = statement.prepare(inst)
         ev = statement.evaluate(inst)
         assume(bool(ev.applicable[0]) and math.isfinite(float(ev.margin[0])))
-        margins = [v for v, ok in relaxed_margins(statement, inst) if ok]
+        placements = relaxed_margins(statement, inst)
+    margins = [p.value for p in placements if p.ok and p.exact]
     assert margins, "no placement of the distinguished tokens satisfies the relaxation's constraints"
     scale = abs(float(ev.lhs[0])) + abs(float(ev.rhs[0]))
-    assert abs(min(margins) - float(ev.margin[0])) <= RTOL * scale + 1e-300, (min(margins), float(ev.margin[0]))
+    tol = RTOL * scale + 1e-300
+    assert abs(min(margins) - float(ev.margin[0])) <= tol, (min(margins), float(ev.margin[0]))
+    # a strategy that bounds the margin: some group of it has, in each alternative, a satisfying margin at most the
+    # instance's conjunct's (else a proof by that strategy would not prove the statement)
+    conjunct_margin: dict[int, float] = {}
+    best: dict[tuple[int, int, int, int], float] = {}
+    for p in placements:
+        best.setdefault(p.key, math.inf)
+        if p.ok:
+            if p.exact:
+                conjunct_margin[p.key[0]] = min(conjunct_margin.get(p.key[0], math.inf), p.value)
+            best[p.key] = min(best.get(p.key, math.inf), p.value)
+    bounding = {p.key[:2] for p in placements if not p.exact}
+    for c, s_ in bounding:
+        groups: dict[int, list[float]] = {}
+        for key, value in best.items():
+            if key[:2] == (c, s_):
+                groups.setdefault(key[2], []).append(value)
+        covered = [g for g, values in groups.items() if max(values) <= conjunct_margin[c] + tol]
+        assert covered, f"conjunct {c}, strategy {s_}: no group bounds the margin {conjunct_margin[c]}: {groups}"

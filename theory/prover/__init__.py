@@ -150,6 +150,10 @@ def _without_restrictions(statement: Statement) -> Statement | None:
     return dataclasses.replace(statement, hypotheses=hyps, defaults=defaults, fixed={k: v for k, v in statement.fixed.items() if k != "a"})
 
 
+#: the part of its share a strategy other than a conjunct's last may spend (the last, exact one keeps the rest)
+EARLY_SHARE = 0.25
+
+
 def _prove(statement: Statement, work: int) -> ProverResult:
     try:
         rel = relax(statement)
@@ -163,10 +167,13 @@ def _prove(statement: Statement, work: int) -> ProverResult:
     for per in rel.strategies:
         proved_conjunct = False
         why = ""
-        for strategy in per:
+        for k_strategy, strategy in enumerate(per):
             ok = True
+            last = k_strategy == len(per) - 1
             for group in strategy:
                 share = max((work - spent) // max(remaining_groups, 1), 1)
+                if not last:  # a strategy tried first leaves most of the work to those after it
+                    share = max(int(share * EARLY_SHARE), 1)
                 closed = False
                 for problem in sorted(group.alternatives, key=lambda p: len(p.coordinates)):
                     try:
@@ -275,6 +282,8 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
     """The instance at a point: L from t, each distinguished token one token, each atom a class of tokens."""
     st, space = rel.statement, rel.space
     info = problem.realisation
+    if info.get("reference") is not None:  # log F values: F need not take them (LogFValues)
+        return None
     values = dict(values)
     for expr in problem.parameters.values():  # a parameter the core does not read (T scaled out, say): any value
         for sym in sp.sympify(expr).free_symbols:
@@ -397,12 +406,14 @@ def _problem_from_json(pj: dict[str, Any]) -> tuple[Problem, dict[tuple[tuple[in
     for c in pj["coordinates"]:
         coords.append(Coordinate(sp.Symbol(str(c["name"])), float(c["lo"]), float(c["hi"]), c["kind"], c["text"]))
     core, margin = _parse(pj["core"]), _parse(pj["margin"])
-    by_name = {str(s): s for s in (core.free_symbols | margin.free_symbols)}
+    constraints = [_parse(c) for c in pj["constraints"]]
+    signs = [(_parse(a), int(s)) for a, s in pj["signs"]]
+    symbols = core.free_symbols | margin.free_symbols | set().union(*(c.free_symbols for c in constraints), set()) \
+        | set().union(*(a.free_symbols for a, _ in signs), set())
+    by_name = {str(s): s for s in symbols}
     coords = [Coordinate(by_name.get(str(c.symbol), c.symbol), c.lo, c.hi, c.kind, c.text) for c in coords]
-    problem = Problem("replay", int(pj["conjunct"]), str(pj["pattern"]), coords, core,
-                      [_parse(c) for c in pj["constraints"]], bool(pj["strict"]), margin, list(pj["stripped"]), {},
-                      int(pj["atoms"]), int(pj["totals"]), {}, str(pj["model"]),
-                      [(_parse(a), int(s)) for a, s in pj["signs"]])
+    problem = Problem("replay", int(pj["conjunct"]), str(pj["pattern"]), coords, core, constraints, bool(pj["strict"]),
+                      margin, list(pj["stripped"]), {}, int(pj["atoms"]), int(pj["totals"]), {}, str(pj["model"]), signs)
     faces = {tuple((int(d), float(v)) for d, v in _literal(key)): [_parse(f) for f in forms]
              for key, forms in pj["faces"].items()}
     return problem, faces

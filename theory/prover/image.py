@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 import sympy as sp
@@ -96,10 +96,22 @@ class _ImageBuilder:
     def sealed(self) -> Iterator[None]:
         yield
 
-    def total(self, fn: Callable[[Token], sp.Expr], exclude: tuple[str, ...]) -> sp.Expr:
+    def total(self, fn: Callable[[Token], sp.Expr], exclude: tuple[str, ...], selected: bool | None = None
+              ) -> sp.Expr:
         """``(1/L) sum_j fn(token_j)``: the distinguished tokens, then every other token of each column (its count
-        less the distinguished ones on it), each with its column's features."""
+        less the distinguished ones on it), each with its column's features; with ``selected``, over the N heaviest
+        tokens (True) or the others (False) only."""
         counts = self.inst.counts[0] if self.inst.counts is not None else np.ones(self.inst.K, dtype=np.int64)
+        if selected is not None:
+            if self.tokens:
+                raise Declined("distinguished tokens and the top-N selection together")
+            N = int(self.inst.N if self.inst.N is not None else 0)
+            chosen = np.zeros(len(counts), dtype=np.int64)
+            left = N
+            for col in np.argsort(-np.asarray(self.inst.alpha[0]), kind="stable"):
+                chosen[col] = min(int(counts[col]), left)
+                left -= int(chosen[col])
+            counts = chosen if selected else counts - chosen
         used = np.zeros(len(counts), dtype=np.int64)
         total: sp.Expr = sp.Integer(0)
         for (col, _), tok in self.tokens.items():
@@ -233,6 +245,30 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
         masses = [rest[c] * float(alpha[c]) / left for c in others] if left > 0 else [0.0] * len(others)
         for sym, c in zip(info["atom_coordinates"], others):
             values[sym] = float(alpha[c]) / left if left > 0 else 0.0
+    elif info.get("reference") is not None:  # log F values over the reference token's (LogFValues)
+        n = inst.normaliser
+        assert isinstance(n, RatioNormaliser)
+        lam = n.log_F_values(inst.logits, inst.L)[0]
+        kind, where = info["reference"]
+        extremes = n.log_F_range(inst.param("a")) if info["points"] or kind == "point" else None
+        ref = (float(lam[columns[where]]) if kind == "role" else float(lam[others[where]]) if kind == "atom"
+               else float(extremes[0][0]))
+        for sym, c in zip(info["role_coordinates"], columns):
+            values[sym] = float(lam[c]) - ref
+        for sym, c in zip(info["atom_coordinates"], others):
+            values[sym] = float(lam[c]) - ref
+        for sym, which in info["points"]:
+            values[sym] = float(extremes[1 if which == "max" else 0][0]) - ref
+        if info.get("bracket"):  # every token between the smallest and the largest: D = Delta sigma
+            kind, where = info["bracket"]["top"]
+            top = (values[info["role_coordinates"][where]] if kind == "role" else
+                   float(extremes[1][0]) - ref)
+            for d, sigma in info["bracket"]["sigma"].items():
+                if d in values:
+                    values[sigma] = values[d] / top if top > 0 else 0.0
+        masses = [rest[c] / (L - k) for c in others] if L > k else [0.0] * len(others)
+    elif info.get("points"):  # the extremes of F on [-a, a] over logits: where F attains them is not computed here
+        return None
     else:
         scale = float(sp.N(sp.sympify(info["scale"]).xreplace({s_: v for s_, v in values.items()}
                                                                | {sp.Symbol("T", positive=True): float(inst.param("T")[0])})))
@@ -256,16 +292,25 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
     return values
 
 
-def relaxed_margins(statement: Any, inst: Instance) -> list[tuple[float, bool]]:
-    """Every relaxed problem's margin at every placement of its distinguished tokens on the instance's columns,
-    with whether the placement satisfies the problem's constraints: the value oracle of
-    :func:`attnbounds.theory.prover.relax.relax` as a whole (the smallest satisfying margin is the instance's)."""
+class Placement(NamedTuple):
+    """One relaxed problem's margin at one placement of its distinguished tokens on an instance's columns."""
+
+    value: float
+    ok: bool  # the placement satisfies the problem's constraints
+    exact: bool  # the problem's margin is the instance's (else at most it)
+    key: tuple[int, int, int, int]  # (conjunct, strategy, group, alternative) in the relaxation
+
+
+def relaxed_margins(statement: Any, inst: Instance) -> list[Placement]:
+    """Every relaxed problem's margin at every placement of its distinguished tokens on the instance's columns: the
+    value oracle of :func:`attnbounds.theory.prover.relax.relax` as a whole. The smallest satisfying margin of the
+    exact problems is the instance's; a strategy that bounds it (a maximum read at another token, F's extremes over
+    the tokens) is sound when one of its groups has, in every alternative, a satisfying margin at most the
+    instance's."""
     counts = inst.counts[0] if inst.counts is not None else np.ones(inst.K, dtype=np.int64)
-    out: list[tuple[float, bool]] = []
+    out: list[Placement] = []
     for n_atoms in range(0, inst.K + 1):
-        for problem in _relaxed(statement, n_atoms):
-            if "read at" in problem.pattern:  # a substitution strategy bounds the margin: not the image itself
-                continue
+        for key, problem in _relaxed(statement, n_atoms):
             k = len(problem.realisation["role_coordinates"])
             for columns in itertools.product(range(inst.K), repeat=k):
                 point = problem_image(problem, inst, list(columns))
@@ -277,18 +322,22 @@ def relaxed_margins(statement: Any, inst: Instance) -> list[tuple[float, bool]]:
                 value = float(sp.re(sp.N(problem.margin.xreplace(subs), DIGITS)))
                 # evaluated at 90 digits from exact doubles: a tie is 0 to about 1e-80, a violation is not
                 ok = all(float(sp.re(sp.N(con.xreplace(subs), DIGITS))) >= -1e-60 for con in problem.constraints)
-                out.append((value, ok))
+                out.append(Placement(value, ok, problem.exact, key))
     return out
 
 
-_RELAXED: dict[tuple[str, str, int], list[Any]] = {}
+_RELAXED: dict[tuple[str, str, int], list[tuple[tuple[int, int, int, int], Any]]] = {}
 
 
-def _relaxed(statement: Any, atoms: int) -> list[Any]:
-    """The statement's relaxed problems with ``atoms`` atoms (kept: building them is sympy's work)."""
+def _relaxed(statement: Any, atoms: int) -> list[tuple[tuple[int, int, int, int], Any]]:
+    """The statement's relaxed problems with ``atoms`` atoms, each with its place in the relaxation (kept: building
+    them is sympy's work)."""
     from attnbounds.theory.prover.relax import relax
 
     key = (statement.id, sp.srepr(statement.relation), atoms)
     if key not in _RELAXED:
-        _RELAXED[key] = relax(statement, atoms=atoms).problems
+        _RELAXED[key] = [((c, s_, g, a), problem)
+                         for c, per in enumerate(relax(statement, atoms=atoms).strategies)
+                         for s_, strategy in enumerate(per) for g, group in enumerate(strategy)
+                         for a, problem in enumerate(group.alternatives)]
     return _RELAXED[key]

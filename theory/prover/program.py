@@ -169,11 +169,30 @@ def _sum_up(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(err) & (err <= 0), s, _up(s))
 
 
-def _mul(al: np.ndarray, ah: np.ndarray, bl: np.ndarray, bh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+_SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's splitting constant for doubles
+
+
+def _product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A double <= a b and one >= a b: the rounded product, moved one ulp only on the side its rounding error
+    (Dekker's TwoProduct, exact for finite operands below 2^996) says; 0 * inf is 0."""
     with np.errstate(invalid="ignore", over="ignore"):
-        p = np.stack([al * bl, al * bh, ah * bl, ah * bh])
-    p = np.where(np.isnan(p), 0.0, p)  # 0 * inf: the product set of an interval with 0 in it holds 0
-    lo, hi = _down(p.min(0)), _up(p.max(0))
+        p = a * b
+        ta, tb = _SPLIT * a, _SPLIT * b
+        ah, bh = ta - (ta - a), tb - (tb - b)
+        al_, bl_ = a - ah, b - bh
+        err = ((ah * bh - p) + ah * bl_ + al_ * bh) + al_ * bl_  # a b = p + err exactly
+    zero = ((a == 0) & np.isinf(b)) | ((b == 0) & np.isinf(a))
+    p = np.where(zero, 0.0, p)
+    exact_ok = np.isfinite(err) & (np.abs(a) < 2.0**996) & (np.abs(b) < 2.0**996)
+    lo = np.where(zero, 0.0, np.where(exact_ok & (err >= 0), p, _down(p)))
+    hi = np.where(zero, 0.0, np.where(exact_ok & (err <= 0), p, _up(p)))
+    return lo, hi
+
+
+def _mul(al: np.ndarray, ah: np.ndarray, bl: np.ndarray, bh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    ends = [_product(x, y) for x, y in ((al, bl), (al, bh), (ah, bl), (ah, bh))]
+    lo = np.minimum.reduce([e[0] for e in ends])
+    hi = np.maximum.reduce([e[1] for e in ends])
     same_sign = ((al >= 0) & (bl >= 0)) | ((ah <= 0) & (bh <= 0))  # the product is >= 0: 0 is a lower bound
     opposite = ((al >= 0) & (bh <= 0)) | ((ah <= 0) & (bl >= 0))  # the product is <= 0: 0 is an upper bound
     return np.where(same_sign, np.maximum(lo, 0.0), lo), np.where(opposite, np.minimum(hi, 0.0), hi)

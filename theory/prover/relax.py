@@ -25,6 +25,7 @@ form evaluated at an instance's own point equals the quantity on that instance.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -277,7 +278,10 @@ class TokenModel:
             self._monotone = 0
             for sign in (1, -1):
                 core, _ = strip_positive(sign * tok.g)
-                coords = [*tok.coordinates, *(c for c in self.boxes if c.symbol in core.free_symbols)]
+                L_lo, L_hi = self.space.boxes.get("L", (1.0, INF))
+                length = Coordinate(t_sym, 0.0 if not math.isfinite(L_hi) else 1.0 / L_hi, 1.0 / max(L_lo, 1.0),
+                                    "length", "t = 1/L")  # a length-aware F reads L
+                coords = [*tok.coordinates, *(c for c in [*self.boxes, length] if c.symbol in core.free_symbols)]
                 if not core.free_symbols <= {c.symbol for c in coords}:
                     continue
                 problem = Problem("monotone", 0, "log F", coords, core, [], False, core, [], {}, 0, 0, {}, "")
@@ -314,6 +318,150 @@ class TokenModel:
         lam = _compact(self.log_F.xreplace({l_sym: l}), base).xreplace({base: c})
         g = _compact(self.dlog_F.xreplace({l_sym: l}), base).xreplace({base: c})
         return Token(name, [coord], l.xreplace({base: c}), lam, g)
+
+
+#: what a token of the log-F-values model has instead of a logit and a slope: a relation that reads one declines
+NO_LOGIT, NO_SLOPE = sp.Symbol("_no_logit", real=True), sp.Symbol("_no_slope", real=True)
+
+
+class LogFValues:
+    """The tokens as their values ``lam = log F`` alone, each a real coordinate ``D`` (what it exceeds a reference
+    token's by, :func:`_anchor`): for a relation that reads F only through ratios of its values (the weights, Lemma
+    1's C_1 and C_2), every instance is a point (``D`` its log F's differences, the extremes of F on [-a, a] free
+    points beyond the tokens'), so a proof holds for every F, monotone or not. Ties are ``D = 0``, faces of the
+    space. A point is not realised as logits (F need not be onto the reals): a negative box refutes nothing here."""
+
+    weights = False
+    scaled = False
+
+    def __init__(self, model: TokenModel):
+        self.T = model.T
+        self.space = model.space
+        self.count = 0
+
+    def describe(self) -> str:
+        return "log F values: each token its log F over a reference token's (F read through ratios only)"
+
+    def monotone(self) -> int:
+        return 0  # the extremes of F on [-a, a] are free points (or the tokens')
+
+    def at_end(self, side: int) -> Token:
+        raise Declined("the ends of the logit box in the log-F-values model")
+
+    def new(self, name: str, kind: str, within: tuple[sp.Expr, sp.Expr] | None = None) -> Token:
+        if within is not None:
+            raise Declined("a token beyond a threshold in the log-F-values model")
+        self.count += 1
+        d = sp.Symbol(f"D_{name}", real=True)
+        return Token(name, [Coordinate(d, -INF, INF, kind, f"log F of {name} over the reference token's")], NO_LOGIT,
+                     d, NO_SLOPE)
+
+
+def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], reference: Token
+            ) -> tuple[sp.Expr, list[sp.Expr]]:
+    """The log-F-values model's margin and constraints with ``reference``'s log F at 0: sound when they read log F
+    only through differences (a common shift ``c`` of every token's ``D`` cancels, as sympy's own simplification
+    shows; else Declined), and when they read no logit or slope."""
+    read = margin.free_symbols.union(*(con.free_symbols for con in constraints))
+    if read & {NO_LOGIT, NO_SLOPE}:
+        raise Declined("the relation reads a logit or a slope, not only log F")
+    c = sp.Symbol("_shift", real=True)
+    shift = {tok.lam: tok.lam + c for tok in tokens}
+    for expr in (margin, *constraints):
+        if expr.xreplace(shift).has(c):
+            raise Declined("the relation reads log F itself, not only its differences")
+    zero = {reference.lam: sp.Integer(0)}
+    return margin.xreplace(zero), [con.xreplace(zero) for con in constraints]
+
+
+def _propagate_orders(coords: list[Coordinate], constraints: list[sp.Expr]) -> list[Coordinate]:
+    """The coordinates' ends tightened by the constraints that order them: ``D >= 0`` (``-D >= 0``) is a lower
+    (upper) end 0, ``D_x - D_y >= 0`` gives ``D_x`` at least ``D_y``'s lower end and ``D_y`` at most ``D_x``'s
+    upper one (to a fixed point). Sound: no point satisfying the constraints is cut."""
+    lo = {c.symbol: c.lo for c in coords}
+    hi = {c.symbol: c.hi for c in coords}
+    orders: list[tuple[sp.Symbol, sp.Symbol]] = []  # (x, y): x >= y
+    for con in constraints:
+        if isinstance(con, sp.Symbol) and con in lo:
+            lo[con] = max(lo[con], 0.0)
+        elif isinstance(-con, sp.Symbol) and -con in lo:
+            hi[-con] = min(hi[-con], 0.0)
+        elif isinstance(con, sp.Add) and len(con.args) == 2:
+            pos = [a for a in con.args if isinstance(a, sp.Symbol)]
+            neg = [-a for a in con.args if isinstance(-a, sp.Symbol)]
+            if len(pos) == 1 and len(neg) == 1 and pos[0] in lo and neg[0] in lo:
+                orders.append((pos[0], neg[0]))
+    for _ in range(len(coords) + 1):
+        changed = False
+        for x, y in orders:
+            if lo[y] > lo[x]:
+                lo[x], changed = lo[y], True
+            if hi[x] < hi[y]:
+                hi[y], changed = hi[x], True
+        if not changed:
+            break
+    return [dataclasses.replace(c, lo=lo[c.symbol], hi=hi[c.symbol]) if (lo[c.symbol], hi[c.symbol]) != (c.lo, c.hi)
+            else c for c in coords]
+
+
+def _extreme_of(role: "_Role") -> str:
+    """Whether a point stands for the largest ("max") or smallest ("min") log F on the box: it dominates a token of
+    smaller log F."""
+    assert role.dominates is not None
+    probe = role.dominates(Token("p", [], None, sp.Integer(1), sp.Integer(0)), Token("k", [], None, sp.Integer(0),
+                                                                                   sp.Integer(0)))
+    return "max" if sp.sympify(probe).is_positive else "min"
+
+
+def _anchor_problem(b: "_Builder", margin: sp.Expr, constraints: list[sp.Expr], owners: list[str | None],
+                    roles: list[Token], atoms: list[Token]) -> tuple[sp.Expr, list[sp.Expr], dict[str, Any]]:
+    """:func:`_anchor` at the reference token: the token (or point) of the smallest log F when a role or point says
+    which (every other ``D`` is then >= 0), else the first distinguished token, else the first atom. When a token or
+    point of the largest log F is known too, it is ``Delta >= 0`` and every other token ``D = Delta sigma`` with
+    ``sigma`` in [0, 1]: both extremes' constraints then hold by construction and are dropped. Returns the margin,
+    the constraints and what the realisation needs: where the reference is (``("role", k)``, ``("atom", j)``,
+    ``("point", "min")``), the bracket (the top and each token's sigma), the new coordinates."""
+    points = list(b.points.values())
+
+    def extreme(which: str) -> tuple[tuple[str, Any], Token, str] | None:
+        for name, role in b.roles.items():
+            if role.extreme == which and role.dominates is not None and _extreme_of(role) == which:
+                tok = b.token_of_role[name]
+                return ("role", roles.index(tok)), tok, name
+        for role, p in points:
+            if _extreme_of(role) == which:
+                return ("point", which), p, role.name
+        return None
+
+    bottom, top = extreme("min"), extreme("max")
+    if bottom is not None:
+        ref, token, _ = bottom
+    elif roles or atoms:
+        ref, token = (("role", 0), roles[0]) if roles else (("atom", 0), atoms[0])
+    else:
+        raise Declined("no token to anchor log F at")
+    everyone = [*roles, *atoms, *(p for _, p in points)]
+    margin, constraints = _anchor(margin, constraints, everyone, token)
+    out: dict[str, Any] = {"reference": ref, "coordinates": [], "bracket": None}
+    if bottom is not None and top is not None:
+        delta = top[1].lam if top[1] is not token else sp.Integer(0)
+        sigmas: dict[sp.Symbol, sp.Symbol] = {}
+        subs: dict[sp.Expr, sp.Expr] = {}
+        for tok in everyone:
+            if tok is token or tok is top[1]:
+                continue
+            sigma = sp.Symbol(f"sigma_{tok.name}", real=True)
+            sigmas[tok.lam] = sigma
+            subs[tok.lam] = delta * sigma
+            out["coordinates"].append(Coordinate(sigma, 0.0, 1.0, "token", f"place of {tok.name}'s log F between "
+                                                                          "the smallest and the largest"))
+        keep = [k for k, owner in enumerate(owners) if owner not in (bottom[2], top[2])]
+        margin = margin.xreplace(subs)
+        constraints = [constraints[k].xreplace(subs) for k in keep]
+        out["bracket"] = {"top": top[0], "sigma": sigmas}
+        if isinstance(delta, sp.Symbol):
+            out["ends"] = {delta: (0.0, INF)}
+    return margin, constraints, out
 
 
 def _compact(expr: sp.Expr, s: sp.Symbol) -> sp.Expr:
@@ -377,10 +525,12 @@ class RelaxedInstance:
         constrained against every token (``dominates(p, k) >= 0``), never counted among them."""
         return self._b.point(_Role(name, dominates))
 
-    def log_F_extremes(self) -> tuple[sp.Expr, sp.Expr]:
+    def log_F_extremes(self, tokens_move: int = 0) -> tuple[sp.Expr, sp.Expr]:
         """``(min, max)`` of log F over the logit box ``[-a, a]``: at its ends when log F is monotone in the logit
-        (certified), else at two points of the box that are not tokens, constrained to be at most / at least every
-        token's log F."""
+        (certified); else, when the quantity moves by the sign ``tokens_move`` if the extremes over the tokens replace
+        those over the box and the margin moves the other way with it (sound: the margin only decreases), the tokens
+        of the smallest and largest log F; else two points of the box that are not tokens, constrained to be at most
+        / at least every token's log F."""
         b = self._b
         if not b.space.bounded_logits:
             raise Declined("the extremes of F over [-a, a] need the hypothesis logits-bounded")
@@ -388,6 +538,11 @@ class RelaxedInstance:
         if side:
             lo, hi = b.model.at_end(-side), b.model.at_end(side)
             return lo.lam, hi.lam
+        if tokens_move and getattr(b, "margin_signs", {}).get(self._ns, 0) * tokens_move < 0:
+            b.bounded_by_tokens = True
+            top = b.role(_Role("F.max", lambda p, k: p.lam - k.lam, "max"))
+            bottom = b.role(_Role("F.min", lambda p, k: k.lam - p.lam, "min"))
+            return bottom.lam, top.lam
         top = self.point("F.max", dominates=lambda p, k: p.lam - k.lam)
         bottom = self.point("F.min", dominates=lambda p, k: k.lam - p.lam)
         return bottom.lam, top.lam
@@ -418,7 +573,8 @@ class _Builder:
     """One pass over a statement's quantities under one pattern of roles (see :func:`relax`)."""
 
     def __init__(self, space: Space, pattern: dict[str, int] | None, parameters: dict[str, sp.Expr],
-                 param_coords: list[Coordinate], model: "TokenModel", aliases: dict[str, str] | None = None):
+                 param_coords: list[Coordinate], model: "TokenModel", aliases: dict[str, str] | None = None,
+                 margin_signs: dict[str, int] | None = None):
         self.space = space
         self.param_coords = param_coords
         self.pattern = dict(pattern or {})
@@ -431,6 +587,10 @@ class _Builder:
         self.model = model
         self.left: sp.Expr = sp.Integer(1)  # the weights model: the weight not given to a distinguished token
         self.aliases: dict[str, str] = dict(aliases or {})
+        #: per quantity, the sign with which the margin moves with it (0: unknown), and whether a quantity was read
+        #: with F's extremes over the tokens (the problem's margin is then at most the instance's)
+        self.margin_signs: dict[str, int] = dict(margin_signs or {})
+        self.bounded_by_tokens = False
 
     def param(self, name: str) -> sp.Expr:
         if name not in self.parameters:
@@ -499,6 +659,9 @@ class Problem:
     model: str
     #: absolute values replaced by their argument's sign on the whole box (each certified there): (argument, sign)
     signs: list[tuple[sp.Expr, int]] = field(default_factory=list)
+    #: whether the margin is the instance's at its point (False: at most it, a maximum read at another token or F's
+    #: extremes over the tokens; a proof still proves the statement)
+    exact: bool = True
     #: how a point becomes an instance: the logits of the distinguished tokens and the atoms, the atoms' masses (or,
     #: in the weights model, their token counts), the range of L
     realisation: dict[str, Any] = field(default_factory=dict)
@@ -697,30 +860,55 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
     strategies: list[list[list[Group]]] = []
     for c, conjunct in enumerate(_conjuncts(statement.relation)):
         strict = isinstance(conjunct, sp.StrictLessThan)
-        discovery = _Builder(space, None, parameters, param_coords, model)
-        _relation_env(statement, RelaxedInstance(discovery), discovery, conjunct)
-        roles = list(discovery.roles)
-        if len(roles) > MAX_ROLES:
-            raise Declined(f"{len(roles)} distinguished tokens (at most {MAX_ROLES})")
-
-        def build(pattern: dict[str, int], aliases: dict[str, str] | None = None) -> Problem:
-            return _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, aliases,
-                            atoms)
-
         per: list[list[Group]] = []
-        favourable = _favourable(statement, conjunct, discovery)
-        if favourable:  # quantities of a maximum read at the other distinguished tokens: no constraint, no extra token
-            rest = [r for r in roles if r not in favourable]
-            groups = []
-            for pattern in _partitions(rest):
-                choices = [dict(zip(favourable, combo)) for combo in _substitutes(favourable, pattern, discovery)]
-                alternatives = [build(pattern, aliases) for aliases in choices]
-                groups.append(Group(c, _pattern_text(pattern) + " (maxima read at a distinguished token)", alternatives))
-            if all(g.alternatives for g in groups):
-                per.append(groups)
-        per.append([Group(c, _pattern_text(p), [build(p)]) for p in _partitions(roles)])
+        signs = _margin_signs(statement, conjunct)
+        # first the tokens as their log F values alone (when the relation reads F only through ratios of its
+        # values); then over logits, with F's extremes over the tokens where the margin allows it (when some quantity
+        # reads them: a bound of the margin, its roles constrained among tokens only), then exactly
+        plans: list[tuple[Any, dict[str, int]]] = [(model, signs), (model, {})]
+        if not model.weights and not space.selection:
+            plans.insert(0, (LogFValues(model), {}))
+        for plan_model, margin_signs in plans:
+            discovery = _Builder(space, None, parameters, param_coords, plan_model, margin_signs=margin_signs)
+            try:
+                _relation_env(statement, RelaxedInstance(discovery), discovery, conjunct)
+                if margin_signs and not discovery.bounded_by_tokens:
+                    continue
+                per += _strategies(statement, space, c, conjunct, strict, parameters, param_coords, plan_model,
+                                   atoms, discovery)
+            except Declined:
+                if plan_model is model:
+                    raise
         strategies.append(per)
     return Relaxation(statement, strategies, space)
+
+
+def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, strict: bool,
+                parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: "TokenModel",
+                atoms: int | None, discovery: "_Builder") -> list[list[Group]]:
+    """The strategies of one conjunct with the roles ``discovery`` found: maxima on the margin's favourable side
+    read at another distinguished token (when there are such), then every role with its constraints."""
+    roles = list(discovery.roles)
+    if len(roles) > MAX_ROLES:
+        raise Declined(f"{len(roles)} distinguished tokens (at most {MAX_ROLES})")
+
+    def build(pattern: dict[str, int], aliases: dict[str, str] | None = None) -> Problem:
+        return _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, aliases,
+                        atoms, discovery.margin_signs)
+
+    per: list[list[Group]] = []
+    favourable = _favourable(statement, conjunct, discovery)
+    if favourable:  # quantities of a maximum read at the other distinguished tokens: no constraint, no extra token
+        rest = [r for r in roles if r not in favourable]
+        groups = []
+        for pattern in _partitions(rest):
+            choices = [dict(zip(favourable, combo)) for combo in _substitutes(favourable, pattern, discovery)]
+            alternatives = [build(pattern, aliases) for aliases in choices]
+            groups.append(Group(c, _pattern_text(pattern) + " (maxima read at a distinguished token)", alternatives))
+        if all(g.alternatives for g in groups):
+            per.append(groups)
+    per.append([Group(c, _pattern_text(p), [build(p)]) for p in _partitions(roles)])
+    return per
 
 
 def _pattern_text(pattern: dict[str, int]) -> str:
@@ -729,9 +917,11 @@ def _pattern_text(pattern: dict[str, int]) -> str:
 
 def _favourable(statement: Statement, conjunct: sp.Rel, discovery: "_Builder") -> list[str]:
     """The distinguished tokens of maxima (minima) that the margin increases (decreases) with, linearly with a
-    constant coefficient: reading such a quantity at any other token gives a margin no larger, so a proof with it
-    proves the statement. (Roles of one quantity are substituted together; only quantities with one role.)"""
+    coefficient of certain sign whatever the values of the other quantities and parameters: reading such a quantity at
+    any other token gives a margin no larger, so a proof with it proves the statement (several at once too: each
+    coefficient keeps its sign at the others' substituted values). Only quantities with one distinguished token."""
     margin = conjunct.rhs - conjunct.lhs
+    signs = _signed_symbols(statement, conjunct)
     out = []
     by_quantity: dict[str, list[_Role]] = {}
     for role in discovery.roles.values():
@@ -742,10 +932,45 @@ def _favourable(statement: Statement, conjunct: sp.Rel, discovery: "_Builder") -
         if len(roles) != 1 or roles[0].extreme not in ("max", "min") or roles[0].dominates is None:
             continue
         coef = sp.diff(margin, sym)
-        if coef.free_symbols or not coef.is_number:  # linear, with a constant coefficient of the right sign
+        if sp.diff(coef, sym) != 0:  # linear in the quantity
             continue
-        if (coef > 0 and roles[0].extreme == "max") or (coef < 0 and roles[0].extreme == "min"):
+        coef = coef.xreplace(signs)
+        if (roles[0].extreme == "max" and coef.is_nonnegative is True) or (
+                roles[0].extreme == "min" and coef.is_nonpositive is True):
             out.append(roles[0].name)
+    return out
+
+
+def _margin_signs(statement: Statement, conjunct: sp.Rel) -> dict[str, int]:
+    """Per quantity of the conjunct, +1 (-1) when the margin is nondecreasing (nonincreasing) in it whatever the values
+    of the others (the sign of its derivative certain under the symbols' signs), else 0."""
+    margin = conjunct.rhs - conjunct.lhs
+    signs = _signed_symbols(statement, conjunct)
+    out: dict[str, int] = {}
+    for sym in sorted(conjunct.free_symbols, key=str):
+        qname = statement.bindings.get(str(sym))
+        if qname is None:
+            continue
+        coef = sp.diff(margin, sym).xreplace(signs)
+        sign = 1 if coef.is_nonnegative is True else -1 if coef.is_nonpositive is True else 0
+        out[qname] = sign if out.get(qname, sign) == sign else 0
+    return out
+
+
+def _signed_symbols(statement: Statement, conjunct: sp.Rel) -> dict[sp.Symbol, sp.Symbol]:
+    """The conjunct's symbols as symbols carrying the signs sympy may reason with: nonnegative quantities (their
+    specifications say so), positive or nonnegative parameters (their domains); the others real."""
+    out = {}
+    for sym in conjunct.free_symbols:
+        name = str(sym)
+        qname = statement.bindings.get(name)
+        if qname is not None:
+            nonneg = QUANTITIES[qname].nonnegative
+            out[sym] = sp.Symbol(name, nonnegative=True) if nonneg else sp.Symbol(name, real=True)
+        elif name == "L":
+            out[sym] = sp.Symbol(name, positive=True)
+        else:
+            out[sym] = sp.Symbol(name, positive=True) if _positive_domain(statement, name) else sp.Symbol(name, real=True)
     return out
 
 
@@ -762,8 +987,9 @@ def _substitutes(favourable: list[str], pattern: dict[str, int], discovery: "_Bu
 
 def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, strict: bool, pattern: dict[str, int],
              parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: TokenModel,
-             aliases: dict[str, str] | None = None, atoms_override: int | None = None) -> Problem:
-    b = _Builder(space, pattern, parameters, param_coords, model, aliases)
+             aliases: dict[str, str] | None = None, atoms_override: int | None = None,
+             margin_signs: dict[str, int] | None = None) -> Problem:
+    b = _Builder(space, pattern, parameters, param_coords, model, aliases, margin_signs)
     env = _relation_env(statement, RelaxedInstance(b), b, conjunct)
     lhs, rhs = (_exact_floats(_opaque(side.xreplace(env))) for side in (conjunct.lhs, conjunct.rhs))
     k = len(b.tokens)
@@ -840,6 +1066,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                 subs[tot.symbol] = t_sym * part_roles + (1 - k * t_sym) * part_atoms
     margin = _substitute(rhs - lhs, subs)
     constraints = []
+    owners: list[str | None] = []  # the role or point each constraint says is extreme
     for role in b.roles.values():
         tok = b.token_of_role[role.name]
         for other in [*role_tokens.values(), *atoms]:
@@ -847,15 +1074,23 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                 continue
             if role.dominates is not None:
                 constraints.append(_substitute(role.dominates(tok, other), subs))
+                owners.append(role.name)
     for role, point in b.points.values():
         for other in [*role_tokens.values(), *atoms]:
             if role.dominates is not None:
                 constraints.append(_substitute(role.dominates(point, other), subs))
+                owners.append(role.name)
     if space.selection:
         constraints.append(parameters["N"] * t_sym - t_sym)  # N >= 1: nu >= t
+        owners.append(None)
     for sel in sel_atoms if threshold is None else ():  # top-N: every selected token at least as heavy as the others
         for other in atoms:
             constraints.append(sel.lam - other.lam)
+            owners.append(None)
+    anchored: dict[str, Any] = {}
+    if isinstance(b.model, LogFValues):
+        margin, constraints, anchored = _anchor_problem(b, margin, constraints, owners, list(role_tokens.values()),
+                                                        atoms)
     core, stripped = strip_positive(margin)
     constraints = [strip_positive(con)[0] for con in constraints]
     L_lo, L_hi = space.boxes.get("L", (1.0, INF))
@@ -877,6 +1112,14 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     for _, point in b.points.values():
         coords += [co for co in point.coordinates if co.symbol in used]
     coords += [Coordinate(w, 0.0, 1.0, "weight", f"stick-breaking share {w}") for w in sticks if w in used]
+    all_coords = [*coords, *(co for tok in [*role_tokens.values(), *atoms, *sel_atoms, *(p for _, p in b.points.values())]
+                             for co in tok.coordinates if co.symbol not in {c.symbol for c in coords})]
+    if anchored:
+        coords += [co for co in anchored["coordinates"] if co.symbol in used]
+        ends = anchored.get("ends", {})
+        coords = [dataclasses.replace(co, lo=max(co.lo, ends[co.symbol][0]), hi=min(co.hi, ends[co.symbol][1]))
+                  if co.symbol in ends else co for co in coords]
+        coords = _propagate_orders(coords, constraints)
     known = {co.symbol for co in coords}
     unknown = used - known
     if unknown:
@@ -884,10 +1127,16 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     signs: list[tuple[sp.Expr, int]] = []
     core = refine_abs(core, coords, signs)
     constraints = [refine_abs(con, coords, signs) for con in constraints]
+    # a sign used to drop an absolute value is part of the proof even when what it read simplified away: keep the
+    # coordinates it reads, so that the certificate's replay can re-check it on their box
+    fact_symbols = set().union(*(a.free_symbols for a, _ in signs)) if signs else set()
+    coords += [c for c in all_coords if c.symbol in fact_symbols and c.symbol not in {k.symbol for k in coords}]
     names = {r: b.token_of_role[r].name for r in b.roles}
     text = "roles " + (", ".join(f"{r} = {tok}" for r, tok in sorted(names.items())) if names else "none")
     if b.aliases:
         text += "; " + ", ".join(f"{r} read at {target}" for r, target in sorted(b.aliases.items()))
+    if b.bounded_by_tokens:
+        text += "; F's extremes on [-a, a] bounded by the tokens'"
     T = parameters.get("T", sp.Integer(1))
     logit = (lambda tok: T * tok.lam) if b.model.weights else (lambda tok: tok.l)
     realisation = {"roles": [logit(tok) for tok in role_tokens.values()], "atoms": [logit(a) for a in atoms],
@@ -901,9 +1150,12 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                    "N": parameters.get("N") if space.selection else None,
                    "others_logit": T * sp.log(b.left) if b.model.weights else None, "constrained": constrained,
                    "masses": masses, "weights_model": b.model.weights, "L_range": (L_lo, L_hi),
-                   "atom_counts": [m / a.coordinates[0].symbol for m, a in zip(masses, atoms)] if b.model.weights else []}
+                   "atom_counts": [m / a.coordinates[0].symbol for m, a in zip(masses, atoms)] if b.model.weights else [],
+                   "reference": anchored.get("reference"), "bracket": anchored.get("bracket"),
+                   "points": [(p.coordinates[0].symbol, _extreme_of(role)) for role, p in b.points.values()]}
     return Problem(statement.id, c, text, coords, core, constraints, strict, margin, stripped, names, n_atoms,
-                   len(moments), parameters, model.describe(), signs, realisation)
+                   len(moments), parameters, model.describe(), signs, not (b.aliases or b.bounded_by_tokens),
+                   realisation)
 
 
 def _exact_floats(expr: sp.Expr) -> sp.Expr:

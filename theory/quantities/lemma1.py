@@ -64,7 +64,7 @@ def _exp_magnitude(sign: float) -> Any:
 
 C_1 = define("C_1", "B", "Lemma 1 lower constant min F / max F on [-a, a]", definition="min_{|l|<=a} F / max_{|l|<=a} F",
              reference=_REFERENCE, needs=("ratio", "logits"), cost="weights", normaliser=True,
-             magnitude=_exp_magnitude(-1.0))
+             magnitude=_exp_magnitude(-1.0), nonnegative=True)
 
 
 @C_1.float_form
@@ -85,20 +85,21 @@ def _c1_torch(st: Any) -> Any:
     return (lo - hi).exp()
 
 
-def _log_F_range_relaxed(rx: Any) -> tuple[Any, Any]:
-    """``(min, max)`` of log F on [-a, a] in the relaxed space (:meth:`RelaxedInstance.log_F_extremes`)."""
-    return rx.log_F_extremes()
+def _log_F_range_relaxed(rx: Any, tokens_move: int) -> tuple[Any, Any]:
+    """``(min, max)`` of log F on [-a, a] in the relaxed space (:meth:`RelaxedInstance.log_F_extremes`); the
+    quantity moves by the sign ``tokens_move`` when the extremes over the tokens replace those over the box."""
+    return rx.log_F_extremes(tokens_move)
 
 
 @C_1.relaxed_form
 def _c1_relaxed(rx: Any) -> Any:
-    lo, hi = _log_F_range_relaxed(rx)
+    lo, hi = _log_F_range_relaxed(rx, +1)  # a larger min, a smaller max: C_1 grows
     return sp.exp(lo - hi)
 
 
 C_2 = define("C_2", "B", "Lemma 1 upper constant max F / min F on [-a, a] (inf when it exceeds the float range)",
              definition="max_{|l|<=a} F / min_{|l|<=a} F", reference=_REFERENCE, needs=("ratio", "logits"),
-             cost="weights", normaliser=True, magnitude=_exp_magnitude(1.0))
+             cost="weights", normaliser=True, magnitude=_exp_magnitude(1.0), nonnegative=True)
 
 
 @C_2.float_form
@@ -122,7 +123,7 @@ def _c2_torch(st: Any) -> Any:
 
 @C_2.relaxed_form
 def _c2_relaxed(rx: Any) -> Any:
-    lo, hi = _log_F_range_relaxed(rx)
+    lo, hi = _log_F_range_relaxed(rx, -1)  # a smaller max, a larger min: C_2 shrinks
     return sp.exp(hi - lo)
 
 
@@ -133,7 +134,7 @@ def _need_qk(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
 
 
 Delta_own = define("Delta_own", "BL", "||q||_2 ||k_i||_2 for every key i", definition="||q||_2 ||k_i||_2",
-                   reference="Corollary 1 (Delta with the i-th key)", needs=("qk",), cost="weights")
+                   reference="Corollary 1 (Delta with the i-th key)", needs=("qk",), cost="weights", nonnegative=True)
 
 
 @Delta_own.float_form
@@ -155,7 +156,7 @@ def _delta_own_torch(st: Any) -> Any:
 
 
 Delta_max = define("Delta_max", "B", "||q||_2 max_j ||k_j||_2", definition="||q||_2 max_j ||k_j||_2",
-                   reference="Corollary 1 (Delta with the largest key)", needs=("qk",), cost="weights")
+                   reference="Corollary 1 (Delta with the largest key)", needs=("qk",), cost="weights", nonnegative=True)
 
 
 @Delta_max.float_form

@@ -106,6 +106,9 @@ class Quantity:
     needs: frozenset[str]
     cost: str
     normaliser: bool = False
+    #: the quantity is >= 0 on every instance (a weight, a norm, a largest absolute value): what the relaxation prover
+    #: may assume of it when it decides the sign of a coefficient
+    nonnegative: bool = False
     magnitude: Callable[["Instance"], np.ndarray] | None = None
     montecarlo: MonteCarlo | None = None
     class_limit: int | None = None  # longest token-class instance supported (None: any L)

@@ -15,7 +15,7 @@ from attnbounds.theory.quantities.spec import define
 
 alpha_i = define("alpha_i", "BL", "attention weight of every token", definition="alpha_i = F(l_i) / sum_j F(l_j)",
                  reference="eq. (3)", needs=(), cost="weights",
-                 magnitude=lambda inst: inst.alpha * (1 + F.exponent_size(inst)))
+                 magnitude=lambda inst: inst.alpha * (1 + F.exponent_size(inst)), nonnegative=True)
 
 
 @alpha_i.float_form
@@ -39,7 +39,7 @@ def _alpha_i_relaxed(rx: Any) -> Any:
 
 
 alpha_min = define("alpha_min", "B", "smallest weight min_i alpha_i", definition="min_i alpha_i", reference="Lemma 2",
-                   needs=(), cost="weights")
+                   needs=(), cost="weights", nonnegative=True)
 
 
 @alpha_min.float_form
@@ -63,7 +63,7 @@ def _alpha_min_relaxed(rx: Any) -> Any:
 
 
 alpha_max = define("alpha_max", "B", "largest weight max_i alpha_i", definition="max_i alpha_i", reference="Lemma 2",
-                   needs=(), cost="weights")
+                   needs=(), cost="weights", nonnegative=True)
 
 
 @alpha_max.float_form
@@ -87,7 +87,7 @@ def _alpha_max_relaxed(rx: Any) -> Any:
 
 
 abar_N = define("abar_N", "B", "selected mass abar_N = sum_{i in I_N} alpha_i", definition="sum_{i in I_N} alpha_i",
-                reference="Theorem 1", needs=("selection",), cost="weights")
+                reference="Theorem 1", needs=("selection",), cost="weights", nonnegative=True)
 
 
 @abar_N.float_form
@@ -111,7 +111,7 @@ def _abar_relaxed(rx: Any) -> Any:
 
 
 logit_absmax = define("logit_absmax", "B", "max_i |l_i|, the tightest a with l_i in [-a, a]",
-                      definition="max_i |l_i|", reference="Lemma 1", needs=("logits",), cost="weights")
+                      definition="max_i |l_i|", reference="Lemma 1", needs=("logits",), cost="weights", nonnegative=True)
 
 
 @logit_absmax.float_form
