@@ -36,7 +36,7 @@ def _user_bounds(args: argparse.Namespace) -> Any:
         return None
     from attnbounds.theory import userbounds
 
-    return userbounds.load(args.statements)
+    return userbounds.load_all(args.statements)
 
 
 def _statement(statement_id: str, user: Any) -> Any:
@@ -186,7 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S",
                        help=f"{budget_help}; at most {MAX_BUDGET_S:g}")
         p.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
-        p.add_argument("--statements", metavar="FILE", help="a user's statements file (.toml, or a trusted .py)")
+        p.add_argument("--statements", metavar="FILE", action="append",
+                       help="a user's statements file (.toml, or a trusted .py); given several times, the files are "
+                            "read together (an id or a normaliser name declared twice is refused)")
         p.add_argument("--quiet", action="store_true", help="no progress bars")
         p.add_argument("--scheduler", metavar="SCHED", default=None,
                        help="where the work runs: none (in this process), processes:N (N local worker processes) or "

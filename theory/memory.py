@@ -37,6 +37,30 @@ def check(nbytes: float, what: str) -> None:
                               f"use a smaller instance (or token classes), or raise the limit with ATTNBOUNDS_MEMORY_GB")
 
 
+def available_bytes() -> int | None:
+    """The memory this machine can still give (``MemAvailable`` of ``/proc/meminfo``, else free physical pages);
+    None where neither is known."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def cores() -> int:
+    """The CPU cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def rows_per_chunk(bytes_per_row: float, chunk_bytes: int = CHUNK_BYTES) -> int:
     """How many rows of ``bytes_per_row`` a chunk holds (at least one)."""
     return max(1, int(chunk_bytes // max(bytes_per_row, 1)))

@@ -87,6 +87,8 @@ SCHEMA: dict[str, Any] = {
             },
         },
         "certified": {"type": "boolean"},
+        "log_F_refused": {"type": "object", "required": ["normaliser", "reason"]},
+        "callable_check": {"type": "object", "required": ["normaliser", "instances", "longest_L"]},
         "closed_claim": {"type": "object", "required": ["conjuncts"]},
         "hypotheses": {"type": "array", "items": {"type": "object", "required": ["id", "description"],
                                                   "properties": {"id": _STR, "description": _STR}}},
