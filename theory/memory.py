@@ -37,18 +37,11 @@ def check(nbytes: float, what: str) -> None:
                               f"use a smaller instance (or token classes), or raise the limit with ATTNBOUNDS_MEMORY_GB")
 
 
-def available_bytes() -> int | None:
-    """The memory this machine can still give (``MemAvailable`` of ``/proc/meminfo``, else free physical pages);
-    None where neither is known."""
+def total_bytes() -> int | None:
+    """This machine's physical memory (``SC_PHYS_PAGES``); None where it is not known. (Not what is free now: a cap
+    read from that would change from run to run with the other jobs on the machine.)"""
     try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
         return None
 

@@ -24,8 +24,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 from attnbounds.theory.errors import InvalidArgument
 
-#: seconds to wait for a scheduler before giving up (the whole refusal stays within 10 s)
+#: seconds to wait for a scheduler before giving up, and for its answer to the handshake once connected (a refusal
+#: takes about 7 and 10 s end to end)
 CONNECT_TIMEOUT_S = 5
+HANDSHAKE_S = 3
 #: how often a piece is retried when its worker dies
 RETRIES = 3
 #: a batch of at most this many pieces per worker carries its shared part in every piece (a shared future would
@@ -59,20 +61,20 @@ def parse(scheduler: str | None) -> tuple[str, Any]:
     raise InvalidArgument(f"unknown scheduler {text!r}; allowed: none, processes:N, tcp://HOST:PORT")
 
 
-#: the memory one local worker process is given at least (the numerical stack loaded, a search's temporaries)
-WORKER_BYTES = 1 << 30
+#: the memory one local worker process needs at least (the numerical stack loaded, a search's temporaries)
+WORKER_BYTES = 1 << 29
 
 
 def capped_workers(n: int) -> int:
-    """``n`` local worker processes, at most one per core and one per :data:`WORKER_BYTES` of available memory
+    """``n`` local worker processes, at most one per core and one per :data:`WORKER_BYTES` of the machine's memory
     (with a warning naming the cap: the records do not depend on the number of workers)."""
-    from attnbounds.theory.memory import available_bytes, cores
+    from attnbounds.theory.memory import cores, total_bytes
 
-    free = available_bytes()
-    cap = min(cores(), max(1, free // WORKER_BYTES) if free is not None else cores())
+    memory = total_bytes()
+    cap = min(cores(), max(1, memory // WORKER_BYTES) if memory is not None else cores())
     if n > cap:
         warnings.warn(f"processes:{n} capped at {cap} worker processes: this machine has {cores()} core(s) and "
-                      f"{'an unknown amount of' if free is None else f'{free / 2**30:.1f} GiB of'} available memory "
+                      f"{'an unknown amount of' if memory is None else f'{memory / 2**30:.1f} GiB of'} memory "
                       f"({WORKER_BYTES / 2**30:g} GiB per worker); the records are the same with any number of workers",
                       stacklevel=2)
     return min(n, cap)
@@ -258,8 +260,8 @@ def _handshake(address: str) -> None:
 
     outcome: list[BaseException | None] = []
 
-    async def probe() -> None:
-        comm = await asyncio.wait_for(connect(address, timeout=CONNECT_TIMEOUT_S), CONNECT_TIMEOUT_S)
+    async def probe() -> None:  # connect() gives up on an unreachable address after CONNECT_TIMEOUT_S (an OSError)
+        comm = await asyncio.wait_for(connect(address, timeout=CONNECT_TIMEOUT_S), CONNECT_TIMEOUT_S + HANDSHAKE_S)
         await comm.close()
 
     def work() -> None:
@@ -271,10 +273,10 @@ def _handshake(address: str) -> None:
 
     thread = threading.Thread(target=work, name="attnbounds-handshake", daemon=True)
     thread.start()
-    thread.join(CONNECT_TIMEOUT_S + 1)
+    thread.join(CONNECT_TIMEOUT_S + HANDSHAKE_S + 1)
     if not outcome or isinstance(outcome[0], (asyncio.TimeoutError, TimeoutError)):
         raise InvalidArgument(f"{address!r} accepted the connection but did not answer Dask's handshake within "
-                              f"{CONNECT_TIMEOUT_S} s: it is not a Dask scheduler (or it is stuck)")
+                              f"{CONNECT_TIMEOUT_S + HANDSHAKE_S} s: it is not a Dask scheduler (or it is stuck)")
     if isinstance(outcome[0], OSError):
         raise outcome[0]
     if outcome[0] is not None:

@@ -137,7 +137,15 @@ def _domain_problem(name: str, value: float) -> str | None:
     if (name in positive and not value > 0) or (name in nonnegative and not value >= 0) or (
             name == "p" and not 0 <= value <= 1):
         return f"the domain of {name} is: {DOMAINS[name].text}"
+    if name in (*positive, *nonnegative) and value and not SCALES[0] <= abs(value) <= SCALES[1]:
+        return (f"{name} = {value:g} is outside [{SCALES[0]:g}, {SCALES[1]:g}], where a search can be trusted: the "
+                f"quantities (powers of {name}, weights, Jacobians) leave the normal double range beyond it, and a "
+                f"float64 search could not tell a true bound from a false one there")
     return None
+
+
+#: the magnitudes a fixed or ranged scale parameter (T, eps, M, r, kappa, C_H, delta, a) may take (0 aside)
+SCALES = (1e-150, 1e150)
 
 
 def _number(value: Any, where: str) -> float:

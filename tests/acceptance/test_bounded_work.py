@@ -47,10 +47,10 @@ def test_a_single_long_length_loads_without_a_dense_row_of_that_length():
 
 
 def test_local_workers_are_capped_by_cores_and_memory_with_a_warning():
-    from attnbounds.theory.memory import available_bytes, cores
+    from attnbounds.theory.memory import cores, total_bytes
 
-    free = available_bytes()
-    cap = min(cores(), max(1, free // parallel.WORKER_BYTES) if free is not None else cores())
+    memory = total_bytes()
+    cap = min(cores(), max(1, memory // parallel.WORKER_BYTES) if memory is not None else cores())
     with pytest.warns(UserWarning, match=rf"processes:1000 capped at {cap} worker processes: this machine has"):
         assert parallel.parse("processes:1000") == ("processes", cap)
     with warnings.catch_warnings():

@@ -202,3 +202,14 @@ def test_a_function_that_blocks_when_loaded_is_refused(monkeypatch):
     with pytest.raises(InvalidArgument, match="ran over its time limit of 0.3 s per call"):
         attnbounds.check("alpha_i <= 1", normaliser=lambda lg, T: never.wait() or lg, budget=0.3)
     never.set()
+
+
+def test_a_declared_function_that_fails_on_part_of_the_range_is_never_verified():
+    def fails_when_cold(logits, T):
+        if bool((torch.as_tensor(T) < 1e-3).any()):
+            raise ArithmeticError("too cold")
+        return torch.softmax(logits / T, dim=-1)
+
+    r = attnbounds.check("alpha_i <= 1", budget=0.3, normaliser={"name": "cold", "torch": fails_when_cold, "log_F": "l/T"})
+    assert "too cold" in r.data["log_F_refused"]["reason"]
+    assert r.verdict == "UNDECIDED" and not r.certified, r.reason

@@ -249,14 +249,25 @@ def test_a_tightest_instance_certified_violated_refutes_even_when_float_saw_no_v
     assert rec.verdict == "REFUTED" and rec.data["counterexample"]["certificate"]["status"] == "violated"
 
 
-@pytest.mark.parametrize("T", [1e-280, 1e280])
+@pytest.mark.parametrize("T", [1e-140, 3e-90, 1e90, 1e140])
 def test_a_false_jacobian_bound_at_an_extreme_temperature_is_refuted_with_finite_certified_margins(T):
     import attnbounds
 
-    r = attnbounds.check("J_spectral <= 0.2/T", hypotheses=["softmax"], fixed={"T": T}, budget=0.5)
-    assert r.verdict == "REFUTED" and r.certified, r.reason
-    cert = r.counterexample["certificate"]
-    assert np.isfinite(cert["margin_lo"]) and np.isfinite(cert["margin_hi"]) and cert["margin_hi"] < 0
+    for relation in ("J_spectral <= 0.2/T", "J_frobenius <= 0.3/T"):
+        r = attnbounds.check(relation, hypotheses=["softmax"], fixed={"T": T}, budget=0.5)
+        assert r.verdict == "REFUTED" and r.certified, r.reason
+        cert = r.counterexample["certificate"]
+        assert np.isfinite(cert["margin_lo"]) and np.isfinite(cert["margin_hi"]) and cert["margin_hi"] < 0
+
+
+@pytest.mark.parametrize("T", [5e-324, 1e-200, 1.7e308])
+def test_temperatures_where_float64_cannot_decide_are_refused_when_loaded(T):
+    import attnbounds
+
+    with pytest.raises(AttnBoundsError, match=r"outside \[1e-150, 1e\+150\], where a search can be trusted"):
+        attnbounds.check("J_spectral <= 0.2/T", hypotheses=["softmax"], fixed={"T": T}, budget=0.5)
+    with pytest.raises(AttnBoundsError, match="where a search can be trusted"):
+        attnbounds.check("alpha_max <= 0.9", ranges={"T": [1.0, T]} if T > 1 else {"T": [T, 1.0]}, budget=0.5)
 
 
 def test_the_wall_clock_ceiling_cuts_what_is_left_and_says_so(monkeypatch):

@@ -202,7 +202,7 @@ def _j_spec_torch(st: Any) -> Any:
 
     a, g, m = st.alpha * st.present, st.dlog_F(st.logits) * st.present, st.mult
     w = m.sqrt() * a
-    diag = a * st.others(a)  # a_k - m_k a_k^2 = a_k * (the other tokens' weight), without cancellation
+    diag = a * (st.others(a) - (m - 1) * a)  # a_k - m_k a_k^2 from the other tokens' weight, without cancellation
     red = (torch.diag_embed(diag) - w[:, :, None] * w[:, None, :] * (1 - torch.eye(st.K, dtype=a.dtype))) * g[:, None, :]
     value = torch.linalg.svdvals(red)[:, 0]
     same = torch.where(m >= 2, (a * g).abs(), torch.zeros_like(a)).max(-1).values
