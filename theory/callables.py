@@ -367,7 +367,9 @@ def disagreement(n: CallableNormaliser, ratio: RatioNormaliser, logits: np.ndarr
         return None
     b, j = (int(v) for v in np.argwhere(bad)[0])
     row = np.round(logits[b], 4).tolist()
-    shown = f"{row[:8]}{'...' if len(row) > 8 else ''}" + ("" if counts is None else f" (class counts {np.asarray(counts)[b].tolist()[:8]})")
+    shown = f"{row[:8]}{'...' if len(row) > 8 else ''}"
+    if counts is not None:
+        shown += f" (class counts {np.asarray(counts)[b].tolist()[:8]})"
     return (f"the callable and log_F = {ratio.log_F} disagree {where}, logits {shown}: token {j} has weight "
             f"{float(got[b, j])!r} from the callable but {float(want[b, j])!r} from log_F (parameters "
             f"{ {k: float(np.asarray(v).ravel()[0]) for k, v in ratio.values.items()} })")

@@ -98,8 +98,11 @@ def _applicable(by_method: dict[str, Any]) -> int | None:
 
 
 def _certificate_summary(rank: int, cert: Certificate) -> dict[str, Any]:
-    return {"rank": rank, "status": cert.status, "method": cert.method, "margin_lo": cert.margin_lo,
-            "margin_hi": cert.margin_hi, "statistical": cert.statistical, "equality": cert.equality()}
+    out = {"rank": rank, "status": cert.status, "method": cert.method, "margin_lo": cert.margin_lo,
+           "margin_hi": cert.margin_hi, "statistical": cert.statistical, "equality": cert.equality()}
+    if not (math.isfinite(cert.margin_lo) and math.isfinite(cert.margin_hi)):  # no margin at all: say why
+        out["why"] = "; ".join(cert.notes)[:300] or "no enclosure of the margin"
+    return out
 
 
 def statement_json(st: Statement, source: str) -> dict[str, Any]:
@@ -348,7 +351,8 @@ def _decide(st: Statement, fields: dict[str, Any], *, timing: dict[str, Any], bu
         return "UNDECIDED", (f"the search did not run as planned: {sum(i['errors'] for i in errors.values())} internal "
                              f"error(s) in {', '.join(errors)}; {what}{suffix}")
     if undecided:
-        statuses = ", ".join(f"#{s['rank']} margin [{s['margin_lo']:.3g}, {s['margin_hi']:.3g}] ({s['method']})"
+        statuses = ", ".join(f"#{s['rank']} " + (f"margin [{s['margin_lo']:.3g}, {s['margin_hi']:.3g}]" if "why" not in s
+                                                   else f"no certified margin ({s['why']})") + f" ({s['method']})"
                              for s in undecided[:4])
         return "UNDECIDED", (f"{len(undecided)} candidate(s) with a negative float margin could not be certified either "
                              f"way: {statuses}; {what}{suffix}")

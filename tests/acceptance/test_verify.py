@@ -280,3 +280,12 @@ def test_the_wall_clock_ceiling_cuts_what_is_left_and_says_so(monkeypatch):
     assert cut.get("random", 0) > 0 and "the wall-clock ceiling" in rec.reason
     assert rec.verdict in ("PROVED", "UNDECIDED")  # lemma1 is proved; the search itself did next to nothing
     assert rec.data["search"]["tried"] < 100
+
+
+def test_a_candidate_without_any_certified_margin_is_undecided_saying_why_never_nan():
+    st = Statement("mine.entmax", "entmax Jacobian", sp.Le(sp.Symbol("J_spectral", real=True), 0.01), Citation("mine"),
+                   bindings={"J_spectral": "J_spectral"})
+    inst = Instance.from_logits(np.array([[0.0, 1.0, 2.0]]), nm.Entmax15(T=1.0))  # no ball form for its Jacobian
+    rec = verify_statement(st, search=scripted([inst], best=inst), prover=no_proof)
+    assert rec.verdict == "UNDECIDED" and "nan" not in rec.reason
+    assert "no certified margin (cannot certify: Jacobian quantities are certified for normalisers F / sum F" in rec.reason
