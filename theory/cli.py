@@ -185,8 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser, budget_help: str) -> None:
         p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S",
                        help=f"{budget_help}; at most {MAX_BUDGET_S:g}; it buys calibrated work, not seconds (a loaded "
-                            f"2-core machine searched up to 4x the budget), and a reading's searches stop at "
-                            f"{CEILING:g} x the budget + {CEILING_GRACE_S:g} s")
+                            f"2-core machine searched up to 1.3x the budget, a whole reading took up to 6x), and a "
+                            f"reading's searches stop at {CEILING:g} x the budget + {CEILING_GRACE_S:g} s")
         p.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
         p.add_argument("--statements", metavar="FILE", action="append",
                        help="a user's statements file (.toml, or a trusted .py); given several times, the files are "

@@ -300,10 +300,12 @@ def runner(scheduler: str | None = None) -> Iterator[Runner]:
         if kind == "processes":
             import dask
 
+            # logs at CRITICAL only: a task's error reaches the driver as its result; what the workers log while a
+            # run is cut short (heartbeats to a scheduler already closed after Ctrl-C) is noise with a traceback
             with dask.config.set(WORKER_CONFIG):  # the workers' own configuration, handed over by their nannies
                 cluster = LocalCluster(n_workers=arg, threads_per_worker=1, processes=True, dashboard_address=None,
                                        scheduler_kwargs={"dashboard_address": ":0"},  # its HTTP server: any free port
-                                       silence_logs=40)
+                                       silence_logs=50)
             client = Client(cluster)
         else:
             _handshake(arg)

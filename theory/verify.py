@@ -33,6 +33,7 @@ from attnbounds.theory.callables import MAX_EXPANDED, Confirmer, LogFRefused, ju
 from attnbounds.theory.certify import Certificate, certify
 from attnbounds.theory.errors import AttnBoundsError, CallableFailed, InvalidArgument
 from attnbounds.theory.instance import Instance
+from attnbounds.theory.memory import blas_threads
 from attnbounds.theory.parallel import Runner
 from attnbounds.theory.records import PAPER, Record, git_state, software
 from attnbounds.theory.serialize import instance_to_json
@@ -138,11 +139,20 @@ def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed:
     start = time.perf_counter()
     timing: dict[str, Any] = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     fields = _fields(st, source, budget_s, seed)
-    from attnbounds.theory import closed
-
     decide = functools.partial(_decide, timing=timing, budget_s=budget_s, seed=seed, search=search,
                                prover=prover or default_prover, max_candidates=max_candidates, min_tried=min_tried,
                                runner=runner or Runner())
+    with blas_threads(1):  # certificates' linear algebra too (see memory.blas_threads)
+        verdict, reason, fields = _verify_fields(st, fields, timing, decide, source, budget_s, seed)
+    timing["wall_s"] = time.perf_counter() - start
+    return Record.build(**fields, verdict=verdict, reason=reason, timing=timing)
+
+
+def _verify_fields(st: Statement, fields: dict[str, Any], timing: dict[str, Any], decide: Callable[..., tuple[str, str]],
+                   source: str, budget_s: float, seed: int) -> tuple[str, str, dict[str, Any]]:
+    """The verdict, reason and fields of :func:`verify_statement` (crashes become ERROR, never silence)."""
+    from attnbounds.theory import closed
+
     try:
         if closed.is_closed(st):  # nothing to search: decided exactly
             verdict, reason = closed.record(st, fields, timing)
@@ -171,8 +181,7 @@ def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed:
         verdict = "ERROR"
         reason = f"internal error while verifying: {type(exc).__name__}: {exc}"
         timing["traceback"] = traceback.format_exc(limit=8)
-    timing["wall_s"] = time.perf_counter() - start
-    return Record.build(**fields, verdict=verdict, reason=reason, timing=timing)
+    return verdict, reason, fields
 
 
 def _fields(st: Statement, source: str, budget_s: float, seed: int) -> dict[str, Any]:

@@ -62,18 +62,22 @@ class SearchResult:
 
 @contextlib.contextmanager
 def _one_thread() -> Iterator[None]:
-    """torch on one thread while searching (reproducible reductions, no oversubscription), with
+    """torch and numpy's BLAS on one thread while searching (reproducible reductions, no oversubscription), with
     subnormal numbers flushed to zero (they make gradient steps on extreme instances 100x slower)."""
+    from attnbounds.theory.memory import blas_threads
+
     try:
         import torch
     except ImportError:
-        yield
+        with blas_threads(1):
+            yield
         return
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     flushed = torch.set_flush_denormal(True)
     try:
-        yield
+        with blas_threads(1):
+            yield
     finally:
         torch.set_num_threads(before)
         if flushed:
