@@ -29,9 +29,10 @@ def is_closed(statement: Statement) -> bool:
 
 
 def conjuncts(relation: sp.Basic) -> list[sp.Rel]:
-    """The conjuncts as ``lhs <= rhs``, left unevaluated (``a >= b`` is ``b <= a``)."""
+    """The conjuncts as ``lhs <= rhs`` or ``lhs < rhs``, left unevaluated (``a >= b`` is ``b <= a``)."""
     parts = list(relation.args) if isinstance(relation, sp.And) else [relation]
-    return [p if isinstance(p, sp.Le) else sp.Le(p.rhs, p.lhs, evaluate=False) for p in parts]
+    return [p if isinstance(p, (sp.Le, sp.Lt)) else (sp.Lt if isinstance(p, sp.Gt) else sp.Le)(p.rhs, p.lhs, evaluate=False)
+            for p in parts]
 
 
 def _text(ops: Any, value: sp.Expr) -> str:
@@ -44,15 +45,17 @@ def _text(ops: Any, value: sp.Expr) -> str:
 
 
 def decide_conjunct(rel: sp.Rel, written: sp.Basic | None = None) -> dict[str, Any]:
-    """``{relation, lhs, rhs, lhs_decimal, rhs_decimal, margin, status, method}`` for one conjunct ``lhs <= rhs``."""
+    """``{relation, lhs, rhs, lhs_decimal, rhs_decimal, margin, status, method}`` for one conjunct ``lhs <= rhs`` (or
+    ``lhs < rhs``: strict, an exact 0 margin violates it)."""
     from attnbounds.theory.intervals import BallEvaluator, PrecisionLoss, Unsupported, backend
 
+    strict = isinstance(rel, sp.Lt)
     lhs, rhs = rel.lhs.doit(), rel.rhs.doit()
     margin = sp.nsimplify(rhs - lhs) if (rhs - lhs).is_Rational else (rhs - lhs)
     ops = backend(None)
     out = {"relation": sp.sstr(written if written is not None else rel), "lhs": sp.sstr(lhs), "rhs": sp.sstr(rhs), "margin": sp.sstr(margin)}
     if margin.is_Rational:
-        status = "holds" if margin >= 0 else "violated"
+        status = "holds" if (margin > 0 if strict else margin >= 0) else "violated"
         method = "exact rational arithmetic"
     else:
         status, method = "undecided", f"arb balls up to {PRECISIONS[-1]} bits: the sign of rhs - lhs stayed unknown"
@@ -70,7 +73,8 @@ def decide_conjunct(rel: sp.Rel, written: sp.Basic | None = None) -> dict[str, A
                 method = f"{ops.name} interval arithmetic at {bits} bits"
                 break
         if status == "undecided" and margin.equals(0):
-            status, method = "holds", "sympy: rhs - lhs is exactly 0 (equality)"
+            status, method = ("violated", "sympy: rhs - lhs is exactly 0 (equality), which the strict inequality "
+                              "excludes") if strict else ("holds", "sympy: rhs - lhs is exactly 0 (equality)")
     try:
         out["lhs_decimal"], out["rhs_decimal"] = _text(ops, lhs), _text(ops, rhs)
     except Exception:  # noqa: BLE001 - a side the balls cannot print: its exact form is in the record

@@ -139,6 +139,10 @@ SCHEMA: dict[str, Any] = {
             },
         },
         "certified": _BOOL,
+        "log_F_refused": {"type": "object", "required": ["normaliser", "reason"],
+                          "properties": {"normaliser": {"anyOf": [_NULL, _STR]}, "reason": _STR}},
+        "callable_check": {"type": "object", "required": ["normaliser", "instances", "longest_L"],
+                           "properties": {"normaliser": _STR, "instances": _INT, "longest_L": _INT, "note": _STR}},
         "closed_claim": {"type": "object", "required": ["conjuncts"], "properties": {
             "conjuncts": {"type": "array", "items": {"type": "object", "required": ["relation", "lhs", "rhs", "method"],
                                                      "additionalProperties": _STR}}}},
