@@ -28,6 +28,7 @@ class SearchResult:
     wall_s: float = 0.0
     seed: int = 0
     budget_s: float = 0.0
+    shortest: Any = None
 
 
 def random_search(statement, *, budget_s: float, seed: int, progress: bool = False, rounds: int = 4, B: int = 32):
@@ -51,13 +52,14 @@ def random_search(statement, *, budget_s: float, seed: int, progress: bool = Fal
                         wall_s=0.1, seed=seed, budget_s=budget_s)
 
 
-def scripted(violations=(), best=None, tried=1000, applicable=None, ratio=1.0, margin=0.0):
-    """A search that returns exactly these candidates (for verdict edge cases)."""
+def scripted(violations=(), best=None, tried=1000, applicable=None, ratio=1.0, margin=0.0, shortest=None):
+    """A search that returns exactly these candidates (for verdict edge cases); ``shortest``: its float violation
+    at the shortest context."""
     def search(statement, *, budget_s: float, seed: int, progress: bool = False):
         info = {"tried": tried} if applicable is None else {"tried": tried, "applicable": applicable}
         cands = violations if isinstance(violations, Instance) else list(violations)  # a batch is allowed too
         return SearchResult(statement.id, cands, best, margin, ratio, tried, {"scripted": info},
-                            seed=seed, budget_s=budget_s)
+                            seed=seed, budget_s=budget_s, shortest=shortest)
 
     return search
 

@@ -12,6 +12,8 @@ Also here: ``log F`` and its extrema on balls (Lemma 1), and a rigorous spectral
 
 from __future__ import annotations
 
+import math
+
 import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -171,12 +173,33 @@ def log_F(ops: Ops, normaliser: RatioNormaliser, L: Any, l: Any, derivative: boo
     return value
 
 
+def _share(ops: Ops, v: np.ndarray, total: Any) -> np.ndarray:
+    """``v / total``; with symbolic counts (:mod:`attnbounds.theory.limits`) through one reciprocal (sympy compares
+    the terms of every quotient it builds: quadratic in the columns)."""
+    return v / total if ops.name in ("arb", "mpmath") else v * (ops.num(1) / total)
+
+
 def weights_from_logits(ex: ExactInstance, logits: np.ndarray) -> np.ndarray:
-    """The normaliser's per-token weights at the given logits (balls), ``F_k / sum_j m_j F_j``."""
+    """The normaliser's per-token weights at the given logits (balls), ``F_k / sum_j m_j F_j``.
+
+    For a ratio normaliser F is taken relative to the column of the largest float ``log F``: ``exp(log F_j - log
+    F_r)``, exactly 1 on the columns whose given logit equals that column's (equal logits, equal F), so that one
+    token, or equal logits, give weights without rounding (a strict bound's equality case is then decided)."""
     ops, n = ex.ops, ex.inst.normaliser
     one = ops.num(1)
     if isinstance(n, RatioNormaliser):
-        F = ops.map(ops.exp, log_F(ops, n, ex.length, logits))
+        lf = log_F(ops, n, ex.length, logits)
+        if ops.name not in ("arb", "mpmath"):  # symbolic counts (limits): no float to pick a column by
+            F = ops.map(ops.exp, lf)
+            return _share(ops, F, ex.weighted_total(F))
+        # ties are read from the instance's own given logits (exact doubles), never from shifted ones
+        given = ex.inst.logits[0] if ex.logit_source == "given" and logits is ex.logits and ex.inst.logits is not None \
+            else None
+        lf = np.atleast_1d(lf)
+        approx = np.array([ops.upper_float(v) for v in lf])
+        r = int(np.argmax(np.where(np.isfinite(approx), approx, -np.inf)))
+        F = np.array([one if given is not None and given[j] == given[r] else ops.exp(lf[j] - lf[r])
+                      for j in range(len(lf))], dtype=object)
         return F / ex.weighted_total(F)
     if isinstance(n, ReluNormalised):
         T = ops.num(_first(n.T))
@@ -217,7 +240,7 @@ def exact_instance(inst: Instance, ops: Ops) -> ExactInstance:
     else:
         given = ops.array(inst.alpha[0])
         if n is None or n.normalising:
-            ex.alpha = given / ex.weighted_total(given)
+            ex.alpha = _share(ops, given, ex.weighted_total(given))
             ex.weights = "given weights, renormalised exactly onto the simplex"
             if isinstance(n, (Sparsemax, Entmax15)):
                 ex.note(f"{type(n).__name__} weights are taken as given (renormalised), not recomputed: the "
@@ -352,7 +375,16 @@ def spectral_norm(ops: Ops, J: np.ndarray) -> Any:
     mid = np.array([[ops._to_float(v) for v in row] for row in J])
     if not np.all(np.isfinite(mid)):
         raise PrecisionLoss("the Jacobian is not finite at this precision")
-    _, V = np.linalg.eigh(mid.T @ mid)
+    top = float(np.abs(mid).max()) if mid.size else 0.0
+    shift = -math.frexp(top)[1] if top > 0 else 0  # J scaled by 2^shift to O(1), exactly: J^T J and the disc
+    if shift:                                      # sums in doubles under- or overflow beyond 1e+-154
+        mid = mid * 2.0**shift
+        J = J * ops.num(2.0**shift)
+        return spectral_norm(ops, J) * ops.num(2.0**-shift)
+    try:
+        _, V = np.linalg.eigh(mid.T @ mid)
+    except np.linalg.LinAlgError as exc:
+        raise PrecisionLoss(f"the float eigenvectors of the Jacobian did not converge: {exc}") from None
     W = ops.array(V)
     JW = matmul(ops, J, W)
     lower = ops.norm(JW[:, -1]) / ops.norm(W[:, -1])

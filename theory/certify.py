@@ -92,6 +92,9 @@ class Certificate:
     notes: tuple[str, ...]
     scale: float
     seconds: float = field(compare=False)
+    #: a strict conjunct's margin may be exactly 0 (written only when True): an equality case refutes it, so an
+    #: inconclusive certificate is then never "equality"
+    strict: bool = False
 
     @property
     def violated(self) -> bool:
@@ -104,7 +107,7 @@ class Certificate:
     def equality(self, rel: float = 1e-15) -> bool:
         """Inconclusive only because the margin is 0 to within ``rel`` of the sides (a tight bound's
         equality case), not because of a statistical interval or an undecided hypothesis."""
-        if self.status != "inconclusive" or self.statistical or not math.isfinite(self.margin_lo):
+        if self.status != "inconclusive" or self.statistical or self.strict or not math.isfinite(self.margin_lo):
             return False
         if any(v == "undecided" for v in self.hypotheses.values()):
             return False
@@ -119,6 +122,8 @@ class Certificate:
             out[key] = v if math.isfinite(v) else repr(v)
         if not timing:
             out.pop("seconds")
+        if not self.strict:
+            out.pop("strict")
         return out
 
     @classmethod
@@ -256,6 +261,9 @@ class _Margin:
     conjunct: int
     token: int
     scale: float = 0.0  # the magnitude of the worst conjunct's sides and quantity values
+    violated: bool = False  # some conjunct certainly fails (margin < 0, or <= 0 for a strict one)
+    holds: bool = False  # every conjunct certainly holds (margin >= 0, or > 0 for a strict one)
+    strict_open: bool = False  # a strict conjunct's margin may be exactly 0: no equality case can hold it
 
 
 def conjunct_balls(st: Statement, c: int, ops: Ops, env: dict[str, Any], selected: dict[str, Any],
@@ -278,9 +286,11 @@ def _margin(st: Statement, ex: exact_mod.ExactInstance) -> _Margin:
     env, selected = _environment(st, ex)
     weights = ex.m[ex.sel] if ex.mask is not None else None
     lows, highs, worst = [], [], None
+    violated, holds, strict_open = False, True, False
     _, conjuncts, terms = _structure(st)
     for c in range(len(conjuncts)):
         kind = st._token_kinds[c]
+        strict = st.strict[c]
         lhs_a, rhs_a = conjunct_balls(st, c, ops, env, selected, weights)
         columns: range | list[int] = range(lhs_a.shape[0])
         if kind == "tokens" and lhs_a.shape[0] == ex.K:
@@ -292,6 +302,10 @@ def _margin(st: Statement, ex: exact_mod.ExactInstance) -> _Margin:
                                   f"rhs {ops.text(rhs_a[t])}")
             lows.append(ops.lower(m))
             highs.append(ops.upper(m))
+            fails = not ops.positive(highs[-1]) if strict else ops.negative(highs[-1])
+            keeps = ops.positive(lows[-1]) if strict else ops.nonnegative(lows[-1])
+            violated, holds = violated or fails, holds and keeps
+            strict_open = strict_open or (strict and not fails and not keeps)
             if worst is None or ops.positive(worst[0] - highs[-1]):
                 worst = (highs[-1], _Margin(m, lhs_a[t], rhs_a[t], c, t if lhs_a.shape[0] > 1 else -1))
     assert worst is not None
@@ -299,6 +313,7 @@ def _margin(st: Statement, ex: exact_mod.ExactInstance) -> _Margin:
     hi = ops.minimum(np.array(highs, dtype=object))
     out = worst[1]
     out.ball = ops.hull(lo, hi)
+    out.violated, out.holds, out.strict_open = violated, holds, strict_open
     values = [out.lhs, out.rhs, *(v for n in terms[out.conjunct] for v in np.ravel(np.asarray(
         env.get(n, selected.get(n)), dtype=object)))]
     out.scale = max(ops.upper_float(ops.abs(v)) for v in values)
@@ -354,7 +369,8 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
             worst = {"conjunct": m.conjunct, "token": m.token}
         return Certificate(st.id, status, lo_f, hi_f, lo_t, hi_t, lhs, rhs, worst, bits, ops.name, method,
                            None if ex is None else ex.level, "" if ex is None else ex.weights, dict(hyp_report),
-                           tuple(notes + ([] if ex is None else ex.notes)), scale, time.perf_counter() - start)
+                           tuple(notes + ([] if ex is None else ex.notes)), scale, time.perf_counter() - start,
+                           strict=m is not None and m.strict_open and status == "inconclusive")
 
     structural = failed_ids - set(BALL_HYPOTHESES)
     if structural:
@@ -387,7 +403,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                 if any(s is False for s in statuses.values()):
                     return finish("not-applicable", bits, None, ex, [], _method(ops, ex))
                 m = _margin(st, ex)
-                if not ops.negative(ops.upper(m.ball)) and not ops.nonnegative(ops.lower(m.ball)):
+                if not m.violated and not m.holds:
                     # undecided by the every-configuration bounds: Monte Carlo (statistical, labelled)
                     if refine_sphere(ex):
                         m = _margin(st, ex)
@@ -397,16 +413,17 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                     continue
                 return finish("inconclusive", bits, None, None, [f"cannot certify: {exc}"], ops.name)
             undecided = [hid for hid, s in statuses.items() if s is None]
-            if ops.negative(ops.upper(m.ball)):
+            if m.violated:
                 status = "violated"
                 if undecided or float_only:
                     status = "inconclusive"
                     notes.append(f"the margin is negative but hypotheses {undecided + float_only} could not be certified")
-            elif ops.nonnegative(ops.lower(m.ball)):
+            elif m.holds:
                 status = "holds"
             else:
                 status = "inconclusive"
-                notes.append("the margin interval contains 0")
+                notes.append("the margin interval contains 0" + (" (a strict inequality is false if it is exactly 0)"
+                                                                 if m.strict_open else ""))
             statistical = "hoeffding" in ex.methods
             if (status == "inconclusive" and not statistical and not undecided and bits * 2 <= max_bits
                     and _relative_width(ops, m) > 2.0 ** (-bits / 4)):

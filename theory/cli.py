@@ -44,7 +44,7 @@ def _user_bounds(args: argparse.Namespace) -> Any:
         return None
     from attnbounds.theory import userbounds
 
-    return userbounds.load(args.statements)
+    return userbounds.load_all(args.statements)
 
 
 def _statement(statement_id: str, user: Any) -> Any:
@@ -271,9 +271,10 @@ exit codes:
 BUDGET_HELP = ("calibrated seconds of search per reading (default {default:g}, at most {most:g}): the budget buys a fixed "
                "amount of work (random batches, gradient starts, targeted examples, shrinking), measured to take about "
                "that long on the reference machine (2 cores, one per search), so a seed and a budget give the same "
-               "records on every machine; a slower or busier machine takes longer. "
-               "[WALL-CLOCK CEILING: to be completed by the lead: the multiple of the budget after which a run "
-               "stops, and where the record says what the ceiling cut.]")
+               "records on every machine; a slower or busier machine takes longer (measured on a loaded 2-core machine: "
+               "a search up to 1.3x the budget, a whole reading up to 6x). A wall-clock ceiling bounds the worst "
+               "case: a reading's searches start no planned work later than {ceiling:g} x the budget + {grace:g} s, "
+               "and the record counts what it cut (search.by_method[m].cut, named in the reason).")
 
 
 def _parser(sub: Any, name: str, help: str, description: str, examples: str = "") -> argparse.ArgumentParser:
@@ -298,14 +299,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ids", nargs="*", help="only these ids")
     p.add_argument("--short", action="store_true", help="one line per reading")
     p.set_defaults(func=cmd_list)
-    from attnbounds.theory.search.budget import MAX_BUDGET_S
+    from attnbounds.theory.search.budget import CEILING, CEILING_GRACE_S, MAX_BUDGET_S
     from attnbounds.theory.verify import DEFAULT_BUDGET_S
 
     def common(p: argparse.ArgumentParser, when: str = "") -> None:
         p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S",
-                       help=when + BUDGET_HELP.format(default=DEFAULT_BUDGET_S, most=MAX_BUDGET_S))
+                       help=when + BUDGET_HELP.format(default=DEFAULT_BUDGET_S, most=MAX_BUDGET_S, ceiling=CEILING,
+                                                      grace=CEILING_GRACE_S))
         p.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
-        p.add_argument("--statements", metavar="FILE", help="a user's statements file (.toml, or a trusted .py)")
+        p.add_argument("--statements", metavar="FILE", action="append",
+                       help="a user's statements file (.toml, or a trusted .py); given several times, the files are "
+                            "read together (an id or a normaliser name declared twice is refused)")
         p.add_argument("--quiet", action="store_true", help="no progress bars")
         p.add_argument("--scheduler", metavar="SCHED", default=None,
                        help="where the work runs: none (in this process), processes:N (N local worker processes) or "

@@ -29,9 +29,10 @@ def is_closed(statement: Statement) -> bool:
 
 
 def conjuncts(relation: sp.Basic) -> list[sp.Rel]:
-    """The conjuncts as ``lhs <= rhs``, left unevaluated (``a >= b`` is ``b <= a``)."""
+    """The conjuncts as ``lhs <= rhs`` or ``lhs < rhs``, left unevaluated (``a >= b`` is ``b <= a``)."""
     parts = list(relation.args) if isinstance(relation, sp.And) else [relation]
-    return [p if isinstance(p, sp.Le) else sp.Le(p.rhs, p.lhs, evaluate=False) for p in parts]
+    return [p if isinstance(p, (sp.Le, sp.Lt)) else (sp.Lt if isinstance(p, sp.Gt) else sp.Le)(p.rhs, p.lhs, evaluate=False)
+            for p in parts]
 
 
 def _text(ops: Any, value: sp.Expr) -> str:
@@ -69,15 +70,22 @@ def sign_of(value: sp.Expr) -> tuple[int | None, str]:
 
 
 def decide_conjunct(rel: sp.Rel, written: sp.Basic | None = None) -> dict[str, Any]:
-    """``{relation, lhs, rhs, lhs_decimal, rhs_decimal, margin, status, method}`` for one conjunct ``lhs <= rhs``."""
+    """``{relation, lhs, rhs, lhs_decimal, rhs_decimal, margin, status, method}`` for one conjunct ``lhs <= rhs`` (or
+    ``lhs < rhs``: strict, an exact 0 margin violates it)."""
     from attnbounds.theory.intervals import backend
 
+    strict = isinstance(rel, sp.Lt)
     lhs, rhs = rel.lhs.doit(), rel.rhs.doit()
     margin = sp.nsimplify(rhs - lhs) if (rhs - lhs).is_Rational else (rhs - lhs)
     ops = backend(None)
     out = {"relation": sp.sstr(written if written is not None else rel), "lhs": sp.sstr(lhs), "rhs": sp.sstr(rhs), "margin": sp.sstr(margin)}
     sign, method = sign_of(margin)
-    status = "undecided" if sign is None else "holds" if sign >= 0 else "violated"
+    if sign is None:
+        status = "undecided"
+    elif sign == 0 and strict:
+        status, method = "violated", method + ": rhs - lhs is exactly 0, which the strict inequality excludes"
+    else:
+        status = "holds" if sign >= 0 else "violated"
     try:
         out["lhs_decimal"], out["rhs_decimal"] = _text(ops, lhs), _text(ops, rhs)
     except Exception:  # noqa: BLE001 - a side the balls cannot print: its exact form is in the record

@@ -7,6 +7,10 @@
   search skips such instances; a verdict on them is NOT-APPLICABLE. The CLI exits 2.
 - :class:`CannotCertify`: interval arithmetic cannot decide (an unsupported function, precision
   lost): a certificate says ``inconclusive``, never a refutation.
+- :class:`CallableFailed`: a user's Python callable normaliser failed on some logits (it raised, returned
+  NaN or inf, a wrong type or shape, or ran over its time limit). When it is loaded this is refused as
+  :class:`InvalidArgument`; during a search it is counted and named, and a verdict that would have been
+  VERIFIED becomes UNDECIDED (part of the searched range was not checked). The CLI exits 2.
 
 Every other exception is an internal error: never swallowed, the search counts it per method and a
 verdict that would have been VERIFIED becomes UNDECIDED naming it; the CLI exits 1.
@@ -29,3 +33,7 @@ class NotApplicable(AttnBoundsError):
 
 class CannotCertify(AttnBoundsError):
     """Interval arithmetic cannot decide this (unsupported operation, precision, infeasible check)."""
+
+
+class CallableFailed(AttnBoundsError):
+    """A user's callable normaliser failed on these logits (see module docstring); never a skipped draw."""

@@ -22,6 +22,7 @@ import io
 import keyword
 import math
 import tokenize
+import unicodedata
 from typing import Any, Callable, Mapping, cast
 
 import sympy as sp
@@ -37,7 +38,8 @@ FUNCTIONS: dict[str, Any] = {
 _PARSER_NAMES = {"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational, "Symbol": sp.Symbol}
 #: the constructors sympy's parser emits for an unevaluated expression (``exact``)
 _UNEVALUATED = {"Add": sp.Add, "Mul": sp.Mul, "Pow": sp.Pow, "Ge": sp.Ge, "Le": sp.Le, "GreaterThan": sp.Ge,
-                "LessThan": sp.Le, "And": sp.And, "BitwiseAnd": sp.And}
+                "LessThan": sp.Le, "Gt": sp.Gt, "Lt": sp.Lt, "StrictGreaterThan": sp.Gt, "StrictLessThan": sp.Lt,
+                "And": sp.And, "BitwiseAnd": sp.And}
 _OPS = {"+", "-", "*", "/", "**", "(", ")", ",", "[", "]"}
 #: the longest expression accepted, in characters
 MAX_CHARS = 2000
@@ -64,12 +66,13 @@ def parse_expression(text: str, names: Mapping[str, Any], *, where: str, relatio
     """``text`` as a sympy expression whose free names are all keys of ``names`` or :data:`FUNCTIONS`.
 
     ``where`` names the source (e.g. ``"statement 'mine': key 'rhs'"``) for error messages.
-    ``relational`` also allows ``<=``, ``>=`` and ``&`` (a conjunction of inequalities). Size, depth,
+    ``relational`` also allows ``<=``, ``>=``, ``<``, ``>`` (strict: decided as strict) and ``&`` (a conjunction of
+    inequalities). Size, depth,
     exponents and constants are bounded (module docstring). ``exact`` reads every decimal literal as the
     exact rational it spells (``0.8`` is ``4/5``) and leaves the expression unevaluated (a closed claim keeps
     both of its sides, to be decided exactly).
     """
-    ops = _OPS | ({"<=", ">=", "&"} if relational else set())
+    ops = _OPS | ({"<=", ">=", "<", ">", "&"} if relational else set())
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgument(f"{where}: expected a non-empty expression string, got {text!r}")
     if len(text) > MAX_CHARS:
@@ -94,6 +97,16 @@ def parse_expression(text: str, names: Mapping[str, Any], *, where: str, relatio
     return expr
 
 
+def check_identifier(name: str, where: str) -> None:
+    """Refuse a name that Python's parser would read as another: an identifier not in Unicode NFKC form (full-width
+    letters, ligatures, superscripts and other compatibility forms) is normalised when parsed, so ``ｔ`` would
+    stand for ``t`` (and a declared ``Ｔ`` for the temperature)."""
+    normal = unicodedata.normalize("NFKC", name)
+    if normal != name:
+        raise InvalidArgument(f"{where}: the name {name!r} is not in Unicode NFKC form: Python reads it as "
+                              f"{normal!r}, another name; write plain characters (e.g. {normal!r}) instead")
+
+
 def _check_tokens(text: str, allowed: Mapping[str, Any], names: Mapping[str, Any], ops: set[str], where: str) -> None:
     """Every token a known name, a real number literal or an allowed operator."""
     try:
@@ -105,6 +118,7 @@ def _check_tokens(text: str, allowed: Mapping[str, Any], names: Mapping[str, Any
         if tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT):
             continue
         if tok.type == tokenize.NAME:
+            check_identifier(tok.string, f"{where}: in {text!r}")
             if keyword.iskeyword(tok.string) or tok.string not in allowed:
                 known = ", ".join(sorted(names)) or "none"
                 raise InvalidArgument(f"{where}: unknown name {tok.string!r} in {text!r}; allowed symbols: {known}; "
@@ -140,13 +154,23 @@ def _check_tree(text: str, allowed: Mapping[str, Any], where: str) -> None:
     _fold(tree.body, allowed, f"{where}: in {text!r}")
 
 
+#: chains of these operators count as one level of nesting (``a & b & c`` is a flat conjunction, ``a + b + c`` a
+#: flat sum, whatever their length)
+_FLAT = (ast.BitAnd, ast.Add, ast.Sub, ast.Mult)
+
+
 def _depth(root: ast.AST) -> int:
-    """The nesting depth of the expression nodes under ``root`` (iterative: a long chain cannot overflow the stack)."""
+    """The nesting depth of the expression nodes under ``root``, a chain of one associative operator (:data:`_FLAT`)
+    counting once (iterative: a long chain cannot overflow the stack)."""
     deepest, todo = 0, [(root, 1)]
     while todo:
         node, level = todo.pop()
         deepest = max(deepest, level)
-        todo.extend((c, level + 1) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr))
+        for c in ast.iter_child_nodes(node):
+            if isinstance(c, ast.expr):
+                chained = isinstance(node, ast.BinOp) and isinstance(c, ast.BinOp) and isinstance(node.op, _FLAT) \
+                    and type(c.op) is type(node.op)
+                todo.append((c, level if chained else level + 1))
     return deepest
 
 

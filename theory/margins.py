@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 #: relative margins above ``-REAL`` are treated as possibly rounding noise when ranking candidates
 REAL = 1e-9
-_FIELDS = ("lhs", "rhs", "margin", "margin_lo", "margin_hi", "applicable")
+_FIELDS = ("lhs", "rhs", "margin", "margin_lo", "margin_hi", "applicable", "strict")
 
 
 def relative_margin(lhs: Any, rhs: Any, scale: Any = 0.0) -> Any:
@@ -105,7 +105,7 @@ def relative_margins(statement: "Statement", inst: "Instance", ev: "Evaluation",
     if idx.size < full_B:  # like Statement.evaluate: quantities only where the hypotheses hold
         rel, degenerate = np.full(full_B, np.inf), np.zeros(full_B, dtype=bool)
         if idx.size:
-            sub = dataclasses.replace(ev, **{f: getattr(ev, f)[idx] for f in _FIELDS},
+            sub = dataclasses.replace(ev, **{f: getattr(ev, f)[idx] for f in _FIELDS if getattr(ev, f) is not None},
                                       failed_hypotheses=tuple(ev.failed_hypotheses[i] for i in idx))
             rel[idx], degenerate[idx] = relative_margins(statement, inst.take(idx), sub, with_degenerate=True,
                                                          pessimistic=pessimistic)

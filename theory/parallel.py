@@ -24,8 +24,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 from attnbounds.theory.errors import InvalidArgument
 
-#: seconds to wait for a scheduler before giving up (the whole refusal stays within 10 s)
+#: seconds to wait for a scheduler before giving up, and for its answer to the handshake once connected (a refusal
+#: takes about 7 and 10 s end to end)
 CONNECT_TIMEOUT_S = 5
+HANDSHAKE_S = 3
 #: how often a piece is retried when its worker dies
 RETRIES = 3
 #: a batch of at most this many pieces per worker carries its shared part in every piece (a shared future would
@@ -53,10 +55,29 @@ def parse(scheduler: str | None) -> tuple[str, Any]:
             n = 0
         if not 1 <= n <= 1024:
             raise InvalidArgument(f"scheduler {text!r}: want processes:N with N a number of workers in [1, 1024]")
-        return "processes", n
+        return "processes", capped_workers(n)
     if text.startswith("tcp://"):
         return "tcp", text
     raise InvalidArgument(f"unknown scheduler {text!r}; allowed: none, processes:N, tcp://HOST:PORT")
+
+
+#: the memory one local worker process needs at least (the numerical stack loaded, a search's temporaries)
+WORKER_BYTES = 1 << 29
+
+
+def capped_workers(n: int) -> int:
+    """``n`` local worker processes, at most one per core and one per :data:`WORKER_BYTES` of the machine's memory
+    (with a warning naming the cap: the records do not depend on the number of workers)."""
+    from attnbounds.theory.memory import cores, total_bytes
+
+    memory = total_bytes()
+    cap = min(cores(), max(1, memory // WORKER_BYTES) if memory is not None else cores())
+    if n > cap:
+        warnings.warn(f"processes:{n} capped at {cap} worker processes: this machine has {cores()} core(s) and "
+                      f"{'an unknown amount of' if memory is None else f'{memory / 2**30:.1f} GiB of'} memory "
+                      f"({WORKER_BYTES / 2**30:g} GiB per worker); the records are the same with any number of workers",
+                      stacklevel=2)
+    return min(n, cap)
 
 
 class Batch:
@@ -228,6 +249,41 @@ def _bar(progress: bool, total: int, label: str) -> Any:
     return tqdm(total=total, desc=label or "tasks", unit="task", leave=False)
 
 
+def _handshake(address: str) -> None:
+    """Connect to ``address`` and exchange Dask's handshake within :data:`CONNECT_TIMEOUT_S` (Dask's own connect
+    waits for the handshake's answer without a limit: a listener that accepts and never answers would hang the
+    run). In a thread with its own event loop, so that a caller's running loop (Jupyter) does not matter."""
+    import asyncio
+    import threading
+
+    from distributed.comm import connect
+
+    outcome: list[BaseException | None] = []
+
+    async def probe() -> None:  # connect() gives up on an unreachable address after CONNECT_TIMEOUT_S (an OSError)
+        comm = await asyncio.wait_for(connect(address, timeout=CONNECT_TIMEOUT_S), CONNECT_TIMEOUT_S + HANDSHAKE_S)
+        await comm.close()
+
+    def work() -> None:
+        try:
+            asyncio.run(probe())
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=work, name="attnbounds-handshake", daemon=True)
+    thread.start()
+    thread.join(CONNECT_TIMEOUT_S + HANDSHAKE_S + 1)
+    if not outcome or isinstance(outcome[0], (asyncio.TimeoutError, TimeoutError)):
+        raise InvalidArgument(f"{address!r} accepted the connection but did not answer Dask's handshake within "
+                              f"{CONNECT_TIMEOUT_S + HANDSHAKE_S} s: it is not a Dask scheduler (or it is stuck)")
+    if isinstance(outcome[0], OSError):
+        raise outcome[0]
+    if outcome[0] is not None:
+        raise InvalidArgument(f"{address!r} did not answer as a Dask scheduler ({type(outcome[0]).__name__}: "
+                              f"{str(outcome[0])[:200]})")
+
+
 @contextlib.contextmanager
 def runner(scheduler: str | None = None) -> Iterator[Runner]:
     """The runner for ``scheduler`` (module docstring), closed on exit."""
@@ -244,13 +300,18 @@ def runner(scheduler: str | None = None) -> Iterator[Runner]:
         if kind == "processes":
             import dask
 
+            # logs at CRITICAL only: a task's error reaches the driver as its result; what the workers log while a
+            # run is cut short (heartbeats to a scheduler already closed after Ctrl-C) is noise with a traceback
             with dask.config.set(WORKER_CONFIG):  # the workers' own configuration, handed over by their nannies
                 cluster = LocalCluster(n_workers=arg, threads_per_worker=1, processes=True, dashboard_address=None,
                                        scheduler_kwargs={"dashboard_address": ":0"},  # its HTTP server: any free port
-                                       silence_logs=40)
+                                       silence_logs=50)
             client = Client(cluster)
         else:
+            _handshake(arg)
             client = Client(arg, timeout=CONNECT_TIMEOUT_S)
+    except InvalidArgument:
+        raise
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
             cluster.close()

@@ -144,6 +144,10 @@ SCHEMA: dict[str, Any] = {
                                       "reason": _STR, "work": {"type": "integer"}, "boxes": {"type": "integer"},
                                       "problems": {"type": "array", "items": _OBJ}, "rests_on": _STR,
                                       "boxes_sha256": _STR}},
+        "log_F_refused": {"type": "object", "required": ["normaliser", "reason"],
+                          "properties": {"normaliser": {"anyOf": [_NULL, _STR]}, "reason": _STR}},
+        "callable_check": {"type": "object", "required": ["normaliser", "instances", "longest_L"],
+                           "properties": {"normaliser": _STR, "instances": _INT, "longest_L": _INT, "note": _STR}},
         "closed_claim": {"type": "object", "required": ["conjuncts"], "properties": {
             "conjuncts": {"type": "array", "items": {"type": "object", "required": ["relation", "lhs", "rhs", "method"],
                                                      "additionalProperties": _STR}}}},

@@ -80,6 +80,8 @@ class Evaluation:
     margin_hi: np.ndarray
     applicable: np.ndarray
     failed_hypotheses: tuple[tuple[str, ...], ...]
+    #: per instance, whether the conjunct deciding its margin is strict (``<``): a margin of exactly 0 violates it
+    strict: np.ndarray | None = None
 
     @property
     def ratio(self) -> np.ndarray:
@@ -91,8 +93,11 @@ class Evaluation:
 
     @property
     def violated(self) -> np.ndarray:
-        """Float64 verdict per instance: the whole margin interval is negative (certify to be sure)."""
-        return self.applicable & (self.margin_hi < 0)
+        """Float64 verdict per instance: the whole margin interval is negative, or at most 0 for a strict
+        conjunct (certify to be sure)."""
+        if self.strict is None:
+            return self.applicable & (self.margin_hi < 0)
+        return self.applicable & ((self.margin_hi < 0) | (self.strict & (self.margin_hi <= 0)))
 
     def worst(self) -> int:
         """Index of the applicable instance with the smallest margin (-1 if none applies)."""
@@ -139,16 +144,23 @@ def parameter_ranges(ranges: dict[str, tuple[float, float]]) -> Hypothesis:
 
 
 def _conjuncts(relation: sp.Basic) -> list[sp.Rel]:
+    """The conjuncts as ``lhs <= rhs`` or ``lhs < rhs`` (strict ones stay strict: an equality case violates them)."""
     parts = list(relation.args) if isinstance(relation, sp.And) else [relation]
     out = []
     for p in parts:
         if isinstance(p, (sp.LessThan, sp.StrictLessThan)):
             out.append(p)
         elif isinstance(p, (sp.GreaterThan, sp.StrictGreaterThan)):
-            out.append(sp.Le(p.rhs, p.lhs))
+            flip = sp.Lt if isinstance(p, sp.StrictGreaterThan) else sp.Le
+            out.append(flip(p.rhs, p.lhs, evaluate=False))
         else:
             raise InvalidArgument(f"a statement must be an inequality or a conjunction of them, got {p}")
     return out
+
+
+def is_strict(rel: sp.Basic) -> bool:
+    """Whether a conjunct is a strict inequality (``<`` or ``>``)."""
+    return isinstance(rel, (sp.StrictLessThan, sp.StrictGreaterThan))
 
 
 def _indexed_to_symbol(expr: sp.Expr) -> sp.Expr:
@@ -265,6 +277,10 @@ class Statement:
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        from attnbounds.theory.exprparse import check_identifier
+
+        for name in sorted({*_free_names(self.relation), *self.bindings, *self.defaults, *self.fixed, *self.ranges}):
+            check_identifier(str(name), f"statement {self.id}")
         for sym, qname in self.bindings.items():
             if qname not in QUANTITIES:
                 raise InvalidArgument(f"statement {self.id}: symbol {sym} bound to unknown quantity {qname}")
@@ -379,6 +395,11 @@ class Statement:
     def _compiled(self) -> list[tuple[_Compiled, _Compiled]]:
         return [(_Compiled(c.lhs), _Compiled(c.rhs)) for c in _conjuncts(self.relation)]
 
+    @functools.cached_property
+    def strict(self) -> tuple[bool, ...]:
+        """Per conjunct, whether it is strict (``<``, ``>``): its margin must be positive, 0 violates it."""
+        return tuple(is_strict(c) for c in _conjuncts(self.relation))
+
     def prepare(self, inst: Instance) -> Instance:
         """The instance with missing parameters filled from ``fixed`` and ``defaults``."""
         missing = {}
@@ -444,12 +465,16 @@ class Statement:
             out.append((lhs, rhs, None if cols is None or lhs.shape[1] == 1 else cols))
         return out
 
-    def _margins(self, env: dict[str, np.ndarray], inst: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _margins(self, env: dict[str, np.ndarray], inst: Instance
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per instance the sides and margin of the deciding conjunct (smallest margin; at a tie, a strict one),
+        and whether that conjunct is strict."""
         B = inst.B
         best_m = np.full(B, np.inf)
         best_l = np.full(B, np.nan)
         best_r = np.full(B, np.nan)
-        for lhs, rhs, cols in self.sides(env, inst):
+        best_s = np.zeros(B, dtype=bool)
+        for (lhs, rhs, cols), strict in zip(self.sides(env, inst), self.strict):
             with np.errstate(invalid="ignore"):
                 m = rhs - lhs
             m = np.where(np.isnan(m) & (lhs == rhs), 0.0, m)
@@ -458,11 +483,12 @@ class Statement:
                 key = np.where(cols, key, np.inf)
             k = np.argmin(key, axis=-1)
             mk = np.take_along_axis(m, k[:, None], -1)[:, 0]
-            better = ~(mk >= best_m)
+            better = ~(mk >= best_m) | (strict & (mk == best_m) & ~best_s)
             best_m = np.where(better, mk, best_m)
             best_l = np.where(better, np.take_along_axis(lhs, k[:, None], -1)[:, 0], best_l)
             best_r = np.where(better, np.take_along_axis(rhs, k[:, None], -1)[:, 0], best_r)
-        return best_l, best_r, best_m
+            best_s = np.where(better, strict, best_s)
+        return best_l, best_r, best_m, best_s
 
     def evaluate(self, inst: Instance) -> Evaluation:
         """lhs, rhs, margin on every instance; NOT-APPLICABLE (NaN, ``applicable=False``) where a hypothesis fails."""
@@ -471,10 +497,11 @@ class Statement:
         inst = self.prepare(inst)
         ok, failed = self.check_hypotheses(inst)
         out = {k: np.full(inst.B, np.nan) for k in ("lhs", "rhs", "margin", "lo", "hi")}
+        strict = np.zeros(inst.B, dtype=bool)
         idx = np.nonzero(ok)[0]
         if idx.size:
             sub = inst if idx.size == inst.B else inst.take(idx)
-            lhs, rhs, margin = self._margins(self._env(sub, "mid"), sub)
+            lhs, rhs, margin, strict[idx] = self._margins(self._env(sub, "mid"), sub)
             if any(QUANTITIES[q].estimate for q in self.bindings.values()):
                 m_a = self._margins(self._env(sub, "lo"), sub)[2]
                 m_b = self._margins(self._env(sub, "hi"), sub)[2]
@@ -483,7 +510,7 @@ class Statement:
                 lo = hi = margin
             for key, val in zip(("lhs", "rhs", "margin", "lo", "hi"), (lhs, rhs, margin, lo, hi)):
                 out[key][idx] = val
-        return Evaluation(self.id, out["lhs"], out["rhs"], out["margin"], out["lo"], out["hi"], ok, failed)
+        return Evaluation(self.id, out["lhs"], out["rhs"], out["margin"], out["lo"], out["hi"], ok, failed, strict)
 
     # -- high-precision reference ----------------------------------------------------------------
     def evaluate_sympy(self, inst: Instance, b: int, digits: int = 50) -> tuple[mpmath.mpf, mpmath.mpf, mpmath.mpf]:

@@ -434,7 +434,8 @@ def adversarial_instance(draw: st.DrawFn, *, max_L: int = 1024, classes: bool | 
     """An instance carrying what every quantity reads (logits or query/keys, x, N, sphere parameters ``M``,
     ``delta``, ``r``, a finite-difference direction ``v`` and step ``eps``, head parameters ``p``, ``H``,
     Lemma 1's ``a``), drawn to stress the kernels: interior extrema of F (exp_poly with a large b), near
-    ties down to 1e-12, one-hot rows, logits up to 1e3, T down to 1e-4, dense L up to ``max_L``; with
+    ties down to 1e-12, one-hot rows, logits up to 1e3, graded rows (weights down to 1e-300 of the largest: tiny
+    Jacobians), T from 1e-8 (huge Jacobians) to 1e6, dense L up to ``max_L``; with
     ``classes`` (drawn when None), K <= 6 token classes with counts up to ``max_count``.
     """
     rng = np.random.default_rng(draw(seeds()))
@@ -455,13 +456,16 @@ def adversarial_instance(draw: st.DrawFn, *, max_L: int = 1024, classes: bool | 
     params = dict(draw(normaliser_params(name)))
     if name == "exp_poly" and draw(st.booleans()):
         params["b"] = draw(log_uniform(0.05, 1.0))  # maximum of F inside a moderate [-a, a]
-    T = draw(st.one_of(temperatures(), st.sampled_from([1e-4, 1e-2, 1.0, 1e3])))
+    T = draw(st.one_of(temperatures(), st.sampled_from([1e-8, 1e-4, 1e-2, 1.0, 1e3, 1e6])))
     normaliser = make(name, T=T, **params)
     family = draw(st.sampled_from(ADVERSARIAL_LOGITS))
     scale = draw(st.one_of(log_uniform(1e-3, 1e3), st.sampled_from([1e3, 832.3, 1.0])))
     gap = draw(log_uniform(1e-12, 1.0))
     spec = _spec(B=batch, L=K, N=1, logits=family, logit_scale=scale, gap=gap)
     lg = np.clip(LOGIT_FAMILIES[family](rng, spec), -1e3, 1e3)
+    depth = draw(st.sampled_from([0.0, 0.0, 0.0, 50.0, 160.0, 350.0, 600.0, 700.0]))
+    if depth:  # graded: the other tokens' F down to exp(-depth) of the top one (weights, Jacobians of 1e-20 to 1e-300)
+        lg = np.clip(lg.max(-1, keepdims=True) - T * depth * rng.random(lg.shape) ** 0.5, -1e3, 1e3)
     d = draw(st.sampled_from([1, 2, 3, 5]))
     use_qk = draw(st.booleans()) if qk is None else qk
     q = k = None

@@ -30,14 +30,14 @@ import signal
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 import sympy as sp
 
 from attnbounds.theory import atomic, selfcheck
-from attnbounds.theory.callables import same_normaliser
+from attnbounds.theory.callables import Declared, same_normaliser
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
-from attnbounds.theory.exprparse import FUNCTIONS, free_names, parse_expression
+from attnbounds.theory.exprparse import FUNCTIONS, check_identifier, free_names, parse_expression
 from attnbounds.theory.normalisers import BUILTIN_FAMILIES, FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.statement import Citation, Hypothesis, Statement
@@ -112,6 +112,7 @@ def _check_name(name: Any, where: str, reserved: frozenset[str] = frozenset()) -
     """A name a file may declare: an identifier, not a keyword, a function or the Sum index."""
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise InvalidArgument(f"{where}: {name!r} is not a valid name (letters, digits and _, not a Python keyword)")
+    check_identifier(name, where)
     if name in FUNCTIONS or name == INDEX.name or name in reserved:
         raise InvalidArgument(f"{where}: {name!r} is reserved (functions: {', '.join(sorted(FUNCTIONS))}; "
                               f"the Sum index i{'; ' + ', '.join(sorted(reserved)) if reserved else ''})")
@@ -137,7 +138,15 @@ def _domain_problem(name: str, value: float) -> str | None:
     if (name in positive and not value > 0) or (name in nonnegative and not value >= 0) or (
             name == "p" and not 0 <= value <= 1):
         return f"the domain of {name} is: {DOMAINS[name].text}"
+    if name in (*positive, *nonnegative) and value and not SCALES[0] <= abs(value) <= SCALES[1]:
+        return (f"{name} = {value:g} is outside [{SCALES[0]:g}, {SCALES[1]:g}], where a search can be trusted: the "
+                f"quantities (powers of {name}, weights, Jacobians) leave the normal double range beyond it, and a "
+                f"float64 search could not tell a true bound from a false one there")
     return None
+
+
+#: the magnitudes a fixed or ranged scale parameter (T, eps, M, r, kappa, C_H, delta, a) may take (0 aside)
+SCALES = (1e-150, 1e150)
 
 
 def _number(value: Any, where: str) -> float:
@@ -155,6 +164,7 @@ def _fixed(table: dict[str, Any], where: str, allowed: set[str], defaults: dict[
     out = {}
     for name, value in fixed.items():
         key = f"{where}: key 'fixed.{name}'"
+        check_identifier(str(name), key)
         if name == "L":
             raise InvalidArgument(f"{key}: L is each instance's length, not a parameter: give ranges = {{ L = [{value!r}, "
                                   f"{value!r}] }} to search a single length")
@@ -182,6 +192,7 @@ def _ranges(table: dict[str, Any], where: str, fixed: dict[str, float]) -> dict[
     out = {}
     for name, pair in ranges.items():
         key = f"{where}: key 'ranges.{name}'"
+        check_identifier(str(name), key)
         if name not in RANGE_PARAMETERS:
             raise InvalidArgument(f"{key}: unknown parameter {name!r}; parameters with a range: "
                                   f"{', '.join(RANGE_PARAMETERS)}")
@@ -218,9 +229,9 @@ def _closed_claim(table: dict[str, Any], sid: str, where: str, fixed: dict[str, 
         relation = sp.Le(parse_expression(table["lhs"], names, where=f"{where}: key 'lhs'", exact=True),
                          parse_expression(table["rhs"], names, where=f"{where}: key 'rhs'", exact=True), evaluate=False)
     parts = list(relation.args) if isinstance(relation, sp.And) else [relation]
-    if not all(isinstance(p, (sp.Le, sp.Ge)) for p in parts):
-        raise InvalidArgument(f"{where}: key 'relation' must be an inequality (<=, >=) or a conjunction of them with &, "
-                              f"got {relation}")
+    if not all(isinstance(p, (sp.Le, sp.Ge, sp.Lt, sp.Gt)) for p in parts):
+        raise InvalidArgument(f"{where}: key 'relation' must be an inequality (<=, >=, <, >) or a conjunction of them "
+                              f"with &, got {relation}")
     citation = Citation(table.get("citation", f"user claim {sid}"), arxiv="", version="", source=path)
     try:
         return Statement(sid, table.get("title", sid), relation, citation, (), fixed=dict(fixed),
@@ -230,17 +241,18 @@ def _closed_claim(table: dict[str, Any], sid: str, where: str, fixed: dict[str, 
 
 
 def _restriction(table: dict[str, Any], where: str, normalisers: dict[str, Callable[..., Normaliser]]
-                 ) -> tuple[Hypothesis | None, set[str]]:
+                 ) -> tuple[Hypothesis | None, Normaliser | None]:
     """The hypothesis ``normaliser(<name>)`` of key 'normaliser' (a normaliser of this file or a built-in one), and
-    that normaliser's parameters besides T (they may be fixed)."""
+    that normaliser (its parameters besides T may be fixed)."""
     name = table.get("normaliser")
     if name is None:
-        return None, set()
+        return None, None
     if not isinstance(name, str) or (name not in normalisers and name not in BUILTIN_FAMILIES):
         raise InvalidArgument(f"{where}: key 'normaliser': unknown normaliser {name!r}; declared in this file: "
                               f"{', '.join(sorted(normalisers)) or 'none'}; built-in: {', '.join(sorted(BUILTIN_FAMILIES))}")
-    proto = (normalisers.get(name) or FAMILY[name])()
-    return same_normaliser(name, proto), set(proto.params) - {"T"}
+    maker = normalisers.get(name) or FAMILY[name]
+    proto = maker()
+    return same_normaliser(name, proto, maker if isinstance(maker, Declared) else None), proto
 
 
 def _parse_statement(table: Any, k: int, path: str,
@@ -277,7 +289,8 @@ def _parse_statement(table: Any, k: int, path: str,
         raise InvalidArgument(f"{where}: key 'parameters' must be a list of names, got {declared!r}")
     for name in declared:
         _check_name(name, f"{where}: key 'parameters'")
-    restrict, own_params = _restriction(table, where, dict(normalisers or {}))
+    restrict, proto = _restriction(table, where, dict(normalisers or {}))
+    own_params = set() if proto is None else set(proto.params) - {"T"}
     fixed = _fixed(table, where, (set(PARAMETERS) - {"L", "N"}) | set(declared) | own_params, defaults)
     ranges = _ranges(table, where, fixed)
     texts = [table[key] for key in ("relation", "lhs", "rhs") if key in table]
@@ -312,8 +325,8 @@ def _parse_statement(table: Any, k: int, path: str,
                               f"formula alone: it evaluates to {relation} for every value of its quantities and "
                               f"parameters): there is nothing to verify")
     if not isinstance(relation, (sp.Le, sp.Ge, sp.Lt, sp.Gt, sp.And)):
-        raise InvalidArgument(f"{where}: key 'relation' must be an inequality (<=, >=) or a conjunction of them with &, "
-                              f"got {relation}")
+        raise InvalidArgument(f"{where}: key 'relation' must be an inequality (<=, >=, <, >) or a conjunction of them "
+                              f"with &, got {relation}")
     _check_placement(relation, {k: v for k, v in quantity_of.items() if k not in defaults}, f"{where}: key 'relation'")
     used = {str(s.base) if isinstance(s, sp.Indexed) else str(s) for s in relation.atoms(sp.Symbol, sp.Indexed)}
     used |= {str(b) for b in relation.atoms(sp.IndexedBase)}
@@ -330,10 +343,14 @@ def _parse_statement(table: Any, k: int, path: str,
             raise InvalidArgument(f"{where}: key 'hypotheses': unknown hypothesis {h!r}; known: {', '.join(sorted(catalogue))}")
         hyps.append(catalogue[h])
     if restrict is not None:
+        from attnbounds.theory.callables import refuse_off_graph
+
+        refuse_off_graph(bindings.values(), cast(Normaliser, proto), f"{where}: key 'relation'")
         own_fixed = {k: v for k, v in fixed.items() if k in own_params}
         if own_fixed:  # the statement's normaliser at the parameter values it fixes
             name = table["normaliser"]
-            restrict = same_normaliser(name, (dict(normalisers or {}).get(name) or FAMILY[name])(**own_fixed))
+            maker = dict(normalisers or {}).get(name) or FAMILY[name]
+            restrict = same_normaliser(name, maker(**own_fixed), maker if isinstance(maker, Declared) else None)
         hyps.append(restrict)
     estimate = any(QUANTITIES[q].estimate for q in bindings.values())
     kind = table.get("kind", "expectation" if estimate else "deterministic")
@@ -358,6 +375,7 @@ def _parse_normaliser(table: Any, k: int, path: str, python: bool = False) -> tu
     where = f"{path}: normaliser #{k} ({name!r})"
     if not isinstance(name, str) or not name.isidentifier():
         raise InvalidArgument(f"{path}: normaliser #{k}: key 'name' must be an identifier, got {name!r}")
+    check_identifier(name, f"{path}: normaliser #{k}: key 'name'")
     keys = _PYTHON_NORMALISER_KEYS if python else _NORMALISER_KEYS
     unknown = set(table) - keys
     if unknown:
@@ -373,13 +391,13 @@ def _parse_normaliser(table: Any, k: int, path: str, python: bool = False) -> tu
             raise InvalidArgument(f"{where}: key 'params': a callable normaliser without log_F takes only T (its other "
                                   f"parameters live in the function); got {sorted(extra)}")
         T0 = _number((table.get("params") or {}).get("T", 1.0), f"{where}: key 'params.T'")
-        check_callable(fn, name, where)
+        state = check_callable(fn, name, where)
 
         def make_callable(**overrides: Any) -> Normaliser:
             bad = set(overrides) - {"T"}
             if bad:
                 raise InvalidArgument(f"normaliser {name!r} (a Python callable) has the parameter T only, got {sorted(bad)}")
-            return CallableNormaliser(name, fn, overrides.get("T", T0))
+            return CallableNormaliser(name, fn, overrides.get("T", T0), state)
 
         return name, make_callable
     params = table.get("params", {})
@@ -408,10 +426,10 @@ def _parse_normaliser(table: Any, k: int, path: str, python: bool = False) -> tu
     except Exception as exc:  # noqa: BLE001 - whatever sympy or numpy make of the user's formula
         raise InvalidArgument(f"{where}: key 'log_F' cannot be evaluated: {type(exc).__name__}: {exc}") from None
     selfcheck.check_normaliser(make(), f"{where}: key 'log_F'")
-    if fn is not None:  # the callable must compute the weights log F defines
-        from attnbounds.theory.callables import ratio_from_callable
+    if fn is not None:  # the callable must compute the weights log F defines (here, and in every verdict)
+        from attnbounds.theory.callables import Declared, ratio_from_callable
 
-        ratio_from_callable(fn, make(), where)
+        return name, Declared(name, fn, make, ratio_from_callable(fn, make(), where))
     return name, make
 
 
@@ -574,3 +592,28 @@ def load(path: str | Path, *, register: bool = True) -> UserBounds:
         for name, make in out.normalisers.items():
             FAMILY[name] = make
     return out
+
+
+def load_all(paths: list[str | Path] | tuple[str | Path, ...]) -> UserBounds:
+    """Several statements files read together (``--statements A --statements B``): their statements and normalisers
+    merged, as if one file declared them all; an id, or a normaliser name, declared in two files is refused."""
+    if not paths:
+        raise InvalidArgument("statements files: expected at least one path")
+    out: UserBounds | None = None
+    for path in paths:
+        one = load(path)
+        if out is None:
+            out = one
+            continue
+        for st in one.statements:
+            if any(st.id == s.id for s in out.statements):
+                raise InvalidArgument(f"statement id {st.id!r} is declared in {out.path} and in {one.path}; ids must "
+                                      f"be unique across the statements files")
+        for name in one.normalisers:
+            if name in out.normalisers:
+                raise InvalidArgument(f"normaliser {name!r} is declared in {out.path} and in {one.path}; names must "
+                                      f"be unique across the statements files")
+        out = UserBounds(f"{out.path}, {one.path}", out.statements + one.statements, {**out.normalisers, **one.normalisers})
+    assert out is not None
+    return out
+

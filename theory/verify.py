@@ -20,22 +20,26 @@ contradiction, e.g. a PROVED reading with a certified counterexample, or a crash
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import re
 import time
 import traceback
 from typing import Any, Callable, Iterable
 
-from attnbounds.theory.callables import uncertified
+import numpy as np
+
+from attnbounds.theory.callables import MAX_EXPANDED, Confirmer, LogFRefused, judged_by_callable, uncertified
 from attnbounds.theory.certify import Certificate, certify
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.errors import AttnBoundsError, CallableFailed, InvalidArgument
 from attnbounds.theory.instance import Instance
+from attnbounds.theory.memory import blas_threads
 from attnbounds.theory.parallel import Runner
 from attnbounds.theory.records import PAPER, Record, Records, git_state, software
 from attnbounds.theory.serialize import instance_to_json
 from attnbounds.theory.statement import PAPER_VERSION, Statement
 
-from attnbounds.theory.search.budget import DEFAULT_BUDGET_S, check_budget  # noqa: E402  (one default, re-exported)
+from attnbounds.theory.search.budget import CEILING, CEILING_GRACE_S, DEFAULT_BUDGET_S, check_budget, deadline_s  # noqa: E402  (one default, re-exported)
 #: candidates certified per reading at most
 MAX_CANDIDATES = 16
 #: fewer instances than this evaluated is "too little searched" (UNDECIDED)
@@ -95,8 +99,11 @@ def _applicable(by_method: dict[str, Any]) -> int | None:
 
 
 def _certificate_summary(rank: int, cert: Certificate) -> dict[str, Any]:
-    return {"rank": rank, "status": cert.status, "method": cert.method, "margin_lo": cert.margin_lo,
-            "margin_hi": cert.margin_hi, "statistical": cert.statistical, "equality": cert.equality()}
+    out = {"rank": rank, "status": cert.status, "method": cert.method, "margin_lo": cert.margin_lo,
+           "margin_hi": cert.margin_hi, "statistical": cert.statistical, "equality": cert.equality()}
+    if not (math.isfinite(cert.margin_lo) and math.isfinite(cert.margin_hi)):  # no margin at all: say why
+        out["why"] = "; ".join(cert.notes)[:300] or "no enclosure of the margin"
+    return out
 
 
 def statement_json(st: Statement, source: str) -> dict[str, Any]:
@@ -131,15 +138,19 @@ def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed:
     not depend on it."""
     start = time.perf_counter()
     timing: dict[str, Any] = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    fields: dict[str, Any] = {
-        "id": st.id, "statement": statement_json(st, source),
-        "hypotheses": [{"id": h.id, "description": h.description} for h in st.hypotheses],
-        "paper": {**PAPER, "version": PAPER_VERSION}, "proof": None, "counterexample": None,
-        "tightness": {"best_ratio": None, "best_margin": None, "witness": None, "certificate": None, "equality": None},
-        "search": {"budget_s": float(budget_s), "seed": int(seed), "tried": 0, "by_method": {}, "candidates": [],
-                   "L_range": {"dense": None, "classes": None, "all": None}},
-        "software": dict(software()), "git": dict(git_state()),
-    }
+    fields = _fields(st, source, budget_s, seed)
+    decide = functools.partial(_decide, timing=timing, budget_s=budget_s, seed=seed, search=search,
+                               prover=prover or default_prover, max_candidates=max_candidates, min_tried=min_tried,
+                               runner=runner or Runner())
+    with blas_threads(1):  # certificates' linear algebra too (see memory.blas_threads)
+        verdict, reason, fields = _verify_fields(st, fields, timing, decide, source, budget_s, seed)
+    timing["wall_s"] = time.perf_counter() - start
+    return Record.build(**fields, verdict=verdict, reason=reason, timing=timing)
+
+
+def _verify_fields(st: Statement, fields: dict[str, Any], timing: dict[str, Any], decide: Callable[..., tuple[str, str]],
+                   source: str, budget_s: float, seed: int) -> tuple[str, str, dict[str, Any]]:
+    """The verdict, reason and fields of :func:`verify_statement` (crashes become ERROR, never silence)."""
     from attnbounds.theory import closed
 
     try:
@@ -148,15 +159,42 @@ def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed:
         else:
             if uncertified(st) is not None:
                 fields["certified"] = False
-            verdict, reason = _decide(st, fields, timing, budget_s=budget_s, seed=seed, search=search,
-                                      prover=prover or default_prover, max_candidates=max_candidates,
-                                      min_tried=min_tried, runner=runner or Runner())
+            confirm = Confirmer.of(st)  # a normaliser declared with log F and its torch function
+            try:
+                if confirm is not None:
+                    confirm.spread(seed)
+                verdict, reason = decide(st, fields, confirm=confirm)
+                if confirm is not None:
+                    fields["callable_check"] = confirm.summary()
+            except LogFRefused as refused:  # the verdict must hold for the function: judge it alone
+                with judged_by_callable(st) as alone:
+                    fields = _fields(alone, source, budget_s, seed)
+                    fields["certified"] = False
+                    fields["log_F_refused"] = {"normaliser": confirm.declared.name if confirm else None,
+                                               "reason": str(refused)}
+                    verdict, reason = decide(alone, fields, confirm=None)
+                if refused.failed and verdict == "VERIFIED":  # it fails on part of the range: not everything holds
+                    verdict = "UNDECIDED"
+                reason = (f"log_F refused for this run ({refused}); judged as the Python callable alone, without "
+                          f"log_F: {reason}")
     except Exception as exc:  # an internal failure must show up in the record, not vanish
         verdict = "ERROR"
         reason = f"internal error while verifying: {type(exc).__name__}: {exc}"
         timing["traceback"] = traceback.format_exc(limit=8)
-    timing["wall_s"] = time.perf_counter() - start
-    return Record.build(**fields, verdict=verdict, reason=reason, timing=timing)
+    return verdict, reason, fields
+
+
+def _fields(st: Statement, source: str, budget_s: float, seed: int) -> dict[str, Any]:
+    """A record's fields before anything is decided."""
+    return {
+        "id": st.id, "statement": statement_json(st, source),
+        "hypotheses": [{"id": h.id, "description": h.description} for h in st.hypotheses],
+        "paper": {**PAPER, "version": PAPER_VERSION}, "proof": None, "counterexample": None,
+        "tightness": {"best_ratio": None, "best_margin": None, "witness": None, "certificate": None, "equality": None},
+        "search": {"budget_s": float(budget_s), "seed": int(seed), "tried": 0, "by_method": {}, "candidates": [],
+                   "L_range": {"dense": None, "classes": None, "all": None}},
+        "software": dict(software()), "git": dict(git_state()),
+    }
 
 
 def _replay(prover: ProverFn, statement_id: str) -> tuple[dict[str, Any] | None, str | None, list[str], float]:
@@ -175,17 +213,24 @@ def _replay(prover: ProverFn, statement_id: str) -> tuple[dict[str, Any] | None,
     return proof, None, [note], time.perf_counter() - t
 
 
-def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, budget_s: float, seed: int,
+def _decide(st: Statement, fields: dict[str, Any], *, timing: dict[str, Any], budget_s: float, seed: int,
             search: SearchFn | None, prover: ProverFn, max_candidates: int, min_tried: int,
-            runner: Runner) -> tuple[str, str]:
+            runner: Runner, confirm: Confirmer | None) -> tuple[str, str]:
+    """The verdict and reason of a statement that is not a closed claim (module docstring), ``fields`` filled in.
+    ``confirm``: the torch function a declared normaliser's verdicts must hold for (it raises
+    :class:`~attnbounds.theory.callables.LogFRefused` on the instances searched, before anything is certified)."""
     replaying = runner.start(_replay, [st.id], shared=prover, label=f"proof {st.id}")
 
     def proof() -> tuple[str | None, list[str]]:
         fields["proof"], proved_by, notes, timing["proof_s"] = replaying.results()[0]
         return proved_by, notes
 
-    if search is None:  # the default search runs its pieces on a cluster's runner too
-        search = default_search() if runner.name == "none" else functools.partial(default_search(), runner=runner)
+    if search is None:  # the default search runs its pieces on a cluster's runner too, all under one ceiling
+        search = default_search()
+        extra: dict[str, Any] = {} if runner.name == "none" else {"runner": runner}
+        if "deadline" in inspect.signature(search).parameters:  # the reading's searches stop starting work then
+            extra["deadline"] = time.time() + deadline_s(budget_s)
+        search = functools.partial(search, **extra)
     t = time.perf_counter()
     try:
         res = search(st, budget_s=budget_s, seed=seed, progress=False)
@@ -214,9 +259,21 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
         if res.best is not None and float_only is None else None
     minimal = getattr(res, "minimal", None)  # the shrunk, rounded counterexample: most readable, certify it first
     cands = _candidates(res.violations)
+    shortest = getattr(res, "shortest", None)
+    if any(st.strict) and shortest is not None:  # a strict bound's equality cases tie at margin 0: the shortest
+        cands = [shortest, *(c for c in cands if c is not shortest)]  # context is the likeliest exact one
     if minimal is not None:
         cands = [minimal, *(c for c in cands if c is not minimal)]
+    if confirm is not None:  # the function must give the weights every candidate and tight instance carries
+        confirm.check([*cands, res.best, *getattr(res, "tight", [])])
+        cands.sort(key=lambda c: not confirm.reaches(c))  # candidates the function can confirm first
     chosen, summaries = _certified(st, cands[:max_candidates])
+    best_cert = None
+    if chosen is None and best_certificate is not None:  # the float search saw it hold: the certificate may not
+        best_cert = best_certificate.results()[0]  # (a strict bound's equality case, a violation rounding hid)
+        if best_cert.status == "violated":
+            summaries.append(_certificate_summary(len(cands), best_cert))
+            chosen = (len(cands), res.best, best_cert)
     fields["search"]["candidates"] = summaries
     relaxed = None
     if float_only is None:  # the relaxation prover: PROVED for every L, or a counterexample the search missed
@@ -226,6 +283,8 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
             cert = certify(st, relaxed.counterexample, 0)
             fields["relaxation"]["counterexample_certificate"] = _certificate_summary(len(summaries), cert)
             if cert.status == "violated":
+                if confirm is not None:  # the function must give the weights the counterexample carries
+                    confirm.check([relaxed.counterexample])
                 chosen = (len(summaries), relaxed.counterexample, cert)
                 cands = [*cands, relaxed.counterexample]
                 notes.append("the counterexample was found by the relaxation prover (the search found none)")
@@ -235,9 +294,7 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
     if chosen is not None:
         rank, cand, cert = chosen
         fields["counterexample"] = _counterexample_json(cand, cert, rank, minimal is not None and cand is minimal)
-        fields["counterexample"]["smallest_violating_L_seen"] = min(
-            (info["violation_L_min"] for info in by_method.values() if isinstance(info, dict) and "violation_L_min" in info),
-            default=None)
+        fields["counterexample"].update(_shortest_violation(st, cands, summaries, cand, getattr(res, "shortest", None)))
         at_limit = cand
         if fields["counterexample"]["boundary"]:  # also look for a counterexample inside the hypotheses
             interior = _interior_counterexample(st, cands, chosen, budget_s=budget_s, seed=seed, search=search,
@@ -245,15 +302,22 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
             fields["counterexample"]["interior"] = interior
             if interior.get("found"):
                 at_limit = interior["_instance"]
+                if confirm is not None:
+                    confirm.check([at_limit])
                 del interior["_instance"]
         fields["counterexample"]["limit"] = _limits(st, at_limit, violated=True, runner=runner)
     if best_certificate is not None:
-        best_cert = best_certificate.results()[0]
+        best_cert = best_cert or best_certificate.results()[0]
         fields["tightness"] = {"best_ratio": _finite_or_none(res.best_ratio), "best_margin": _finite_or_none(res.best_margin),
                                "witness": instance_to_json(res.best.take(0)), "certificate": best_cert.to_json(timing=False),
                                "equality": _attains(res.best_ratio, best_cert)}
         if chosen is None:
             fields["tightness"]["limit"] = _limits(st, res.best, violated=False, runner=runner)
+            ratio = _finite_or_none(res.best_ratio)
+            if ratio is not None and ratio > 1 and best_cert.status == "holds":  # re-checked: rounding, not excess
+                fields["tightness"]["float_only"] = (
+                    f"lhs/rhs = {ratio!r} exceeds 1 in float64 only: the certificate of this instance says the bound "
+                    f"holds there (margin in [{best_cert.margin_lo_text}, {best_cert.margin_hi_text}])")
     timing["certify_s"] = time.perf_counter() - t
 
     tried = int(res.tried)
@@ -262,6 +326,13 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
     if errors:
         notes.append("search errors: " + "; ".join(
             f"{m}: {info['errors']} ({' | '.join(info.get('error_messages', [])[:2])})" for m, info in errors.items()))
+    failures = _callable_failures(by_method)
+    if failures:
+        notes.append(failures)
+    cut = {m: info["cut"] for m, info in by_method.items() if isinstance(info, dict) and info.get("cut")}
+    if cut:
+        notes.append(f"the wall-clock ceiling ({CEILING:g} x the budget + {CEILING_GRACE_S:g} s) cut planned work: " +
+                     ", ".join(f"{m}: {n} unit(s)" for m, n in cut.items()))
     undecided = [s for s in summaries if s["status"] == "inconclusive" and not s["equality"]]
     L_range = fields["search"]["L_range"]
     what = (f"{tried} instances searched (seed {seed}, budget {budget_s:g} s; L from {L_range['all'][0]} to "
@@ -273,6 +344,10 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
         return "ERROR", (f"internal contradiction: {by} proves the statement, but search "
                          f"candidate {chosen[0]} is a certified counterexample ({chosen[2].method}, margin in "
                          f"[{chosen[2].margin_lo:.6g}, {chosen[2].margin_hi:.6g}]){suffix}")
+    if chosen is not None and confirm is not None and not confirm.reaches(chosen[1]):
+        return "UNDECIDED", (f"log_F = {confirm.declared().log_F} is certified violated only at L = {chosen[1].L}, "
+                             f"beyond the {MAX_EXPANDED} tokens the torch function {confirm.declared.name!r} can be "
+                             f"evaluated on: a verdict about the function needs the function; {what}{suffix}")
     if chosen is not None:
         kind = (f"a statistical counterexample (Monte Carlo interval at level {chosen[2].level})" if chosen[2].statistical
                 else f"a counterexample certified in {chosen[2].backend} interval arithmetic ({chosen[2].method})")
@@ -290,13 +365,18 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
                       else f" up to {best['L_max']:.3g}") + f" along '{best['family']}'")
         return "REFUTED", (f"{kind}{where}, margin in [{chosen[2].margin_lo:.6g}, {chosen[2].margin_hi:.6g}]; "
                            f"{what}{suffix}")
-    relaxation = (f"; {relaxed.to_json()['rests_on']}" if relaxation_proved else
+    relaxation = (f"; {relaxed.to_json()['rests_on']}" if relaxation_proved and relaxed is not None else
                   f"; the relaxation prover: {relaxed.status}: {relaxed.reason}" if relaxed is not None else "")
     if proved_by is not None:
         return "PROVED", f"derivation {proved_by} replays completely{relaxation if relaxation_proved else ''}; no " \
                          f"counterexample in {what}{suffix}"
+    if failures:
+        return "UNDECIDED", f"not every instance searched could be checked; {what}{suffix}{relaxation}"
     if relaxation_proved:
-        return "PROVED", f"proved for every L by the relaxation prover{relaxation}; no counterexample in {what}{suffix}"
+        declared = (f" (for log F as declared: the torch function {confirm.declared.name!r} agreed with it on "
+                    f"{confirm.checked} instances, up to L = {confirm.longest})" if confirm is not None else "")
+        return "PROVED", (f"proved for every L by the relaxation prover{declared}{relaxation}; no counterexample in "
+                          f"{what}{suffix}")
     suffix += relaxation
     if tried > 0 and applicable == 0:
         return "NOT-APPLICABLE", f"no instance the search built satisfies the hypotheses; {what}{suffix}"
@@ -304,7 +384,8 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
         return "UNDECIDED", (f"the search did not run as planned: {sum(i['errors'] for i in errors.values())} internal "
                              f"error(s) in {', '.join(errors)}; {what}{suffix}")
     if undecided:
-        statuses = ", ".join(f"#{s['rank']} margin [{s['margin_lo']:.3g}, {s['margin_hi']:.3g}] ({s['method']})"
+        statuses = ", ".join(f"#{s['rank']} " + (f"margin [{s['margin_lo']:.3g}, {s['margin_hi']:.3g}]" if "why" not in s
+                                                   else f"no certified margin ({s['why']})") + f" ({s['method']})"
                              for s in undecided[:4])
         return "UNDECIDED", (f"{len(undecided)} candidate(s) with a negative float margin could not be certified either "
                              f"way: {statuses}; {what}{suffix}")
@@ -313,8 +394,14 @@ def _decide(st: Statement, fields: dict[str, Any], timing: dict[str, Any], *, bu
                              f"evaluates to NaN on all of them): nothing was checked; {what}{suffix}")
     if tried < min_tried:
         return "UNDECIDED", f"too little searched: {what} (fewer than {min_tried}){suffix}"
+    if best_cert is not None and best_cert.strict:
+        return "UNDECIDED", (f"the tightest instance found has a margin of 0 to within interval arithmetic (certified in "
+                             f"[{best_cert.margin_lo:.3g}, {best_cert.margin_hi:.3g}]): a strict inequality is false if "
+                             f"it is exactly 0, and that could not be decided; {what}{suffix}")
     ratio = _finite_or_none(res.best_ratio)
-    return "VERIFIED", f"no counterexample in {what}; largest lhs/rhs found {_fmt(ratio)}{suffix}"
+    shown = _fmt(ratio) + (" (above 1 in float64 only: certified to hold there)" if "float_only" in fields["tightness"]
+                           else "")
+    return "VERIFIED", f"no counterexample in {what}; largest lhs/rhs found {shown}{suffix}"
 
 
 #: a float violation of a statement about a callable must have a relative margin below this (clearly not rounding)
@@ -330,9 +417,19 @@ def _decide_float_only(st: Statement, fields: dict[str, Any], timing: dict[str, 
 
     fields["certified"] = False
     found = None
+    unconfirmed: list[str] = []  # candidates the callable did not give the same weights again
     for rank, cand in enumerate(cands):
         one = cand.take(0)
-        ev = st.evaluate(one)
+        try:  # the callable again, on the same logits: the violation must be its own, every time
+            again = one.normaliser.weights(one.logits, one.counts) if one.logits is not None and one.normaliser else None
+            ev = st.evaluate(one)
+        except CallableFailed as exc:
+            unconfirmed.append(f"re-evaluating candidate {rank}: {exc}")
+            continue
+        if again is not None and not np.array_equal(again, one.alpha):
+            unconfirmed.append(f"candidate {rank} (L = {one.L}): the callable returned other weights on the same "
+                               f"logits (largest difference {float(np.abs(again - one.alpha).max()):.3g})")
+            continue
         lhs, rhs, margin = float(ev.lhs[0]), float(ev.rhs[0]), float(ev.margin_hi[0])
         rel = margin / (abs(lhs) + abs(rhs)) if (abs(lhs) + abs(rhs)) > 0 else margin
         if bool(ev.applicable[0]) and rel < -FLOAT_CLEAR:
@@ -346,6 +443,7 @@ def _decide_float_only(st: Statement, fields: dict[str, Any], timing: dict[str, 
     L_range = fields["search"]["L_range"]
     what = (f"{tried} instances searched (seed {seed}, budget {budget_s:g} s; L from {L_range['all'][0]} to "
             f"{L_range['all'][1]})" if L_range["all"] else f"{tried} instances searched (seed {seed}, budget {budget_s:g} s)")
+    failures = _callable_failures(fields["search"]["by_method"], unconfirmed)
     if found is not None:
         rank, one, lhs, rhs, margin, rel = found
         cert = chosen[2] if chosen is not None and chosen[0] == rank else certify(st, one, 0)
@@ -357,8 +455,11 @@ def _decide_float_only(st: Statement, fields: dict[str, Any], timing: dict[str, 
             "note": ("NOT certified: " + why + "; the certificate above (if any) is about the float weights the "
                      "callable returned, not about the callable")}
         return "REFUTED", (f"violated in float64 arithmetic only, NOT certified ({why}): at L = {one.L}, lhs = {lhs:.6g}, "
-                           f"rhs = {rhs:.6g}, float margin rhs - lhs = {margin:.6g} (relative {rel:.3g}); {what}")
+                           f"rhs = {rhs:.6g}, float margin rhs - lhs = {margin:.6g} (relative {rel:.3g}); {what}"
+                           + (f"; {failures}" if failures else ""))
     applicable = _applicable(fields["search"]["by_method"])
+    if failures:
+        return "UNDECIDED", f"not every instance searched could be checked: {failures}; {what}"
     if tried > 0 and applicable == 0:
         return "NOT-APPLICABLE", f"no instance the search built satisfies the hypotheses; {what}"
     errors = {m: info for m, info in fields["search"]["by_method"].items() if isinstance(info, dict) and info.get("errors")}
@@ -372,6 +473,10 @@ def _decide_float_only(st: Statement, fields: dict[str, Any], timing: dict[str, 
         return "UNDECIDED", f"none of the {applicable} applicable instances gave a finite margin; {what}"
     if tried < min_tried:
         return "UNDECIDED", f"too little searched: {what} (fewer than {min_tried})"
+    if cands and any(st.strict):
+        return "UNDECIDED", (f"{len(cands)} float violation(s) within rounding (relative margin above -{FLOAT_CLEAR:g}): "
+                             f"a strict inequality is false at an equality case, which float arithmetic cannot tell "
+                             f"from rounding (not certified: {why}); {what}")
     return "VERIFIED", (f"no violation in float64 arithmetic in {what}; largest lhs/rhs found "
                         f"{_fmt(_finite_or_none(res.best_ratio))}{rounding} (not certified: {why})")
 
@@ -381,6 +486,18 @@ def _relaxation(st: Statement, budget_s: float) -> Any:
     from attnbounds.theory import prover
 
     return prover.prove(st, work=prover.work_for(budget_s))
+
+
+def _callable_failures(by_method: dict[str, Any], more: list[str] | None = None) -> str | None:
+    """What a user's callable normaliser failed on during the search (and ``more`` failures seen afterwards), or None."""
+    failed = {m: info for m, info in by_method.items() if isinstance(info, dict) and info.get("callable_failures")}
+    n = sum(int(info["callable_failures"]) for info in failed.values()) + len(more or [])
+    if not n:
+        return None
+    messages = [m for info in failed.values() for m in info.get("callable_failure_messages", [])[:2]] + list(more or [])
+    where = ", ".join(f"{m}: {info['callable_failures']}" for m, info in failed.items())
+    return (f"the callable normaliser failed {n} time(s) ({where or 'when re-evaluated'}): {' | '.join(messages[:3])}; "
+            f"those instances were not checked")
 
 
 def _certified(st: Statement, cands: list[Instance]) -> tuple[tuple[int, Instance, Certificate] | None, list[dict[str, Any]]]:
@@ -404,6 +521,26 @@ def _counterexample_json(cand: Instance, cert: Certificate, rank: int, shrunk: b
     return {"instance": instance_to_json(cand.take(0)), "certificate": cert.to_json(timing=False),
             "statistical": cert.statistical, "candidate_rank": rank, "shrunk": shrunk, "L": int(cand.L),
             "boundary": boundaries(cand.take(0))[0]}
+
+
+def _shortest_violation(st: Statement, cands: list[Instance], summaries: list[dict[str, Any]], chosen: Instance,
+                        shortest: Instance | None) -> dict[str, Any]:
+    """``smallest_violating_L_seen``: the shortest context of a *certified* violation (the counterexample, the
+    candidates certified violated, and the search's shortest float violation when its certificate confirms it); a
+    shorter float violation that the certificate does not confirm is ``smallest_float_violation_L_seen``, labelled."""
+    Ls = [chosen.L] + [cands[s["rank"]].L for s in summaries if s["status"] == "violated" and s["rank"] < len(cands)]
+    out: dict[str, Any] = {}
+    if shortest is not None and shortest.L < min(Ls):
+        cert = certify(st, shortest, 0)
+        if cert.status == "violated":
+            Ls.append(shortest.L)
+        else:
+            out["smallest_float_violation_L_seen"] = {
+                "L": int(shortest.L), "certificate": cert.status,
+                "note": "a float64 violation at this length that interval arithmetic does not confirm (rounding or an "
+                        "equality case): not a counterexample"}
+    out["smallest_violating_L_seen"] = int(min(Ls))
+    return out
 
 
 def _interior_counterexample(st: Statement, cands: list[Instance], chosen: tuple[int, Instance, Certificate], *,

@@ -41,8 +41,8 @@ def test_bad_schedulers_are_refused_naming_what_is_allowed(text, message):
 
 
 def test_the_scheduler_defaults_to_the_environment(monkeypatch):
-    monkeypatch.setenv("ATTNBOUNDS_SCHEDULER", "processes:3")
-    assert parallel.parse(None) == ("processes", 3)
+    monkeypatch.setenv("ATTNBOUNDS_SCHEDULER", "processes:1")  # (more than the machine's cores would be capped)
+    assert parallel.parse(None) == ("processes", 1)
     monkeypatch.delenv("ATTNBOUNDS_SCHEDULER")
     assert parallel.parse(None) == ("none", None)
 
@@ -85,17 +85,54 @@ def test_a_users_normaliser_travels_to_the_workers():
     assert _hashes(alone) == {ids[0]: _hashes(here)[ids[0]]}
 
 
-def test_an_unreachable_scheduler_is_exit_2_within_ten_seconds(tmp_path):
-    start = time.perf_counter()
-    run = subprocess.run([sys.executable, "-m", "attnbounds.theory.cli", "verify", "lemma1", "--budget", "0.2", "--quiet",
-                          "--scheduler", "tcp://127.0.0.1:9", "--json", str(tmp_path / "r.json")],
-                         capture_output=True, text=True, timeout=60)
-    took = time.perf_counter() - start
+def _refused(tmp_path: Path, address: str) -> subprocess.CompletedProcess:
+    """``verify --scheduler address``: it must end by itself (the 120 s bound is far above the 5 s connect and 3 s
+    handshake timeouts plus start-up, 7 to 10 s on a loaded 2-core machine: it catches a hang, not slowness)."""
+    return subprocess.run([sys.executable, "-m", "attnbounds.theory.cli", "verify", "lemma1", "--budget", "0.2", "--quiet",
+                           "--scheduler", address, "--json", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_an_unreachable_scheduler_is_exit_2(tmp_path):
+    run = _refused(tmp_path, "tcp://127.0.0.1:9")
     assert run.returncode == 2, run.stderr
     assert "cannot reach the Dask scheduler 'tcp://127.0.0.1:9'" in run.stderr
     assert "Traceback" not in run.stderr
     assert not (tmp_path / "r.json").exists()
-    assert took < 10.0, took
+
+
+def test_a_listener_that_accepts_and_never_answers_is_exit_2(tmp_path):
+    """Dask's own connect waits for the handshake's answer without a limit: the handshake has one."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])  # accepted, never answered
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        run = _refused(tmp_path, f"tcp://127.0.0.1:{listener.getsockname()[1]}")
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        listener.close()
+    assert run.returncode == 2, run.stderr
+    assert "did not answer Dask's handshake within 8 s" in run.stderr and "Traceback" not in run.stderr
+    assert held and not (tmp_path / "r.json").exists()
 
 
 def _start(cmd: list[str], log: Path) -> subprocess.Popen:
@@ -159,13 +196,12 @@ def test_one_readings_pieces_survive_a_dead_worker(tcp_cluster):
     here = _hashes(verify(["corollary3[row]"], budget_s=4.0, seed=2, progress=False))
     killer = subprocess.Popen([sys.executable, "-c", f"import os, signal, time; time.sleep(2.5); "
                                f"os.killpg({workers[1].pid}, signal.SIGKILL)"])
-    start = time.perf_counter()
     try:
         there = _hashes(verify(["corollary3[row]"], budget_s=4.0, seed=2, progress=False, scheduler=address))
+        killed_during = killer.poll() is not None  # the killer had done its work before the run ended
     finally:
-        took = time.perf_counter() - start
         killer.wait(timeout=30)
-    assert workers[1].poll() is not None and took > 3.0, took  # it died during the run
+    assert workers[1].poll() is not None and killed_during  # it died during the run
     assert there == here
 
 

@@ -1,5 +1,7 @@
 """Grammar-based fuzzing of what a hostile user controls: statements files (TOML keys, values, expressions,
-raw bytes) and the command line (commands, options, paths, numbers).
+raw bytes), Python statements, torch normalisers that misbehave (failures by row length, temperature or call count,
+in-place writes, outputs off the autograd graph, formulas that disagree beyond the load check, wrong output types,
+blocking calls) and the command line (commands, options, paths, numbers).
 
 Every case must end within :data:`TIME_LIMIT` seconds, with exit 0 or 2 (or a refusal by
 :class:`AttnBoundsError`), no traceback, and no file touched but the output path. Every statement the
@@ -12,21 +14,27 @@ certifier sees) on real instances. The campaign scales with the hypothesis profi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
 import shutil
 import stat
 import tempfile
+import threading
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 import pytest
+import sympy as sp
+import torch
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+import attnbounds
 import attnbounds.theory.verify as verify_mod
 from tests._fakesearch import no_proof, random_search, scripted
 from attnbounds.theory import families, registry, userbounds
@@ -36,8 +44,9 @@ from attnbounds.theory.errors import AttnBoundsError
 from attnbounds.theory.normalisers import FAMILY
 from attnbounds.theory.quantities import QUANTITIES
 
-#: seconds one case may take (loading a file; one command with the stand-in search)
-TIME_LIMIT = 30.0
+#: seconds one case may take (loading a file; one command with the stand-in search): they take well under a second,
+#: and a statement's load-time limit is 10 s; the bound catches hangs, far above what a loaded machine needs
+TIME_LIMIT = 120.0
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user_bounds.toml"
 
 
@@ -438,3 +447,170 @@ def test_accepted_statements_survive_the_real_search(content: bytes) -> None:
             assert record.verdict != "ERROR", record.reason
             errors = any(isinstance(i, dict) and i.get("errors") for i in record.data["search"]["by_method"].values())
             assert not (errors and record.verdict == "VERIFIED"), record.reason
+
+
+# -- Python statements ---------------------------------------------------------------------------------------------
+#: names a Python statement may bind or use, among them look-alikes that Python's parser folds into plain names
+PY_NAMES = ["alpha_i", "alpha_max", "L", "T", "N", "c0", "ᵀ", "𝐋", "ａlpha_i", "ﬁ"]
+
+
+@st.composite
+def python_statements(draw: Any) -> str:
+    """A trusted ``.py`` statements file building one :class:`Statement` in Python: a relation from the grammar
+    (strict ones included) over symbols that may be look-alikes, bindings and defaults that may not match."""
+    relation = draw(relations(False)).replace("<=", draw(st.sampled_from(["<=", "<"])))
+    relation = relation.replace(">=", draw(st.sampled_from([">=", ">"])))
+    bound = draw(st.lists(st.sampled_from([*PER_INSTANCE, *PER_TOKEN]), unique=True, min_size=1, max_size=3))
+    aliases = draw(st.dictionaries(st.sampled_from(PY_NAMES), st.sampled_from(sorted(QUANTITIES)), max_size=1))
+    defaults = draw(st.dictionaries(st.sampled_from(["c0", "ᵀ", "T"]), st.sampled_from([0.5, 2.0]), max_size=1))
+    if aliases:
+        relation = f"({relation}) & ({next(iter(aliases))} >= 0)"
+    bindings = {**{q: q for q in bound}, **aliases}
+    return (
+        "import sympy as sp\n"
+        "from attnbounds.theory.statement import Citation, Statement\n"
+        f"names = {{n: sp.Symbol(n, real=True) for n in {sorted({*QUANTITIES, *PY_NAMES, *defaults})!r}}}\n"
+        f"relation = sp.sympify({relation!r}, locals=names)\n"
+        f"STATEMENTS = [Statement('fuzz.py', 'fuzz', relation, Citation('fuzz'), bindings={bindings!r}, "
+        f"defaults={defaults!r})]\n")
+
+
+@settings(max_examples=examples(0.5), **FUZZ)
+@given(source=python_statements())
+def test_python_statements_are_accepted_or_refused_and_read_alike(source: str) -> None:
+    """A Python statement is checked as a TOML one is: look-alike names refused, strict relations kept strict,
+    accepted statements read alike in float and in balls; never a traceback."""
+    with tempfile.TemporaryDirectory() as folder, family_restored():
+        path = Path(folder) / "mine.py"
+        path.write_text(source, encoding="utf-8")
+        try:
+            loaded = userbounds.load(path)
+        except AttnBoundsError as exc:
+            assert str(exc) and "Traceback" not in str(exc)
+            event("refused")
+            return
+        statement = loaded.statements[0]
+        names = {str(s) for s in statement.relation.free_symbols} | set(statement.bindings) | set(statement.defaults)
+        assert all(unicodedata.normalize("NFKC", n) == n for n in names), names
+        written = list(statement.relation.args) if isinstance(statement.relation, sp.And) else [statement.relation]
+        assert statement.strict == tuple(isinstance(r, (sp.StrictLessThan, sp.StrictGreaterThan)) for r in written)
+        event(f"accepted ({'strict' if any(statement.strict) else 'not strict'}), compared on "
+              f"{agree_on_real_instances(statement)} instance(s)")
+
+
+# -- callables -----------------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class Misbehaving:
+    """A torch normaliser that misbehaves in one drawn way: softmax of ``scale * l / T`` (``clip``: logits clipped
+    at +-clip first), written in place or not, its output off the autograd graph or not, and failing (raising,
+    NaN, float32, a list, blocking) beyond a row length, below a temperature or after some calls."""
+
+    scale: float = 1.0
+    clip: float | None = None
+    inplace: str | None = None
+    off_graph: bool = False
+    failure: str | None = None
+    when: tuple[str, float] = ("L>", 64)
+    calls: int = 0
+    failed: int = 0  # calls that failed on purpose (after loading: loading refuses a function that fails)
+
+    def hit(self, logits: Any, T: Any) -> bool:
+        kind, at = self.when
+        if kind == "L>":
+            return logits.shape[-1] > at
+        if kind == "T<":
+            return bool((torch.as_tensor(T) < at).any())
+        return self.calls > at
+
+    def __call__(self, logits: Any, T: Any) -> Any:
+        self.calls += 1
+        x = logits  # the in-place variants write into the tensor they are given (the map stays the same)
+        if self.clip:
+            x = x.clamp_(-self.clip, self.clip) if self.inplace else x.clamp(-self.clip, self.clip)
+        z = x.div_(T).mul_(self.scale) if self.inplace == "div_" else x * self.scale / T
+        w = torch.softmax(z, dim=-1)
+        if self.inplace == "scribble":
+            logits.add_(1000.0)  # after use: only a caller that shares the tensor would notice
+        if self.off_graph:
+            w = w.detach()
+        if self.failure and self.hit(z, T):
+            self.failed += 1
+            if self.failure == "raise":
+                raise RuntimeError("misbehaving on purpose")
+            if self.failure == "block":
+                BLOCKED.wait()
+            return {"nan": w * float("nan"), "float32": w.to(torch.float32), "list": w.tolist()}[self.failure]
+        return w
+
+
+BLOCKED = threading.Event()
+
+
+def _relations() -> list[tuple[str, dict[str, Any], Any]]:
+    """(relation, keywords, truth(m) -> True/False/None for a clean Misbehaving m, numpy margin from weights)."""
+    floor = dict(hypotheses=["logits-bounded"], defaults={"a": "logit_absmax"})
+    return [
+        ("alpha_i <= 1", {}, lambda m: True, lambda w, lg, T: 1 - w.max()),
+        ("alpha_max <= 0.9", {}, lambda m: False, lambda w, lg, T: 0.9 - w.max()),
+        ("alpha_i*L >= exp(-2*a/T)", floor, lambda m: m.scale <= 1 and not m.clip or None,
+         lambda w, lg, T: (w * w.size - np.exp(-2 * np.abs(lg).max() / T)).min()),
+        ("alpha_i*L >= exp(-2*Min(a, 8)*2/T)", floor, lambda m: (m.clip == 8 and m.scale <= 2) or None,
+         lambda w, lg, T: (w * w.size - np.exp(-4 * min(np.abs(lg).max(), 8) / T)).min()),
+        ("alpha_max < 1", {}, lambda m: None, lambda w, lg, T: 1 - w.max()),
+        ("J_row <= 1/T", {}, lambda m: True if m.scale <= 1 and not m.clip else None, None),
+    ]
+
+
+@st.composite
+def misbehaving(draw: Any) -> tuple[Misbehaving, str | None]:
+    m = Misbehaving(scale=draw(st.sampled_from([1.0, 1.0, 0.5, 2.0])), clip=draw(st.sampled_from([None, None, 8.0])),
+                    inplace=draw(st.sampled_from([None, "div_", "scribble"])), off_graph=draw(st.booleans()),
+                    failure=draw(st.sampled_from([None, None, "raise", "nan", "float32", "list", "block"])),
+                    when=draw(st.sampled_from([("L>", 64), ("L>", 300), ("T<", 1e-3), ("calls", 120)])))
+    log_F = draw(st.sampled_from([None, None, f"{m.scale}*l/T", "l/T"]))  # "l/T" mismatches scale 2 and clipping
+    return m, log_F
+
+
+@settings(max_examples=examples(0.3), **FUZZ)
+@given(case=misbehaving(), which=st.integers(0, len(_relations()) - 1), seed=st.integers(0, 3))
+def test_misbehaving_callables_end_in_a_verdict_about_themselves(case: tuple[Misbehaving, str | None], which: int,
+                                                                 seed: int) -> None:
+    """Accepted or refused (InvalidArgument) when loaded, never a traceback or an ERROR record; a REFUTED holds
+    against the function itself, recomputed here; a failure the search must meet is never VERIFIED; a bound true
+    of the function is never REFUTED; an autograd Jacobian of an output off the graph is refused."""
+    from attnbounds.theory import callables
+    from attnbounds.theory.serialize import float_from_json
+
+    fn, log_F = case
+    relation, kwargs, truth, margin_of = _relations()[which]
+    normaliser: Any = fn if log_F is None else {"name": "mis", "torch": fn, "log_F": log_F}
+    with family_restored(), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(callables, "CALL_SECONDS", 0.2)
+        try:
+            record = attnbounds.check(relation, normaliser=normaliser, budget=0.2, seed=seed, **kwargs)
+        except AttnBoundsError as exc:
+            assert "Traceback" not in str(exc)
+            event("refused when loaded")
+            return
+    event(f"{record.verdict}{'' if record.certified else ' (float only)'}")
+    assert record.verdict != "ERROR", record.reason
+    # without log_F the Jacobian is autograd's (refused off the graph); with it, the formula's (the weights agree)
+    assert not (fn.off_graph and log_F is None and relation.startswith("J_")), "a Jacobian off the graph was accepted"
+    clean = fn.failure is None
+    if fn.failed:  # the function failed during the run (loading would have refused a failure it met)
+        assert record.verdict != "VERIFIED", ("a failure met during the run was not named", record.reason)
+    if clean and truth(fn) is True:
+        assert record.verdict != "REFUTED", record.reason
+    if record.verdict == "REFUTED" and margin_of is not None and record.counterexample is not None:
+        inst = record.counterexample["instance"]
+        logits = float_from_json(inst["logits"], "logits")[0]
+        counts = inst.get("counts")
+        dense = np.repeat(logits, counts[0]) if counts else logits
+        T = float(np.asarray(float_from_json(inst["normaliser"]["params"]["T"], "T")).ravel()[0])
+        fn.failure = None  # the function's own values there (its failures are not what is recomputed)
+        with torch.no_grad():
+            w = fn(torch.as_tensor(dense[None].copy()), T)[0].numpy()
+        margin = margin_of(w, dense, T)
+        scale = max(1.0, float(np.abs(w).max()))
+        assert margin < 1e-9 * scale or (margin <= 0 and "<" in relation.replace("<=", "")), (
+            f"REFUTED, but the function itself gives margin {margin!r} at the counterexample", record.reason)

@@ -205,3 +205,87 @@ def test_budgets_beyond_a_day_are_refused_before_anything_runs():
         with pytest.raises(AttnBoundsError, match="at most a day"):
             verify(["multihead"], budget_s=bad, search=scripted([]), progress=False)
     assert verify(["multihead"], budget_s=86400, search=scripted([]), prover=no_proof, progress=False)[0].verdict
+
+
+# -- records say what is certified and what is float only (issue 19, item 7) --------------------------------------
+def _alpha_max_at_most(c: float) -> Statement:
+    a = sp.Symbol("alpha_max", real=True)
+    return Statement("mine.alpha-max", "alpha_max bounded", sp.Le(a, c), Citation("mine"), bindings={"alpha_max": "alpha_max"})
+
+
+def test_the_smallest_violating_length_counts_certified_violations_only():
+    st = _alpha_max_at_most(0.5)
+    real = Instance.from_logits(np.r_[5.0, np.zeros(49)][None], nm.softmax(1.0))  # L = 50: alpha_max ~ 0.75
+    tie = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0))  # L = 2: alpha_max = 1/2 exactly, holds
+    rec = verify_statement(st, search=scripted([real], best=real, shortest=tie), prover=no_proof)
+    cx = rec.data["counterexample"]
+    assert rec.verdict == "REFUTED" and cx["smallest_violating_L_seen"] == 50
+    assert cx["smallest_float_violation_L_seen"]["L"] == 2
+    assert cx["smallest_float_violation_L_seen"]["certificate"] == "holds"
+    # a shorter float violation the certificate confirms counts
+    short = Instance.from_logits(np.array([[3.0, 0.0, 0.0]]), nm.softmax(1.0))
+    rec = verify_statement(st, search=scripted([real], best=real, shortest=short), prover=no_proof)
+    assert rec.data["counterexample"]["smallest_violating_L_seen"] == 3
+    assert "smallest_float_violation_L_seen" not in rec.data["counterexample"]
+
+
+def test_a_tightest_ratio_above_one_on_a_holding_bound_is_labelled_float_only():
+    st = _alpha_max_at_most(0.75)
+    tight = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0))  # alpha_max = 1/2: the bound holds
+    rec = verify_statement(st, search=scripted(best=tight, ratio=1.00000025, margin=-1e-7), prover=no_proof)
+    assert rec.verdict == "VERIFIED"
+    tightness = rec.data["tightness"]
+    assert tightness["certificate"]["status"] == "holds" and tightness["best_ratio"] == 1.00000025
+    assert "exceeds 1 in float64 only" in tightness["float_only"]
+    assert "above 1 in float64 only" in rec.reason
+    rec = verify_statement(st, search=scripted(best=tight, ratio=0.67, margin=0.3), prover=no_proof)
+    assert "float_only" not in rec.data["tightness"]
+
+
+def test_a_tightest_instance_certified_violated_refutes_even_when_float_saw_no_violation():
+    st = _alpha_max_at_most(0.75)
+    hidden = Instance.from_logits(np.array([[2.0, 0.0]]), nm.softmax(1.0))  # alpha_max ~ 0.88: violated
+    rec = verify_statement(st, search=scripted(best=hidden, ratio=0.99, margin=0.01), prover=no_proof)
+    assert rec.verdict == "REFUTED" and rec.data["counterexample"]["certificate"]["status"] == "violated"
+
+
+@pytest.mark.parametrize("T", [1e-140, 3e-90, 1e90, 1e140])
+def test_a_false_jacobian_bound_at_an_extreme_temperature_is_refuted_with_finite_certified_margins(T):
+    import attnbounds
+
+    for relation in ("J_spectral <= 0.2/T", "J_frobenius <= 0.3/T"):
+        r = attnbounds.check(relation, hypotheses=["softmax"], fixed={"T": T}, budget=0.5)
+        assert r.verdict == "REFUTED" and r.certified, r.reason
+        cert = r.counterexample["certificate"]
+        assert np.isfinite(cert["margin_lo"]) and np.isfinite(cert["margin_hi"]) and cert["margin_hi"] < 0
+
+
+@pytest.mark.parametrize("T", [5e-324, 1e-200, 1.7e308])
+def test_temperatures_where_float64_cannot_decide_are_refused_when_loaded(T):
+    import attnbounds
+
+    with pytest.raises(AttnBoundsError, match=r"outside \[1e-150, 1e\+150\], where a search can be trusted"):
+        attnbounds.check("J_spectral <= 0.2/T", hypotheses=["softmax"], fixed={"T": T}, budget=0.5)
+    with pytest.raises(AttnBoundsError, match="where a search can be trusted"):
+        attnbounds.check("alpha_max <= 0.9", ranges={"T": [1.0, T]} if T > 1 else {"T": [T, 1.0]}, budget=0.5)
+
+
+def test_the_wall_clock_ceiling_cuts_what_is_left_and_says_so(monkeypatch):
+    from attnbounds.theory.search import budget
+
+    monkeypatch.setattr(budget, "CEILING", 0.0)
+    monkeypatch.setattr(budget, "CEILING_GRACE_S", 0.0)  # the ceiling has passed when the search starts
+    rec = verify(["lemma1"], budget_s=0.3, progress=False)[0]
+    cut = {m: i["cut"] for m, i in rec.data["search"]["by_method"].items() if i.get("cut")}
+    assert cut.get("random", 0) > 0 and "the wall-clock ceiling" in rec.reason
+    assert rec.verdict in ("PROVED", "UNDECIDED")  # lemma1 is proved; the search itself did next to nothing
+    assert rec.data["search"]["tried"] < 100
+
+
+def test_a_candidate_without_any_certified_margin_is_undecided_saying_why_never_nan():
+    st = Statement("mine.entmax", "entmax Jacobian", sp.Le(sp.Symbol("J_spectral", real=True), 0.01), Citation("mine"),
+                   bindings={"J_spectral": "J_spectral"})
+    inst = Instance.from_logits(np.array([[0.0, 1.0, 2.0]]), nm.Entmax15(T=1.0))  # no ball form for its Jacobian
+    rec = verify_statement(st, search=scripted([inst], best=inst), prover=no_proof)
+    assert rec.verdict == "UNDECIDED" and "nan" not in rec.reason
+    assert "no certified margin (cannot certify: Jacobian quantities are certified for normalisers F / sum F" in rec.reason

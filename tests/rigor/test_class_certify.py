@@ -3,8 +3,6 @@ at L = 10^7 certify, and true statements tight as L grows never come out violate
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -20,15 +18,18 @@ def _one_vs_rest(L: int, top: float, rest: float, **params: float) -> Instance:
 
 
 @pytest.mark.parametrize("L", [10**3, 10**6, 10**9])
-def test_lemma1_tight_as_L_grows_holds_at_full_length(L: int) -> None:
-    """alpha_min = C_1 / (C_1 + L - 1) is above C_1 / L by a relative 1/L only: still certified."""
+def test_lemma1_tight_as_L_grows_holds_at_full_length(L: int, monkeypatch) -> None:
+    """alpha_min = C_1 / (C_1 + L - 1) is above C_1 / L by a relative 1/L only: still certified, in O(K) (no token
+    is written out: expanding the classes would fail the test)."""
+    def never(*args, **kwargs):
+        raise AssertionError("the certificate wrote the token classes out")
+
+    monkeypatch.setattr(Instance, "expand", never)
     st = registry.get("lemma1")
     for top, rest in ((-3.0, 3.0), (3.0, -3.0)):
         inst = _one_vs_rest(L, top, rest, a=3.0)
-        start = time.perf_counter()
         cert = certify(st, inst)
         assert cert.status == "holds", (L, cert)
-        assert time.perf_counter() - start < 5.0  # O(K): no token is written out
 
 
 def test_counterexample_at_ten_million_tokens_certifies_without_expanding() -> None:

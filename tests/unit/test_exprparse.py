@@ -62,7 +62,11 @@ def test_hostile_expressions_are_refused_fast_with_a_message(text, message):
     start = time.perf_counter()
     with pytest.raises(InvalidArgument, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse(text)
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < SLOW_S  # a hang or an exponential blow-up, not a speed check
+
+
+#: far above the milliseconds these take (the bound catches hangs and blow-ups on any machine, loaded or not)
+SLOW_S = 60.0
 
 
 @pytest.mark.parametrize("text", [
@@ -73,7 +77,7 @@ def test_hostile_expressions_are_refused_fast_with_a_message(text, message):
 def test_large_but_bounded_expressions_are_accepted_fast(text):
     start = time.perf_counter()
     expr = parse(text)
-    assert isinstance(expr, sp.Basic) and time.perf_counter() - start < 2.0
+    assert isinstance(expr, sp.Basic) and time.perf_counter() - start < SLOW_S
 
 
 def test_non_real_results_of_symbolic_simplification_are_refused():

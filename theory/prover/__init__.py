@@ -336,7 +336,7 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
               if name not in st.defaults or not isinstance(st.defaults[name], str)}
     T = params.pop("T", 1.0)
     normaliser = space.make(T)
-    extra = {k_: v for k_, v in params.items() if k_ not in normaliser.params and k_ != "N"
+    extra: dict[str, Any] = {k_: v for k_, v in params.items() if k_ not in normaliser.params and k_ != "N"
              and k_ in st.parameters() | set(st.fixed)}
     N_ = N if info["N"] is not None else None
     return Instance.from_logits(np.array([logits]), normaliser, counts=np.array([counts]), N=N_, **extra)

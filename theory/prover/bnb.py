@@ -468,10 +468,11 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
             feasible = all(certain)
             # 3. closed by the natural enclosure of one of the forms
             if _ok(m_lo, strict):
-                r = _rigorous(face.form_programs[best_form], node.lo, node.hi, work, lambda r_: _ok(r_[0][0], strict))[0]
-                if _ok(r[0], strict):
-                    node.kind, node.detail, node.bound = "closed", f"natural:{best_form}", r[0]
-                    count("natural", node, r[0])
+                natural = _rigorous(face.form_programs[best_form], node.lo, node.hi, work,
+                                    lambda r_: _ok(r_[0][0], strict))[0]
+                if _ok(natural[0], strict):
+                    node.kind, node.detail, node.bound = "closed", f"natural:{best_form}", natural[0]
+                    count("natural", node, natural[0])
                     continue
             # a candidate counterexample
             if m_hi < 0 and feasible:

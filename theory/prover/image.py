@@ -180,7 +180,7 @@ def image_values(qname: str, inst: Instance, *, weights: bool = False) -> list[t
     counts = inst.counts[0] if inst.counts is not None else np.ones(inst.K, dtype=np.int64)
     model = _Model(inst, weights)
     present = [j for j in range(inst.K) if counts[j] > 0]
-    out = []
+    out: list[tuple[dict[str, tuple[int, int]], float, bool]] = []
     tried = 0
     for classes in _patterns([r.name for r in roles]):
         n = max(classes, default=-1) + 1
@@ -236,6 +236,7 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
             name = str(coord.symbol)
             values[coord.symbol] = (float(inst.param("a")[0]) / float(inst.param("T")[0]) if name == "beta"
                                     else float(inst.param(name)[0]))
+    assert inst.logits is not None
     logits, alpha = inst.logits[0], inst.alpha[0]
     if info["weights_model"]:
         left = 1.0
@@ -250,7 +251,8 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
         assert isinstance(n, RatioNormaliser)
         lam = n.log_F_values(inst.logits, inst.L)[0]
         kind, where = info["reference"]
-        extremes = n.log_F_range(inst.param("a")) if info["points"] or kind == "point" else None
+        extremes = n.log_F_range(inst.param("a")) if info["points"] or kind == "point" \
+            else (np.zeros(1), np.zeros(1))  # read only at points
         ref = (float(lam[columns[where]]) if kind == "role" else float(lam[others[where]]) if kind == "atom"
                else float(extremes[0][0]))
         for sym, c in zip(info["role_coordinates"], columns):

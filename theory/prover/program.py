@@ -191,8 +191,8 @@ def _product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _mul(al: np.ndarray, ah: np.ndarray, bl: np.ndarray, bh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ends = [_product(x, y) for x, y in ((al, bl), (al, bh), (ah, bl), (ah, bh))]
-    lo = np.minimum.reduce([e[0] for e in ends])
-    hi = np.maximum.reduce([e[1] for e in ends])
+    lo: np.ndarray = np.minimum.reduce([e[0] for e in ends])
+    hi: np.ndarray = np.maximum.reduce([e[1] for e in ends])
     same_sign = ((al >= 0) & (bl >= 0)) | ((ah <= 0) & (bh <= 0))  # the product is >= 0: 0 is a lower bound
     opposite = ((al >= 0) & (bh <= 0)) | ((ah <= 0) & (bl >= 0))  # the product is <= 0: 0 is an upper bound
     return np.where(same_sign, np.maximum(lo, 0.0), lo), np.where(opposite, np.minimum(hi, 0.0), hi)
@@ -475,7 +475,7 @@ def rigorous(name: str) -> _Rigorous:
     return _CACHE[name]
 
 
-def run_rigorous(program: Program, lo: Sequence[float], hi: Sequence[float], name: str = "arb",
+def run_rigorous(program: Program, lo: Sequence[float] | np.ndarray, hi: Sequence[float] | np.ndarray, name: str = "arb",
                  bits: int = 128) -> list[tuple[float, float]]:
     """Every output's enclosure on one box, rigorously, as doubles rounded outward (the whole line where the
     arithmetic loses the value: NaN, division by an interval holding 0, ...)."""

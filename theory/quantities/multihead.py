@@ -1,5 +1,7 @@
 """The discussion's multi-head remark: the probability that independent heads cover a token, by
-enumerating head outcomes (never by the closed form it is compared with), in float, ball and torch forms."""
+summing the probabilities of the head outcomes (never by the closed form it is compared with), in float, ball and
+torch forms. The 2^H outcomes are grouped by how many heads cover (``C(H, k)`` outcomes of probability
+``p^k (1 - p)^(H - k)`` each), so the sum costs O(H) per instance, not O(2^H)."""
 
 from __future__ import annotations
 
@@ -8,19 +10,19 @@ from typing import Any
 
 import numpy as np
 
-from attnbounds.theory import memory
 from attnbounds.theory.balls import ExactInstance
 from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import Unsupported
 from attnbounds.theory.quantities.spec import define
 
-#: the most heads the enumeration of 2^H outcomes (float, torch) accepts
+#: the most heads the float and torch forms accept (the domain of H; the interval form takes up to 10000)
 MAX_HEADS_ENUMERATED = 20
 
 coverage_enum = define(
     "coverage_enum", "B", "P(a token is covered by at least one of H independent heads), by enumerating "
-    "all 2^H head outcomes (not by the closed form)", definition="sum over head outcomes with >= 1 covering head",
+    "the 2^H head outcomes, grouped by how many heads cover (not by the closed form)",
+    definition="sum over head outcomes with >= 1 covering head",
     reference="Discussion (multi-head remark)", needs=("heads",), cost="weights")
 
 
@@ -28,28 +30,20 @@ def _heads(H: np.ndarray, limit: int) -> np.ndarray:
     Hi = np.asarray(H)
     if np.any(Hi != np.round(Hi)) or np.any(Hi < 0) or np.any(Hi > limit):
         bad = Hi[(Hi != np.round(Hi)) | (Hi < 0) | (Hi > limit)][0]
-        raise InvalidArgument(f"H must be a whole number of heads in [0, {limit}], got H={float(bad):g} (coverage_enum "
-                              f"enumerates the 2^H head outcomes; the interval form takes up to 10000 heads)")
+        raise InvalidArgument(f"H must be a whole number of heads in [0, {limit}], got H={float(bad):g} (the domain "
+                              f"of coverage_enum; the interval form takes up to 10000 heads)")
     return Hi.astype(int)
 
 
 @coverage_enum.float_form
 def _coverage(inst: Instance) -> np.ndarray:
-    """Sums the probabilities of the 2^H outcomes in which some head covers (chunked: at most 2^22 numbers at once)."""
+    """``sum_{k >= 1} C(H, k) p^k (1 - p)^(H - k)``: the outcomes in which some head covers, grouped by how many do."""
     p, H = inst.param("p"), _heads(inst.param("H"), MAX_HEADS_ENUMERATED)
-    out = np.empty(inst.B)
-    for h in np.unique(H):
-        rows = np.nonzero(H == h)[0]
-        if h == 0:  # no head: nothing covers
-            out[rows] = 0.0
-            continue
-        outcomes = np.array(np.meshgrid(*[[0, 1]] * h, indexing="ij")).reshape(h, -1).T == 1  # (2^h, h)
-        covered = outcomes.any(axis=1)
-        for chunk in np.array_split(rows, max(1, rows.size * outcomes.size // 2**22)):
-            pc = p[chunk, None, None]
-            prob = np.prod(np.where(outcomes[None], pc, 1 - pc), axis=2)  # (b, 2^h)
-            out[chunk] = prob[:, covered].sum(-1)
-    return out
+    k = np.arange(1, MAX_HEADS_ENUMERATED + 1)
+    comb = np.array([[math.comb(int(h), int(j)) for j in k] for h in range(MAX_HEADS_ENUMERATED + 1)], dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        terms = comb[H] * p[:, None] ** k * (1 - p[:, None]) ** np.maximum(H[:, None] - k, 0)
+    return np.where(k <= H[:, None], terms, 0.0).sum(-1)
 
 
 @coverage_enum.ball_form
@@ -71,15 +65,8 @@ def _coverage_torch(st: Any) -> Any:
     import torch
 
     p, H = st.param("p"), _heads(st.param("H").detach().numpy(), MAX_HEADS_ENUMERATED)
-    memory.check(2 * 8.0 * p.shape[0] * int(H.max(initial=0)) * 2.0 ** int(H.max(initial=0)),
-                 f"{p.shape[0]} x 2^{int(H.max(initial=0))} head outcomes in torch")
-    out = torch.zeros_like(p)
-    for h in np.unique(H):
-        if h == 0:
-            continue
-        outcomes = torch.as_tensor(np.array(np.meshgrid(*[[0, 1]] * h, indexing="ij")).reshape(h, -1).T == 1)
-        covered = outcomes.any(dim=1)
-        pc = p[:, None, None]
-        prob = torch.where(outcomes[None], pc, 1 - pc).prod(dim=2)
-        out = torch.where(torch.as_tensor(H == h), prob[:, covered].sum(-1), out)
-    return out
+    k = torch.arange(1, MAX_HEADS_ENUMERATED + 1, dtype=p.dtype)
+    Ht = torch.as_tensor(H, dtype=p.dtype)[:, None]
+    comb = torch.as_tensor([[math.comb(int(h), j) for j in range(1, MAX_HEADS_ENUMERATED + 1)] for h in H], dtype=p.dtype)
+    terms = comb * p[:, None] ** k * (1 - p[:, None]) ** torch.clamp(Ht - k, min=0)
+    return torch.where(k <= Ht, terms, torch.zeros_like(terms)).sum(-1)

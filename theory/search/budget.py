@@ -77,6 +77,16 @@ RATES: dict[str, Rates] = {
 
 #: per-reading budget (seconds) that keeps ``attnbounds verify`` over every reading under 10 minutes
 DEFAULT_BUDGET_S = 7.0
+#: the wall-clock ceiling of a search: planned work not started by ``CEILING * budget_s + CEILING_GRACE_S`` seconds
+#: after the search began is skipped and counted as cut (the plan, not the clock, decides the work otherwise). The
+#: grace covers the fixed costs that dominate small budgets (first calls of generated kernels, torch's warm-up)
+CEILING = 10.0
+CEILING_GRACE_S = 20.0
+
+
+def deadline_s(budget_s: float) -> float:
+    """Seconds a search of ``budget_s`` may run before the ceiling cuts its remaining work."""
+    return CEILING * float(budget_s) + CEILING_GRACE_S
 #: the largest budget accepted: a day per reading (the work grows with the budget, the reach with its square)
 MAX_BUDGET_S = 86400.0
 #: shares of the budget per method; random search gets the rest (45 % with gradient and without refine)

@@ -34,7 +34,8 @@ class SearchResult:
     ``lhs / rhs``. ``minimal``: the shrunk, rounded counterexample (also among ``violations``),
     or None. ``by_method``: per method ``tried``, ``applicable``, ``violations``,
     ``best_margin``, ``best_ratio``, ``seconds`` (and ``first_violation_s``). ``plan``: the work
-    the budget bought (:mod:`attnbounds.theory.search.budget`).
+    the budget bought (:mod:`attnbounds.theory.search.budget`). ``tight``: the tightest instances
+    kept (the gradient phase's starting points). ``shortest``: the float violation at the shortest context.
     """
 
     statement_id: str
@@ -50,6 +51,8 @@ class SearchResult:
     minimal: Instance | None = None
     violation_margins: list[float] = field(default_factory=list)
     plan: dict[str, Any] = field(default_factory=dict)
+    tight: list[Instance] = field(default_factory=list)
+    shortest: Instance | None = None
 
     @property
     def violated(self) -> bool:
@@ -59,18 +62,22 @@ class SearchResult:
 
 @contextlib.contextmanager
 def _one_thread() -> Iterator[None]:
-    """torch on one thread while searching (reproducible reductions, no oversubscription), with
+    """torch and numpy's BLAS on one thread while searching (reproducible reductions, no oversubscription), with
     subnormal numbers flushed to zero (they make gradient steps on extreme instances 100x slower)."""
+    from attnbounds.theory.memory import blas_threads
+
     try:
         import torch
     except ImportError:
-        yield
+        with blas_threads(1):
+            yield
         return
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     flushed = torch.set_flush_denormal(True)
     try:
-        yield
+        with blas_threads(1):
+            yield
     finally:
         torch.set_num_threads(before)
         if flushed:
@@ -116,18 +123,21 @@ def _root(seed: int, statement: Statement, phase: int) -> tuple[int, ...]:
     return (int(seed), zlib.crc32(statement.id.encode()), phase)
 
 
-def _random_piece(shared: tuple[Statement, budget_mod.Plan, bool], piece: tuple[tuple[int, ...], range, int]) -> Tracker:
-    (st, pl, interior), (root, indices, shard) = shared, piece
-    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard)
+Shared = tuple[Statement, budget_mod.Plan, bool, float]  # the statement, its plan, interior only, the deadline
+
+
+def _random_piece(shared: Shared, piece: tuple[tuple[int, ...], range, int]) -> Tracker:
+    (st, pl, interior, deadline), (root, indices, shard) = shared, piece
+    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard, deadline=deadline)
     with _one_thread():
         random_search.run(st, pl, root, tracker, indices)  # times each round under its method
     return tracker
 
 
-def _gradient_piece(shared: tuple[Statement, budget_mod.Plan, bool, list[Instance]],
+def _gradient_piece(shared: tuple[Statement, budget_mod.Plan, bool, float, list[Instance]],
                     piece: tuple[tuple[int, ...], range, int]) -> Tracker:
-    (st, pl, interior, pool), (root, indices, shard) = shared, piece
-    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard)
+    (st, pl, interior, deadline, pool), (root, indices, shard) = shared, piece
+    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard, deadline=deadline)
     t = time.perf_counter()
     with _one_thread():
         gradient.run(st, pl, root, tracker, pool, indices)
@@ -135,9 +145,9 @@ def _gradient_piece(shared: tuple[Statement, budget_mod.Plan, bool, list[Instanc
     return tracker
 
 
-def _targeted_piece(shared: tuple[Statement, budget_mod.Plan, bool], piece: tuple[int, int, int]) -> Tracker:
-    (st, pl, interior), (piece_seed, examples, shard) = shared, piece
-    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard)
+def _targeted_piece(shared: Shared, piece: tuple[int, int, int]) -> Tracker:
+    (st, pl, interior, deadline), (piece_seed, examples, shard) = shared, piece
+    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard, deadline=deadline)
     t = time.perf_counter()
     with _one_thread():
         targeted.run(st, pl, piece_seed, tracker, examples=examples)
@@ -146,7 +156,8 @@ def _targeted_piece(shared: tuple[Statement, budget_mod.Plan, bool], piece: tupl
 
 
 def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0,
-           progress: bool = False, interior: bool = False, runner: Runner | None = None) -> SearchResult:
+           progress: bool = False, interior: bool = False, runner: Runner | None = None,
+           deadline: float | None = None) -> SearchResult:
     """Look for counterexamples to ``statement`` and for its tightest instance, under one budget.
 
     Methods, in order, each recorded in ``by_method``: ``random`` and ``classes`` (batched random search
@@ -163,7 +174,10 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     runs of hypothesis) whose generators derive from (seed, reading, phase, index); ``runner``
     (:mod:`attnbounds.theory.parallel`, in-process by default) runs the pieces of a phase, and they are
     merged in index order. So the same ``(statement, budget_s, seed)`` gives the same result on any machine
-    and any cluster; ``wall_s`` is what it took here.
+    and any cluster; ``wall_s`` is what it took here. A wall-clock ceiling
+    (:func:`~attnbounds.theory.search.budget.deadline_s`) bounds a search on a slow or loaded machine:
+    planned work not started by then (or by ``deadline``, a ``time.time()`` value) is skipped and counted
+    (``by_method[m]["cut"]``; nothing is written when the ceiling does not bite, so records stay deterministic).
     """
     st = _statement(statement)
     from attnbounds.theory.closed import is_closed
@@ -176,9 +190,11 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     run = runner if runner is not None else Runner()
     supports_gradient = gradient.supports(st)
     pl = budget_mod.plan(st, budget_s, gradient=supports_gradient)
-    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=-1)
     start = time.perf_counter()
-    shared = (st, pl, interior)
+    if deadline is None:  # the wall-clock ceiling (a reading's searches share the one verify sets)
+        deadline = time.time() + budget_mod.deadline_s(budget_s)
+    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=-1, deadline=deadline)
+    shared = (st, pl, interior, deadline)
     # the random and targeted phases are independent: both start now, the targeted runs in the background, where
     # they fill the wait for the last random rounds and the gradient phase that starts from the random phase's
     # pool. Merged in the same order as in-process (random, gradient, targeted), whatever finished first.
@@ -198,7 +214,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
         pool = [c.inst for c in tracker.pool]
         gradient_phase = run.start(_gradient_piece, [(_root(seed, st, 1), r, shard + k) for k, r in
                                                      enumerate(gradient_pieces)],
-                                   shared=(st, pl, interior, pool), label=f"search {st.id}: gradient")
+                                   shared=(st, pl, interior, deadline, pool), label=f"search {st.id}: gradient")
         for t in gradient_phase.results(progress=progress):
             tracker.merge(t)
     elif pl.gradient_starts:
@@ -228,6 +244,8 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
         minimal=minimal,
         violation_margins=[c.rel for c in tracker.violations],
         plan=pl.to_dict(),
+        tight=[c.inst for c in tracker.pool],
+        shortest=None if tracker.shortest is None else tracker.shortest.inst,
     )
 
 

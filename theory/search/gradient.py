@@ -299,6 +299,8 @@ def run(statement: Statement, plan: Plan, seed: tuple[int, ...], tracker: Tracke
         tuple(int(c) for c in (p.counts[0] if p.counts is not None else np.ones(p.K, dtype=int))), cast(int, p.N), 1,
         MAX_START_VECTORS))]
     for i in range(plan.gradient_starts) if indices is None else indices:
+        if tracker.expired("gradient"):
+            continue
         rng = np.random.default_rng(np.random.SeedSequence([*seed, i]))
         batch = None
         if i % 2 == 0 and starts:

@@ -97,6 +97,8 @@ def run(statement: Statement, plan: Plan, seed: tuple[int, ...], tracker: Tracke
     plan_rounds = rounds(plan)
     for k in range(len(plan_rounds)) if indices is None else indices:
         method, j = plan_rounds[k]
+        if tracker.expired(method):  # past the wall-clock ceiling: counted as cut, not run
+            continue
         t = time.perf_counter()
         classes = method == "classes"
         n = plan.class_batches if classes else plan.random_batches

@@ -19,6 +19,9 @@ def run(statement: Statement, plan: Plan, tracker: Tracker, *, progress: bool = 
     """The ``plan.refine_evaluations`` tightest pool instances again, with more draws (method ``refine``): each
     evaluation is a piece of work for ``runner``, recorded here in pool order."""
     todo = [cand.inst.with_params(mc_draws=float(REFINE_DRAWS)) for cand in list(tracker.pool)[: plan.refine_evaluations]]
+    if todo and tracker.expired("refine"):  # past the wall-clock ceiling: every evaluation is cut
+        tracker.method("refine").cut += len(todo) - 1
+        return
     if len(todo) < plan.refine_evaluations:
         tracker.method("refine").stopped = f"only {len(todo)} tight instances to refine"
     outcomes = (runner or Runner()).map(measure, todo, shared=statement, label=f"search {statement.id}: refine",

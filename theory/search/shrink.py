@@ -19,7 +19,7 @@ from typing import Any, Iterator, cast
 
 import numpy as np
 
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument, NotApplicable
+from attnbounds.theory.errors import AttnBoundsError, CallableFailed, InvalidArgument, NotApplicable
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import make
 from attnbounds.theory.search.budget import Plan
@@ -291,6 +291,12 @@ def moves(p: Parts, selected: np.ndarray) -> Iterator[Move]:
     yield from _round_moves(p)
 
 
+def _failed(tracker: Tracker | None, exc: CallableFailed) -> None:
+    if tracker is None:
+        raise exc
+    tracker.method("shrink").failure(exc)
+
+
 def shrink(statement: Statement, inst: Instance, evaluations: int, threshold: float,
            tracker: Tracker | None = None) -> tuple[Instance, int]:
     """The smallest, roundest instance reachable from ``inst`` (B = 1) that keeps a relative margin
@@ -306,10 +312,14 @@ def shrink(statement: Statement, inst: Instance, evaluations: int, threshold: fl
         again = ((label, cand) for label, cand in moves(parts, selected) if label in failed)
         failed_now: set[tuple[Any, ...]] = set()
         for label, cand in itertools.chain(fresh, again):
-            if used >= evaluations:
+            if used >= evaluations or (tracker is not None and tracker.expired("shrink")):
                 break
             try:
                 built = cand.build()
+            except CallableFailed as exc:  # the user's callable failed on the move: counted, never silent
+                _failed(tracker, exc)
+                failed_now.add(label)
+                continue
             except AttnBoundsError:  # the move leaves the domain (bad input or not applicable): skip it
                 failed_now.add(label)
                 continue
@@ -318,6 +328,10 @@ def shrink(statement: Statement, inst: Instance, evaluations: int, threshold: fl
                 with np.errstate(all="ignore"):
                     ev = statement.evaluate(built)
                     rel = relative_margins(statement, built, ev)
+            except CallableFailed as exc:
+                _failed(tracker, exc)
+                failed_now.add(label)
+                continue
             except NotApplicable:
                 failed_now.add(label)
                 continue

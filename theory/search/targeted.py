@@ -107,6 +107,10 @@ def _lengths(statement: Statement, min_L: int) -> tuple[int, int]:
 EXAMPLES_PER_PIECE = 64
 
 
+class _Cut(Exception):
+    """Stops a hypothesis run at the wall-clock ceiling (:meth:`Tracker.expired` counted it)."""
+
+
 def pieces(plan: Plan) -> list[int]:
     """The targeted phase cut into independent hypothesis runs: examples per piece."""
     n = max(1, -(-plan.targeted_examples // EXAMPLES_PER_PIECE)) if plan.targeted_examples else 0
@@ -130,6 +134,8 @@ def run(statement: Statement, plan: Plan, seed: int, tracker: Tracker, progress:
     def violated(inst: Instance) -> bool:
         if progress is not None:
             progress.update(1)
+        if tracker.expired("targeted"):  # past the wall-clock ceiling: the rest of the run is cut
+            raise _Cut
         out = tracker.evaluate(inst, "targeted")
         if out is None or not out[0].applicable[0]:
             return False
@@ -145,7 +151,7 @@ def run(statement: Statement, plan: Plan, seed: int, tracker: Tracker, progress:
         try:
             found = find(instances(statement), violated, settings=config, random=random.Random(seed))
             tracker.method("targeted").stopped = "found a violation (and shrank it) before using every example"
-        except NoSuchExample:
+        except (NoSuchExample, _Cut):
             pass
         except Unsatisfiable:
             tracker.method("targeted").stopped = "hypothesis could not draw instances satisfying the hypotheses"

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from attnbounds.theory.errors import NotApplicable
+from attnbounds.theory.errors import CallableFailed, NotApplicable
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.margins import relative_margins
 from attnbounds.theory.statement import Evaluation, Statement
@@ -61,8 +61,10 @@ MESSAGES = 5
 @dataclass
 class MethodStats:
     """What one search method did. ``skipped``: draws outside a hypothesis or requirement
-    (:class:`~attnbounds.theory.errors.NotApplicable`); ``errors``: any other exception (an internal error
-    of the search, never swallowed silently: the verdict becomes UNDECIDED naming it)."""
+    (:class:`~attnbounds.theory.errors.NotApplicable`); ``failures``: batches a user's callable normaliser failed on
+    (:class:`~attnbounds.theory.errors.CallableFailed`: part of the range not checked, the verdict cannot be
+    VERIFIED); ``errors``: any other exception (an internal error of the search, never swallowed silently: the
+    verdict becomes UNDECIDED naming it)."""
 
     tried: int = 0
     applicable: int = 0
@@ -75,7 +77,10 @@ class MethodStats:
     errors: int = 0
     skipped: int = 0
     messages: list[str] = field(default_factory=list)
+    failures: int = 0
+    failure_messages: list[str] = field(default_factory=list)
     stopped: str = ""  # why a method stopped before using its budget
+    cut: int = 0  # units of planned work (rounds, starts, examples, evaluations) the wall-clock ceiling skipped
     L_min: int | None = None  # the shortest and longest context this method evaluated
     L_max: int | None = None
     violation_L_min: int | None = None  # the shortest context of a float violation it found
@@ -92,8 +97,13 @@ class MethodStats:
         if self.errors:
             out["errors"] = self.errors
             out["error_messages"] = list(self.messages)
+        if self.failures:
+            out["callable_failures"] = self.failures
+            out["callable_failure_messages"] = list(self.failure_messages)
         if self.stopped:
             out["stopped"] = self.stopped
+        if self.cut:
+            out["cut"] = self.cut
         if self.L_min is not None:
             out["L_range"] = [self.L_min, self.L_max]
         if self.violation_L_min is not None:
@@ -116,15 +126,18 @@ class MethodStats:
         self.violations += other.violations
         self.errors += other.errors
         self.skipped += other.skipped
+        self.failures += other.failures
+        self.cut += other.cut
         self.seconds += other.seconds
         if other.best_key < self.best_key:
             self.best_key, self.best_margin, self.best_ratio = other.best_key, other.best_margin, other.best_ratio
         if other.first_violation_s is not None:
             self.first_violation_s = other.first_violation_s if self.first_violation_s is None else \
                 min(self.first_violation_s, other.first_violation_s)
-        for text in other.messages:
-            if text not in self.messages and len(self.messages) < MESSAGES:
-                self.messages.append(text)
+        for mine, theirs in ((self.messages, other.messages), (self.failure_messages, other.failure_messages)):
+            for text in theirs:
+                if text not in mine and len(mine) < MESSAGES:
+                    mine.append(text)
         self.stopped = self.stopped or other.stopped
         for octave, (key, L, ratio, rel) in sorted(other.by_L.items()):
             self.note_L(L, key, ratio, rel)
@@ -139,9 +152,17 @@ class MethodStats:
         if text not in self.messages and len(self.messages) < MESSAGES:
             self.messages.append(text)
 
+    def failure(self, exc: BaseException | str) -> None:
+        """Count a failure of a user's callable normaliser (its message, or the exception)."""
+        self.failures += 1
+        text = str(exc)[:300]
+        if text not in self.failure_messages and len(self.failure_messages) < MESSAGES:
+            self.failure_messages.append(text)
+
 
 #: what evaluating a batch gave: ``("ok", evaluation, relative margins, degenerate)``, ``("skipped",)`` (outside a
-#: hypothesis or requirement) or ``("error", "Type: message")``; plain data, so a worker can send it back
+#: hypothesis or requirement), ``("failed", message)`` (a user's callable failed) or ``("error", "Type: message")``;
+#: plain data, so a worker can send it back
 Outcome = tuple[Any, ...]
 
 
@@ -152,6 +173,8 @@ def measure(statement: Statement, inst: Instance) -> Outcome:
             prepared = statement.prepare(inst)
             ev = statement.evaluate(prepared)
             rel, degenerate = relative_margins(statement, prepared, ev, with_degenerate=True)
+    except CallableFailed as exc:
+        return ("failed", str(exc))
     except NotApplicable:
         return ("skipped",)
     except Exception as exc:  # noqa: BLE001 - counted and reported, see MethodStats
@@ -162,13 +185,18 @@ def measure(statement: Statement, inst: Instance) -> Outcome:
 class Tracker:
     """Evaluates batches for one statement and keeps what the search reports (see :mod:`attnbounds.theory.search`)."""
 
-    def __init__(self, statement: Statement, accept: Callable[[Instance], np.ndarray] | None = None, shard: int = 0):
+    def __init__(self, statement: Statement, accept: Callable[[Instance], np.ndarray] | None = None, shard: int = 0,
+                 deadline: float | None = None):
         """``accept(inst) -> (B,) bool``: only accepted instances count as violations (e.g. interior ones);
-        ``shard``: the index of the piece of work this tracker records (candidates order by it first)."""
+        ``shard``: the index of the piece of work this tracker records (candidates order by it first);
+        ``deadline``: the wall-clock time (``time.time()``) after which planned work is skipped (:meth:`expired`)."""
         self.statement = statement
         self.accept = accept
         self.shard = shard
+        self.deadline = deadline
         self.violations: list[Candidate] = []
+        #: the float violation at the shortest context seen (the most negative margin at that L)
+        self.shortest: Candidate | None = None
         self.best: Candidate | None = None
         self.best_key = float("inf")
         self.pool: list[Candidate] = []
@@ -182,6 +210,14 @@ class Tracker:
         merged into has that)."""
         return {**self.__dict__, "statement": None}
 
+    def expired(self, method: str) -> bool:
+        """Whether the wall-clock ceiling has passed; if so the unit of ``method``'s work about to start is counted
+        as cut (and skipped by the caller)."""
+        if self.deadline is None or time.time() <= self.deadline:
+            return False
+        self.method(method).cut += 1
+        return True
+
     @property
     def tried(self) -> int:
         return sum(s.tried for s in self.stats.values())
@@ -191,11 +227,14 @@ class Tracker:
 
     @contextlib.contextmanager
     def guard(self, method: str) -> Iterator[None]:
-        """Run a step of ``method``: a :class:`NotApplicable` is a skipped draw, any other exception an error
-        (counted with its message); neither stops the search. Interrupts pass through."""
+        """Run a step of ``method``: a :class:`NotApplicable` is a skipped draw, a :class:`CallableFailed` a failure
+        of the user's callable, any other exception an error (counted with its message); none stops the search.
+        Interrupts pass through."""
         try:
             with np.errstate(all="ignore"):
                 yield
+        except CallableFailed as exc:
+            self.method(method).failure(exc)
         except NotApplicable:
             self.method(method).skipped += 1
         except Exception as exc:  # noqa: BLE001 - counted and reported, see MethodStats
@@ -214,6 +253,9 @@ class Tracker:
         (Candidates keep the instance as given: a default like a = max|l| must follow later edits.)"""
         if outcome[0] == "skipped":
             self.method(method).skipped += 1
+            return None
+        if outcome[0] == "failed":
+            self.method(method).failure(outcome[1])
             return None
         if outcome[0] == "error":
             self.method(method).error(outcome[1])
@@ -239,6 +281,9 @@ class Tracker:
             st.violation_L_min = inst.L if st.violation_L_min is None else min(st.violation_L_min, inst.L)
             if st.first_violation_s is None:
                 st.first_violation_s = time.perf_counter() - self._start
+            b = int(viol[np.argmin(rel[viol])])
+            if self.shortest is None or (inst.L, rel[b]) < (self.shortest.inst.L, self.shortest.rel):
+                self.shortest = self._candidate(inst, b, float(rel[b]), float(ratio[b]), float(ev.margin_hi[b]), method)
             worst_kept = self.violations[-1].rel if len(self.violations) >= KEEP else np.inf
             for b in viol[np.argsort(rel[viol], kind="stable")][:KEEP]:
                 if rel[b] >= worst_kept and len(self.violations) >= KEEP:
@@ -264,6 +309,10 @@ class Tracker:
         order gives the same result whichever process ran them."""
         for cand in other.violations:
             self._keep_violation(cand)
+        if other.shortest is not None and (self.shortest is None or (other.shortest.inst.L, other.shortest.rel,
+                                                                     other.shortest.order) <
+                                           (self.shortest.inst.L, self.shortest.rel, self.shortest.order)):
+            self.shortest = other.shortest
         self.pool = sorted(self.pool + other.pool)[:POOL]
         if other.best is not None and (self.best is None or (other.best_key, other.best.order) < (self.best_key, self.best.order)):
             self.best, self.best_key = other.best, other.best_key
