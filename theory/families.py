@@ -341,7 +341,9 @@ def admissible_normalisers(statement: Statement) -> list[str]:
     # a statement about one normaliser draws it whatever its other hypotheses say (they then fail on the instances:
     # NOT-APPLICABLE, never assumed); otherwise the members satisfying them
     checks = checks or tuple(h for h in statement.hypotheses if h.id in _NORMALISER_HYPOTHESES)
-    out = list(_admissible(checks, tuple(FAMILY.items())))
+    fixed = tuple(sorted((k, float(np.ravel(np.asarray(v, dtype=np.float64))[0])) for k, v in statement.fixed.items()
+                         if np.size(v) == 1))
+    out = list(_admissible(checks, tuple(FAMILY.items()), fixed))
     if not out:
         raise InvalidArgument(f"{statement.id}: no member of the normaliser family satisfies its hypotheses on the "
                               f"normaliser ({', '.join(h.id for h in checks) or 'none'}); family: {', '.join(FAMILY)}")
@@ -349,16 +351,18 @@ def admissible_normalisers(statement: Statement) -> list[str]:
 
 
 @functools.lru_cache(maxsize=64)
-def _admissible(checks: tuple, family: tuple) -> tuple[str, ...]:
-    """The members of ``family`` (the family's items: a user's file may add members) passing ``checks``
-    (cached: sympy decides positivity, about 20 ms per call)."""
+def _admissible(checks: tuple, family: tuple, fixed: tuple = ()) -> tuple[str, ...]:
+    """The members of ``family`` (the family's items: a user's file may add members) passing ``checks``, each built
+    with the statement's ``fixed`` values of its own parameters, as the search draws it (cached: sympy decides
+    positivity, about 20 ms per call)."""
     out = []
     restricted = any(h.id.startswith("normaliser(") for h in checks)
     for name, _ in family:
         if name == "relu" and not restricted:  # undefined when every logit is <= 0; sparsemax gives zero weights
             continue
         try:
-            inst = Instance.from_logits(np.ones((1, 2)), make(name))
+            own = {k: v for k, v in fixed if k in _family_parameters(name)}
+            inst = Instance.from_logits(np.ones((1, 2)), make(name, **own))
         except AttnBoundsError:
             continue
         try:

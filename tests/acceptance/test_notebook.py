@@ -77,7 +77,8 @@ def test_the_example_notebook_runs_and_shows_the_report(monkeypatch: pytest.Monk
     monkeypatch.setenv("ATTNBOUNDS_BUDGET", "1")
     shown = run_notebook(NOTEBOOK)
     records = [v for v in shown if hasattr(v, "_repr_html_")]
-    assert [r.verdict for r in records] == ["VERIFIED", "REFUTED"]  # softmax's floor holds, SSMax's does not
+    assert [r.verdict for r in records] == ["PROVED", "REFUTED"]  # softmax's floor holds for every L, SSMax's does not
+    assert records[0].data["relaxation"]["status"] == "proved"
     for r in records:
         page = _parse(r._repr_html_())
         assert [s["data-verdict"] for s in page.sections] == [r.verdict] and "img" in page.tags  # the plot inline

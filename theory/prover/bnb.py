@@ -442,7 +442,8 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
         if P.constraints is not None:
             work[0] += COST["float"] * P.constraints.size * (len(batch) + FLOAT_CALL)
             cons = run_float(P.constraints, np.stack([nd.clo for nd in batch]), np.stack([nd.chi for nd in batch]))
-        mids = np.where(np.isfinite(LO) & np.isfinite(HI), LO / 2 + HI / 2, np.where(np.isfinite(LO), LO, HI))
+        with np.errstate(invalid="ignore"):  # -inf/2 + inf/2 where a coordinate is unbounded both ways: not taken
+            mids = np.where(np.isfinite(LO) & np.isfinite(HI), LO / 2 + HI / 2, np.where(np.isfinite(LO), LO, HI))
         work[0] += COST["float"] * face.form_programs[0].size * (len(batch) + FLOAT_CALL)
         at_mid = run_float(face.form_programs[0], mids, mids)[0]
         new: list[Node] = []

@@ -294,6 +294,14 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
     return values
 
 
+def _satisfied(constraint: sp.Expr, subs: dict[sp.Symbol, sp.Float]) -> bool:
+    """``constraint >= 0`` at the point, evaluated at 90 digits from exact doubles: a tie is 0 to about 1e-80 of the
+    size of its terms, a violation is not (relative: features as small as 1e-35 have squares of 1e-70)."""
+    terms = sp.Add.make_args(sp.expand(constraint)) if constraint.is_Add else (constraint,)
+    values = [sp.re(sp.N(term.xreplace(subs), DIGITS)) for term in terms]
+    return bool(sum(values) >= -sp.Float("1e-60", DIGITS) * max(sum(abs(v) for v in values), sp.Float("1e-300")))
+
+
 class Placement(NamedTuple):
     """One relaxed problem's margin at one placement of its distinguished tokens on an instance's columns."""
 
@@ -322,8 +330,7 @@ def relaxed_margins(statement: Any, inst: Instance) -> list[Placement]:
                     point[sym] = float(inst.param(str(sym))[0])
                 subs = {s_: sp.Float(v, DIGITS) for s_, v in point.items()}
                 value = float(sp.re(sp.N(problem.margin.xreplace(subs), DIGITS)))
-                # evaluated at 90 digits from exact doubles: a tie is 0 to about 1e-80, a violation is not
-                ok = all(float(sp.re(sp.N(con.xreplace(subs), DIGITS))) >= -1e-60 for con in problem.constraints)
+                ok = all(_satisfied(con, subs) for con in problem.constraints)
                 out.append(Placement(value, ok, problem.exact, key))
     return out
 
