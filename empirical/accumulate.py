@@ -169,8 +169,8 @@ class Tally:
             out[sid] = {k: v for k, v in t.items() if not k.startswith("_")}
             hist = t["_hist"]
             if hist.sum():
-                k = int(np.searchsorted(np.cumsum(hist), (hist.sum() + 1) / 2))
-                out[sid]["median_ratio"] = float(10 ** (0.5 * (RATIO_BINS[k] + RATIO_BINS[k + 1])))
+                b = int(np.searchsorted(np.cumsum(hist), (hist.sum() + 1) / 2))
+                out[sid]["median_ratio"] = float(10 ** (0.5 * (RATIO_BINS[b] + RATIO_BINS[b + 1])))
             else:
                 out[sid]["median_ratio"] = None
             for k in ("min_margin", "max_ratio"):

@@ -17,6 +17,8 @@ import numpy as np
 
 #: deviations are relative to the reference, with this floor on the scale (numbers near 0 compared absolutely)
 FLOOR = 1e-12
+#: a count decided by a distance this close (relatively) to its threshold depends on rounding: not compared
+EDGE = 1e-12
 
 
 def positions(rows: dict[tuple[int, int], list[int]], count: int) -> set[tuple[int, int]]:
@@ -40,6 +42,7 @@ class Deviations:
         self.max: dict[str, float] = {}
         self.checked = 0
         self.not_applicable: dict[str, int] = {}
+        self.skipped: dict[str, int] = {}
 
     def compare(self, name: str, got: Any, ref: Any) -> None:
         got, ref = np.asarray(got, dtype=float), np.asarray(ref, dtype=float)
@@ -51,11 +54,15 @@ class Deviations:
         self.max[name] = max(self.max.get(name, 0.0), float(dev.max(initial=0.0)))
         self.checked += int(got.size)
 
+    def skip(self, what: str, count: int) -> None:
+        """``count`` numbers not compared because rounding decides them (``what`` says why)."""
+        self.skipped[what] = self.skipped.get(what, 0) + count
+
     def applicable(self, statement_id: str, ok: np.ndarray) -> None:
         self.not_applicable[statement_id] = self.not_applicable.get(statement_id, 0) + int((~np.asarray(ok)).sum())
 
     def state(self) -> dict[str, Any]:
-        return {"max": self.max, "checked": self.checked, "not_applicable": self.not_applicable}
+        return {"max": self.max, "checked": self.checked, "not_applicable": self.not_applicable, "skipped": self.skipped}
 
     def absorb(self, state: dict[str, Any]) -> None:
         for k, v in state["max"].items():
@@ -63,10 +70,12 @@ class Deviations:
         self.checked += state["checked"]
         for k, v in state["not_applicable"].items():
             self.not_applicable[k] = self.not_applicable.get(k, 0) + v
+        for k, v in state["skipped"].items():
+            self.skipped[k] = self.skipped.get(k, 0) + v
 
     def summary(self) -> dict[str, Any]:
         return {"max_relative_deviation": dict(sorted(self.max.items())),
                 "worst": max(self.max.values(), default=0.0), "numbers_checked": self.checked,
-                "not_applicable": self.not_applicable,
+                "not_applicable": self.not_applicable, "skipped": self.skipped,
                 "what": "kernel numbers vs the float forms of the theory quantities and statements, on sampled rows "
                         "of every layer record"}

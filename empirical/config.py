@@ -45,7 +45,7 @@ class Protocol:
     masked_keys: str = "drop"  # "drop" or "zero"
     # nulls (empirical.nulls): each headline criterion is also run on them, on the first null_windows windows
     nulls: tuple[str, ...] = NULLS
-    null_windows: int = 8
+    null_windows: int = 4
     # rows per layer record re-checked against the theory quantities (empirical.checks)
     check_positions: int = 2
     check_every: int = 8
@@ -61,8 +61,8 @@ class Protocol:
     ks_alpha: float = 0.01
     critical_reading: str = "R1"
     critical_max_frac: float = 0.5
-    critical_dense_upto: int = 12
-    critical_step: float = 1.12
+    critical_dense_upto: int = 8  # every N up to 8, then steps of 20 % up to max_frac L (31 values at L = 1024)
+    critical_step: float = 1.2
     # experiment 3: separability (Fig. 3)
     separability_L: int = 1024
     separability_N: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)

@@ -90,7 +90,7 @@ class Separability:
         inputs: dict[int, list[dict[str, np.ndarray]]] = {k: [] for k in range(n)}  # the bounds: one call per N
         checked = []
         for (t, ell), Ls in rows.items():
-            batch = kernels.Batch(rr.weights(t, ell), x[:, :ell])
+            batch = rr.batch(t, ell, p.separability_tensor, p.separability_sphere, p.M)
             delta = delta_all[:, ell - 1]
             sep = kernels.separation(batch, self.Ns, p.M)
             vals = {k: np.full((rr.R, n), np.nan) for k in SERIES}
@@ -152,8 +152,12 @@ class Separability:
             r = bridge.compute("r_paper", inst)
             self.dev.compare("r", sep["r"][rows, k], r)
             inst = inst.with_params(r=r)
+            # a selected token at the ball's edge within rounding is in or out by summation order: not compared
+            dist = bridge.compute("context_distance", inst)
+            clear = np.all(~inst.mask | (np.abs(dist - r[:, None]) > checks.EDGE * r[:, None]), axis=1)
+            self.dev.skip("Ns at the ball's edge", int((~clear).sum()))
             for name in ("Ns_relaxed", "Ns_full"):
-                self.dev.compare(name, sep[name][rows, k], bridge.compute(name, inst))
+                self.dev.compare(name, sep[name][rows[clear], k], bridge.compute(name, inst)[clear])
             ref_xi = np.take_along_axis(bridge.compute("xi", inst), batch.order[rows, :N], axis=1)
             self.dev.compare("xi", kernels.xi(batch.a_sorted[rows, :N], p.M, delta), ref_xi)
             observed = inst.with_params(Ns_frac=vals["Ns_frac"][rows, k], C_H=p.hoeffding_constant)
@@ -226,8 +230,10 @@ class Separability:
 
 def _vacuous(per_N: list[dict[str, Any]]) -> dict[str, Any]:
     """Where the bounds say nothing: the lower bound <= 0 or the upper bound >= 1 on every head."""
-    low = [r["N"] for r in per_N if np.nanmax(r["per_head"]["lower"]) <= 0]
-    up = [r["N"] for r in per_N if np.nanmin(r["per_head"]["upper"]) >= 1]
-    return {"lower_at_or_below_0_for_N": low, "upper_at_or_above_1_for_N": up,
-            "lower_max": max((float(np.nanmax(r["per_head"]["lower"])) for r in per_N), default=None),
-            "upper_min": min((float(np.nanmin(r["per_head"]["upper"])) for r in per_N), default=None)}
+    low = [r for r in per_N if np.nanmax(r["per_head"]["lower"]) <= 0]
+    up = [r for r in per_N if np.nanmin(r["per_head"]["upper"]) >= 1]
+    return {"lower_at_or_below_0_for_N": [r["N"] for r in low], "upper_at_or_above_1_for_N": [r["N"] for r in up],
+            "lower_max": max((float(np.nanmax(r["per_head"]["lower"])) for r in low), default=None),
+            "upper_min": min((float(np.nanmin(r["per_head"]["upper"])) for r in up), default=None),
+            "what": "N where the bound is vacuous on every head (lower <= 0, upper >= 1), and its largest (smallest) "
+                    "value there"}

@@ -18,6 +18,8 @@ from attnbounds.empirical.headlines import HEADLINE_BOUND, LOW_T
 from attnbounds.theory import atomic
 
 NULL_COLOR = "0.45"
+#: what the tensor names mean, for axis labels
+VECTORS = {"values": "value vectors", "keys": "key vectors", "queries": "query vectors"}
 
 
 def _plt() -> Any:
@@ -79,7 +81,19 @@ def _distance_panel(ax: Any, exp: dict[str, Any], pairs: list[dict[str, Any]], k
         ax.plot(x, y0 * x / x[0], color="k", lw=0.8, ls=(0, (4, 3)), label="slope 1 ($\\tilde d \\propto L$), reference")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _plain_ticks(ax.xaxis, x)
     ax.grid(alpha=0.3, which="both")
+
+
+def _plain_ticks(axis: Any, values: Any) -> None:
+    """Ticks at the measured values, written as plain numbers (not 2 x 10^1)."""
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+    axis.set_major_locator(FixedLocator(sorted(set(float(v) for v in values))))
+    axis.set_minor_locator(NullLocator())
+    fmt = ScalarFormatter()
+    fmt.set_scientific(False)
+    axis.set_major_formatter(fmt)
 
 
 def fig2_distance(results: dict[str, Any], out: Path) -> list[Path]:
@@ -102,9 +116,9 @@ def fig2_distance(results: dict[str, Any], out: Path) -> list[Path]:
     _distance_panel(axes[1], exp, by_N, "N", nN, slope_ref=False)
     axes[1].set_xlabel("top-N")
     axes[1].set_title(f"(b) L = {Lmax}, varying N")
-    x_i = exp["choices"].get("x_i", exp["choices"]["tensor"])
+    x_i = VECTORS.get(exp["choices"]["tensor"], exp["choices"]["tensor"])
     for ax in axes:
-        ax.set_ylabel(f"distance (x_i = {x_i})")
+        ax.set_ylabel(f"distance, mean over heads (x_i = {x_i})")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.suptitle(f"Fig. 2a/b: distance between context vector and non-selected tokens, {_model_label(results)}; "
                  f"{results['queries'].split(';')[0]}", fontsize=10)
@@ -128,6 +142,7 @@ def fig2_critical(results: dict[str, Any], out: Path) -> list[Path]:
     ax.axhline(exp["choices"]["ks_alpha"], color="k", ls="--", lw=1, label=f"alpha = {exp['choices']['ks_alpha']}")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_ylim(top=1.5)
     ax.set_xlabel("N / L")
     ax.set_ylabel("KS p-value, per-head means: true vs expected")
     heads = exp.get("ks_resolution", {}).get("heads_per_sample")
@@ -170,6 +185,7 @@ def fig2_critical(results: dict[str, Any], out: Path) -> list[Path]:
         ax.plot(xs, ys, "x", color=NULL_COLOR, ms=6, label=f"{name} null, {key} (ceiling x1.15 = not found)")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _plain_ticks(ax.xaxis, Ls)
     ax.set_xlabel("L")
     ax.set_ylabel("critical N")
     ax.legend(fontsize=6.5, loc="upper left")
@@ -224,9 +240,10 @@ def fig3_separability(results: dict[str, Any], out: Path) -> list[Path]:
     if notes:
         ax.text(0.01, 0.02, "\n".join(notes), transform=ax.transAxes, fontsize=7.5, color="C3", va="bottom",
                 bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "C3"})
-    ax.legend(fontsize=7, loc="center right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
-    ax.set_title(f"Fig. 3: geometric separability, L = {exp['choices']['L']}, x = {exp['choices']['tensor']} vectors "
+    ax.set_title(f"Fig. 3: geometric separability, L = {exp['choices']['L']}, x = "
+                 f"{VECTORS.get(exp['choices']['tensor'], exp['choices']['tensor'])} "
                  f"on the sphere (M = {exp['choices']['M']:g}), {_model_label(results)}", fontsize=9)
     return [_save(fig, out / "fig3_separability.png")]
 
@@ -282,6 +299,9 @@ def fig4_gradients(results: dict[str, Any], out: Path) -> list[Path]:
         ls, mk, lw, ms = EPS_STYLE[j % len(EPS_STYLE)]
         hx.step(T, arg[:, j] + 0.15 * j, where="mid", color=f"C{j}", ls=ls, lw=1.2, label=f"eps={eps:g}")
     hx.set_xscale("log")
+    from matplotlib.ticker import MaxNLocator
+
+    hx.yaxis.set_major_locator(MaxNLocator(integer=True))
     hx.set_xlabel("temperature T")
     hx.set_ylabel(f"head with the largest g (layer x {H} + head)")
     hx.set_title("which head attains the maximum", fontsize=9)

@@ -40,7 +40,7 @@ def bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.matmul(a, b)
     import torch
 
-    return torch.bmm(torch.from_numpy(np.ascontiguousarray(a)), torch.from_numpy(np.ascontiguousarray(b))).numpy()
+    return torch.bmm(torch.from_numpy(a), torch.from_numpy(b)).numpy()
 
 
 #: below this sum of squares a norm is recomputed scaled by the largest entry (the squares may have underflowed)
@@ -65,9 +65,15 @@ class Batch:
     """``R`` attention rows of common length ``l``: weights ``alpha`` ``(R, l)`` (renormalised to sum 1) and
     token vectors ``x`` ``(R, l, d)``, float64; sort order and the other per-row quantities on first use."""
 
-    def __init__(self, alpha: np.ndarray, x: np.ndarray | None):
+    def __init__(self, alpha: np.ndarray, x: np.ndarray | None, xT: np.ndarray | None = None):
         self.alpha = alpha / alpha.sum(-1, keepdims=True)
         self.x = x
+        self._xT = xT  # x transposed (R, d, l), when the caller holds it (a slice of a contiguous array)
+
+    @property
+    def xT(self) -> np.ndarray:
+        assert self.x is not None
+        return self._xT if self._xT is not None else self.x.transpose(0, 2, 1)
 
     @property
     def R(self) -> int:
@@ -106,10 +112,11 @@ class Batch:
         """``s_N`` ``(R, n, d)`` and ``abar_N`` ``(R, n)`` for every N of ``Ns`` (each ``< l``)."""
         assert self.x is not None
         top = int(Ns.max())
-        xs = self.x[np.arange(self.R)[:, None], self.order[:, :top]]
-        xs *= self.a_sorted[:, :top, None]
-        S = np.cumsum(xs, axis=1)[:, Ns - 1]
-        return S, np.cumsum(self.a_sorted[:, :top], axis=1)[:, Ns - 1]
+        starts = np.concatenate([[0], Ns[:-1]])  # Ns ascending: the sums are of the segments between them
+        ys = self.x[np.arange(self.R)[:, None], self.order[:, :top]]
+        ys *= self.a_sorted[:, :top, None]
+        S = np.cumsum(np.add.reduceat(ys, starts, axis=1), axis=1)
+        return S, np.cumsum(np.add.reduceat(self.a_sorted[:, :top], starts, axis=1), axis=1)
 
     def distances(self, S: np.ndarray) -> np.ndarray:
         """``||alpha_i x_i - s||`` ``(R, n, l)`` for every context vector ``s`` of ``S`` ``(R, n, d)``."""
@@ -117,7 +124,7 @@ class Batch:
         a = self.alpha
         yy = a * a * self.xx
         ss = np.einsum("rmd,rmd->rm", S, S)
-        d2 = bmm(S, self.x.transpose(0, 2, 1))
+        d2 = bmm(S, self.xT)
         d2 *= -2.0 * a[:, None, :]
         d2 += yy[:, None, :]
         d2 += ss[:, :, None]

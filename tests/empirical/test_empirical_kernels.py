@@ -67,6 +67,7 @@ def test_separation_and_xi_equal_the_float_forms(concentration: float) -> None:
     delta = kernels.Record(sphere).closest_pairs[:, ell - 1]
     Ns = np.array([1, 4, 16, 32, 40])
     sep = kernels.separation(batch, Ns, 2.0)
+    compared = 0
     for k, N in enumerate(Ns):
         if N >= ell:
             assert np.isnan(sep["r"][:, k]).all()
@@ -75,12 +76,18 @@ def test_separation_and_xi_equal_the_float_forms(concentration: float) -> None:
         r = compute("r_paper", inst)
         np.testing.assert_allclose(sep["r"][:, k], r, rtol=1e-12)
         inst = inst.with_params(r=r)
+        dist = compute("context_distance", inst)
+        # a selected token at the ball's edge within rounding is in or out depending on summation order: rows
+        # without one must agree exactly
+        clear = np.all(~inst.mask | (np.abs(dist - r[:, None]) > 1e-12 * r[:, None]), axis=1)
+        compared += int(clear.sum())
         for name in ("Ns_relaxed", "Ns_full"):
-            np.testing.assert_array_equal(sep[name][:, k], compute(name, inst), err_msg=f"{name} N={N}")
-        np.testing.assert_array_equal(sep["inside"][:, k], inst.mask & (compute("context_distance", inst) <= r[:, None]))
+            np.testing.assert_array_equal(sep[name][clear, k], compute(name, inst)[clear], err_msg=f"{name} N={N}")
+        np.testing.assert_array_equal(sep["inside"][clear, k], (inst.mask & (dist <= r[:, None]))[clear])
         ref = compute("xi", inst)  # (R, ell): values on the selected tokens
         got = kernels.xi(batch.a_sorted[:, :N], 2.0, delta)
         np.testing.assert_allclose(got, np.take_along_axis(ref, batch.order[:, :N], axis=1), rtol=1e-12, atol=1e-15)
+    assert compared >= 5
 
 
 def test_g_fd_equals_the_float_form() -> None:
