@@ -60,7 +60,8 @@ def protocol_time(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         folder = gpt2_small_random(Path(tmp) / "gpt2-random")
         cli_args = ["--model", str(folder), "--out", str(Path(tmp) / "out"), "--windows", str(args.windows),
-                    "--queries", args.queries, "--nulls", args.nulls, "--null-windows", str(args.windows)]
+                    "--queries", args.queries, "--nulls", args.nulls, "--null-windows", str(args.windows),
+                    "--batch-windows", str(args.batch_windows)]
         proto = protocol_from_args(build_parser().parse_args(cli_args))
         t0 = time.perf_counter()
         res = run(str(folder), Path(tmp) / "out", text=text_file(Path(tmp)), protocol=proto, progress=args.progress,
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queries", default="all")
     p.add_argument("--nulls", default="none", help="comma-separated nulls, or none")
     p.add_argument("--scheduler", default=None, help="none (default) or processes:N")
+    p.add_argument("--batch-windows", type=int, default=1, help="windows per task (1: the windows spread over workers)")
     p.add_argument("--progress", action="store_true")
     p.add_argument("--overhead", action="store_true", help="only the extraction overhead")
     args = p.parse_args(argv)

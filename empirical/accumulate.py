@@ -89,6 +89,8 @@ class PerHead:
 
 #: the histogram of log10(lhs / rhs) a :class:`Tally` keeps for its median: bins of 0.001 over [-12, 12]
 RATIO_BINS = np.linspace(-12.0, 12.0, 24001)
+#: a negative margin within this fraction of max(|lhs|, |rhs|) is float64 rounding at an equality, not a violation
+ROUNDING = 1e-12
 
 
 class Tally:
@@ -96,7 +98,8 @@ class Tally:
 
     The median ratio comes from a histogram of ``log10(lhs / rhs)`` in bins of 0.001 (integer counts, so
     merging partial states in any order gives the same median), ratios outside ``[1e-12, 1e12]`` in the
-    end bins.
+    end bins. A margin below 0 by less than :data:`ROUNDING` of the sides' size is counted apart
+    (``at_equality``): float64 rounding at an equality case, not a violation.
     """
 
     def __init__(self) -> None:
@@ -106,8 +109,8 @@ class Tally:
 
     @staticmethod
     def _empty() -> dict[str, Any]:
-        return {"instances": 0, "applicable": 0, "violated": 0, "min_margin": np.inf, "max_ratio": -np.inf,
-                "_hist": np.zeros(RATIO_BINS.size - 1, dtype=np.int64)}
+        return {"instances": 0, "applicable": 0, "violated": 0, "at_equality": 0, "min_margin": np.inf,
+                "max_ratio": -np.inf, "_hist": np.zeros(RATIO_BINS.size - 1, dtype=np.int64)}
 
     def add(self, statement_id: str, lhs: np.ndarray, rhs: np.ndarray) -> None:
         """One (lhs, rhs) pair per instance; NaN pairs (no such instance, e.g. ``N >= L``) are not counted.
@@ -133,7 +136,9 @@ class Tally:
             return
         lhs, rhs = lhs[app], rhs[app]
         margin = rhs - lhs
-        t["violated"] += int((margin < 0).sum())
+        beyond = margin < -ROUNDING * np.maximum(np.abs(lhs), np.abs(rhs))
+        t["violated"] += int(beyond.sum())
+        t["at_equality"] += int(((margin < 0) & ~beyond).sum())
         t["min_margin"] = float(min(t["min_margin"], margin.min()))
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where((lhs == 0) & (rhs == 0), 1.0, lhs / rhs)
@@ -155,7 +160,7 @@ class Tally:
         self._flush()
         for sid, part in state.items():
             t = self.rows.setdefault(sid, self._empty())
-            for k in ("instances", "applicable", "violated"):
+            for k in ("instances", "applicable", "violated", "at_equality"):
                 t[k] += part[k]
             t["min_margin"] = float(min(t["min_margin"], part["min_margin"]))
             t["max_ratio"] = float(max(t["max_ratio"], part["max_ratio"]))

@@ -159,7 +159,9 @@ def fig2_critical(results: dict[str, Any], out: Path) -> list[Path]:
         off = 1 + 0.03 * (k - 1.5)  # readings side by side
         found = np.array([s["status"] == FOUND for s in st])
         Nc = np.array([s["critical_N"] or np.nan for s in st], float)
-        ax.plot(Ls[found] * off, Nc[found], markers[k % 4], ms=5, color=f"C{k}", label=f"critical N, {e}")
+        lin = exp["fits"][e]["linear"]
+        slope = f" (fit {lin['c']:.3f} L)" if lin is not None else ""
+        ax.plot(Ls[found] * off, Nc[found], markers[k % 4], ms=5, color=f"C{k}", label=f"critical N, {e}{slope}")
         at = np.array([s["status"] == AT_CEILING for s in st])
         if at.any():
             ax.plot(Ls[at] * off, ceil[at], markers[k % 4], ms=6, mfc="none", color=f"C{k}",
@@ -220,8 +222,8 @@ def fig3_separability(results: dict[str, Any], out: Path) -> list[Path]:
                 label=f"Thm 2 {side} bound [relaxed], max over heads" + (" (clipped at -0.45)" if side == "lower" else ""))
     vac = exp.get("vacuous", {})
     notes = []
-    if vac.get("upper_at_or_above_1_for_N"):
-        notes.append(f"upper bound >= 1 on every head for N in {vac['upper_at_or_above_1_for_N']}: vacuous "
+    if vac.get("upper_nearly_1_for_N"):
+        notes.append(f"upper bound >= 0.99 on every head for N in {vac['upper_nearly_1_for_N']}: vacuous "
                      f"(smallest {vac['upper_min']:.3f})")
     if vac.get("lower_at_or_below_0_for_N"):
         notes.append(f"lower bound <= 0 on every head for N in {vac['lower_at_or_below_0_for_N']}: vacuous "

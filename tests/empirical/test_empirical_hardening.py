@@ -227,3 +227,22 @@ def test_ctrl_c_at_several_moments_leaves_out_whole(tmp_path: Path, rand_model_d
         "output folder created": lambda p: any(p.glob(".out.*.tmp")),
         "writing figures": _building,
     })
+
+
+def test_device_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from attnbounds.empirical.pipeline import resolve_device
+    from attnbounds.theory.errors import InvalidArgument
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device(None) == resolve_device("auto") == resolve_device("cpu") == "cpu"
+    with pytest.raises(InvalidArgument, match="torch sees no GPU"):
+        resolve_device("cuda")
+    with pytest.raises(InvalidArgument, match="--device must be"):
+        resolve_device("cuda:x")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert resolve_device("auto") == "cuda" and resolve_device("cuda:0") == "cuda:0"
+    with pytest.raises(InvalidArgument, match="sees 1 GPU"):
+        resolve_device("cuda:3")

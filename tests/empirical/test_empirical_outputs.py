@@ -64,6 +64,19 @@ def test_separability_criterion(medians: dict, passed: bool | None) -> None:
     assert headlines.separability(_sep(medians))["passed"] is passed
 
 
+def test_vacuous_bounds_are_named_per_N() -> None:
+    """A Theorem 2 bound says nothing where the lower one is <= 0, or the upper one >= 0.99, on every head."""
+    from attnbounds.empirical.exp_separability import _vacuous
+
+    def rec(N: int, lower: list[float], upper: list[float]) -> dict:
+        return {"N": N, "per_head": {"lower": np.array(lower), "upper": np.array(upper)}}
+
+    vac = _vacuous([rec(1, [0.5, 0.2], [1.0, 1.0]), rec(16, [-0.1, -0.2], [0.995, 0.999]),
+                    rec(64, [0.1, -0.1], [0.9, 0.999])])
+    assert vac["lower_at_or_below_0_for_N"] == [16] and vac["lower_max"] == -0.1
+    assert vac["upper_nearly_1_for_N"] == [1, 16] and vac["upper_min"] == 0.995
+
+
 def _grad(power: float) -> dict:
     T = np.logspace(-3, 2, 21)
     g = np.minimum(T ** power, 1e3 ** -power)  # saturated below T = 1e-3... as real curves are below 0.01

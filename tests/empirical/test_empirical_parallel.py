@@ -87,6 +87,7 @@ def test_tally_merge_equals_one_pass() -> None:
         lhs, rhs = rng.random(8) * 2, rng.random(8)
         lhs[rng.random(8) < 0.2] = np.nan  # no such instance
         rhs[0] = 0.0
+        rhs[1] = lhs[1] * (1 - 1e-15)  # float64 rounding at an equality case
         pairs.append((lhs, rhs))
     whole = Tally()
     for lhs, rhs in pairs:
@@ -99,6 +100,18 @@ def test_tally_merge_equals_one_pass() -> None:
         merged.absorb(part.state())
     assert merged.summary() == whole.summary()
     assert whole.summary()["s"]["instances"] == sum(int((~np.isnan(a)).sum()) for a, _ in pairs)
+    assert whole.summary()["s"]["at_equality"] == sum(int(not np.isnan(a[1])) for a, _ in pairs) > 0
+
+
+def test_tally_counts_rounding_at_an_equality_apart_from_violations() -> None:
+    """A margin below 0 by float64 rounding of the sides is 'at equality'; anything beyond it is a violation."""
+    lhs = np.array([1.0, 1e6, 1e-9, 2.0, 1.0, 0.0])
+    rhs = np.array([1.0 - 1e-15, 1e6 * (1 - 4e-13), 1e-9 * (1 - 1e-10), 1.0, 1.0, 0.0])
+    t = Tally()
+    t.add("s", lhs, rhs)
+    row = t.summary()["s"]
+    assert (row["instances"], row["violated"], row["at_equality"]) == (6, 2, 2)
+    assert row["min_margin"] == -1.0
 
 
 # -- collect: order of completion, batch sizes ----------------------------------------------------
