@@ -14,7 +14,7 @@ from attnbounds.theory.errors import AttnBoundsError
 
 EPILOG = """\
 examples:
-  attnbounds empirical --model standin --out results/       # 8 x 8 heads, trained here once (~30 min), cached
+  attnbounds empirical --model standin --out results/       # 8 x 8 heads, trained here once (15-30 min), cached
   attnbounds empirical --model tiny --quick --out quick/    # 4 x 4 heads (~5 min once): fast, barely learned
   attnbounds empirical --model gpt2 --out gpt2/ --scheduler processes:2   # GPT-2 small from the Hugging Face cache
   attnbounds empirical --model /path/to/gpt2 --text war-and-peace.txt --out out/

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from attnbounds.empirical import bridge, checks, kernels
+from attnbounds.empirical import bridge, checks, exp_critical, kernels
 from attnbounds.empirical.accumulate import PerHead, RecordSums, Tally
 from attnbounds.empirical.config import EXPECTATIONS, Protocol
 from attnbounds.empirical.rows import QuerySpec, RecordRows
@@ -149,8 +149,6 @@ class Theorem1:
             sums.add(name, key, values)
 
     def finish(self) -> dict[str, Any]:
-        from attnbounds.empirical import exp_critical
-
         out: dict[str, Any] = {}
         if self.run_distance:
             out["distance"] = self._finish_distance()

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from attnbounds.empirical.exp_critical import AT_CEILING, FOUND
+from attnbounds.empirical.exp_separability import NEARLY_ONE
 from attnbounds.empirical.headlines import HEADLINE_BOUND, LOW_T
 from attnbounds.theory import atomic
 
@@ -161,7 +162,8 @@ def fig2_critical(results: dict[str, Any], out: Path) -> list[Path]:
         Nc = np.array([s["critical_N"] or np.nan for s in st], float)
         lin = exp["fits"][e]["linear"]
         slope = f" (fit {lin['c']:.3f} L)" if lin is not None else ""
-        ax.plot(Ls[found] * off, Nc[found], markers[k % 4], ms=5, color=f"C{k}", label=f"critical N, {e}{slope}")
+        if found.any():
+            ax.plot(Ls[found] * off, Nc[found], markers[k % 4], ms=5, color=f"C{k}", label=f"critical N, {e}{slope}")
         at = np.array([s["status"] == AT_CEILING for s in st])
         if at.any():
             ax.plot(Ls[at] * off, ceil[at], markers[k % 4], ms=6, mfc="none", color=f"C{k}",
@@ -184,7 +186,7 @@ def fig2_critical(results: dict[str, Any], out: Path) -> list[Path]:
             s = r["scans"][key]
             xs.append(r["L"])
             ys.append(s["critical_N"] if s["status"] == FOUND else r["ceiling"] * (1.0 if s["status"] == AT_CEILING else 1.15))
-        ax.plot(xs, ys, "x", color=NULL_COLOR, ms=6, label=f"{name} null, {key} (ceiling x1.15 = not found)")
+        ax.plot(xs, ys, "x", color=NULL_COLOR, ms=6, label=f"{name} null, {key} (on the ceiling: found only there; x1.15: not found)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     _plain_ticks(ax.xaxis, Ls)
@@ -217,17 +219,17 @@ def fig3_separability(results: dict[str, Any], out: Path) -> list[Path]:
     floor = -0.45
     for side, color, marker in (("upper", "C3", "^"), ("lower", "C0", "v")):
         vals = np.array([r["max_over_heads"][side] for r in per_N])
-        shown = np.maximum(vals, floor)
-        ax.plot(pos, shown, "--", color=color, marker=marker,
-                label=f"Thm 2 {side} bound [relaxed], max over heads" + (" (clipped at -0.45)" if side == "lower" else ""))
+        clipped = f" (clipped at {floor})" if np.nanmin(vals) < floor else ""
+        ax.plot(pos, np.maximum(vals, floor), "--", color=color, marker=marker,
+                label=f"Thm 2 {side} bound [relaxed], max over heads{clipped}")
     vac = exp.get("vacuous", {})
     notes = []
     if vac.get("upper_nearly_1_for_N"):
-        notes.append(f"upper bound >= 0.99 on every head for N in {vac['upper_nearly_1_for_N']}: vacuous "
-                     f"(smallest {vac['upper_min']:.3f})")
+        notes.append(f"upper bound >= {NEARLY_ONE} on every head for N in {vac['upper_nearly_1_for_N']} (smallest over "
+                     f"heads {vac['upper_min']:.3f}): says almost nothing, N_s/N <= 1 anyway")
     if vac.get("lower_at_or_below_0_for_N"):
-        notes.append(f"lower bound <= 0 on every head for N in {vac['lower_at_or_below_0_for_N']}: vacuous "
-                     f"(largest {vac['lower_max']:.3f})")
+        notes.append(f"lower bound <= 0 on every head for N in {vac['lower_at_or_below_0_for_N']} (largest over heads "
+                     f"{vac['lower_max']:.3f}): vacuous")
     sphere = [r["median_over_heads"]["Ns_frac_sphere_null"] for r in per_N]
     ax.plot(pos, sphere, "-.", color=NULL_COLOR, marker="x", label="null: same weights, x uniform on the sphere (median)")
     null = _null(results, "uniform", "separability")

@@ -2,7 +2,7 @@
 
 ``tiny`` is small and fast (the tests and ``--quick``; it barely learns: attention close to uniform);
 ``standin`` is the learned stand-in for GPT-2 small: 8 layers x 8 heads (64 heads, enough for the
-critical top-N KS test to mean something), about 30 minutes on 2 cores. Both are GPT-2-architecture
+critical top-N KS test to mean something), 15 to 30 minutes on 2 idle cores. Both are GPT-2-architecture
 models trained by the same loop (AdamW, warm-up + cosine schedule, gradient clipping), seeded, for a
 fixed number of steps (never a wall-clock budget, so the cached model does not depend on the machine's
 load) on random windows of the training split: the first ``train_fraction`` of the tokens, ending at a
@@ -73,7 +73,8 @@ class TrainSpec:
 SPECS: dict[str, TrainSpec] = {
     # 4 x 4 heads, n_embd 128, 260 steps of one 1024-token window: about 5 minutes on 2 idle cores
     "tiny": TrainSpec(),
-    # 8 x 8 heads, n_embd 256 (d_head 32), 900 steps of one 1024-token window: about 30 minutes on 2 idle cores
+    # 8 x 8 heads, n_embd 256 (d_head 32), 900 steps of one 1024-token window: 1 to 2 s a step on 2 idle cores
+    # (15 to 30 minutes); measured 110 min on 2 cores shared with other jobs, held-out perplexity 250 (README)
     "standin": TrainSpec(n_layer=8, n_head=8, n_embd=256, vocabulary="train-split", dropout=0.0, steps=900,
                          lr=1.5e-3, warmup=40, eval_windows=64),
 }
