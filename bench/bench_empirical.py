@@ -1,21 +1,22 @@
-"""Benchmarks of empirical/ (not timed tests): extraction overhead and protocol wall time.
+"""Benchmarks of empirical/ (not timed tests): the protocol's wall time on the GPT-2 small shape, and extraction overhead.
 
-    python bench/bench_empirical.py                      # overhead on the tiny architecture (random weights)
-    python bench/bench_empirical.py --model gpt2         # ... on a real checkpoint (cache or folder)
-    python bench/bench_empirical.py --protocol quick     # also time `attnbounds empirical --model tiny --quick`
+    python bench/bench_empirical.py                          # the full protocol, every query, on 2 windows of GPT-2 small's shape
+    python bench/bench_empirical.py --windows 32 --nulls random-init,shuffled,uniform   # the whole default run
+    python bench/bench_empirical.py --queries last --windows 32 --nulls none   # the previous default protocol
+    python bench/bench_empirical.py --overhead               # hooks vs a plain forward pass
 
-Overhead = (forward with per-layer extraction) / (the same forward without hooks), both eager attention,
-transformer body only, measured interleaved in the same run; the goal is <= 1.20. Two extraction
-variants: ``hooks`` hands every layer's probabilities, q, k, v to a consumer that keeps nothing
-(the extraction itself); ``hooks+rows`` also materialises in float64 what the default protocol reads
-(the last query's logits and probabilities, the values); ``hooks+full_logits`` the full L x L float64
-logits of every head (what ``LayerRecord.logits()`` costs). Prints one JSON object.
+The model is GPT-2 small's architecture (12 layers x 12 heads, n_embd 768, 1024 positions, vocabulary 50257)
+with random weights, built here from a GPT2Config and saved to a temporary folder (no download). The text is
+War and Peace from ../shared when present, else generated words. Each run prints one JSON object: the wall
+time, the time per window (every experiment and null included), and the split by experiment. Per-window times
+extrapolate to other window counts (the work is per window; ``--windows 32`` measures it).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -25,93 +26,104 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+SHARED_TEXT = Path(__file__).resolve().parents[2] / "shared" / "data" / "war-and-peace.txt"
 
-def _model(name: str) -> tuple[Any, str]:
+
+def gpt2_small_random(folder: Path, seed: int = 0) -> Path:
+    """GPT-2 small's architecture with seeded random weights, saved as safetensors in ``folder``."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from attnbounds.empirical.modelload import load_model, quiet_transformers
+    from attnbounds.empirical.modelload import quiet_transformers
 
     quiet_transformers()
-    if name == "random-tiny":
-        from attnbounds.empirical.tiny import DEFAULT_SPEC as s
-
-        torch.manual_seed(0)
-        cfg = GPT2Config(vocab_size=s.vocab_size, n_positions=s.n_positions, n_embd=s.n_embd, n_layer=s.n_layer,
-                         n_head=s.n_head, attn_implementation="eager")
-        return GPT2LMHeadModel(cfg).eval(), "tiny architecture, random weights"
-    if name == "tiny":
-        from attnbounds.empirical.text import resolve_text
-
-        return load_model("tiny", text=resolve_text()).model, "tiny (trained, cached)"
-    return load_model(name).model, name
+    torch.manual_seed(seed)
+    GPT2LMHeadModel(GPT2Config(attn_implementation="eager")).save_pretrained(folder, safe_serialization=True)
+    return folder
 
 
-def _timed(fn: Callable[[], None]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+def text_file(folder: Path) -> Path:
+    if SHARED_TEXT.is_file():
+        return SHARED_TEXT
+    import numpy as np
+
+    words = np.random.default_rng(0).choice(["the", "prince", "said", "war", "and", "peace", "Natasha", "Moscow"], 400_000)
+    path = folder / "text.txt"
+    path.write_text(" ".join(words))
+    return path
 
 
-def overhead(model: Any, batch: int, length: int, repeats: int) -> dict[str, Any]:
-    """Median wall times (s) of plain and extracting forwards, interleaved, and their ratios."""
+def protocol_time(args: argparse.Namespace) -> dict[str, Any]:
+    from attnbounds.empirical.cli import build_parser, protocol_from_args
+    from attnbounds.empirical.pipeline import run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = gpt2_small_random(Path(tmp) / "gpt2-random")
+        cli_args = ["--model", str(folder), "--out", str(Path(tmp) / "out"), "--windows", str(args.windows),
+                    "--queries", args.queries, "--nulls", args.nulls, "--null-windows", str(args.windows),
+                    "--batch-windows", str(args.batch_windows)]
+        proto = protocol_from_args(build_parser().parse_args(cli_args))
+        t0 = time.perf_counter()
+        res = run(str(folder), Path(tmp) / "out", text=text_file(Path(tmp)), protocol=proto, progress=args.progress,
+                  figures=False, scheduler=args.scheduler)
+        wall = time.perf_counter() - t0
+    timing = res["timing"]
+    passes = args.windows * (1 + len(proto.nulls))  # window passes: the model's and each null's
+    return {"model": "GPT-2 small shape (12 x 12 heads, n_embd 768), random weights", "queries": args.queries,
+            "windows": args.windows, "nulls": list(proto.nulls), "scheduler": timing["scheduler"],
+            "threads": res["environment"]["threads"], "wall_s": wall,
+            "per_window_pass_s": timing["stream_s"] / passes, "window_passes": passes,
+            "forward_and_extraction_s": timing["forward_and_extraction_s"],
+            "experiments_s": timing["experiments_s"], "stream_s": timing["stream_s"],
+            "model_load_s": timing["model_load_s"],
+            "default_run_estimate_s": timing["stream_s"] / passes * (32 + 3 * 4),
+            "default_run": "32 windows of the model and 4 of each of the 3 nulls"}
+
+
+def overhead(batch: int, length: int, repeats: int) -> dict[str, Any]:
+    """Median wall times (s) of plain and extracting forwards on the GPT-2 small shape, interleaved, and their ratio."""
     import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
 
     from attnbounds.empirical.extract import Extractor, plain_forward
 
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(attn_implementation="eager")).eval()
     ids = torch.randint(0, model.config.vocab_size, (batch, length), generator=torch.Generator().manual_seed(0))
 
     def keep_nothing(rec: Any) -> None:
         return None
 
-    def last_rows(rec: Any) -> None:
-        rec.logit_rows([length - 1], length, scaled=False).numpy()
-        rec.probs[:, :, -1, :].double().numpy()
-        rec.v.double().numpy()
+    def run_hooks() -> None:
+        with Extractor(model, keep_nothing) as ex:
+            ex.run(ids)
 
-    def full_logits(rec: Any) -> None:
-        rec.logits(scaled=False)
-
-    variants: dict[str, Callable[[], None]] = {"plain": lambda: plain_forward(model, ids)}
-    for name, consumer in (("hooks", keep_nothing), ("hooks+rows", last_rows), ("hooks+full_logits", full_logits)):
-        def run(consumer: Callable[[Any], None] = consumer) -> None:
-            with Extractor(model, consumer) as ex:
-                ex.run(ids)
-
-        variants[name] = run
+    variants: dict[str, Callable[[], None]] = {"plain": lambda: plain_forward(model, ids), "hooks": run_hooks}
     for fn in variants.values():  # warm-up
         fn()
     times: dict[str, list[float]] = {k: [] for k in variants}
     for _ in range(repeats):
         for k, fn in variants.items():
-            times[k].append(_timed(fn))
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) for k, v in times.items()}
     return {"batch": batch, "length": length, "repeats": repeats, "median_s": med,
-            "ratio": {k: med[k] / med["plain"] for k in med if k != "plain"},
-            "threads": torch.get_num_threads(), "goal": 1.20}
-
-
-def protocol_time(name: str, model: str) -> dict[str, Any]:
-    from attnbounds.empirical import run
-
-    with tempfile.TemporaryDirectory() as out:
-        t0 = time.perf_counter()
-        res = run(model, out, quick=(name == "quick"), progress=False)
-        return {"protocol": name, "model": model, "wall_s": time.perf_counter() - t0, "timing": res["timing"]}
+            "ratio": med["hooks"] / med["plain"], "threads": torch.get_num_threads(), "goal": 1.20}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="random-tiny", help="random-tiny (default), tiny, gpt2, or a folder")
-    p.add_argument("--batch", type=int, default=4)
-    p.add_argument("--length", type=int, default=1024)
-    p.add_argument("--repeats", type=int, default=7)
-    p.add_argument("--protocol", choices=("none", "quick", "full"), default="none")
+    p.add_argument("--windows", type=int, default=2)
+    p.add_argument("--queries", default="all")
+    p.add_argument("--nulls", default="none", help="comma-separated nulls, or none")
+    p.add_argument("--scheduler", default=None, help="none (default) or processes:N")
+    p.add_argument("--batch-windows", type=int, default=1, help="windows per task (1: the windows spread over workers)")
+    p.add_argument("--progress", action="store_true")
+    p.add_argument("--overhead", action="store_true", help="only the extraction overhead")
     args = p.parse_args(argv)
-    model, label = _model(args.model)
-    report: dict[str, Any] = {"model": label, "overhead": overhead(model, args.batch, args.length, args.repeats)}
-    if args.protocol != "none":
-        report["protocol"] = protocol_time(args.protocol, "tiny")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    report = overhead(4, 1024, 5) if args.overhead else protocol_time(args)
     print(json.dumps(report, indent=1))
     return 0
 

@@ -1,8 +1,9 @@
-"""The one place empirical/ talks to theory/: instances from model rows, quantities, statements.
+"""The one place empirical/ talks to theory/: statements, their formulas, quantities and instances.
 
-Bounds and quantities are never re-implemented here: every bound value is the ``rhs``/``lhs`` of a
-registered statement (``attnbounds.theory.registry``) and every quantity a registered specification
-(``attnbounds.theory.quantities``), evaluated on instances built from real tensors (DESIGN.md).
+Bounds are never re-implemented here: every bound value is a side of a registered statement
+(``attnbounds.theory.registry``) evaluated by its own compiled formula on the quantities the kernels
+computed (:func:`sides`), and the kernels' quantities are re-checked against the registered float forms
+on sampled rows of every run (``empirical.checks``, through :func:`weights_instance` and :func:`compute`).
 """
 
 from __future__ import annotations
@@ -12,25 +13,23 @@ from typing import Any
 
 import numpy as np
 
-from attnbounds.empirical.rows import RowBatch
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
 from attnbounds.theory.quantities import compute
 from attnbounds.theory.registry import all_statements, get
-from attnbounds.theory.statement import Evaluation, Statement
+from attnbounds.theory.statement import SELECTED_WEIGHTS, Evaluation, Statement
 
-__all__ = ["weights_instance", "logits_instance", "compute", "evaluate", "statement_ids", "with_observed",
-           "paper_r", "min_pairwise_distance", "inside_ball"]
-
-
-def weights_instance(rows: RowBatch, N: int, **params: Any) -> Instance:
-    """The rows as a theory Instance: the model's weights, token vectors ``x``, top-N selection."""
-    return Instance.from_weights(rows.alpha, x=rows.x, N=N, **params)
+__all__ = ["weights_instance", "logits_instance", "compute", "evaluate", "statement_ids", "with_observed", "sides"]
 
 
-def logits_instance(logits: np.ndarray, T: np.ndarray, *, v: np.ndarray | None = None,
-                    eps: np.ndarray | None = None) -> Instance:
-    """Softmax with temperature ``T`` (per row) on ``logits`` (paper eq. 3, ``F = exp(l / T)``)."""
+def weights_instance(alpha: np.ndarray, x: np.ndarray | None, N: int | None = None, **params: Any) -> Instance:
+    """Rows as a theory Instance: the model's weights, token vectors ``x``, top-N selection."""
+    return Instance.from_weights(alpha, x=x, N=N, **params)
+
+
+def logits_instance(logits: np.ndarray, T: np.ndarray | float, *, v: np.ndarray | None = None,
+                    eps: np.ndarray | float | None = None) -> Instance:
+    """Softmax with temperature ``T`` on ``logits`` (paper eq. 3, ``F = exp(l / T)``)."""
     params: dict[str, Any] = {} if eps is None else {"eps": eps}
     arrays = None if v is None else {"v": v}
     return Instance.from_logits(logits, softmax(T=T), arrays=arrays, **params)
@@ -69,18 +68,20 @@ def with_observed(statement_id: str, symbol: str, parameter: str) -> Statement:
                                kind="deterministic", expectation_over=None)
 
 
-# -- quantities of section 3 ---------------------------------------------------------------------------------
-def paper_r(inst: Instance) -> np.ndarray:
-    """The paper's radius (section 3): ``r = min_{i not in I_N} ||s - alpha_i x_i||_2`` (quantity ``r_paper``)."""
-    return compute("r_paper", inst)
+def sides(stmt: str | Statement, values: dict[str, Any], selected: tuple[int, ...] | None = None
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """``(lhs, rhs)`` of a one-conjunct statement by its own compiled formula, broadcast together.
 
-
-def inside_ball(inst: Instance, r: np.ndarray) -> np.ndarray:
-    """``(B, L)``: selected tokens with ``||alpha_i x_i - s|| <= r`` (the relaxed Definition, token by token)."""
-    return inst.mask & (compute("context_distance", inst) <= r[:, None])
-
-
-def min_pairwise_distance(x: np.ndarray) -> np.ndarray:
-    """``delta = min_{i != j} ||x_i - x_j||_2`` per row of ``x`` ``(B, L, d)`` (quantity ``delta_min``)."""
-    B, L = x.shape[:2]
-    return compute("delta_min", Instance.from_weights(np.full((B, L), 1.0 / L), x=x))
+    ``values``: every symbol of the statement by its quantity name (bound symbols) or its own name
+    (parameters), as arrays that broadcast together; ``selected``: the shape ``(..., N)`` of the per-token
+    values a sum over ``I_N`` reads (the selected tokens, last axis), when the statement has one.
+    """
+    stmt = stmt if isinstance(stmt, Statement) else get(stmt)
+    env: dict[str, np.ndarray] = {}
+    for name in stmt.symbols():
+        qname = stmt.bindings.get(name)
+        env[name] = np.asarray(values[qname if qname is not None else name], dtype=np.float64)
+    env[SELECTED_WEIGHTS] = np.ones(selected if selected is not None else (1, 1))
+    (lhs, rhs), = stmt.sides_from(env)
+    out = np.broadcast_arrays(lhs, rhs)
+    return out[0], out[1]

@@ -14,12 +14,14 @@ from attnbounds.theory.errors import AttnBoundsError
 
 EPILOG = """\
 examples:
-  attnbounds empirical --model tiny --out results/          # embedded model, trained once (~5 min), cached
-  attnbounds empirical --model gpt2 --quick --out quick/    # GPT-2 small from the Hugging Face cache
+  attnbounds empirical --model standin --out results/       # 8 x 8 heads, trained here once (15-30 min), cached
+  attnbounds empirical --model tiny --quick --out quick/    # 4 x 4 heads (~5 min once): fast, barely learned
+  attnbounds empirical --model gpt2 --out gpt2/ --scheduler processes:2   # GPT-2 small from the Hugging Face cache
   attnbounds empirical --model /path/to/gpt2 --text war-and-peace.txt --out out/
 
-text: --text PATH, else $ATTNBOUNDS_TEXT, else the cached download, else Project Gutenberg ebook 2600.
-cache: $ATTNBOUNDS_CACHE (default ~/.cache/attnbounds) holds the tiny model, token ids and the text.
+text: --text PATH, else $ATTNBOUNDS_TEXT, else the cached download, else Project Gutenberg ebook 2600
+(a UTF-8 text file of at most 64 MiB). A model trained here reads only the held-out tokens after its training split.
+cache: $ATTNBOUNDS_CACHE (default ~/.cache/attnbounds) holds the trained models, token ids and the text.
 """
 
 
@@ -28,6 +30,10 @@ def _ints(text: str) -> tuple[int, ...]:
         return tuple(int(v) for v in text.split(",") if v.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return () if text.strip() == "none" else tuple(v.strip() for v in text.split(",") if v.strip())
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -40,6 +46,8 @@ def _floats(text: str) -> tuple[float, ...]:
 #: CLI option -> Protocol field, for the options that override the protocol
 OVERRIDES = {
     "experiments": "experiments", "windows": "windows", "window_start": "window_start",
+    "window_align": "window_align", "window_lengths": "window_lengths", "nulls": "nulls",
+    "null_windows": "null_windows", "check_positions": "check_positions",
     "batch_windows": "batch_windows", "queries": "queries", "masked_keys": "masked_keys", "L_grid": "L_grid",
     "N_grid": "N_grid", "N_fixed": "N_fixed", "x_tensor": "distance_tensor", "sep_tensor": "separability_tensor",
     "expectation": "expectation", "expected_mc_draws": "expected_mc_draws", "ks_alpha": "ks_alpha",
@@ -53,10 +61,13 @@ OVERRIDES = {
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="attnbounds empirical", description=__doc__.splitlines()[0],
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="gpt2", help="'tiny', a hub name (gpt2, gpt2-medium, distilgpt2) or a folder")
+    p.add_argument("--model", default="gpt2", help="'standin' (8 x 8 heads, trained here), 'tiny' (4 x 4, for tests), "
+                   "a hub name (gpt2, gpt2-medium, distilgpt2) or a folder")
     p.add_argument("--out", required=True, help="output folder (figures, report.md, report.html, results.json)")
     p.add_argument("--text", default=None, help="plain-text file (default: $ATTNBOUNDS_TEXT, cache, Gutenberg 2600)")
-    p.add_argument("--quick", action="store_true", help="reduced protocol (under 2 minutes once the model is there)")
+    p.add_argument("--quick", action="store_true", help="the same protocol on fewer windows, lengths and N")
+    p.add_argument("--device", default=None, help="where the forward passes run: auto (cuda when torch sees a GPU, "
+                   "else cpu; the default), cpu, cuda or cuda:K")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     p.add_argument("--scheduler", default=None,
@@ -66,10 +77,18 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("protocol (defaults: the full or --quick protocol)")
     g.add_argument("--experiments", type=lambda s: tuple(s.split(",")), help="subset of distance,critical,separability,gradients")
     g.add_argument("--windows", type=int, help="number of non-overlapping windows")
-    g.add_argument("--window-start", type=int, help="first token of the first window")
+    g.add_argument("--window-start", type=int, help="first token of the first window, from the start of the region")
+    g.add_argument("--window-align", choices=("auto", "chapters", "consecutive"),
+                   help="windows at chapter starts (auto: when the text has chapter headings) or consecutive")
+    g.add_argument("--window-lengths", choices=("prefixes", "new"),
+                   help="shorter lengths read prefixes of the same windows (default) or new windows")
+    g.add_argument("--nulls", type=_names, help="comma-separated nulls among random-init,shuffled,uniform, or none")
+    g.add_argument("--null-windows", type=int, help="windows the nulls run on (the first ones)")
+    g.add_argument("--check-positions", type=int, help="query positions per layer re-checked against theory")
     g.add_argument("--batch-windows", type=int, help="windows per forward pass")
-    g.add_argument("--queries", help="'last' (query L-1 of each prefix) or 'tail:Q'")
-    g.add_argument("--masked-keys", choices=("drop", "zero"), help="causally masked keys with tail:Q")
+    g.add_argument("--queries", help="'all' (every query position, the paper's; default), 'last' (query L-1) or 'tail:Q'")
+    g.add_argument("--masked-keys", choices=("drop", "zero"),
+                   help="causally masked keys: dropped (query t has t+1 keys) or kept with weight 0")
     g.add_argument("--L-grid", dest="L_grid", type=_ints, help="lengths for Fig. 2a (e.g. 32,64,...,1024)")
     g.add_argument("--N-grid", dest="N_grid", type=_ints, help="top-N values for Fig. 2b")
     g.add_argument("--N-fixed", dest="N_fixed", type=int, help="top-N for Fig. 2a (paper: 5)")
@@ -110,11 +129,17 @@ def main(argv: list[str] | None = None) -> int:
         cache_dir()  # an unusable $ATTNBOUNDS_CACHE is bad input: say so before anything loads or trains
         proto = protocol_from_args(args)
         results = run(args.model, args.out, text=args.text, protocol=proto, progress=not args.no_progress,
-                      figures=not args.no_figures, scheduler=args.scheduler)
+                      figures=not args.no_figures, scheduler=args.scheduler, device=args.device)
     except AttnBoundsError as exc:
         print(f"attnbounds empirical: error: {exc}", file=sys.stderr)
         return 2
+    from attnbounds.empirical.report import model_line
+
     print(f"wrote {args.out}/report.md, report.html, results.json and {len(results['outputs']['figures'])} figures")
+    print(model_line(results).replace("**", ""))
     for row in results["headlines"]:
-        print(f"  [{row['verdict']}] {row['claim']} (paper: {row['paper']}): {row['measured']}")
+        nulls = ", ".join(f"{n} {'passes' if r['passed'] else 'fails' if r['passed'] is False else 'n/a'}"
+                          for n, r in row["nulls"].items())
+        print(f"  [{row['verdict']}] {row['claim']} (paper: {row['paper']}): {row['measured']}"
+              + (f" [nulls: {nulls}]" if nulls else ""))
     return 0

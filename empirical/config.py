@@ -1,8 +1,10 @@
 """The protocol: every choice the paper leaves open, as a parameter recorded in the output.
 
 ``Protocol.full()`` mirrors section 3 / appendix B of arXiv:2508.17821 where the paper is
-explicit (N = 5 over L = 32..1024; L = 1024 over N in {1, 5, 10, 20, 100}; KS alpha 0.01;
-eps in {1e-3, 1e-1, 10}) and fixes the rest; ``Protocol.quick()`` is a reduced run (< 2 minutes).
+explicit (every query position of the causal attention matrix, averaged per head; N = 5 over
+L = 32..1024; L = 1024 over N in {1, 5, 10, 20, 100}; KS alpha 0.01; eps in {1e-3, 1e-1, 10})
+and fixes the rest; ``Protocol.quick()`` is a reduced run (the same protocol on 4 windows of at
+most 128 tokens and fewer N). Every headline is also measured on nulls (``empirical.nulls``).
 """
 
 from __future__ import annotations
@@ -11,9 +13,13 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from attnbounds.empirical.rows import QuerySpec
+from attnbounds.empirical.windows import ALIGNMENTS
 from attnbounds.theory.errors import AttnBoundsError
 
 TENSORS = ("values", "keys", "queries")
+WINDOW_LENGTHS = ("prefixes", "new")
+NULLS = ("random-init", "shuffled", "uniform")
 EXPECTATIONS = ("J_scaled_weighted", "J_scaled_mean", "J_printed_weighted", "J_printed_mean")
 EXPERIMENTS = ("distance", "critical", "separability", "gradients")
 
@@ -32,9 +38,17 @@ class Protocol:
     # windows (paper: "consecutive chapters"; count/start not stated)
     windows: int = 32
     window_start: int = 0
+    window_align: str = "auto"  # "auto" (chapters when the text has headings), "chapters", "consecutive"
+    window_lengths: str = "prefixes"  # "prefixes": shorter L are prefixes of the same windows; "new": new windows per L
     batch_windows: int = 4
-    queries: str = "last"  # "last" or "tail:Q" (rows.QuerySpec)
-    masked_keys: str = "drop"  # "drop" or "zero" (only with tail:Q)
+    queries: str = "all"  # "all" (the paper's), "last" or "tail:Q" (rows.QuerySpec)
+    masked_keys: str = "drop"  # "drop" or "zero"
+    # nulls (empirical.nulls): each headline criterion is also run on them, on the first null_windows windows
+    nulls: tuple[str, ...] = NULLS
+    null_windows: int = 4
+    # rows per layer record re-checked against the theory quantities (empirical.checks)
+    check_positions: int = 2
+    check_every: int = 8
     # experiment 1: distances (Fig. 2a/b)
     L_grid: tuple[int, ...] = (32, 64, 128, 256, 512, 1024)
     N_fixed: int = 5
@@ -47,8 +61,8 @@ class Protocol:
     ks_alpha: float = 0.01
     critical_reading: str = "R1"
     critical_max_frac: float = 0.5
-    critical_dense_upto: int = 32
-    critical_step: float = 1.08
+    critical_dense_upto: int = 8  # every N up to 8, then steps of 20 % up to max_frac L (31 values at L = 1024)
+    critical_step: float = 1.2
     # experiment 3: separability (Fig. 3)
     separability_L: int = 1024
     separability_N: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -62,7 +76,7 @@ class Protocol:
     # experiment 4: gradients (Fig. 4)
     gradient_L: int = 1024
     gradient_logits: str = "raw"  # "raw" (l = q.k, T = sqrt(d_head) is the model's own) or "scaled"
-    T_grid: tuple[float, ...] = field(default_factory=lambda: _log_grid(1e-3, 1e2, 26))
+    T_grid: tuple[float, ...] = field(default_factory=lambda: _log_grid(1e-3, 1e2, 21))
     eps_grid: tuple[float, ...] = (1e-3, 1e-1, 10.0)
     seed: int = 0
 
@@ -72,15 +86,23 @@ class Protocol:
 
     @classmethod
     def quick(cls, **overrides: Any) -> "Protocol":
-        base = cls(name="quick", windows=4, L_grid=(32, 128, 512), N_grid=(1, 5, 20, 100),
-                   critical_step=1.25, critical_dense_upto=8, separability_L=512,
-                   separability_N=(1, 4, 16, 64), gradient_L=512, T_grid=_log_grid(1e-3, 1e2, 11),
-                   multihead_groups=5)
+        base = cls(name="quick", windows=4, L_grid=(32, 64, 128), N_grid=(1, 5, 20, 50),
+                   critical_step=1.25, critical_dense_upto=8, separability_L=128,
+                   separability_N=(1, 4, 16, 64), gradient_L=128, T_grid=_log_grid(1e-3, 1e2, 11),
+                   multihead_groups=5, null_windows=2, check_positions=1)
         return replace(base, **overrides).validated()
 
     @property
     def max_L(self) -> int:
-        return max(self.L_grid + (self.separability_L, self.gradient_L))
+        return max(self.lengths)
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        """Every window length an experiment reads, ascending."""
+        Ls = set(self.L_grid) if {"distance", "critical"} & set(self.experiments) else set()
+        Ls |= {self.separability_L} if "separability" in self.experiments else set()
+        Ls |= {self.gradient_L} if "gradients" in self.experiments else set()
+        return tuple(sorted(Ls))
 
     def critical_N_grid(self, L: int) -> tuple[int, ...]:
         """N scanned for the critical top-N at length L: every N up to ``critical_dense_upto``, then geometric."""
@@ -106,12 +128,21 @@ class Protocol:
         if not self.experiments:
             raise bad("experiments", self.experiments, "a non-empty list")
         for name in ("windows", "batch_windows", "N_fixed", "multihead_H", "multihead_N", "multihead_groups",
-                     "critical_dense_upto"):
+                     "critical_dense_upto", "null_windows", "check_every"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise bad(name, value, "an integer >= 1")
         if not isinstance(self.window_start, int) or self.window_start < 0:
             raise bad("window_start", self.window_start, "an integer >= 0")
+        if not isinstance(self.check_positions, int) or isinstance(self.check_positions, bool) or self.check_positions < 0:
+            raise bad("check_positions", self.check_positions, "an integer >= 0")
+        if self.window_align not in ALIGNMENTS:
+            raise bad("window_align", self.window_align, f"one of {', '.join(ALIGNMENTS)}")
+        if self.window_lengths not in WINDOW_LENGTHS:
+            raise bad("window_lengths", self.window_lengths, f"one of {', '.join(WINDOW_LENGTHS)}")
+        for name in self.nulls:
+            if name not in NULLS:
+                raise bad("nulls", name, f"among {', '.join(NULLS)}")
         if not isinstance(self.expected_mc_draws, int) or self.expected_mc_draws < 0:
             raise bad("expected_mc_draws", self.expected_mc_draws, "an integer >= 0")
         for name in ("L_grid", "N_grid", "separability_N"):
@@ -149,7 +180,5 @@ class Protocol:
         for name in ("M", "hoeffding_constant"):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
                 raise bad(name, getattr(self, name), "a finite number > 0")
-        from attnbounds.empirical.rows import QuerySpec
-
         QuerySpec.parse(self.queries, self.masked_keys)
         return self

@@ -158,7 +158,7 @@ class Extractor:
         """One forward pass of the transformer body (no LM head) over ``input_ids`` ``(B, L)``."""
         import torch
 
-        ids = torch.as_tensor(input_ids, dtype=torch.long)
+        ids = torch.as_tensor(input_ids, dtype=torch.long, device=next(self.model.parameters()).device)
         if ids.ndim != 2:
             raise InvalidArgument(f"input_ids must have shape (batch, length), got {tuple(ids.shape)}")
         n_pos = self.model.config.n_positions

@@ -40,17 +40,27 @@ class TextSource:
     sha256: str
 
 
+#: the largest text read (War and Peace is 3.2 MB); a larger file is refused before it is read
+TEXT_MAX_BYTES = 64 << 20
+#: the share of control characters (other than tab, newline, carriage return, form feed) above which a file is
+#: taken for binary data, not text
+CONTROL_MAX_SHARE = 0.001
+
+
 def _read(path: Path, origin: str) -> TextSource:
-    if not path.is_file():
-        raise InvalidArgument(f"text file {str(path)!r} (from {origin}) does not exist; {_HOW_TO}")
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InvalidArgument(f"text file {str(path)!r} is not UTF-8 ({exc}); convert it to UTF-8") from None
+    """The text of ``path``: a regular UTF-8 file of at most :data:`TEXT_MAX_BYTES` bytes that looks like text."""
+    what = f"text file (from {origin})"
+    if not path.exists() and not path.is_symlink():
+        raise InvalidArgument(f"{what} {str(path)!r} does not exist; {_HOW_TO}")
+    text = atomic.read_text(path, what, TEXT_MAX_BYTES)  # a folder, FIFO or device is named and refused
+    text = text.removeprefix("\ufeff")
     if not text.strip():
-        raise InvalidArgument(f"text file {str(path)!r} is empty; {_HOW_TO}")
-    return TextSource(text=text, path=str(path), origin=origin, sha256=sha256_bytes(data))
+        raise InvalidArgument(f"{what} {str(path)!r} is empty; {_HOW_TO}")
+    control = sum(text.count(c) for c in {ch for ch in text[:1 << 20] if ord(ch) < 32 and ch not in "\t\n\r\f"})
+    if "\0" in text or control > CONTROL_MAX_SHARE * len(text):
+        raise InvalidArgument(f"{what} {str(path)!r} holds NUL bytes or other control characters "
+                              f"({control} of {len(text)} characters): binary data, not text; {_HOW_TO}")
+    return TextSource(text=text, path=str(path), origin=origin, sha256=sha256_bytes(text.encode("utf-8")))
 
 
 def strip_gutenberg(raw: str) -> str:

@@ -452,6 +452,12 @@ class Statement:
         failed = ((),) * inst.B if ok.all() else tuple(tuple(hid for hid, r in results if not r[b]) for b in range(inst.B))
         return ok, failed
 
+    def sides_from(self, values: dict[str, np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per conjunct ``(lhs, rhs)`` from given values instead of an instance (no hypothesis is checked): every
+        symbol by name, ``(B, 1)`` per instance or ``(B, K)`` per token, and ``values[SELECTED_WEIGHTS]`` (token
+        counts on the selected columns, 0 elsewhere) for the sums over ``I_N``."""
+        return [(lhs(values), rhs(values)) for lhs, rhs in self._compiled]
+
     def sides(self, env: dict[str, np.ndarray], inst: Instance) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
         """Per conjunct ``(lhs, rhs, columns)``: both sides broadcast to ``(B, W)`` (W = 1 or the columns)
         and the mask of the columns where it must hold (None for one value per instance)."""

@@ -20,3 +20,17 @@ def random_gpt2(seed: int = 0, **overrides: object):
         for block in model.transformer.h:
             block.attn.c_attn.weight.mul_(8.0)
     return model.eval()
+
+
+def collect_on(model, ids, proto, **kwargs):
+    """``pipeline.collect`` on the model (in memory) over windows of ``ids`` cut from the start (no chapters)."""
+    import numpy as np
+
+    from attnbounds.empirical.modelload import LoadedModel
+    from attnbounds.empirical.pipeline import collect, window_sets
+    from attnbounds.empirical.tokenizer import offline_gpt2
+    from attnbounds.empirical.windows import Region, Tokens
+
+    tokens = Tokens(np.asarray(ids, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    sets, _ = window_sets(tokens, Region(0, len(tokens), "test"), proto)
+    return collect(LoadedModel(model, "rand", "test", None, offline_gpt2()), sets, proto, progress=False, **kwargs)

@@ -112,34 +112,79 @@ def test_pinned_checksum_enforced(monkeypatch: pytest.MonkeyPatch) -> None:
         text.check_download(_fake_gutenberg("x" * 3_000_000))
 
 
+def _tokens(n: int, chapters: list[int] | None = None) -> windows.Tokens:
+    return windows.Tokens(np.arange(n, dtype=np.int64), np.asarray(chapters or [], dtype=np.int64))
+
+
 def test_windows_are_consecutive_and_disjoint() -> None:
-    ids = np.arange(1000)
-    w = windows.windows(ids, 64, 5, start=10)
-    assert w.shape == (5, 64)
-    assert (w[:, 0] == 10 + 64 * np.arange(5)).all()
-    assert (np.diff(w, axis=1) == 1).all()
-    assert len(np.unique(w)) == w.size
+    tok = _tokens(1000)
+    parts, align = windows.segments(tok, windows.Region(0, 1000, "test"), "auto", offset=10)
+    assert align == "consecutive" and parts == [(10, 1000)]
+    w, first = windows.cut(tok, parts, 64, 5)
+    assert w.shape == (5, 64) and first.tolist() == (10 + 64 * np.arange(5)).tolist()
+    assert (w[:, 0] == first).all() and (np.diff(w, axis=1) == 1).all() and len(np.unique(w)) == w.size
 
 
-@pytest.mark.parametrize("length, count, start, match", [
-    (64, 20, 0, "holds 15 windows of 64 tokens, but 20"),
-    (1, 2, 0, "window length"),
-    (8, 0, 0, "number of windows"),
-    (8, 2, -1, "window start"),
+def test_windows_start_at_chapters_and_never_cross_them() -> None:
+    tok = _tokens(1000, [0, 100, 130, 400, 900])
+    parts, align = windows.segments(tok, windows.Region(50, 1000, "held out"), "auto")
+    assert align == "chapters" and parts == [(50, 100), (100, 130), (130, 400), (400, 900), (900, 1000)]
+    w, first = windows.cut(tok, parts, 64, 5)
+    # 50..100 and 100..130 are too short; 130..400 holds 4 windows of 64; 400..900 the fifth
+    assert first.tolist() == [130, 194, 258, 322, 400]
+    assert windows.segments(tok, windows.Region(0, 1000, "x"), "consecutive")[0] == [(0, 1000)]
+    with pytest.raises(AttnBoundsError, match="needs a text with chapter headings"):
+        windows.segments(_tokens(100), windows.Region(0, 100, "x"), "chapters")
+
+
+def test_chapter_headings_are_found_and_tokenised_apart(tmp_path: Path) -> None:
+    body = "\n\n".join(f"CHAPTER {r}\n\n" + f"Words of chapter {r}. " * 30 for r in ("I", "II", "III", "IV"))
+    path = tmp_path / "book.txt"
+    path.write_text("A PREFACE line.\n\n" + body)
+    src = text.resolve_text(path)
+    tok = tokenizer.offline_gpt2()
+    tokens = windows.tokenize(src, tok)
+    assert tokens.chapters.size == 4 and tokens.chapters[0] > 0
+    for start in tokens.chapters:  # every chapter's first token begins its heading
+        assert tok.encode("CHAPTER")[0] == tokens.ids[start]
+    assert windows.split_point(tokens, 0.5) in tokens.chapters.tolist()  # the held-out part is whole chapters
+
+
+@pytest.mark.parametrize("length, count, match", [
+    (64, 20, "holds 15 windows of 64 tokens"),
+    (1, 2, "window length"),
+    (8, 0, "number of windows"),
 ])
-def test_windows_errors_name_the_value(length: int, count: int, start: int, match: str) -> None:
+def test_windows_errors_name_the_value(length: int, count: int, match: str) -> None:
+    tok = _tokens(1000)
     with pytest.raises(AttnBoundsError, match=match):
-        windows.windows(np.arange(1000), length, count, start)
+        windows.cut(tok, [(0, 1000)], length, count)
+
+
+def test_window_sets_prefixes_or_new_windows_per_length() -> None:
+    from dataclasses import replace
+
+    from attnbounds.empirical.config import Protocol
+    from attnbounds.empirical.pipeline import window_sets
+
+    tok = _tokens(20000)
+    proto = Protocol.quick(windows=3)
+    sets, info = window_sets(tok, windows.Region(0, 20000, "test"), proto)
+    assert list(sets) == [128] and info["layout"].startswith("prefixes")
+    sets, info = window_sets(tok, windows.Region(0, 20000, "test"), replace(proto, window_lengths="new"))
+    assert list(sets) == [32, 64, 128] and info["layout"] == "new windows for every length"
+    assert sets[32][1, 0] == 32 and sets[128][1, 0] == 128  # consecutive windows of each length
 
 
 def test_token_ids_cached(small_text_path: Path) -> None:
     src = text.resolve_text(small_text_path)
     tok = tokenizer.offline_gpt2()
-    first = windows.token_ids(src, tok)
+    first = windows.tokenize(src, tok)
     calls = []
     cached_tok = tokenizer.Tokenizer(encode=lambda t: calls.append(t) or [], name=tok.name, vocab_size=tok.vocab_size)
-    assert np.array_equal(windows.token_ids(src, cached_tok), first) and not calls
-    assert first.tolist() == tok.encode(src.text)
+    again = windows.tokenize(src, cached_tok)
+    assert np.array_equal(again.ids, first.ids) and not calls
+    assert first.ids.tolist() == tok.encode(src.text) and first.chapters.size == 0
 
 
 def test_atomic_json_and_no_leftovers(tmp_path: Path) -> None:

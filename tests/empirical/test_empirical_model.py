@@ -13,18 +13,19 @@ import pytest
 import torch
 
 from _gpt2 import random_gpt2
-from attnbounds.empirical import modelload, tiny
+from attnbounds.empirical import modelload, models, training
 from attnbounds.empirical.extract import Extractor, LayerRecord, causal_probs, plain_forward
 from attnbounds.empirical.text import resolve_text
+from attnbounds.empirical.windows import tokenize
 from attnbounds.theory.errors import AttnBoundsError
 
-SMALL_SPEC = tiny.TinySpec(n_layer=2, n_head=2, n_embd=32, n_positions=64, seq_len=64, steps=4, warmup=2,
+SMALL_SPEC = training.TrainSpec(n_layer=2, n_head=2, n_embd=32, n_positions=64, seq_len=64, steps=4, warmup=2,
                            eval_windows=2)
 
 
 # -- loading ------------------------------------------------------------------------------------
 def test_local_folder_loads_with_eager_attention(rand_model_dir: Path) -> None:
-    lm = modelload.load_model(str(rand_model_dir))
+    lm = models.load_model(str(rand_model_dir))
     assert lm.source == "local-dir" and lm.model.config._attn_implementation == "eager"
     assert not lm.model.training
     assert lm.describe()["n_layer"] == 2 and lm.describe()["n_head"] == 2
@@ -42,7 +43,7 @@ def test_weights_only_torch_file(tmp_path: Path) -> None:
 def test_unavailable_hub_model_fails_fast_with_instructions() -> None:
     t0 = time.perf_counter()
     with pytest.raises(AttnBoundsError) as err:
-        modelload.load_model("attnbounds-test/no-such-model")
+        models.load_model("attnbounds-test/no-such-model")
     msg = str(err.value)
     assert "not available" in msg and "--model tiny" in msg and "hf download" in msg
     assert "Traceback" not in msg and time.perf_counter() - t0 < 10
@@ -61,7 +62,7 @@ def test_hub_name_served_from_the_hf_cache(rand_model_dir: Path, tmp_path: Path,
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(commit)
     monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path))
-    lm = modelload.load_model("someone/tiny-gpt2")
+    lm = models.load_model("someone/tiny-gpt2")
     assert lm.source == "hub-cache" and lm.path.endswith(commit)
     assert lm.model.config._attn_implementation == "eager"
 
@@ -69,19 +70,19 @@ def test_hub_name_served_from_the_hf_cache(rand_model_dir: Path, tmp_path: Path,
 def test_non_gpt2_model_rejected(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
     with pytest.raises(AttnBoundsError, match="model_type 'llama'.*GPT-2-family"):
-        modelload.load_model(str(tmp_path))
+        models.load_model(str(tmp_path))
 
 
 @pytest.mark.parametrize("bad", ["", None, 3])
 def test_bad_model_name(bad: object) -> None:
     with pytest.raises(AttnBoundsError, match="--model"):
-        modelload.load_model(bad)  # type: ignore[arg-type]
+        models.load_model(bad)  # type: ignore[arg-type]
 
 
 def test_folder_without_weights(tmp_path: Path) -> None:
     random_gpt2().config.save_pretrained(tmp_path)
     with pytest.raises(AttnBoundsError, match="neither .*safetensors nor pytorch_model.bin"):
-        modelload.load_model(str(tmp_path))
+        models.load_model(str(tmp_path))
 
 
 # -- the embedded tiny model ------------------------------------------------------------------
@@ -89,13 +90,15 @@ def test_tiny_trains_once_caches_safetensors_and_reuses(small_text_path: Path, t
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTNBOUNDS_CACHE", str(tmp_path))
     src = resolve_text(small_text_path)
-    first = tiny.load_or_train(src, spec=SMALL_SPEC, progress=False)
+    first = training.load_or_train(src, spec=SMALL_SPEC, progress=False)
     folder = Path(first.path)
     assert first.info["trained_now"] and (folder / "model.safetensors").is_file()
     record = json.loads((folder / "training.json").read_text())
     assert record["spec"]["n_layer"] == 2 and record["steps_done"] == 4 and math.isfinite(record["final_loss"])
+    assert record["train_tokens"] + record["heldout_tokens"] == len(tokenize(src, first.tokenizer))
+    assert math.isfinite(record["heldout_perplexity"]) and first.info["training"]["heldout_windows"] == 2
     assert record["text_sha256"] == src.sha256 and len(record["loss_curve"]) == 4
-    second = tiny.load_or_train(src, spec=SMALL_SPEC, progress=False)
+    second = training.load_or_train(src, spec=SMALL_SPEC, progress=False)
     assert not second.info["trained_now"] and second.path == first.path
     for a, b in zip(first.model.state_dict().values(), second.model.state_dict().values()):
         assert torch.equal(a, b)
@@ -106,31 +109,48 @@ def test_tiny_training_is_seeded(small_text_path: Path, tmp_path: Path, monkeypa
     states = []
     for sub in ("a", "b"):
         monkeypatch.setenv("ATTNBOUNDS_CACHE", str(tmp_path / sub))
-        states.append(tiny.load_or_train(src, spec=SMALL_SPEC, progress=False).model.state_dict())
+        states.append(training.load_or_train(src, spec=SMALL_SPEC, progress=False).model.state_dict())
     for a, b in zip(*(s.values() for s in states)):
         assert torch.allclose(a, b)
 
 
 def test_tiny_spec_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTNBOUNDS_TINY_SPEC", '{"steps": 7}')
-    assert tiny.spec_from_env().steps == 7
+    assert training.spec_for("tiny").steps == 7
     monkeypatch.setenv("ATTNBOUNDS_TINY_SPEC", '{"nope": 1}')
     with pytest.raises(AttnBoundsError, match="ATTNBOUNDS_TINY_SPEC"):
-        tiny.spec_from_env()
+        training.spec_for("tiny")
 
 
 def test_tiny_needs_enough_text(tmp_path: Path) -> None:
     short = tmp_path / "short.txt"
     short.write_text("a few words only")
     with pytest.raises(AttnBoundsError, match="needs at least"):
-        tiny.load_or_train(resolve_text(short), spec=SMALL_SPEC, progress=False)
+        training.load_or_train(resolve_text(short), spec=SMALL_SPEC, progress=False)
 
 
-def test_default_tiny_spec_fits_the_protocol() -> None:
+def test_default_specs_fit_the_protocol() -> None:
     from attnbounds.empirical.config import Protocol
 
-    spec = tiny.DEFAULT_SPEC
-    assert spec.n_positions >= Protocol.full().max_L and spec.n_layer >= 4 and spec.n_head >= 4
+    tiny, standin = training.SPECS["tiny"], training.SPECS["standin"]
+    assert tiny.n_positions >= Protocol.full().max_L and tiny.n_layer >= 4 and tiny.n_head >= 4
+    assert standin.n_positions >= Protocol.full().max_L and standin.n_layer >= 8 and standin.n_head >= 8
+    assert standin.vocabulary == "train-split" and standin.steps * standin.seq_len > 5 * 10**5
+
+
+def test_restricted_vocabulary_maps_unseen_tokens_to_one_id(small_text_path: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    monkeypatch.setenv("ATTNBOUNDS_CACHE", str(tmp_path))
+    src = resolve_text(small_text_path)
+    lm = training.load_or_train(src, "standin", spec=replace(SMALL_SPEC, vocabulary="train-split"), progress=False)
+    vocab = training.Vocabulary.load(Path(lm.path))
+    assert vocab is not None and lm.model.config.vocab_size == vocab.size and vocab.size % 64 == 0
+    ids = lm.tokenizer.encode("the prince said Zyzzyva")
+    assert max(ids) == vocab.unknown and min(ids) >= 0 and "restricted to" in lm.tokenizer.name
+    again = models.load_model(lm.path)  # the folder keeps its tokenizer and training record
+    assert again.tokenizer.encode("the prince") == ids[:2] and again.info["training"]["name"] == "standin"
 
 
 # -- extraction -------------------------------------------------------------------------------

@@ -17,12 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from _gpt2 import collect_on
 from attnbounds.empirical import cli
 from attnbounds.empirical.accumulate import PerHead, Tally
 from attnbounds.empirical.config import Protocol
-from attnbounds.empirical.modelload import LoadedModel
-from attnbounds.empirical.pipeline import collect, run
-from attnbounds.empirical.tokenizer import offline_gpt2
+from attnbounds.empirical.pipeline import run
 from attnbounds.theory.atomic import _finite
 from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.parallel import Runner
@@ -30,9 +29,9 @@ from attnbounds.theory.parallel import Runner
 PROTO = Protocol.full(name="test", windows=3, batch_windows=1, L_grid=(8, 16, 32), N_fixed=3, N_grid=(1, 3, 6),
                       critical_dense_upto=4, critical_step=1.5, critical_max_frac=0.5,
                       separability_L=32, separability_N=(1, 2, 4, 8), multihead_N=4, gradient_L=32,
-                      T_grid=(0.01, 0.1, 1.0, 10.0))
-#: a small embedded model (trained for 2 steps): the quick protocol's 512-token windows fit
-TINY_SPEC = {"n_layer": 2, "n_head": 2, "n_embd": 32, "n_positions": 512, "seq_len": 64, "steps": 2,
+                      T_grid=(0.01, 0.1, 1.0, 10.0), null_windows=2)
+#: a small embedded model (trained for 2 steps): the quick protocol's 128-token windows fit
+TINY_SPEC = {"n_layer": 2, "n_head": 2, "n_embd": 32, "n_positions": 128, "seq_len": 64, "steps": 2,
              "eval_windows": 1}
 NOT_NUMBERS = ("timing", "environment")
 
@@ -82,25 +81,37 @@ def test_per_head_merge_of_any_split_equals_one_pass(sizes: list[int]) -> None:
 
 
 def test_tally_merge_equals_one_pass() -> None:
-    from types import SimpleNamespace
-
     rng = np.random.default_rng(3)
-    evs = []
+    pairs = []
     for _ in range(6):
-        m = rng.standard_normal(8)
-        r = rng.random(8) * 2
-        r[0] = np.inf
-        evs.append(SimpleNamespace(applicable=rng.random(8) < 0.8, margin=m, margin_hi=m, ratio=r))
+        lhs, rhs = rng.random(8) * 2, rng.random(8)
+        lhs[rng.random(8) < 0.2] = np.nan  # no such instance
+        rhs[0] = 0.0
+        rhs[1] = lhs[1] * (1 - 1e-15)  # float64 rounding at an equality case
+        pairs.append((lhs, rhs))
     whole = Tally()
-    for ev in evs:
-        whole.add("s", ev)
+    for lhs, rhs in pairs:
+        whole.add("s", lhs, rhs)
     merged = Tally()
-    for chunk in (evs[:1], evs[1:4], evs[4:], []):
+    for chunk in (pairs[:1], pairs[1:4], pairs[4:], []):
         part = Tally()
-        for ev in chunk:
-            part.add("s", ev)
+        for lhs, rhs in chunk:
+            part.add("s", lhs, rhs)
         merged.absorb(part.state())
     assert merged.summary() == whole.summary()
+    assert whole.summary()["s"]["instances"] == sum(int((~np.isnan(a)).sum()) for a, _ in pairs)
+    assert whole.summary()["s"]["at_equality"] == sum(int(not np.isnan(a[1])) for a, _ in pairs) > 0
+
+
+def test_tally_counts_rounding_at_an_equality_apart_from_violations() -> None:
+    """A margin below 0 by float64 rounding of the sides is 'at equality'; anything beyond it is a violation."""
+    lhs = np.array([1.0, 1e6, 1e-9, 2.0, 1.0, 0.0])
+    rhs = np.array([1.0 - 1e-15, 1e6 * (1 - 4e-13), 1e-9 * (1 - 1e-10), 1.0, 1.0, 0.0])
+    t = Tally()
+    t.add("s", lhs, rhs)
+    row = t.summary()["s"]
+    assert (row["instances"], row["violated"], row["at_equality"]) == (6, 2, 2)
+    assert row["min_margin"] == -1.0
 
 
 # -- collect: order of completion, batch sizes ----------------------------------------------------
@@ -137,40 +148,37 @@ def rand_ids() -> np.ndarray:
 
 
 def test_completion_order_does_not_change_a_bit(rand_model: Any, rand_ids: np.ndarray) -> None:
-    loaded = LoadedModel(rand_model, "rand", "test", None, offline_gpt2())
-    a = collect(loaded, rand_ids, PROTO, progress=False)
-    b = collect(loaded, rand_ids, PROTO, progress=False, runner=ReversedRunner())
+    a = collect_on(rand_model, rand_ids, PROTO)
+    b = collect_on(rand_model, rand_ids, PROTO, runner=ReversedRunner())
     assert json.dumps(_numbers(a)) == json.dumps(_numbers(b))
-    assert a["_timing"]["tasks"] == PROTO.windows
+    assert a["_timing"]["tasks"] == PROTO.windows + len(PROTO.nulls) * PROTO.null_windows
 
 
 def test_batch_sizes_agree(rand_model: Any, rand_ids: np.ndarray) -> None:
-    """Per-window sums and per-(window, query) random directions: other cuts give the same numbers
+    """Per-window sums and per-(window, head) random directions: other cuts give the same numbers
     (up to the float rounding of forward passes over other batch shapes)."""
-    loaded = LoadedModel(rand_model, "rand", "test", None, offline_gpt2())
-    one = collect(loaded, rand_ids, PROTO, progress=False)
+    one = collect_on(rand_model, rand_ids, PROTO)
     for bw in (2, 3):
-        _close(_numbers(collect(loaded, rand_ids, replace(PROTO, batch_windows=bw), progress=False)), _numbers(one))
+        _close(_numbers(collect_on(rand_model, rand_ids, replace(PROTO, batch_windows=bw))), _numbers(one))
 
 
 def test_in_memory_model_only_in_process(rand_model: Any, rand_ids: np.ndarray) -> None:
     class Elsewhere(Runner):
         name = "processes:2"
 
-    loaded = LoadedModel(rand_model, "rand", "test", None, offline_gpt2())
     with pytest.raises(InvalidArgument, match="no folder"):
-        collect(loaded, rand_ids, PROTO, progress=False, runner=Elsewhere())
+        collect_on(rand_model, rand_ids, PROTO, runner=Elsewhere())
 
 
 # -- run on the embedded model: none vs worker processes ------------------------------------------
 @pytest.fixture
 def tiny_ready(monkeypatch: pytest.MonkeyPatch, small_text_path: Path) -> Path:
     """The small embedded model trained and cached before the runs compared (so neither trains it)."""
-    from attnbounds.empirical import tiny
+    from attnbounds.empirical import training
     from attnbounds.empirical.text import resolve_text
 
     monkeypatch.setenv("ATTNBOUNDS_TINY_SPEC", json.dumps(TINY_SPEC))
-    tiny.load_or_train(resolve_text(small_text_path), progress=False)
+    training.load_or_train(resolve_text(small_text_path), progress=False)
     return small_text_path
 
 
@@ -186,7 +194,7 @@ def test_none_and_worker_processes_write_the_same_results(tiny_ready: Path, tmp_
     b = run("tiny", tmp_path / "procs", scheduler="processes:2", **kw)
     assert a["environment"]["scheduler"] == "none" and a["timing"]["scheduler"] == "none"
     assert b["environment"]["scheduler"] == "processes:2" and b["environment"]["workers"] == 2
-    assert b["timing"]["tasks"] == 4
+    assert b["timing"]["tasks"] == 4 + 3 * 2  # the model's windows and the nulls' (two each)
     assert _results(tmp_path / "none") == _results(tmp_path / "procs")
     assert "scheduler" not in json.dumps(_results(tmp_path / "procs"))
 

@@ -8,7 +8,7 @@ attention output). Columns are token classes with their counts (one token each f
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -567,54 +567,4 @@ for _reading, _scale in (("R1", _r1_scale_random), ("R2", lambda inst: 3 * _A(in
     _q.float_form(lambda inst, r=_reading: _expected_dtilde(inst, r))  # type: ignore[misc]  # lambda with loop-bound defaults
     _q.ball_form(lambda ex, r=_reading: _expected_dtilde_ball(ex, r))  # type: ignore[misc]  # lambda with loop-bound defaults
     _q.torch_form(lambda st, r=_reading: _expected_dtilde_torch(st, r))  # type: ignore[misc]  # lambda with loop-bound defaults
-
-
-# -- many N at once (the critical-N scan of Fig. 2c) ------------------------------------------------------------
-SCAN_NAMES = ("dtilde_R1", "dtilde_R2", "J_scaled_weighted", "J_scaled_mean", "J_printed_weighted", "J_printed_mean")
-
-
-def distance_scan(alpha: np.ndarray, x: np.ndarray, Ns: Sequence[int]) -> dict[str, np.ndarray]:
-    """``name -> (B, len(Ns))`` for :data:`SCAN_NAMES` at every N of ``Ns`` (dense ``alpha`` ``(B, L)``,
-    ``x`` ``(B, L, d)``, each ``N < L``), in one pass: the same values as the float forms at each N.
-
-    The N-independent inner products are computed once per row and every N is then O(L): with
-    ``s_N`` the prefix sum of ``y`` in top-N order (stable, ties to the lower index, as
-    :func:`~attnbounds.theory.instance.top_n_mask`),
-    ``||y_i - s_N||^2 = ||y_i||^2 - 2 <y_i, s_N> + ||s_N||^2`` with ``<y_i, s_N>`` one matrix product.
-    """
-    B, L = alpha.shape
-    Ns_arr = np.asarray(Ns, dtype=int)
-    if Ns_arr.size and (Ns_arr.min() < 1 or Ns_arr.max() >= L):
-        raise InvalidArgument(f"distance_scan needs 1 <= N < L = {L}, got N in [{Ns_arr.min()}, {Ns_arr.max()}]")
-    order = np.argsort(-alpha, axis=-1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(L)[None, :].repeat(B, 0), axis=-1)
-    y = alpha[..., None] * x
-    y_sorted = np.take_along_axis(y, order[..., None], axis=1)
-    S = np.cumsum(y_sorted, axis=1)[:, Ns_arr - 1, :]  # (B, n, d): s_N
-    yy = np.einsum("bld,bld->bl", y, y)
-    ys = np.matmul(y, S.transpose(0, 2, 1))  # (B, L, n): <y_i, s_N>
-    ss = np.einsum("bnd,bnd->bn", S, S)
-    d2 = yy[:, :, None] - 2.0 * ys + ss[:, None, :]
-    outside = rank[:, :, None] >= Ns_arr[None, None, :]
-    out = {"dtilde_R1": np.where(outside, np.sqrt(np.maximum(d2, 0.0)), 0.0).sum(1)}
-    m = y.sum(1)
-    out["dtilde_R2"] = F.norm(m[:, None, :] - 2.0 * S, axis=-1)
-    rho = Ns_arr / (L - 1)
-    front = (L - Ns_arr) / L
-    xx = np.einsum("bld,bld->bl", x, x)
-    xbar_mean = x.mean(1)
-    xm = np.einsum("bld,bd->bl", x, m)
-    xmean = np.einsum("bld,bd->bl", x, xbar_mean)
-    mm = np.einsum("bd,bd->b", m, m)
-    mean2 = np.einsum("bd,bd->b", xbar_mean, xbar_mean)
-    a = alpha[:, :, None]
-    r = rho[None, None, :]
-    for cname, c in {"scaled": a * (1 + r), "printed": a + r}.items():
-        cx2 = c * c * xx[:, :, None]
-        weighted = cx2 - 2 * c * r * xm[:, :, None] + (r * r) * mm[:, None, None]
-        mean = cx2 - 2 * c * xmean[:, :, None] + mean2[:, None, None]
-        out[f"J_{cname}_weighted"] = front * np.sqrt(np.maximum(weighted, 0.0)).sum(1)
-        out[f"J_{cname}_mean"] = front * np.sqrt(np.maximum(mean, 0.0)).sum(1)
-    return out
 

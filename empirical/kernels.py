@@ -1,0 +1,351 @@
+"""Attention rows of one length, batched over the (window, head) pairs of a layer: the experiments' quantities.
+
+A :class:`Batch` is ``R`` attention instances of common length ``l``: the rows of one query position in
+every (window, head) pair of a layer record (weights ``alpha`` ``(R, l)``, token vectors ``x`` ``(R, l, d)``).
+One stable sort per row (ties to the lower index, as :func:`attnbounds.theory.instance.top_n_mask`) serves
+every N: the context vectors ``s_N`` of all N are prefix sums in weight order, and their inner products with
+every token one batched matrix product. What the rows of a record share is computed once per record
+(:class:`Record`): the largest distance from each token to the tokens before it (``d_1``) and the closest
+pair among the first ``l`` tokens (``delta``), for every ``l`` at once.
+
+The float forms of :mod:`attnbounds.theory.quantities` define these numbers; the kernels agree with them to
+rounding (``tests/empirical``; every run re-checks sampled rows against them, ``empirical.checks``). As in the
+float forms, a distance whose Gram-form square cancels is recomputed from the vectors.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from attnbounds.theory import memory
+
+#: a Gram-form squared distance below this fraction of ``||u||^2 + ||v||^2`` is recomputed from the vectors
+CANCELLATION = 1e-3
+#: the readings of the Theorem 1 expectation term J (theory quantities ``J_<coefficient>_<xbar>``)
+J_NAMES = ("J_scaled_weighted", "J_scaled_mean", "J_printed_weighted", "J_printed_mean")
+#: what :func:`scan` returns
+SCAN_NAMES = ("dtilde_R1", "dtilde_R2", *J_NAMES, "abar_N", "max_norm")
+
+
+#: below this many multiply-adds a batched product stays in numpy (torch's per-call overhead dominates)
+_SMALL_PRODUCT = 1 << 20
+
+
+def bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Batched matrix product ``(R, n, k) @ (R, k, m)`` in float64 (large ones by torch's BLAS: numpy's stacked
+    matmul does not use BLAS and is 10x slower on them)."""
+    if a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] < _SMALL_PRODUCT:
+        return np.matmul(a, b)
+    import torch
+
+    return torch.bmm(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+
+
+#: below this sum of squares a norm is recomputed scaled by the largest entry (the squares may have underflowed)
+_TINY_SQUARES = 1e-280
+
+
+def norm(v: np.ndarray) -> np.ndarray:
+    """Euclidean norm over the last axis; vectors whose squares may underflow are scaled by their largest entry."""
+    ss = np.einsum("...i,...i->...", v, v)
+    out = np.sqrt(ss)
+    small = np.nonzero(ss < _TINY_SQUARES)
+    if small[0].size:
+        w = v[small]
+        m = np.abs(w).max(-1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = np.where(m > 0, w / m, 0.0)
+        out[small] = m[..., 0] * np.sqrt((u * u).sum(-1))
+    return out
+
+
+class Batch:
+    """``R`` attention rows of common length ``l``: weights ``alpha`` ``(R, l)`` (renormalised to sum 1) and
+    token vectors ``x`` ``(R, l, d)``, float64; sort order and the other per-row quantities on first use."""
+
+    def __init__(self, alpha: np.ndarray, x: np.ndarray | None, xT: np.ndarray | None = None):
+        self.alpha = alpha / alpha.sum(-1, keepdims=True)
+        self.x = x
+        self._xT = xT  # x transposed (R, d, l), when the caller holds it (a slice of a contiguous array)
+
+    @property
+    def xT(self) -> np.ndarray:
+        assert self.x is not None
+        return self._xT if self._xT is not None else self.x.transpose(0, 2, 1)
+
+    @property
+    def R(self) -> int:
+        return int(self.alpha.shape[0])
+
+    @property
+    def ell(self) -> int:
+        return int(self.alpha.shape[1])
+
+    @cached_property
+    def order(self) -> np.ndarray:
+        return np.argsort(-self.alpha, axis=1, kind="stable")
+
+    @cached_property
+    def rank(self) -> np.ndarray:
+        rank = np.empty_like(self.order)
+        np.put_along_axis(rank, self.order, np.broadcast_to(np.arange(self.ell), self.order.shape), axis=1)
+        return rank
+
+    @cached_property
+    def a_sorted(self) -> np.ndarray:
+        return np.take_along_axis(self.alpha, self.order, axis=1)
+
+    @cached_property
+    def xx(self) -> np.ndarray:
+        assert self.x is not None
+        return np.einsum("rid,rid->ri", self.x, self.x)
+
+    @cached_property
+    def output(self) -> np.ndarray:
+        """``m = sum_i alpha_i x_i`` ``(R, d)``."""
+        assert self.x is not None
+        return np.einsum("ri,rid->rd", self.alpha, self.x)
+
+    def context(self, Ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``s_N`` ``(R, n, d)`` and ``abar_N`` ``(R, n)`` for every N of ``Ns`` (each ``< l``)."""
+        assert self.x is not None
+        top = int(Ns.max())
+        starts = np.concatenate([[0], Ns[:-1]])  # Ns ascending: the sums are of the segments between them
+        ys = self.x[np.arange(self.R)[:, None], self.order[:, :top]]
+        ys *= self.a_sorted[:, :top, None]
+        S = np.cumsum(np.add.reduceat(ys, starts, axis=1), axis=1)
+        return S, np.cumsum(np.add.reduceat(self.a_sorted[:, :top], starts, axis=1), axis=1)
+
+    def distances(self, S: np.ndarray) -> np.ndarray:
+        """``||alpha_i x_i - s||`` ``(R, n, l)`` for every context vector ``s`` of ``S`` ``(R, n, d)``."""
+        assert self.x is not None
+        a = self.alpha
+        yy = a * a * self.xx
+        ss = np.einsum("rmd,rmd->rm", S, S)
+        d2 = bmm(S, self.xT)
+        d2 *= -2.0 * a[:, None, :]
+        d2 += yy[:, None, :]
+        d2 += ss[:, :, None]
+        # a superset of the entries the float forms recompute (d2 <= CANCELLATION (yy_i + ss)): yy_i <= max yy
+        bad = np.nonzero(d2 <= CANCELLATION * (yy.max(-1)[:, None, None] + ss[:, :, None]))
+        np.maximum(d2, 0.0, out=d2)
+        dist = np.sqrt(d2, out=d2)
+        if bad[0].size:
+            r, m, i = bad
+            dist[bad] = norm(a[r, i, None] * self.x[r, i] - S[r, m])
+        return dist
+
+    def selected_sum(self, values: np.ndarray, Ns: np.ndarray) -> np.ndarray:
+        """``sum_{i in I_N} values[:, k, i]`` ``(R, n)`` for N = ``Ns[k]``."""
+        return np.stack([np.take_along_axis(values[:, k], self.order[:, :N], axis=1).sum(-1)
+                         for k, N in enumerate(Ns)], axis=1)
+
+
+def live(Ns: np.ndarray, ell: int) -> np.ndarray:
+    """Which N of ``Ns`` a row of length ``ell`` has (``N < ell``)."""
+    return np.asarray(Ns) < ell
+
+
+def scan(batch: Batch, Ns: np.ndarray) -> dict[str, np.ndarray]:
+    """:data:`SCAN_NAMES` -> ``(R, len(Ns))`` at every N of ``Ns`` (NaN where ``N >= l``): dtilde in both
+    readings, the four readings of J, ``abar_N`` and ``max_norm``."""
+    assert batch.x is not None
+    ok = live(Ns, batch.ell)
+    out = {k: np.full((batch.R, len(Ns)), np.nan) for k in SCAN_NAMES}
+    if not ok.any():
+        return out
+    N = np.asarray(Ns)[ok]
+    S, abar = batch.context(N)
+    dist = batch.distances(S)
+    # dtilde R1: every token's distance minus the selected ones'
+    r1 = dist.sum(-1) - batch.selected_sum(dist, N)
+    r2 = norm(batch.output[:, None, :] - 2.0 * S)
+    norms = np.sqrt(batch.xx)
+    max_norm = np.maximum.accumulate(np.take_along_axis(norms, batch.order[:, : int(N.max())], axis=1), axis=1)[:, N - 1]
+    part = {"dtilde_R1": r1, "dtilde_R2": r2, "abar_N": abar, "max_norm": max_norm, **jensen(batch, N)}
+    for k, v in part.items():
+        out[k][:, ok] = v
+    return out
+
+
+def jensen(batch: Batch, Ns: np.ndarray) -> dict[str, np.ndarray]:
+    """The four readings of ``J = (l-N)/l sum_i ||c_i x_i - xbar||`` ``(R, n)`` (theory quantities ``J_*``).
+
+    Each squared norm is a polynomial in per-(row, N) numbers with per-token coefficients, so all N come
+    from one batched product with an inner dimension of 3: ``c = alpha_i (1 + rho)`` (scaled) or
+    ``alpha_i + rho`` (printed), ``rho = N/(l-1)``, ``xbar = rho m`` (weighted) or the mean of x.
+    """
+    assert batch.x is not None
+    a, ell, xx = batch.alpha, batch.ell, batch.xx
+    R = batch.R
+    rho = np.broadcast_to(np.asarray(Ns, float) / (ell - 1.0), (R, len(Ns)))
+    front = (ell - np.asarray(Ns, float)) / ell
+    m = batch.output
+    xbar = batch.x.mean(1)
+    xm = np.einsum("rid,rd->ri", batch.x, m)
+    xb = np.einsum("rid,rd->ri", batch.x, xbar)
+    mm = np.einsum("rd,rd->r", m, m)[:, None]
+    bb = np.einsum("rd,rd->r", xbar, xbar)[:, None]
+    one = np.ones_like(a)
+    k = 1.0 + rho
+    # (per-(row, N) factors, per-token coefficients): the squared norm is their product summed over 3 terms
+    polys = {
+        "J_scaled_weighted": ((k * k, -2.0 * k * rho, rho * rho * mm), (a * a * xx, a * xm, one)),
+        "J_scaled_mean": ((k * k, -2.0 * k, bb * np.ones_like(k)), (a * a * xx, a * xb, one)),
+        "J_printed_weighted": ((np.ones_like(k), rho, rho * rho), (a * a * xx, 2.0 * a * (xx - xm), xx - 2.0 * xm + mm)),
+        "J_printed_mean": ((np.ones_like(k), rho, rho * rho), (a * a * xx - 2.0 * a * xb + bb, 2.0 * (a * xx - xb), xx)),
+    }
+    out = {}
+    for name, (factors, coefficients) in polys.items():
+        q = np.matmul(np.stack(factors, axis=-1), np.stack(coefficients, axis=1))  # (R, n, l)
+        np.maximum(q, 0.0, out=q)
+        out[name] = front * np.sqrt(q, out=q).sum(-1)
+    return out
+
+
+class Record:
+    """Per-record structures over the first ``l`` tokens for every ``l``, from token vectors ``x`` ``(R, T, d)``."""
+
+    def __init__(self, x: np.ndarray):
+        self.x = x
+        self.R, self.T = int(x.shape[0]), int(x.shape[1])
+
+    @cached_property
+    def xx(self) -> np.ndarray:
+        return np.einsum("rid,rid->ri", self.x, self.x)
+
+    def _d2(self) -> np.ndarray:
+        memory.check(3 * 8.0 * self.R * self.T * self.T, f"pairwise distances of {self.R} x {self.T} tokens")
+        d2 = bmm(self.x, self.x.transpose(0, 2, 1))
+        d2 *= -2.0
+        d2 += self.xx[:, :, None]
+        d2 += self.xx[:, None, :]
+        return d2
+
+    def pair_distance(self, r: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        return norm(self.x[r, i] - self.x[r, j])
+
+    def gram_to(self, rows: np.ndarray, tokens: np.ndarray, xj: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """Gram-form ``||x_i - x_j||^2`` ``(u, m)`` from token ``j[u]`` to the tokens ``tokens[u]`` of record rows ``rows``."""
+        xs = self.x[rows[:, None], tokens]
+        return self.xx[rows[:, None], tokens] + self.xx[rows, j][:, None] - 2.0 * np.einsum("umd,ud->um", xs, xj)
+
+    @cached_property
+    def farthest_before(self) -> np.ndarray:
+        """``D`` ``(R, T, T)``: ``D[r, j, c] = max_{i <= c} ||x_i - x_j||^2`` (Gram form)."""
+        return np.maximum.accumulate(self._d2(), axis=2)
+
+    @cached_property
+    def closest_pairs(self) -> np.ndarray:
+        """``delta`` ``(R, T)``: entry ``l - 1`` is ``min_{i < j < l} ||x_i - x_j||`` (inf for ``l = 1``); the
+        closest pair located in Gram form, its distance recomputed from the difference."""
+        d2 = self._d2()  # symmetric: row j, column i
+        d2 += np.where(np.tril(np.ones((self.T, self.T), dtype=bool), -1), 0.0, np.inf)[None]  # pairs i < j only
+        col = d2.argmin(2)  # (R, T): the closest earlier token of each j
+        best = np.take_along_axis(d2, col[:, :, None], axis=2)[:, :, 0]
+        run = np.minimum.accumulate(best, axis=1)
+        j = np.maximum.accumulate(np.where(best <= run, np.arange(self.T)[None, :], 0), axis=1)
+        r = np.arange(self.R)[:, None]
+        out = np.where(np.isfinite(run), self.pair_distance(r, np.take_along_axis(col, j, axis=1), j), np.inf)
+        out[:, 0] = np.inf
+        return out
+
+
+def d_1(batch: Batch, record: Record, Ns: np.ndarray) -> np.ndarray:
+    """``d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||`` ``(R, len(Ns))`` (NaN where ``N >= l``); the batch's
+    tokens are the record's first ``l``.
+
+    Selected tokens ``j`` are taken in decreasing order of their farthest distance to any of the first ``l``
+    tokens (:attr:`Record.farthest_before`): when that farthest token is not selected it is ``j``'s term of
+    ``d_1`` exactly; otherwise ``j``'s term is computed over the non-selected tokens. A row is done when no
+    remaining ``j`` can exceed the largest term found. Squared distances are in Gram form (as the float form
+    ranks them); a largest one that cancels is recomputed from the differences.
+    """
+    D = record.farthest_before
+    c = batch.ell - 1
+    out = np.full((batch.R, len(Ns)), np.nan)
+    for k, N in enumerate(np.asarray(Ns)):
+        if N >= batch.ell:
+            continue
+        sel = batch.order[:, :N]
+        cand = D[np.arange(batch.R)[:, None], sel, c]
+        value = np.full(batch.R, -np.inf)
+        open_ = np.ones(batch.R, dtype=bool)
+        taken = np.zeros((batch.R, N), dtype=bool)
+        while open_.any():
+            rows = np.nonzero(open_)[0]
+            pm = np.where(taken[rows], -np.inf, cand[rows])
+            best = pm.argmax(1)
+            top = pm[np.arange(rows.size), best]
+            going = value[rows] < top
+            open_[rows[~going]] = False
+            rows, best, top = rows[going], best[going], top[going]
+            if not rows.size:
+                break
+            j = sel[rows, best]
+            xj = record.x[rows, j]
+            to_selected = record.gram_to(rows, sel[rows], xj, j)
+            exact = top.copy()
+            # j's farthest token may be selected (the two Gram forms differ by rounding): the others, in full
+            hard = np.nonzero(top <= to_selected.max(1) * (1 + 1e-9))[0]
+            if hard.size:
+                h = rows[hard]
+                exact[hard] = record.gram_to(h, batch.order[h, N:], xj[hard], j[hard]).max(1)
+            value[rows] = np.maximum(value[rows], exact)
+            taken[rows, best] = True
+        out[:, k] = np.sqrt(np.maximum(value, 0.0))
+        for b in np.nonzero(value <= CANCELLATION * 2.0 * record.xx[:, :batch.ell].max(1))[0]:
+            outside, inside = batch.order[b, N:], sel[b]
+            out[b, k] = norm(record.x[b, outside][:, None, :] - record.x[b, inside][None, :, :]).max()
+    return out
+
+
+def separation(batch: Batch, Ns: np.ndarray, M: float) -> dict[str, np.ndarray]:
+    """Theorem 2's per-row numbers at every N of ``Ns`` (NaN where ``N >= l``) for sphere token vectors of
+    norm ``M``: the paper's radius ``r = min_{i not in I_N} ||s - alpha_i x_i||``, ``Ns_relaxed`` (selected
+    tokens with ``||alpha_i x_i - s|| <= r``), ``Ns_full`` (zero when a non-selected token is in the ball,
+    as the paper's ``r`` makes it); ``inside`` ``(R, n, l)``: which tokens are selected and in the ball.
+    """
+    ok = live(Ns, batch.ell)
+    n = len(Ns)
+    out = {k: np.full((batch.R, n), np.nan) for k in ("r", "Ns_relaxed", "Ns_full")}
+    out["inside"] = np.zeros((batch.R, n, batch.ell), dtype=bool)
+    if not ok.any():
+        return out
+    N = np.asarray(Ns)[ok]
+    S, _ = batch.context(N)
+    dist = np.take_along_axis(batch.distances(S), batch.order[:, None, :], axis=2)  # in weight order
+    for k, (col, Nk) in enumerate(zip(np.nonzero(ok)[0], N)):
+        r = dist[:, k, Nk:].min(-1)
+        inside = dist[:, k, :Nk] <= r[:, None]
+        relaxed = inside.sum(-1).astype(float)
+        out["r"][:, col] = r
+        out["Ns_relaxed"][:, col] = relaxed
+        out["Ns_full"][:, col] = np.where((dist[:, k, Nk:] <= r[:, None]).any(-1), 0.0, relaxed)
+        keyed = np.zeros((batch.R, batch.ell), dtype=bool)
+        np.put_along_axis(keyed, batch.order[:, :Nk], inside, axis=1)
+        out["inside"][:, col] = keyed
+    return out
+
+
+def xi(a_top: np.ndarray, M: float, delta: np.ndarray) -> np.ndarray:
+    """``xi_i = sqrt(M^2 P_i^2 - delta^2/2 (P_i^2 - Q_i))`` for the selected weights ``a_top`` ``(R, N)``
+    (theory quantity ``xi``): ``P_i``, ``Q_i`` the sum and sum of squares of the other selected weights."""
+    P = a_top.sum(-1, keepdims=True) - a_top
+    Q = (a_top * a_top).sum(-1, keepdims=True) - a_top * a_top
+    d = delta[:, None]
+    return np.sqrt(np.maximum(M**2 * P**2 - d**2 / 2 * (P**2 - Q), 0.0))
+
+
+def g_fd(logits: np.ndarray, v: np.ndarray, T: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """``g(T, eps) = ||softmax((l + eps v)/T) - softmax(l/T)||_2 / eps`` ``(R, nT, nE)`` (theory quantity
+    ``g_fd`` with the softmax normaliser) for logit rows ``(R, l)`` and unit directions ``v`` ``(R, l)``."""
+    shifts = np.concatenate([[0.0], eps])
+    z = (logits[:, None, None, :] + shifts[None, None, :, None] * v[:, None, None, :]) / T[None, :, None, None]
+    z -= z.max(-1, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(-1, keepdims=True)
+    diff = z[:, :, 1:] - z[:, :, :1]
+    return norm(diff) / eps[None, None, :]

@@ -1,0 +1,104 @@
+"""The batched kernels of every query row against the float forms of the theory quantities (ties included)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnbounds.empirical import kernels
+from attnbounds.theory.instance import Instance
+from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.quantities import compute
+
+
+def _rows(concentration: float, R: int = 5, T: int = 40, d: int = 6, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Causal weights ``(R, T, T)`` (ties in some rows) and token vectors ``(R, T, d)``."""
+    rng = np.random.default_rng(seed)
+    A = np.zeros((R, T, T))
+    for t in range(T):
+        A[:, t, : t + 1] = rng.dirichlet(np.full(t + 1, concentration), size=R)
+    A[0, :, :] = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]  # uniform rows: every weight tied
+    A[1, 20, :4] = A[1, 20, 4]  # ties at the top-N boundary, broken towards the lower index
+    A[1, 20, :21] /= A[1, 20, :21].sum()
+    x = rng.standard_normal((R, T, d))
+    x[2, 5] = x[2, 3]  # two equal token vectors: delta = 0
+    return A, x
+
+
+@pytest.mark.parametrize("concentration", [0.05, 1.0, 50.0])
+@pytest.mark.parametrize("ell", [2, 7, 21, 40])
+def test_scan_and_d1_equal_the_float_forms(concentration: float, ell: int) -> None:
+    A, x = _rows(concentration)
+    t = ell - 1
+    batch = kernels.Batch(A[:, t, :ell].copy(), x[:, :ell].copy())
+    record = kernels.Record(x)
+    Ns = np.array([1, 2, 3, 5, 10, 20, 39])
+    scan = kernels.scan(batch, Ns)
+    d1 = kernels.d_1(batch, record, Ns)
+    for k, N in enumerate(Ns):
+        if N >= ell:
+            assert all(np.isnan(scan[name][:, k]).all() for name in kernels.SCAN_NAMES) and np.isnan(d1[:, k]).all()
+            continue
+        inst = Instance.from_weights(batch.alpha, x=x[:, :ell], N=int(N))
+        for name in kernels.SCAN_NAMES:
+            np.testing.assert_allclose(scan[name][:, k], compute(name, inst), rtol=1e-10, atol=1e-13,
+                                       err_msg=f"{name} N={N} l={ell}")
+        np.testing.assert_allclose(d1[:, k], compute("d_1", inst), rtol=1e-12, err_msg=f"d_1 N={N} l={ell}")
+
+
+def test_closest_pairs_equal_delta_min() -> None:
+    _, x = _rows(1.0)
+    sphere = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    record = kernels.Record(sphere)
+    delta = record.closest_pairs
+    assert np.isinf(delta[:, 0]).all()
+    for ell in (2, 3, 6, 17, 40):
+        inst = Instance.from_weights(np.full((5, ell), 1.0 / ell), x=sphere[:, :ell])
+        np.testing.assert_allclose(delta[:, ell - 1], compute("delta_min", inst), rtol=1e-12, atol=1e-15)
+    assert delta[2, 5] == 0.0  # the equal pair, from token 6 on
+
+
+@pytest.mark.parametrize("concentration", [0.05, 1.0])
+def test_separation_and_xi_equal_the_float_forms(concentration: float) -> None:
+    A, x = _rows(concentration)
+    sphere = 2.0 * x / np.linalg.norm(x, axis=-1, keepdims=True)
+    ell = 33
+    batch = kernels.Batch(A[:, ell - 1, :ell].copy(), sphere[:, :ell].copy())
+    delta = kernels.Record(sphere).closest_pairs[:, ell - 1]
+    Ns = np.array([1, 4, 16, 32, 40])
+    sep = kernels.separation(batch, Ns, 2.0)
+    compared = 0
+    for k, N in enumerate(Ns):
+        if N >= ell:
+            assert np.isnan(sep["r"][:, k]).all()
+            continue
+        inst = Instance.from_weights(batch.alpha, x=sphere[:, :ell], N=int(N), M=2.0, delta=delta)
+        r = compute("r_paper", inst)
+        np.testing.assert_allclose(sep["r"][:, k], r, rtol=1e-12)
+        inst = inst.with_params(r=r)
+        dist = compute("context_distance", inst)
+        # a selected token at the ball's edge within rounding is in or out depending on summation order: rows
+        # without one must agree exactly
+        clear = np.all(~inst.mask | (np.abs(dist - r[:, None]) > 1e-12 * r[:, None]), axis=1)
+        compared += int(clear.sum())
+        for name in ("Ns_relaxed", "Ns_full"):
+            np.testing.assert_array_equal(sep[name][clear, k], compute(name, inst)[clear], err_msg=f"{name} N={N}")
+        np.testing.assert_array_equal(sep["inside"][clear, k], (inst.mask & (dist <= r[:, None]))[clear])
+        ref = compute("xi", inst)  # (R, ell): values on the selected tokens
+        got = kernels.xi(batch.a_sorted[:, :N], 2.0, delta)
+        np.testing.assert_allclose(got, np.take_along_axis(ref, batch.order[:, :N], axis=1), rtol=1e-12, atol=1e-15)
+    assert compared >= 5
+
+
+def test_g_fd_equals_the_float_form() -> None:
+    rng = np.random.default_rng(4)
+    logits = rng.standard_normal((6, 30)) * 8
+    logits[0] = 0.0
+    v = rng.standard_normal((6, 30))
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    T, eps = np.array([1e-3, 0.05, 1.0, 30.0]), np.array([1e-3, 0.1, 10.0])
+    g = kernels.g_fd(logits, v, T, eps)
+    for i, t in enumerate(T):
+        for j, e in enumerate(eps):
+            inst = Instance.from_logits(logits, softmax(T=t), arrays={"v": v}, eps=e)
+            np.testing.assert_allclose(g[:, i, j], compute("g_fd", inst), rtol=1e-11, atol=1e-14)
