@@ -22,6 +22,8 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.hypotheses import (FIXED_HYPOTHESIS, NEED_PARAMETERS, RANGES_HYPOTHESIS, Hypothesis,
+                                          domain_hypotheses, fixed_parameters, parameter_ranges)
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.quantities import QUANTITIES, compute, interval
 
@@ -40,27 +42,6 @@ class Citation:
 
     def __str__(self) -> str:
         return f"{self.numbering}, {self.arxiv} {self.version}"
-
-
-@dataclass(frozen=True)
-class Hypothesis:
-    """A checkable hypothesis: ``check(inst)`` returns a ``(B,)`` boolean array computed from the instance.
-
-    ``formula`` (optional) states it in the paper's symbols (``L >= 2``, ``eps > 0``): a derivation may
-    assume exactly its consequences (:class:`attnbounds.proofs.framework.Assume`). ``relax`` (optional) is its
-    meaning for the relaxation prover.
-    """
-
-    id: str
-    description: str
-    check: Callable[[Instance], np.ndarray] = field(compare=False, repr=False)
-    formula: sp.Basic | None = field(default=None, compare=False, repr=False)
-    #: what the hypothesis means for the relaxed space of :mod:`attnbounds.theory.prover.relax` (a function of a
-    #: ``Space``), or None: the relaxation prover does not read it, and declines statements that assume it
-    relax: Callable[[Any], None] | None = field(default=None, compare=False, repr=False)
-
-    def __call__(self, inst: Instance) -> np.ndarray:
-        return np.broadcast_to(np.asarray(self.check(inst), dtype=bool), (inst.B,))
 
 
 @dataclass(frozen=True)
@@ -103,44 +84,6 @@ class Evaluation:
         """Index of the applicable instance with the smallest margin (-1 if none applies)."""
         m = np.where(self.applicable, self.margin_hi, np.inf)
         return int(np.argmin(m)) if np.isfinite(m).any() or np.any(self.applicable) else -1
-
-
-FIXED_HYPOTHESIS = "fixed-parameters"
-
-
-def fixed_parameters(values: dict[str, float]) -> Hypothesis:
-    """The hypothesis that the instance's parameters equal the statement's fixed values (never drawn)."""
-    text = ", ".join(f"{k} = {v:g}" for k, v in sorted(values.items()))
-
-    def check(inst: Instance) -> np.ndarray:
-        ok = np.ones(inst.B, dtype=bool)
-        for name, value in values.items():
-            ok &= inst.param(name) == value
-        return ok
-
-    return Hypothesis(FIXED_HYPOTHESIS, f"parameters fixed by the statement: {text}", check,
-                      relax=lambda space: None)  # the prover reads the statement's fixed values itself
-
-
-RANGES_HYPOTHESIS = "parameter-ranges"
-
-
-def parameter_ranges(ranges: dict[str, tuple[float, float]]) -> Hypothesis:
-    """The hypothesis that the instance's parameters (and its length ``L``) lie in the statement's closed ranges
-    (the search draws inside them; an instance outside, say after shrinking, is NOT-APPLICABLE)."""
-    text = ", ".join(f"{k} in [{lo:g}, {hi:g}]" for k, (lo, hi) in sorted(ranges.items()))
-
-    def check(inst: Instance) -> np.ndarray:
-        ok = np.ones(inst.B, dtype=bool)
-        for name, (lo, hi) in ranges.items():
-            value = inst.param(name) if name == "L" or name in inst.params else None
-            if value is None:
-                continue  # a parameter this instance does not carry: nothing the statement reads from it
-            ok &= (value >= lo) & (value <= hi)
-        return ok
-
-    return Hypothesis(RANGES_HYPOTHESIS, f"parameters within the statement's ranges: {text}", check,
-                      relax=lambda space: None)  # the prover reads the statement's ranges itself
 
 
 def _conjuncts(relation: sp.Basic) -> list[sp.Rel]:
@@ -292,8 +235,6 @@ class Statement:
             object.__setattr__(self, "hypotheses", (*self.hypotheses, fixed_parameters(self.fixed)))
         if self.ranges and not any(h.id == RANGES_HYPOTHESIS for h in self.hypotheses):
             object.__setattr__(self, "hypotheses", (*self.hypotheses, parameter_ranges(self.ranges)))
-        from attnbounds.theory.hypotheses import domain_hypotheses  # it imports this module
-
         have = {h.id for h in self.hypotheses}
         extra = tuple(h for h in domain_hypotheses(self.used_parameters()) if h.id not in have)
         if extra:
@@ -372,8 +313,6 @@ class Statement:
     def used_parameters(self) -> set[str]:
         """Every parameter the statement reads: its own symbols, its defaults and fixed values, and those its
         quantities read (``M``, ``delta``, ``r`` for sphere expectations, ``eps`` for finite differences, ...)."""
-        from attnbounds.theory.hypotheses import NEED_PARAMETERS
-
         out = self.parameters() | set(self.defaults) | set(self.fixed) | (set(self.ranges) - {"L"})
         for qname in self.bindings.values():
             for need in QUANTITIES[qname].needs:

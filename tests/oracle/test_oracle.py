@@ -144,7 +144,6 @@ BREAKERS: dict[str, tuple[dict[str, Any], Any]] = {
     "top-N": ({}, _bottom_n),
     "L>=2": ({"L": 1, "N": 1}, lambda inst: inst),
     "assumptions-1-2": ({}, lambda inst: inst.with_params(delta=3 * inst.param("M"))),
-    "independent-embeddings": ({}, lambda inst: inst.with_params(delta=0.01 * inst.param("M"))),
     "domain(T)": ({}, lambda inst: inst.with_params(T=2 * inst.param("T"))),  # not the normaliser's temperature
     "domain(eps)": ({}, lambda inst: inst.with_params(eps=0.0)),
     "domain(H)": ({}, lambda inst: inst.with_params(H=2.5)),
@@ -157,9 +156,6 @@ BREAKERS: dict[str, tuple[dict[str, Any], Any]] = {
     "domain(C_H)": ({}, lambda inst: inst.with_params(C_H=-16.0)),
     "unit-direction": ({}, lambda inst: Instance.from_logits(inst.logits, inst.normaliser, N=inst.N,
                                                              arrays={"v": 2 * inst.arrays["v"]}, **inst.params)),
-    "max-norm>=1": ({}, lambda inst: Instance.from_logits(
-        inst.logits, inst.normaliser, x=inst.x / (2 * np.linalg.norm(inst.x, axis=-1).max()), N=inst.N,
-        arrays=inst.arrays, **inst.params)),
 }
 
 

@@ -12,6 +12,7 @@ import pytest
 import sympy as sp
 
 from attnbounds.theory import registry
+from attnbounds.theory.families import cost
 from attnbounds.theory.errors import AttnBoundsError
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
@@ -165,8 +166,10 @@ def test_budget_buys_a_fixed_amount_of_work_proportional_to_seconds():
     assert small == budget.plan(st, 1.0, gradient=True)
     assert big.random_batches == pytest.approx(10 * small.random_batches, rel=0.1)
     assert budget.plan(st, 1.0, gradient=False).gradient_starts == 0
-    assert budget.cost_class(registry.get("theorem2.lower[full]")) == "sphere"
-    assert budget.cost_class(registry.get("corollary2.i[R1]")) == "subsets"
+    assert cost(registry.get("theorem2.lower[full]")).name == "sphere"
+    assert cost(registry.get("corollary2.i[R1]")).name == "subsets"
+    assert cost(registry.get("corollary3[spectral]")).name == "softmax-jacobian"  # softmax: closed forms
+    assert cost(registry.get("lemma2[two-term]")).name == "jacobian"
     assert DEFAULT_BUDGET_S > 0
 
 

@@ -721,7 +721,7 @@ def _partitions(items: list[str]) -> Iterator[dict[str, int]]:
 def _space(statement: Statement) -> Space:
     space = Space(statement)
     for h in statement.hypotheses:
-        rule = getattr(h, "relax", None)
+        rule = h.relax
         if rule is None:
             raise Declined(f"the hypothesis {h.id!r} has no relaxation ({h.description})")
         rule(space)

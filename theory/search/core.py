@@ -105,14 +105,14 @@ def _pieces(n: int, size: int) -> list[range]:
 def starts_per_piece(pl: budget_mod.Plan) -> int:
     """Gradient starts per piece: about :data:`PIECE_S` of planned work, at least one (each start has its own
     generator: the cut does not change the result)."""
-    rate = budget_mod.RATES[pl.cost_class].gradient_per_s
+    rate = pl.cost.gradient_per_s
     return int(min(MAX_STARTS, max(1, math.ceil(PIECE_S * rate)))) if rate > 0 else 1
 
 
 def rounds_per_piece(pl: budget_mod.Plan) -> int:
     """Random rounds per piece: :data:`PIECE_S` of planned work (how the rounds are cut does not change the result:
     pieces are contiguous and merged in order)."""
-    rates = budget_mod.RATES[pl.cost_class]
+    rates = pl.cost
     n = pl.random_batches + pl.class_batches
     planned = pl.random_batches / rates.random_per_s + (pl.class_batches / rates.class_per_s if pl.class_batches else 0.0)
     return int(min(MAX_ROUNDS, max(MIN_ROUNDS, round(PIECE_S * n / planned)))) if planned > 0 else MAX_ROUNDS
