@@ -28,7 +28,7 @@ import functools
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 
@@ -41,7 +41,9 @@ from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.quantities.theorem2 import refine_sphere
 from attnbounds.theory.statement import Statement, _conjuncts
 
-STATUSES = ("violated", "holds", "inconclusive", "not-applicable")
+#: what a certificate says about the relation on its instance
+Status = Literal["violated", "holds", "inconclusive", "not-applicable"]
+STATUSES: tuple[Status, ...] = get_args(Status)
 #: how a certificate reports a hypothesis it takes from its float check (Hypothesis.certification)
 FLOAT_REPORT = {"exact": "float check", "float": "float check only (not certified)"}
 #: default relative band of :func:`decide` (float margins above band * magnitude are "holds")
@@ -59,7 +61,7 @@ class Certificate:
     """
 
     statement_id: str
-    status: str
+    status: Status
     margin_lo: float
     margin_hi: float
     margin_lo_text: str
@@ -251,7 +253,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
     float_only = [h.id for h in st.hypotheses if h.certification == "float"]
     base: dict[str, Any] = dict(statement_id=st.id, weights="", worst={"conjunct": -1, "token": -1}, level=None)
 
-    def finish(status: str, bits: int, m: _Margin | None, ex: exact_mod.ExactInstance | None, notes: list[str],
+    def finish(status: Status, bits: int, m: _Margin | None, ex: exact_mod.ExactInstance | None, notes: list[str],
                method: str) -> Certificate:
         if m is None:
             nan = float("nan")
@@ -299,6 +301,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                     continue
                 return finish("inconclusive", bits, None, None, [f"cannot certify: {exc}"], ops.name)
             undecided = [hid for hid, s in statuses.items() if s is None]
+            status: Status
             if m.violated:
                 status = "violated"
                 if undecided or float_only:
