@@ -2,7 +2,7 @@
 
 Bounds and quantities are never re-implemented here: every bound value is the ``rhs``/``lhs`` of a
 registered statement (``attnbounds.theory.registry``) and every quantity a registered specification
-(``attnbounds.theory.quantities``), evaluated on instances built from real tensors (DESIGN.md).
+(``attnbounds.theory.quantities``), evaluated on instances built from real tensors.
 """
 
 from __future__ import annotations

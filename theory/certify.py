@@ -1,7 +1,7 @@
 """Certification: re-check one instance of a statement in interval arithmetic, and decide batches rigorously.
 
 :func:`certify` takes the exact float inputs of one instance, recomputes the weights and every
-quantity from its definition in balls (:mod:`attnbounds.theory.exact`, python-flint ``arb`` at 128 bits by
+quantity from its definition in balls (:mod:`attnbounds.theory.balls`, python-flint ``arb`` at 128 bits by
 default, ``mpmath.iv`` when flint is missing), checks the hypotheses that rounding could decide
 (simplex, top-N with exact ties, bounded logits) in balls, and evaluates the statement's sympy
 relation on the balls. The margin is ``rhs - lhs`` (minimum over conjuncts and, for per-token
@@ -39,7 +39,7 @@ from attnbounds.theory.intervals import BallEvaluator, Ops, PrecisionLoss, Unsup
 from attnbounds.theory.margins import relative_margins
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.quantities.theorem2 import refine_sphere
-from attnbounds.theory.statement import Statement, _conjuncts
+from attnbounds.theory.statement import Statement, conjuncts
 
 #: what a certificate says about the relation on its instance
 Status = Literal["violated", "holds", "inconclusive", "not-applicable"]
@@ -135,7 +135,7 @@ def _structure(st: Statement) -> tuple[tuple[str, ...], tuple[Any, ...], tuple[t
     """The statement's free names, its conjuncts, and each conjunct's quantity symbols (cached)."""
     from attnbounds.theory.statement import _free_names
 
-    conj = tuple(_conjuncts(st.relation))
+    conj = tuple(conjuncts(st.relation))
     terms = tuple(tuple(sorted(n for n in _free_names(c) if n in st.bindings)) for c in conj)
     return tuple(sorted(st.symbols())), conj, terms
 

@@ -16,7 +16,7 @@ from typing import Any
 import sympy as sp
 
 from attnbounds.theory.records import Verdict
-from attnbounds.theory.statement import Statement
+from attnbounds.theory.statement import Statement, conjuncts
 
 #: working precisions tried, in bits
 PRECISIONS = (128, 512, 2048, 4096)
@@ -27,13 +27,6 @@ DIGITS = 30
 def is_closed(statement: Statement) -> bool:
     """Whether the statement is a closed claim (no quantity, no free symbol)."""
     return not statement.bindings and not statement.relation.free_symbols
-
-
-def conjuncts(relation: sp.Basic) -> list[sp.Rel]:
-    """The conjuncts as ``lhs <= rhs`` or ``lhs < rhs``, left unevaluated (``a >= b`` is ``b <= a``)."""
-    parts = list(relation.args) if isinstance(relation, sp.And) else [relation]
-    return [p if isinstance(p, (sp.Le, sp.Lt)) else (sp.Lt if isinstance(p, sp.Gt) else sp.Le)(p.rhs, p.lhs, evaluate=False)
-            for p in parts]
 
 
 def _text(ops: Any, value: sp.Expr) -> str:

@@ -7,7 +7,8 @@ counterexample by searching and certifies it before writing; never edit one by h
 (``tests/oracle/test_oracle.py``) re-certifies each file: a reading whose file certifies as violated is
 a strict xfail that replays the instance; a file that stops violating fails the run.
 
-The directory is ``$ATTNBOUNDS_COUNTEREXAMPLES``, else ``tests/counterexamples`` of the source checkout.
+The directory is ``$ATTNBOUNDS_COUNTEREXAMPLES``, else the package's data folder ``theory/data/counterexamples``
+(package data: an installed wheel replays them).
 
 Refresh (from the repository root)::
 
@@ -51,7 +52,7 @@ from attnbounds.theory.serialize import instance_from_json, instance_to_json
 from attnbounds.theory.statement import Statement
 
 DIRECTORY = Path(os.environ.get("ATTNBOUNDS_COUNTEREXAMPLES")
-                 or Path(__file__).resolve().parent.parent / "tests" / "counterexamples")
+                 or Path(__file__).resolve().parent / "data" / "counterexamples")
 FORMAT = "attnbounds.counterexample"
 VERSION = 1
 

@@ -2,7 +2,7 @@
 evaluator of sympy expressions on balls.
 
 Every backend value is a *ball*: an enclosure of one real number. ``Ops`` gathers the few
-operations certification needs, so the definition-level quantities (:mod:`attnbounds.theory.exact`) are
+operations certification needs, so the definition-level quantities (:mod:`attnbounds.theory.balls`) are
 written once for both backends. Values over tokens are numpy object arrays of balls; arithmetic
 on them is elementwise (numpy calls the balls' own operators), functions go through ``Ops.map``.
 """

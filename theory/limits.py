@@ -36,7 +36,7 @@ from attnbounds.theory.intervals import ArbOps, BallEvaluator, Ops, Unsupported
 from attnbounds.theory.opaque import OAbs, OMax, OMin
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.parallel import Runner
-from attnbounds.theory.statement import Statement, _conjuncts
+from attnbounds.theory.statement import Statement, conjuncts
 
 t = sp.Symbol("t", nonnegative=True)
 u = sp.Symbol("u", positive=True)
@@ -363,7 +363,7 @@ def margins(statement: Statement, family: Family, ops: SymbolicOps) -> list[Marg
     env, selected = _environment(statement, ex)
     weights = ex.m[ex.sel] if ex.mask is not None else None
     out = []
-    for c, rel in enumerate(_conjuncts(statement.relation)):
+    for c, rel in enumerate(conjuncts(statement.relation)):
         kind = statement._token_kinds[c]
         evaluate = BallEvaluator(ops, {**env, **selected} if kind == "selected" else env, selected, weights)
         lhs = np.atleast_1d(np.asarray(evaluate(rel.lhs), dtype=object))

@@ -66,9 +66,9 @@ def condition_magnitude(expr: sp.Basic) -> sp.Basic:
 
 @functools.lru_cache(maxsize=512)
 def _compiled_magnitudes(relation: sp.Basic) -> list[tuple[Any, Any]]:
-    from attnbounds.theory.statement import _Compiled, _conjuncts
+    from attnbounds.theory.statement import _Compiled, conjuncts
 
-    return [(_Compiled(condition_magnitude(c.lhs)), _Compiled(condition_magnitude(c.rhs))) for c in _conjuncts(relation)]
+    return [(_Compiled(condition_magnitude(c.lhs)), _Compiled(condition_magnitude(c.rhs))) for c in conjuncts(relation)]
 
 
 def _magnitude_env(statement: "Statement", inst: "Instance", env: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -66,10 +66,6 @@ def _np_sigmoid(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-def _np_log_sigmoid(x: np.ndarray) -> np.ndarray:
-    return -np.logaddexp(0.0, -np.asarray(x, dtype=np.float64))
-
-
 _NUMPY_MODULES: list[Any] = [{"softplus": lambda x: np.logaddexp(0.0, x), "sigmoid": _np_sigmoid}, "numpy"]
 
 

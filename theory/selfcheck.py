@@ -29,7 +29,7 @@ from attnbounds.theory.intervals import Ops, PrecisionLoss, backend
 from attnbounds.theory.margins import _compiled_magnitudes, _side
 from attnbounds.theory.normalisers import RatioNormaliser
 from attnbounds.theory.quantities import QUANTITIES
-from attnbounds.theory.statement import SELECTED_WEIGHTS, Statement, _conjuncts
+from attnbounds.theory.statement import SELECTED_WEIGHTS, Statement, conjuncts
 
 #: sample points per check
 SAMPLES = 16
@@ -51,8 +51,8 @@ def check(statement: Statement, where: str, *, samples: int = SAMPLES, seed: int
     ball evaluations agree at ``samples`` random points (module docstring)."""
     rng = np.random.default_rng(seed)
     ops = backend(None)
-    conjuncts = _conjuncts(statement.relation)
-    compared = [0] * len(conjuncts)
+    parts = conjuncts(statement.relation)
+    compared = [0] * len(parts)
     for s in range(samples):
         inst = _sample_instance(rng, dense=s == 0)
         env = _values(rng, statement, inst)
@@ -64,7 +64,7 @@ def check(statement: Statement, where: str, *, samples: int = SAMPLES, seed: int
                                   f"{type(exc).__name__}: {exc}") from None
         with ops.precision(BITS):
             balls, selected, weights = _balls(ops, statement, env, inst)
-            for c, rel in enumerate(conjuncts):
+            for c, rel in enumerate(parts):
                 try:
                     ball_sides = conjunct_balls(statement, c, ops, balls, selected, weights)
                 except PrecisionLoss:
@@ -92,7 +92,7 @@ def check(statement: Statement, where: str, *, samples: int = SAMPLES, seed: int
                         ok += agree is True
                     finite += ok > 0
                 compared[c] += finite == 2
-    for c, rel in enumerate(conjuncts):
+    for c, rel in enumerate(parts):
         if compared[c] == 0:
             raise InvalidArgument(f"{where}: {rel} has no finite value at any of {samples} sample points (a log or "
                                   f"square root of a negative number, or a value beyond the double range?)")

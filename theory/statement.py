@@ -86,7 +86,7 @@ class Evaluation:
         return int(np.argmin(m)) if np.isfinite(m).any() or np.any(self.applicable) else -1
 
 
-def _conjuncts(relation: sp.Basic) -> list[sp.Rel]:
+def conjuncts(relation: sp.Basic) -> list[sp.Rel]:
     """The conjuncts as ``lhs <= rhs`` or ``lhs < rhs`` (strict ones stay strict: an equality case violates them)."""
     parts = list(relation.args) if isinstance(relation, sp.And) else [relation]
     out = []
@@ -227,7 +227,7 @@ class Statement:
         for sym, qname in self.bindings.items():
             if qname not in QUANTITIES:
                 raise InvalidArgument(f"statement {self.id}: symbol {sym} bound to unknown quantity {qname}")
-        _conjuncts(self.relation)
+        conjuncts(self.relation)
         check_sums(self.relation, f"statement {self.id}")
         if self.kind not in ("deterministic", "expectation"):
             raise InvalidArgument(f"statement {self.id}: kind must be 'deterministic' or 'expectation', got {self.kind!r}")
@@ -332,12 +332,12 @@ class Statement:
     # -- evaluation ------------------------------------------------------------------------------
     @functools.cached_property
     def _compiled(self) -> list[tuple[_Compiled, _Compiled]]:
-        return [(_Compiled(c.lhs), _Compiled(c.rhs)) for c in _conjuncts(self.relation)]
+        return [(_Compiled(c.lhs), _Compiled(c.rhs)) for c in conjuncts(self.relation)]
 
     @functools.cached_property
     def strict(self) -> tuple[bool, ...]:
         """Per conjunct, whether it is strict (``<``, ``>``): its margin must be positive, 0 violates it."""
-        return tuple(is_strict(c) for c in _conjuncts(self.relation))
+        return tuple(is_strict(c) for c in conjuncts(self.relation))
 
     def prepare(self, inst: Instance) -> Instance:
         """The instance with missing parameters filled from ``fixed`` and ``defaults``."""
@@ -371,7 +371,7 @@ class Statement:
         """Per conjunct, over which columns it must hold: 'selected' (a per-selected-token symbol outside the
         sums), 'tokens' (a per-token symbol), or 'none' (one value per instance)."""
         kinds = []
-        for rel in _conjuncts(self.relation):
+        for rel in conjuncts(self.relation):
             shapes = {QUANTITIES[self.bindings[n]].shape for n in _outside_sums(rel) if n in self.bindings}
             kinds.append("selected" if "BN" in shapes else "tokens" if "BL" in shapes else "none")
         return kinds
@@ -463,7 +463,7 @@ class Statement:
         env = self._env(inst, "mid")
         weights = env.get(SELECTED_WEIGHTS)
         best = None
-        for c, rel in enumerate(_conjuncts(self.relation)):
+        for c, rel in enumerate(conjuncts(self.relation)):
             cols = self.column_mask(inst, c)
             per_token = [n for n in _outside_sums(rel) if n in env and env[n].shape[1] > 1]
             columns = [t for t in range(inst.K) if cols is None or cols[b, t]] if per_token else [0]

@@ -673,7 +673,8 @@ def _finite_or_none(x: Any) -> float | None:
     return x if not math.isnan(x) else None
 
 
-def _check_budget(budget_s: Any, seed: Any) -> None:
+def check_arguments(budget_s: Any, seed: Any) -> None:
+    """Raise :class:`~attnbounds.theory.errors.InvalidArgument` for a bad budget or seed (before anything runs)."""
     check_budget(budget_s)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InvalidArgument(f"seed must be an integer >= 0, got {seed!r}")
@@ -701,7 +702,7 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
     """
     from attnbounds.theory import parallel, registry
 
-    _check_budget(budget_s, seed)
+    check_arguments(budget_s, seed)
     extra = list(statements or [])
     user_ids = {s.id for s in extra}
     if ids is None:

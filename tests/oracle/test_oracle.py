@@ -15,7 +15,7 @@ otherwise Monte Carlo with a Hoeffding interval; a violation needs the whole int
 bound. The level is family-wise over the run (Bonferroni, see
 :func:`attnbounds.theory.oracle.mc_level`).
 
-Refuted readings: a reading with a certified counterexample file (``tests/counterexamples``) is a
+Refuted readings: a reading with a certified counterexample file (``theory/data/counterexamples``) is a
 strict xfail naming that file, and the counterexample is replayed first through ``@example``; if it
 no longer violates, the test fails (STALE). A certified violation found by the search in a reading
 without a file fails the test (VIOLATED): run ``python -m attnbounds.theory.counterexamples``.
@@ -36,7 +36,7 @@ from hypothesis import example, given, settings
 from attnbounds.theory import families, registry, strategies
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import RatioNormaliser, l_sym, make
-from attnbounds.theory.statement import Statement, _conjuncts
+from attnbounds.theory.statement import Statement, conjuncts
 
 from attnbounds.pytest_plugin import ReadingStats
 from attnbounds.theory.counterexamples import Counterexample
@@ -53,7 +53,7 @@ def _param(statement: Statement) -> Any:
     cert = recertify(statement.id)
     if cert is None or cert.status != "violated":
         return pytest.param(statement.id, id=statement.id)  # no file, or a stale one (the test fails)
-    reason = (f"refuted: certified counterexample tests/counterexamples/{statement.id}.json "
+    reason = (f"refuted: certified counterexample theory/data/counterexamples/{statement.id}.json "
               f"(margin in [{float(cert.margin_lo):.6g}, {float(cert.margin_hi):.6g}])")
     return pytest.param(statement.id, id=statement.id,
                         marks=pytest.mark.xfail(strict=True, raises=CertifiedViolation, reason=reason))
@@ -245,7 +245,7 @@ def test_zero_weights_escape_lemma1(name: str) -> None:
 # -- rigorous comparison: equality is not a violation, 1e-12 is ---------------------------------------
 def _shifted(statement: Statement, eps: sp.Expr) -> Statement:
     """The reading with every conjunct tightened by ``eps`` (``lhs + eps <= rhs``)."""
-    parts = [sp.Le(c.lhs + eps, c.rhs) for c in _conjuncts(statement.relation)]
+    parts = [sp.Le(c.lhs + eps, c.rhs) for c in conjuncts(statement.relation)]
     return Statement(f"{statement.id}{{-{eps}}}", statement.title, sp.And(*parts) if len(parts) > 1 else parts[0],
                      statement.citation, statement.hypotheses, statement.bindings, statement.defaults, statement.kind,
                      statement.expectation_over)
@@ -288,7 +288,7 @@ def test_a_violation_by_1e_12_is_reported(statement_id: str) -> None:
 
 # -- the replay of stored counterexamples ---------------------------------------------------------------
 def _replaying(monkeypatch: pytest.MonkeyPatch, statement: Statement, inst: Instance) -> ReadingStats:
-    fake = Counterexample(statement.id, Path("tests/counterexamples/fake.json"), inst, {})
+    fake = Counterexample(statement.id, Path("theory/data/counterexamples/fake.json"), inst, {})
     monkeypatch.setattr(sys.modules[__name__], "load_counterexample", lambda statement_id: fake)
     return ReadingStats(statement.id)
 

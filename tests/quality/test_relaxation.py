@@ -5,7 +5,7 @@
   certificate replays from its JSON alone;
 - the planted long-context set (:mod:`attnbounds.theory.search.planted`): no false statement is PROVED, the
   relaxed ones are decided;
-- the paper's readings: no REFUTED reading (its certified counterexample is stored in tests/counterexamples/) is
+- the paper's readings: no REFUTED reading (its certified counterexample is stored in theory/data/counterexamples/) is
   PROVED by the relaxation.
 
 The fast statements run in the default test run; the whole set, under ``-m slow``.
@@ -21,7 +21,7 @@ import pytest
 
 from attnbounds.theory import prover, registry
 from attnbounds.theory.certify import certify
-from attnbounds.theory.search.planted import long_context_set
+from tests.planted import long_context_set
 from attnbounds.theory.userbounds import load_data, registered
 
 SET = Path(__file__).with_name("relaxation_set.toml")

@@ -16,11 +16,12 @@ from attnbounds.theory.families import cost
 from attnbounds.theory.errors import AttnBoundsError
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.search import DEFAULT_BUDGET_S, SearchResult, scaled, search
+from attnbounds.theory.search import DEFAULT_BUDGET_S, SearchResult, search
 from attnbounds.theory.margins import REAL, relative_margin, relative_margins
 from attnbounds.theory.search import budget, torch_eval
 from attnbounds.theory.search.shrink import round_sig
 from attnbounds.theory.search.tracker import KEEP, Tracker, instance_key
+from tests.planted import scaled
 
 pytest.importorskip("torch")
 

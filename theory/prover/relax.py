@@ -38,7 +38,7 @@ from attnbounds.theory.intervals import Unsupported
 from attnbounds.theory.normalisers import L_sym, RatioNormaliser, derivative, l_sym, sigmoid, softplus
 from attnbounds.theory.opaque import OAbs, OMax, OMin
 from attnbounds.theory.quantities import QUANTITIES
-from attnbounds.theory.statement import Statement, _conjuncts
+from attnbounds.theory.statement import Statement, conjuncts
 
 INF = math.inf
 #: the relaxed length variable t = 1/L
@@ -858,7 +858,7 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
     parameters, param_coords = _parameter_coordinates(statement, space)
     model = TokenModel(space, parameters, 1 / t_sym, param_coords)
     strategies: list[list[list[Group]]] = []
-    for c, conjunct in enumerate(_conjuncts(statement.relation)):
+    for c, conjunct in enumerate(conjuncts(statement.relation)):
         strict = isinstance(conjunct, sp.StrictLessThan)
         per: list[list[Group]] = []
         signs = _margin_signs(statement, conjunct)

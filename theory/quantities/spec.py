@@ -1,4 +1,4 @@
-"""One specification per quantity, with its implementations registered on it (DESIGN.md).
+"""One specification per quantity, with its implementations registered on it.
 
 A :class:`Quantity` says what a named scalar of the paper is (definition, paper reference, shape),
 what it reads from an instance (``needs``), whether it depends on the normaliser beyond the

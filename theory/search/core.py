@@ -30,7 +30,7 @@ class SearchResult:
     ``violations``: single instances (B = 1) whose float ``margin_hi < 0``, deduplicated, most
     negative relative margin first (at most 20; certification decides which are real).
     ``best``: the tightest applicable instance (smallest relative margin, see
-    :mod:`attnbounds.theory.search.score`); ``best_margin`` is that relative margin and ``best_ratio`` its
+    :mod:`attnbounds.theory.margins`); ``best_margin`` is that relative margin and ``best_ratio`` its
     ``lhs / rhs``. ``minimal``: the shrunk, rounded counterexample (also among ``violations``),
     or None. ``by_method``: per method ``tried``, ``applicable``, ``violations``,
     ``best_margin``, ``best_ratio``, ``seconds`` (and ``first_violation_s``). ``plan``: the work

@@ -21,7 +21,7 @@ import sympy as sp
 from attnbounds.theory.margins import relative_margin
 from attnbounds.theory.normalisers import L_sym, RatioNormaliser, _stable_log, derivative, l_sym
 from attnbounds.theory.quantities import QUANTITIES
-from attnbounds.theory.statement import Statement, _conjuncts
+from attnbounds.theory.statement import Statement, conjuncts
 
 
 def _torch() -> Any:
@@ -201,7 +201,7 @@ def gap(statement: Statement, st: State) -> Any:
     if st.N is not None:
         env["__selected_weights__"] = st.mult * (st.mask & st.present)
     worst = None
-    for c, rel in enumerate(_conjuncts(statement.relation)):
+    for c, rel in enumerate(conjuncts(statement.relation)):
         sides = []
         for expr in (rel.lhs, rel.rhs):
             sides.append(_t(_evaluate(expr, env)))
