@@ -78,3 +78,18 @@ def test_wheel_installs_as_attnbounds_only(tmp_path: Path) -> None:
     for name in ("theory", "empirical", "proofs"):
         failed = run(f"import {name}")
         assert failed.returncode != 0 and "ModuleNotFoundError" in failed.stderr, (name, failed.stderr)
+
+
+def test_docs_and_examples_teach_the_public_api_only() -> None:
+    """``docs/user-bounds.md``'s code and ``examples/`` name ``attnbounds.*`` (``__all__``), never a sub-module."""
+    import attnbounds
+
+    texts = {"docs/user-bounds.md": (ROOT / "docs" / "user-bounds.md").read_text(encoding="utf-8")}
+    texts.update({f"examples/{p.name}": p.read_text(encoding="utf-8") for p in (ROOT / "examples").iterdir()
+                  if p.suffix in (".py", ".ipynb")})
+    inner = re.compile(r"attnbounds\.(theory|empirical|proofs)\b")
+    offenders = {name: sorted(set(m.group(0) for m in inner.finditer(text))) for name, text in texts.items()
+                 if inner.search(text)}
+    assert not offenders, offenders
+    named = {m.group(1) for text in texts.values() for m in re.finditer(r"\battnbounds\.([A-Za-z_]\w*)", text)}
+    assert named - {"__version__"} <= set(attnbounds.__all__), sorted(named - set(attnbounds.__all__))
