@@ -22,11 +22,10 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import re
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal, Mapping, cast
 
 import numpy as np
 
@@ -40,6 +39,7 @@ from attnbounds.theory.records import PAPER, Record, Records, Verdict, git_state
 from attnbounds.theory.serialize import instance_to_json
 from attnbounds.theory.statement import PAPER_VERSION, Statement
 
+from attnbounds.theory.search.tracker import TIMING_KEYS, MethodSummary
 from attnbounds.theory.search.budget import CEILING, CEILING_GRACE_S, DEFAULT_BUDGET_S, check_budget, deadline_s  # noqa: E402  (one default, re-exported)
 #: candidates certified per reading at most
 MAX_CANDIDATES = 16
@@ -48,7 +48,6 @@ MIN_TRIED = 100
 
 SearchFn = Callable[..., Any]
 ProverFn = Callable[[str], "tuple[str, Any] | None"]
-_TIMING_KEY = re.compile(r"(^|_)(s|seconds|secs|time|wall|wall_s|elapsed|rate|per_s|throughput)$|seconds|wall")
 
 
 def default_search() -> SearchFn:
@@ -75,27 +74,24 @@ def default_prover(statement_id: str) -> tuple[str, Any] | None:
     return derivation.name, proofs.replay(statement_id)
 
 
-def _split_timing(by_method: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``by_method`` without clock-dependent entries, and those entries flattened for ``timing``."""
-    clean: dict[str, Any] = {}
-    timing: dict[str, Any] = {}
-    for method, info in (by_method or {}).items():
+def _split_timing(by_method: Mapping[str, Any]) -> tuple[dict[str, MethodSummary], dict[str, float]]:
+    """What each search method did (:class:`~attnbounds.theory.search.tracker.MethodSummary`) without its
+    clock-dependent entries (:data:`~attnbounds.theory.search.tracker.TIMING_KEYS`), and those entries flattened for
+    ``timing``."""
+    clean: dict[str, MethodSummary] = {}
+    timing: dict[str, float] = {}
+    for method, info in by_method.items():
         if not isinstance(info, dict):
-            clean[str(method)] = info
-            continue
-        keep = {}
-        for key, value in info.items():
-            if _TIMING_KEY.search(str(key)) and isinstance(value, (int, float)):
-                timing[f"search.{method}.{key}"] = value
-            else:
-                keep[str(key)] = value
-        clean[str(method)] = keep
+            raise TypeError(f"the search reported {type(info).__name__} for method {method!r}, not a MethodSummary")
+        clock = {k: v for k, v in info.items() if k in TIMING_KEYS and isinstance(v, (int, float))}
+        timing.update({f"search.{method}.{k}": v for k, v in clock.items()})
+        clean[str(method)] = cast(MethodSummary, {str(k): v for k, v in info.items() if k not in clock})
     return clean, timing
 
 
-def _applicable(by_method: dict[str, Any]) -> int | None:
+def _applicable(by_method: dict[str, MethodSummary]) -> int | None:
     """Instances satisfying the hypotheses, summed over methods that report it (None: none report)."""
-    counts = [info["applicable"] for info in by_method.values() if isinstance(info, dict) and "applicable" in info]
+    counts = [info["applicable"] for info in by_method.values() if "applicable" in info]
     return int(sum(counts)) if counts else None
 
 
@@ -452,12 +448,12 @@ def _what(res: Any, fields: dict[str, Any], *, seed: int, budget_s: float) -> st
     return f"{head}; L from {L_range['all'][0]} to {L_range['all'][1]})" if L_range["all"] else f"{head})"
 
 
-def _errors(by_method: dict[str, Any]) -> dict[str, Any]:
+def _errors(by_method: dict[str, MethodSummary]) -> dict[str, MethodSummary]:
     """The search methods that had internal errors."""
-    return {m: info for m, info in by_method.items() if isinstance(info, dict) and info.get("errors")}
+    return {m: info for m, info in by_method.items() if info.get("errors")}
 
 
-def _search_notes(by_method: dict[str, Any], more: list[str] | None = None) -> list[str]:
+def _search_notes(by_method: dict[str, MethodSummary], more: list[str] | None = None) -> list[str]:
     """What the search reports beside its findings: internal errors, a callable's failures, the ceiling's cuts."""
     notes = []
     errors = _errors(by_method)
@@ -467,7 +463,7 @@ def _search_notes(by_method: dict[str, Any], more: list[str] | None = None) -> l
     failures = _callable_failures(by_method, more)
     if failures:
         notes.append(failures)
-    cut = {m: info["cut"] for m, info in by_method.items() if isinstance(info, dict) and info.get("cut")}
+    cut = {m: info["cut"] for m, info in by_method.items() if info.get("cut")}
     if cut:
         notes.append(f"the wall-clock ceiling ({CEILING:g} x the budget + {CEILING_GRACE_S:g} s) cut planned work: " +
                      ", ".join(f"{m}: {n} unit(s)" for m, n in cut.items()))
@@ -552,9 +548,9 @@ def _relaxation(st: Statement, budget_s: float) -> Any:
     return prover.prove(st, work=prover.work_for(budget_s))
 
 
-def _callable_failures(by_method: dict[str, Any], more: list[str] | None = None) -> str | None:
+def _callable_failures(by_method: dict[str, MethodSummary], more: list[str] | None = None) -> str | None:
     """What a user's callable normaliser failed on during the search (and ``more`` failures seen afterwards), or None."""
-    failed = {m: info for m, info in by_method.items() if isinstance(info, dict) and info.get("callable_failures")}
+    failed = {m: info for m, info in by_method.items() if info.get("callable_failures")}
     n = sum(int(info["callable_failures"]) for info in failed.values()) + len(more or [])
     if not n:
         return None
@@ -640,10 +636,10 @@ def _limits(st: Statement, inst: Instance, *, violated: bool, runner: Runner) ->
     return [r.to_json() for r in limits.analyse(st, inst.take(0), violated=violated, runner=runner)]
 
 
-def _L_range(by_method: dict[str, Any]) -> dict[str, list[int] | None]:
+def _L_range(by_method: dict[str, MethodSummary]) -> dict[str, list[int] | None]:
     """The contexts searched: dense (``random``, ``gradient``, ``targeted``...), token classes, and all of them."""
     def span(methods: list[str]) -> list[int] | None:
-        spans = [by_method[m]["L_range"] for m in methods if isinstance(by_method.get(m), dict) and "L_range" in by_method[m]]
+        spans = [by_method[m]["L_range"] for m in methods if m in by_method and "L_range" in by_method[m]]
         return [min(s[0] for s in spans), max(s[1] for s in spans)] if spans else None
 
     return {"dense": span([m for m in by_method if m != "classes"]), "classes": span(["classes"]),

@@ -18,7 +18,7 @@ from attnbounds.theory.search import budget as budget_mod
 from attnbounds.theory.search.budget import DEFAULT_BUDGET_S
 from attnbounds.theory.search import gradient, random_search, refine, shrink, targeted
 from attnbounds.theory.parallel import Runner
-from attnbounds.theory.search.tracker import Tracker
+from attnbounds.theory.search.tracker import MethodSummary, Tracker
 from attnbounds.theory.statement import Statement
 
 
@@ -32,8 +32,8 @@ class SearchResult:
     ``best``: the tightest applicable instance (smallest relative margin, see
     :mod:`attnbounds.theory.margins`); ``best_margin`` is that relative margin and ``best_ratio`` its
     ``lhs / rhs``. ``minimal``: the shrunk, rounded counterexample (also among ``violations``),
-    or None. ``by_method``: per method ``tried``, ``applicable``, ``violations``,
-    ``best_margin``, ``best_ratio``, ``seconds`` (and ``first_violation_s``). ``plan``: the work
+    or None. ``by_method``: per method what it did (:class:`~attnbounds.theory.search.tracker.MethodSummary`:
+    ``tried``, ``applicable``, ``violations``, ``best_margin``, ``best_ratio``, ``seconds``, ...). ``plan``: the work
     the budget bought (:mod:`attnbounds.theory.search.budget`). ``tight``: the tightest instances
     kept (the gradient phase's starting points). ``shortest``: the float violation at the shortest context.
     """
@@ -44,7 +44,7 @@ class SearchResult:
     best_margin: float
     best_ratio: float
     tried: int
-    by_method: dict[str, dict]
+    by_method: dict[str, MethodSummary]
     wall_s: float
     seed: int
     budget_s: float
