@@ -49,7 +49,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from attnbounds.theory.errors import CallableFailed, InvalidArgument, NotApplicable
-from attnbounds.theory.normalisers import Normaliser, RatioNormaliser, _check_logits
+from attnbounds.theory.normalisers import Normaliser, RatioNormaliser, check_logits
 from attnbounds.theory.hypotheses import Hypothesis
 from attnbounds.theory.statement import Statement
 from attnbounds.theory.validation import positive
@@ -205,7 +205,7 @@ class CallableNormaliser(Normaliser):
 
     def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
         torch = _torch()
-        lg = _check_logits(logits)
+        lg = check_logits(logits)
         dense, firsts = (lg, None) if counts is None else self._expand(lg, counts)
         t = torch.as_tensor(dense, dtype=torch.float64)
         with torch.no_grad():
@@ -222,7 +222,7 @@ class CallableNormaliser(Normaliser):
     def jacobian(self, logits: Any) -> np.ndarray:
         """``J[b, i, j] = d alpha_i / d l_j`` by autograd (rows are independent: one Jacobian of the summed rows)."""
         torch = _torch()
-        lg = torch.as_tensor(_check_logits(logits), dtype=torch.float64)
+        lg = torch.as_tensor(check_logits(logits), dtype=torch.float64)
         try:
             J = torch.autograd.functional.jacobian(lambda z: self._call(z).sum(0), lg, vectorize=True)  # (L, B, L)
         except CallableFailed:

@@ -133,14 +133,14 @@ def _statement(statement: Statement | str) -> Statement:
 @functools.lru_cache(maxsize=512)
 def _structure(st: Statement) -> tuple[tuple[str, ...], tuple[Any, ...], tuple[tuple[str, ...], ...]]:
     """The statement's free names, its conjuncts, and each conjunct's quantity symbols (cached)."""
-    from attnbounds.theory.statement import _free_names
+    from attnbounds.theory.statement import symbol_names
 
     conj = tuple(conjuncts(st.relation))
-    terms = tuple(tuple(sorted(n for n in _free_names(c) if n in st.bindings)) for c in conj)
+    terms = tuple(tuple(sorted(n for n in symbol_names(c) if n in st.bindings)) for c in conj)
     return tuple(sorted(st.symbols())), conj, terms
 
 
-def _environment(st: Statement, ex: exact_mod.ExactInstance) -> tuple[dict[str, Any], dict[str, Any]]:
+def ball_environment(st: Statement, ex: exact_mod.ExactInstance) -> tuple[dict[str, Any], dict[str, Any]]:
     """Balls of the statement's symbols: per-selected-token quantities (over the selected columns) apart."""
     env: dict[str, Any] = {}
     selected: dict[str, Any] = {}
@@ -185,7 +185,7 @@ def conjunct_balls(st: Statement, c: int, ops: Ops, env: dict[str, Any], selecte
 
 def _margin(st: Statement, ex: exact_mod.ExactInstance) -> _Margin:
     ops = ex.ops
-    env, selected = _environment(st, ex)
+    env, selected = ball_environment(st, ex)
     weights = ex.m[ex.sel] if ex.mask is not None else None
     lows, highs, worst = [], [], None
     violated, holds, strict_open = False, True, False

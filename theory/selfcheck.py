@@ -26,7 +26,7 @@ from attnbounds.theory.certify import conjunct_balls
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument, NotApplicable
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import Ops, PrecisionLoss, backend
-from attnbounds.theory.margins import _compiled_magnitudes, _side
+from attnbounds.theory.margins import compiled_magnitudes, side_values
 from attnbounds.theory.normalisers import RatioNormaliser
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.statement import SELECTED_WEIGHTS, Statement, conjuncts
@@ -58,7 +58,7 @@ def check(statement: Statement, where: str, *, samples: int = SAMPLES, seed: int
         env = _values(rng, statement, inst)
         try:
             sides = statement.sides(env, inst)
-            mags = [(_side(lm, env, 1)[0], _side(rm, env, 1)[0]) for lm, rm in _compiled_magnitudes(statement.relation)]
+            mags = [(side_values(lm, env, 1)[0], side_values(rm, env, 1)[0]) for lm, rm in compiled_magnitudes(statement.relation)]
         except Exception as exc:  # noqa: BLE001 - any failure of the float evaluator is the user's formula
             raise InvalidArgument(f"{where}: the float evaluator cannot evaluate {statement.formula}: "
                                   f"{type(exc).__name__}: {exc}") from None

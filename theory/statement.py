@@ -106,7 +106,8 @@ def is_strict(rel: sp.Basic) -> bool:
     return isinstance(rel, (sp.StrictLessThan, sp.StrictGreaterThan))
 
 
-def _indexed_to_symbol(expr: sp.Expr) -> sp.Expr:
+def indexed_to_symbol(expr: sp.Expr) -> sp.Expr:
+    """``expr`` with every per-token symbol ``x[i]`` read as the plain symbol ``x``."""
     return expr.replace(lambda e: isinstance(e, sp.Indexed), lambda e: sp.Symbol(str(e.base)))
 
 
@@ -127,7 +128,7 @@ def check_sums(expr: sp.Basic, where: str) -> None:
 SELECTED_WEIGHTS = "__selected_weights__"
 
 
-class _Compiled:
+class Compiled:
     """``lambdify`` of one side of a relation; ``Sum(body, (i, 1, N))`` becomes the sum over the selected
     columns of ``body`` weighted by their token counts (so a body without per-token values counts N times)."""
 
@@ -135,7 +136,7 @@ class _Compiled:
         self.sums: list[tuple[sp.Symbol, Callable[..., Any], tuple[str, ...]]] = []
         replace: dict[sp.Basic, sp.Symbol] = {}
         for k, node in enumerate(sorted(expr.atoms(sp.Sum), key=sp.default_sort_key)):
-            body = _indexed_to_symbol(node.function)
+            body = indexed_to_symbol(node.function)
             names = tuple(sorted(str(s) for s in body.free_symbols if s not in node.variables))
             fn = sp.lambdify([sp.Symbol(n) for n in names], body, modules="numpy")
             dummy = sp.Symbol(f"_sum{k}")
@@ -182,7 +183,8 @@ def _to_mpf(value: sp.Expr) -> mpmath.mpf:
     return mpmath.mpf(str(sp.re(value)))
 
 
-def _free_names(expr: sp.Basic) -> set[str]:
+def symbol_names(expr: sp.Basic) -> set[str]:
+    """The names of the symbols ``expr`` reads (an indexed ``x[i]`` by its base ``x``; a sum's own index left out)."""
     names = set()
     for node in sp.preorder_traversal(expr):
         if isinstance(node, sp.Indexed):
@@ -222,7 +224,7 @@ class Statement:
     def __post_init__(self) -> None:
         from attnbounds.theory.exprparse import check_identifier
 
-        for name in sorted({*_free_names(self.relation), *self.bindings, *self.defaults, *self.fixed, *self.ranges}):
+        for name in sorted({*symbol_names(self.relation), *self.bindings, *self.defaults, *self.fixed, *self.ranges}):
             check_identifier(str(name), f"statement {self.id}")
         for sym, qname in self.bindings.items():
             if qname not in QUANTITIES:
@@ -304,7 +306,7 @@ class Statement:
 
     @functools.cached_property
     def _symbols(self) -> frozenset[str]:  # walking the sympy tree costs ~1 ms: once per statement
-        return frozenset(_free_names(self.relation))
+        return frozenset(symbol_names(self.relation))
 
     def parameters(self) -> set[str]:
         """Names the instance must supply (or that ``defaults`` fill in)."""
@@ -331,8 +333,8 @@ class Statement:
 
     # -- evaluation ------------------------------------------------------------------------------
     @functools.cached_property
-    def _compiled(self) -> list[tuple[_Compiled, _Compiled]]:
-        return [(_Compiled(c.lhs), _Compiled(c.rhs)) for c in conjuncts(self.relation)]
+    def _compiled(self) -> list[tuple[Compiled, Compiled]]:
+        return [(Compiled(c.lhs), Compiled(c.rhs)) for c in conjuncts(self.relation)]
 
     @functools.cached_property
     def strict(self) -> tuple[bool, ...]:
@@ -481,7 +483,7 @@ class Statement:
                         assert weights is not None
                         terms = []
                         for k in np.flatnonzero(weights[b] > 0):
-                            body = _indexed_to_symbol(node.function)
+                            body = indexed_to_symbol(node.function)
                             sub = {s_: _to_sympy(float(env[str(s_)][b][k if env[str(s_)][b].shape[0] > 1 else 0]), digits)
                                    for s_ in body.free_symbols if str(s_) in env}
                             terms.append(sp.Integer(int(weights[b, k])) * body.xreplace(sub))
