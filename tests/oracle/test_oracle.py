@@ -3,7 +3,7 @@
 Each hypothesis example draws a structure (:func:`attnbounds.theory.strategies.specs`: sizes, families, scales,
 a seed) that respects the reading's hypotheses, builds a batch with :func:`attnbounds.theory.families.build`,
 evaluates the whole batch with the generated evaluator, and decides the instances rigorously
-(:func:`attnbounds.theory.oracle.check_batch`: decide's float test, then
+(:func:`tests.oracle.check.check_batch`: decide's float test, then
 :func:`attnbounds.theory.certify.certify` for the closest calls): a violation counts only when it is
 certified (interval arithmetic from the exact float inputs), so a bound attained with equality is
 never reported violated because of rounding, and a real violation by 1e-12 is not hidden by a
@@ -13,12 +13,12 @@ violations.
 Expectation readings: exact enumeration of the random subsets when there are at most 4096,
 otherwise Monte Carlo with a Hoeffding interval; a violation needs the whole interval below the
 bound. The level is family-wise over the run (Bonferroni, see
-:func:`attnbounds.theory.oracle.mc_level`).
+:func:`tests.oracle.check.mc_level`).
 
 Refuted readings: a reading with a certified counterexample file (``theory/data/counterexamples``) is a
 strict xfail naming that file, and the counterexample is replayed first through ``@example``; if it
 no longer violates, the test fails (STALE). A certified violation found by the search in a reading
-without a file fails the test (VIOLATED): run ``python -m attnbounds.theory.counterexamples``.
+without a file fails the test (VIOLATED): run ``python -m tests.oracle.refresh``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from attnbounds.pytest_plugin import ReadingStats
 from attnbounds.theory.counterexamples import Counterexample
 from attnbounds.theory.counterexamples import load as load_counterexample
 from attnbounds.theory.counterexamples import recertify
-from attnbounds.theory.oracle import CertifiedViolation, check_batch, mc_level
+from tests.oracle.check import CertifiedViolation, check_batch, mc_level
 
 
 class StaleCounterexample(AssertionError):
@@ -75,7 +75,7 @@ def _run(statement: Statement, stats: ReadingStats) -> None:
                 raise
             stats.replay = "not violated"
             raise StaleCounterexample(f"{cx.relpath} no longer violates {statement.id}; "
-                                      "rerun python -m attnbounds.theory.counterexamples")
+                                      "rerun python -m tests.oracle.refresh")
         inst = families.build(statement, case)
         if statement.kind == "expectation":
             inst = inst.with_params(mc_level=level)
