@@ -28,7 +28,8 @@ __version__ = "0.2.0"
 _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Statement": ("attnbounds.theory.statement", "Statement"),
     "Evaluation": ("attnbounds.theory.statement", "Evaluation"),
-    "Hypothesis": ("attnbounds.theory.statement", "Hypothesis"),
+    "Hypothesis": ("attnbounds.theory.hypotheses", "Hypothesis"),
+    "Citation": ("attnbounds.theory.statement", "Citation"),
     "Instance": ("attnbounds.theory.instance", "Instance"),
     "Quantity": ("attnbounds.theory.quantities.spec", "Quantity"),
     "quantities": ("attnbounds.theory.quantities", None),
@@ -44,6 +45,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "search": ("attnbounds.theory.search", "search"),
     "verify": ("attnbounds.theory.verify", "verify"),
     "check": ("attnbounds.theory.api", "check"),
+    "load_statements": ("attnbounds.theory.userbounds", "load"),
+    "hypothesis_catalogue": ("attnbounds.theory.userbounds", "hypothesis_catalogue"),
     "assert_bound": ("attnbounds.theory.api", "assert_bound"),
     "Record": ("attnbounds.theory.records", "Record"),
     "AttnBoundsError": ("attnbounds.theory.errors", "AttnBoundsError"),

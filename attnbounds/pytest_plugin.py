@@ -8,7 +8,7 @@ with the test outcome:
 
 - ``REFUTED``: the reading's certified counterexample file replayed as a violation (strict xfail);
 - ``VIOLATED``: the search found a certified violation in this run (the test failed; refresh the
-  counterexample files: ``python -m attnbounds.theory.counterexamples``);
+  counterexample files: ``python -m tests.oracle.refresh``);
 - ``STALE``: the counterexample file no longer violates the reading (the test failed);
 - ``SURVIVED``: no certified violation among the examples tried;
 - ``ERROR``: the test failed for another reason (a bug).

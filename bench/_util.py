@@ -6,7 +6,10 @@ Every figure is a ratio or a rate measured in the same run (never compared with 
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the test instruments (tests/planted.py) beside bench/
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # per-core figures; must precede the first numpy import
 

@@ -1,11 +1,11 @@
-"""Re-measure ``theory.search.budget.RATES``: units of search work per second, per cost class.
+"""Re-measure the search rates of the cost classes (``theory.quantities.COSTS``): units of work per second.
 
 Run: ``python bench/calibrate.py [--budget 2] [--only CLASS]``. Runs the whole search on every
 reading (one core, in process) and divides the work each method did (random and token-class batches,
 gradient starts, targeted examples, shrink evaluations, Monte Carlo refinements) by the seconds it
 took, overheads included; prints per cost class the geometric mean of those rates beside the table in
 use, and the search's wall time against its budget. The search itself never reads the clock: paste
-the new numbers into ``RATES`` only on the reference machine (2 cores, nothing else running), since
+the new numbers into ``COSTS`` only on the reference machine (2 cores, nothing else running), since
 every result depends on them.
 """
 
@@ -21,10 +21,11 @@ import numpy as np
 
 from _util import Row, table
 from attnbounds.theory import registry
-from attnbounds.theory.search import budget, search
-from attnbounds.theory.search.budget import RATES
+from attnbounds.theory.families import cost
+from attnbounds.theory.quantities import COSTS
+from attnbounds.theory.search import search
 
-#: method -> (Rates attribute, where its units are counted: the plan or the method's tried count)
+#: method -> (Cost attribute, where its units are counted: the plan or the method's tried count)
 METHODS = {"random": ("random_per_s", "random_batches"), "classes": ("class_per_s", "class_batches"),
            "gradient": ("gradient_per_s", "gradient_starts"), "targeted": ("targeted_per_s", "tried"),
            "shrink": ("shrink_per_s", "tried"), "refine": ("refine_per_s", "tried")}
@@ -36,7 +37,7 @@ def rows(budget_s: float, only: str | None = None) -> list[Row]:
     rates: dict[tuple[str, str], list[float]] = defaultdict(list)
     walls: dict[str, list[float]] = defaultdict(list)
     for st in registry.all_statements():
-        cls = budget.cost_class(st)
+        cls = cost(st).name
         if only is not None and cls != only:
             continue
         t = time.perf_counter()
@@ -58,7 +59,7 @@ def rows(budget_s: float, only: str | None = None) -> list[Row]:
             got = rates.get((cls, method))
             if got:
                 out.append(Row(f"calibrate {cls}", f"{method} units/s", float(np.exp(np.mean(np.log(got)))), "",
-                               f"table: {getattr(RATES[cls], attr):g}", None,
+                               f"table: {getattr(COSTS[cls], attr):g}", None,
                                f"{len(got)} readings, {min(got):.3g} .. {max(got):.3g}"))
     return out
 
@@ -66,6 +67,6 @@ def rows(budget_s: float, only: str | None = None) -> list[Row]:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=float, default=2.0, help="seconds of search per reading (default 2)")
-    ap.add_argument("--only", choices=sorted(RATES), help="one cost class")
+    ap.add_argument("--only", choices=sorted(COSTS), help="one cost class")
     args = ap.parse_args()
     print(table(rows(args.budget, args.only)))

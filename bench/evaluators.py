@@ -23,10 +23,9 @@ import numpy as np
 
 from _util import Row, interleaved, table, timed
 from attnbounds.theory import registry
-from attnbounds.theory.families import Spec, build
+from attnbounds.theory.families import Spec, build, cost
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.search.budget import cost_class
 from attnbounds.theory.statement import Statement
 
 SIZES = {  # (B, L, N, d) per cost class
@@ -54,7 +53,7 @@ def floor(inst: Instance) -> float:
 
 
 def batch_for(st: Statement, seed: int = 0) -> Instance:
-    B, L, N, d = SIZES[cost_class(st)]
+    B, L, N, d = SIZES[cost(st).name]
     spec = Spec(B=B, L=L, N=N, d=d, logits="gaussian", embeddings="gaussian", normaliser="softmax", T=1.0,
                 delta_rel=0.5, mc_draws=2000, seed=seed)
     return build(st, spec)

@@ -24,7 +24,7 @@ from _util import Row, table
 def _kill(args: tuple[int, float]) -> dict:
     from attnbounds.theory.certify import certify
     from attnbounds.theory.search import search
-    from attnbounds.theory.search.planted import long_context_set
+    from tests.planted import long_context_set
 
     index, budget = args
     planted = long_context_set("all")[index]
@@ -50,7 +50,7 @@ def _range(threshold: int | None) -> str:
 
 
 def kill_rows(budget: float, jobs: int) -> list[Row]:
-    from attnbounds.theory.search.planted import long_context_set
+    from tests.planted import long_context_set
 
     n = len(long_context_set("all"))
     with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -84,7 +84,7 @@ def kill_rows(budget: float, jobs: int) -> list[Row]:
 def budget_rows(budget: float) -> list[Row]:
     """What twice the budget buys for one planted statement: instances evaluated and the longest context."""
     from attnbounds.theory.search import search
-    from attnbounds.theory.search.planted import weights_upper
+    from tests.planted import weights_upper
 
     st = weights_upper(0.01, 3.5).statement
     out = {}

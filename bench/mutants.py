@@ -2,7 +2,7 @@
 
 Run: ``python bench/mutants.py [--budget S] [--jobs N]``. Every reading is searched with the
 default budget; a reading *survives* when no candidate has a relative margin below
-``-theory.search.score.REAL``. For each survivor two mutants are searched with the same budget:
+``-theory.margins.REAL``. For each survivor two mutants are searched with the same budget:
 ``scaled(st, 0.97)`` (right-hand side 3 % tighter: false as soon as the bound is attained within
 3 %, must be REFUTED, i.e. a candidate certified ``violated``) and ``scaled(st, 1.03)`` (looser:
 must not be). Time to the first certified counterexample = the search's first float violation
@@ -22,8 +22,9 @@ import numpy as np
 
 from _util import Row, table
 from attnbounds.theory import registry
-from attnbounds.theory.search import DEFAULT_BUDGET_S, scaled, search
-from attnbounds.theory.search.score import REAL
+from attnbounds.theory.margins import REAL
+from attnbounds.theory.search import DEFAULT_BUDGET_S, search
+from tests.planted import scaled
 
 MAX_CERTIFY = 16
 

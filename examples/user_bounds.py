@@ -2,15 +2,17 @@
 
     attnbounds verify --statements examples/user_bounds.py
 
-Define ``STATEMENTS`` (a list of attnbounds.theory.statement.Statement) and/or ``NORMALISERS`` (name ->
+Define ``STATEMENTS`` (a list of attnbounds.Statement) and/or ``NORMALISERS`` (name ->
 constructor or RatioNormaliser). Symbols are bound to quantities by name (``bindings``).
 """
 
 import sympy as sp
 
-from attnbounds.theory import hypotheses as hyp
-from attnbounds.theory.normalisers import RatioNormaliser, l_sym
-from attnbounds.theory.statement import Citation, Statement
+import attnbounds
+from attnbounds import Citation, Statement
+
+hyp = attnbounds.hypotheses
+RatioNormaliser, l_sym = attnbounds.normalisers.RatioNormaliser, attnbounds.normalisers.l_sym
 
 T, L = sp.symbols("T L", positive=True)
 J_row = sp.Symbol("J_row", nonnegative=True)

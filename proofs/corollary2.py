@@ -11,6 +11,7 @@ import sympy as sp
 
 from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Witness, Z3, reals
 from attnbounds.proofs.subsets import P_EXCLUDED, P_GIVEN_EXCLUDED, P_INCLUDED, jensen
+from attnbounds.theory import hypotheses as hyp
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
 
@@ -18,7 +19,8 @@ A, E_dtilde, L, N, m = reals("A E_dtilde L N m")
 e1, es, ed, SE, SG, E_i, A_i, G_i = reals("e_1 e_s e_d SE SG E_i A_i G_i")
 s, Wv = reals("s W")  # vectors (used linearly)
 BINDINGS = {"A": "A_norm", "m": "m_norm"}
-SIZES = (Assume("L >= 2 tokens", sp.Ge(L, 2), "L>=2"), Assume("at most L selected tokens", sp.Le(N, L), "domain(N)"))
+SIZES = (Assume("L >= 2 tokens", sp.Ge(L, 2), hyp.L_AT_LEAST_2.id),
+         Assume("at most L selected tokens", sp.Le(N, L), hyp.domain_id("N")))
 
 
 def _equal_x(L_: int, N_: int, logits: np.ndarray | None = None) -> Instance:
@@ -39,7 +41,7 @@ R1_I = Derivation(
         jensen("|E_i - A_i| <= E[| ||alpha_i x_i - s|| - A_i | | i not in S] <= G_i = E[||s|| | i not in S] (|.| is the "
                "norm on R), A_i = alpha_i ||x_i||", result=sp.And(sp.Le(E_i - A_i, G_i), sp.Le(A_i - E_i, G_i))),
         Cite("triangle", "G_i = E[||s|| | i not in S] <= sum_{j != i} P(j in S | i not in S) alpha_j ||x_j|| = "
-             "N/(L-1) (A - A_i)", (P_GIVEN_EXCLUDED,), uses=("L>=2",), result=sp.Le(G_i, N / (L - 1) * (A - A_i))),
+             "N/(L-1) (A - A_i)", (P_GIVEN_EXCLUDED,), uses=(hyp.L_AT_LEAST_2.id,), result=sp.Le(G_i, N / (L - 1) * (A - A_i))),
         Cite("termwise", "summing over the L tokens, with sum_i A_i = A: |SE - A| <= SG = sum_i G_i and "
              "SG <= N/(L-1) (L A - A)",
              given=(sp.Le(E_i - A_i, G_i), sp.Le(A_i - E_i, G_i), sp.Le(G_i, N / (L - 1) * (A - A_i))),

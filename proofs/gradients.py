@@ -14,6 +14,7 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Step, Witness, Z3, reals, vector
+from attnbounds.theory import hypotheses as hyp
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
 
@@ -22,7 +23,7 @@ F_l2, L, T, alpha_max, alpha_min, dF_l2, dF_max, eps, g_absmax, g_fd, jac = real
 Sv, Dm, nF, nFp, nD, nR, lo, hi, lam, G, Fr, JF, Rn, Sq, Dn = reals(
     "S D n_F n_Fp n_D n_R lo hi lambda G Fr J_F R_n Sq D_n")
 S0, S2, S3, Sw1, Sw2, Qd, qC, al, aj = reals("S_0 S_2 S_3 Sw_1 Sw_2 Q q_C alpha a_j")
-F_POS, SOFTMAX = "F-positive", "softmax"
+F_POS, SOFTMAX = hyp.F_POSITIVE.id, hyp.SOFTMAX.id
 
 # --- the Jacobian, entry by entry, for any number of tokens -------------------------------------
 _li, _lj, _R = reals("l_i l_j R")  # R: the sum of F over the other tokens (free of l_i and l_j)
@@ -80,7 +81,7 @@ LEMMA2_MINF = Derivation(
     ("lemma2[minF]",),
     "the two-term bound with S >= L min F, ||F|| <= sqrt(L) max F, ||F'|| <= sqrt(L) max|F'|",
     (
-        Assume("an instance has L >= 1 tokens", sp.Ge(L, 1), "domain(L)"),
+        Assume("an instance has L >= 1 tokens", sp.Ge(L, 1), hyp.domain_id("L")),
         *TWO_TERM,
         Cite("norm-nonnegative", "n_F = ||F||, n_F' = ||F'|| and D = max_j |F'(l_j)| are >= 0",
              result=sp.And(sp.Ge(nF, 0), sp.Ge(nFp, 0), sp.Ge(Dm, 0))),
@@ -165,7 +166,7 @@ LEMMA2_SHARP = Derivation(
 
 _lz, _c = reals("l c")
 SOFTMAX_G = Identity("softmax: g = d/dl (l/T + c) = 1/T", sp.diff(_lz / T + _c, _lz), 1 / T, uses=(SOFTMAX,))
-T_POSITIVE = Assume("the temperature is positive", sp.Gt(T, 0), "domain(T)")
+T_POSITIVE = Assume("the temperature is positive", sp.Gt(T, 0), hyp.domain_id("T"))
 
 COR3_SPECTRAL = Derivation(
     "corollary3.softmax.frobenius",
@@ -240,9 +241,9 @@ COR3_FD = Derivation(
     "mean value inequality with sup ||J||_2 <= 1/(2T); and ||alpha - alpha'|| <= sqrt(2) on the simplex",
     (
         T_POSITIVE,
-        Assume("the finite-difference step is positive", sp.Gt(eps, 0), "domain(eps)"),
+        Assume("the finite-difference step is positive", sp.Gt(eps, 0), hyp.domain_id("eps")),
         Cite("mean-value", "softmax is C^1: D_n = ||alpha(l + eps v) - alpha(l)|| <= eps ||v|| sup_t ||J(l + t eps v)||_2 "
-             "<= eps / (2T) by corollary3[spectral,corrected] and ||v|| = 1", uses=(SOFTMAX, "unit-direction"),
+             "<= eps / (2T) by corollary3[spectral,corrected] and ||v|| = 1", uses=(SOFTMAX, hyp.UNIT_DIRECTION.id),
              given=(sp.Gt(T, 0), sp.Gt(eps, 0)), result=sp.Le(Dn, eps / (2 * T))),
         Cite("simplex-diameter", "alpha(l) and alpha(l + eps v) lie on the simplex: D_n^2 = ||a||^2 + ||b||^2 - 2 <a, b> "
              "<= 2, D_n >= 0",

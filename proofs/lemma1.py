@@ -11,6 +11,7 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Sign, Witness, Z3, reals
+from attnbounds.theory import hypotheses as hyp
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
 
@@ -18,7 +19,7 @@ C_1, C_2, Delta, Delta_max, L, T, alpha_i = reals("C_1 C_2 Delta Delta_max L T a
 f, S, lo, hi, u, Fj, ej, c, D2 = reals("f S lo hi u F_j e_j c D_2")
 l, l_i, l_j, j = reals("l l_i l_j j")
 T_pos = sp.Symbol("T", positive=True)  # the sign check below reasons with sympy's assumption T > 0
-L_TOKENS = Assume("an instance has L >= 1 tokens", sp.Ge(L, 1), "domain(L)")
+L_TOKENS = Assume("an instance has L >= 1 tokens", sp.Ge(L, 1), hyp.domain_id("L"))
 
 
 def _termwise_sum(what: str, t_lo: sp.Expr, t_hi: sp.Expr, term: sp.Symbol) -> Cite:
@@ -35,10 +36,10 @@ LEMMA1 = Derivation(
     (
         L_TOKENS,
         Assume("alpha = F / sum F: alpha_i = f / S with f = F(l_i), S = sum_j F(l_j)", sp.Eq(alpha_i, f / S),
-               "F-positive"),
+               hyp.F_POSITIVE.id),
         Cite("extreme-value", "F is continuous and positive on the compact [-a, a], so lo = min F > 0 and hi = max F "
              "exist, and lo <= F(l_j) <= hi for every token (f = F(l_i) among them) since |l_j| <= a",
-             uses=("F-positive", "logits-bounded"),
+             uses=(hyp.F_POSITIVE.id, hyp.LOGITS_BOUNDED.id),
              result=sp.And(sp.Gt(lo, 0), sp.Le(lo, Fj), sp.Le(Fj, hi), sp.Le(lo, f), sp.Le(f, hi))),
         _termwise_sum("F(l_j)", lo, hi, Fj),
         Z3("f in [lo, hi] and S in [L lo, L hi] give lo/(L hi) <= f/S <= hi/(L lo)",
@@ -60,12 +61,12 @@ def _corollary1_steps(bounds: str, spread: sp.Expr, logit_bounds: sp.Basic) -> t
     gap = sp.And(sp.Le(l_j - l_i, spread), sp.Le(l_i - l_j, spread))
     return (
         L_TOKENS,
-        Assume("the temperature is positive", sp.Gt(T, 0), "domain(T)"),
+        Assume("the temperature is positive", sp.Gt(T, 0), hyp.domain_id("T")),
         Assume("softmax with temperature T (log F = l/T + c): alpha_i = F(l_i) / sum_j F(l_j) = 1 / S with "
-               "S = sum_j e_j, e_j = F(l_j) / F(l_i)", sp.Eq(alpha_i, 1 / S), "softmax"),
+               "S = sum_j e_j, e_j = F(l_j) / F(l_i)", sp.Eq(alpha_i, 1 / S), hyp.SOFTMAX.id),
         Identity("log F = l/T + c: e_j = F(l_j) / F(l_i) = exp((l_j - l_i)/T)",
                  sp.exp(l_j / T + c) / sp.exp(l_i / T + c), sp.exp((l_j - l_i) / T)),
-        Cite("cauchy-schwarz", f"l_j = <q, k_j> for every token: |l_j| <= ||q|| ||k_j||; {bounds}", uses=("logits-qk",),
+        Cite("cauchy-schwarz", f"l_j = <q, k_j> for every token: |l_j| <= ||q|| ||k_j||; {bounds}", uses=(hyp.LOGITS_QK.id,),
              result=logit_bounds),
         Z3("the triangle inequality on the reals bounds the logit gaps", gap,
            tuple(a for a in logit_bounds.args)),

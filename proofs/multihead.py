@@ -11,6 +11,7 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Witness, reals
+from attnbounds.theory import hypotheses as hyp
 from attnbounds.theory.instance import Instance
 
 H, p, coverage, P0, Qh, total, h = reals("H p coverage P_0 Q total h")
@@ -23,12 +24,12 @@ COVERAGE = Derivation(
         Cite("distributivity", "the 2^H outcomes of the H heads (each covering with probability p or not with 1 - p) "
              "have total probability prod_{h=1}^H (p + (1 - p)) = 1",
              (Identity("prod_{h=1}^H (p + (1 - p)) = 1 for every H", sp.Product(p + (1 - p), (h, 1, H)).doit(), 1),),
-             uses=("independent-heads",), result=sp.Eq(total, 1)),
+             uses=(hyp.INDEPENDENT_HEADS.id,), result=sp.Eq(total, 1)),
         Cite("complement", "coverage = P(at least one head covers) = 1 - P_0, P_0 = P(no head covers)",
              given=(sp.Eq(total, 1),), result=sp.Eq(coverage, 1 - P0)),
         Cite("independence", "P_0 = P(all H heads miss) = prod_{h=1}^H (1 - p) = (1 - p)^H =: Q",
              (Identity("prod_{h=1}^H (1 - p) = (1 - p)^H for every H", sp.Product(1 - p, (h, 1, H)).doit(), (1 - p) ** H),),
-             uses=("independent-heads",), result=sp.Eq(P0, Qh)),
+             uses=(hyp.INDEPENDENT_HEADS.id,), result=sp.Eq(P0, Qh)),
         Conclude(sp.And(sp.Le(coverage, 1 - Qh), sp.Le(1 - Qh, coverage)), {"coverage": "coverage_enum"},
                  definitions={(1 - p) ** H: Qh}, text="coverage = 1 - (1 - p)^H = 1 - Q"),
     ),

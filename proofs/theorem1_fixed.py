@@ -13,6 +13,7 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Witness, Z3, reals
+from attnbounds.theory import hypotheses as hyp
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
 from attnbounds.theory.statements.theorem1 import FIXED_BINDINGS, GROUPING
@@ -24,7 +25,7 @@ x_i, x_j, t, W, y = reals("x_i x_j t W y")  # vectors (used linearly)
 G1 = (1 - abar_N) * d_1 + max_norm * (abar_N * (L - N) - (1 - abar_N))
 R2_BOUND = (1 - abar_N) * d_1 + sp.Abs(1 - 2 * abar_N) * max_norm
 
-SIMPLEX, TOP_N = "simplex", "top-N"
+SIMPLEX, TOP_N = hyp.SIMPLEX.id, hyp.TOP_N.id
 NORMS = Cite("norm-nonnegative", "||x_i - x_j||, ||x_j||, ||t|| are norms",
              result=sp.And(sp.Ge(n1, 0), sp.Ge(n2, 0), sp.Ge(n3, 0)))
 

@@ -14,6 +14,7 @@ import sympy as sp
 
 from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Sign, Witness, Z3, reals
 from attnbounds.proofs.subsets import (P_EXCLUDED, P_GIVEN_EXCLUDED, P_INCLUDED, P_PAIR, P_SAMPLED, Ni, jensen, n)
+from attnbounds.theory import hypotheses as hyp
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
 from attnbounds.theory.statements.theorem1 import COEFFICIENTS, XBARS
@@ -34,7 +35,7 @@ CONDITIONAL_MEAN = (
          "E_i = E[||alpha_i x_i - s|| | i not in S], SE = sum_i E_i", result=sp.Eq(E_dtilde, P * SE)),
     Cite("linearity-of-expectation", "given i not in S, S is a uniform N-subset of the other L-1 tokens: "
          "E[s | i not in S] = sum_{j != i} P(j in S | i not in S) alpha_j x_j = N/(L-1) sum_{j != i} alpha_j x_j",
-         (P_GIVEN_EXCLUDED,), uses=("L>=2",)),
+         (P_GIVEN_EXCLUDED,), uses=(hyp.L_AT_LEAST_2.id,)),
     Identity("with R = sum_{j != i} alpha_j x_j and m = alpha_i x_i + R: rho R = rho (m - alpha_i x_i), rho = N/(L-1)",
              rho * R, rho * ((a_i * x_i + R) - a_i * x_i), vectors=(x_i, R)),
     Identity("E[alpha_i x_i - s | i not in S] = alpha_i x_i - rho (m - alpha_i x_i) = alpha_i (1 + rho) x_i - rho m: "
@@ -92,7 +93,7 @@ GAP = Derivation(
         Cite("bilinearity", "Z - E Z = -(s - E s): with y_j = alpha_j x_j, the n = L-1 indicators 1{j in S} (j != i) have "
              "Var = p(1-p), Cov = q - p^2 (p = N/n, q = N(N-1)/(n(n-1))), so W_i = E||s - E s||^2 = p(1-p) Y1 + "
              "(q - p^2)(Y2 - Y1), Y1 = sum ||y_j||^2, Y2 = ||sum y_j||^2 (sums over j != i)", (P_SAMPLED, P_PAIR),
-             uses=("L>=2",), result=sp.Eq(W_i, (p_in * (1 - p_in) * Y1 + (q_in - p_in**2) * (Y2 - Y1)).subs(
+             uses=(hyp.L_AT_LEAST_2.id,), result=sp.Eq(W_i, (p_in * (1 - p_in) * Y1 + (q_in - p_in**2) * (Y2 - Y1)).subs(
                  {Ni: N, n: L - 1}))),
         Identity("with p = N/n, q = N(N-1)/(n(n-1)), n = L - 1: p(1-p) Y1 + (q - p^2)(Y2 - Y1) = N (n-N)/(n-1) sigma^2, "
                  "sigma^2 = Y1/n - Y2/n^2 the population variance of {y_j : j != i}",

@@ -16,6 +16,7 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Witness, Z3, reals, vector
+from attnbounds.theory import hypotheses as hyp
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
 from attnbounds.theory.statements._symbols import i, xi
@@ -24,7 +25,7 @@ from attnbounds.theory.statements.corrections import C, TAIL
 E_Ns, L, M, N, delta, r = reals("E_Ns L M N delta r")
 Ps, Qs, Cs, X, Bsum, xis, pr, W, EW, Zn, EZ2, gamma, D2 = reals("P Q C X B xi_i p W E_W Z E_Z2 gamma D")
 a1, a2, a3 = reals("a_1:4")
-SPHERE, SIMPLEX = "assumptions-1-2", "simplex"
+SPHERE, SIMPLEX = hyp.SPHERE_FEASIBLE.id, hyp.SIMPLEX.id
 #: xi_i^2 (quantity xi): M^2 P_i^2 - (delta^2/2)(P_i^2 - Q_i), P_i, Q_i the sum and sum of squares of the other
 #: selected weights, C_i = P_i^2 - Q_i
 XI_SQUARED = M**2 * Ps**2 - delta**2 / 2 * (Ps**2 - Qs)
@@ -71,7 +72,7 @@ SURELY = (
        (sp.Le(Zn**2, M**2 * Qs + (M**2 - delta**2 / 2) * Cs), sp.Eq(Cs, Ps**2 - Qs), sp.Ge(Zn, 0), sp.Ge(xis, 0),
         sp.Eq(xis**2, XI_SQUARED))),
 )
-R_POSITIVE = Assume("the radius is positive", sp.Gt(r, 0), "domain(r)")
+R_POSITIVE = Assume("the radius is positive", sp.Gt(r, 0), hyp.domain_id("r"))
 
 LOWER = Derivation(
     "theorem2.lower.relaxed.markov",
@@ -79,7 +80,7 @@ LOWER = Derivation(
     "||s - alpha_i x_i|| <= xi_i surely (Assumptions 1-2), then Markov's inequality",
     (
         R_POSITIVE,
-        Assume("N >= 1 selected tokens", sp.Ge(N, 1), "domain(N)"),
+        Assume("N >= 1 selected tokens", sp.Ge(N, 1), hyp.domain_id("N")),
         *SURELY,
         Cite("markov", "||Z_i|| >= 0 and r > 0: W = P(||Z_i|| > r) <= E||Z_i|| / r <= xi_i / r", uses=(SPHERE,),
              given=(sp.Gt(r, 0), sp.Ge(Zn, 0), sp.Le(Zn, xis)), result=sp.Le(W, xis / r)),
@@ -104,8 +105,8 @@ UPPER = Derivation(
     "W_i = xi_i^2 - ||Z_i||^2 >= 0 has mean <= C_i (M^2 L/(L-1) - delta^2/2) by exchangeability; Markov's inequality",
     (
         R_POSITIVE,
-        Assume("L >= 2 tokens", sp.Ge(L, 2), "L>=2"),
-        Assume("N >= 1 selected tokens", sp.Ge(N, 1), "domain(N)"),
+        Assume("L >= 2 tokens", sp.Ge(L, 2), hyp.L_AT_LEAST_2.id),
+        Assume("N >= 1 selected tokens", sp.Ge(N, 1), hyp.domain_id("N")),
         *SURELY,
         Cite("exchangeability", "the Assumption 1-2 law (i.i.d. uniform points conditioned on a permutation-invariant "
              "event) is exchangeable: E<x_j, x_k> = gamma for every pair j != k", uses=(SPHERE,)),

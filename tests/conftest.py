@@ -1,7 +1,7 @@
 """Test configuration: the oracle's hypothesis profiles and one BLAS/torch thread per xdist worker.
 
 Profiles (select with ``--hypothesis-profile NAME`` or the environment variable ``ATTNBOUNDS_PROFILE``):
-``ci`` (default, used by ``.ci/run``) and ``thorough`` (see :func:`attnbounds.theory.oracle.register_profiles`).
+``ci`` (default, used by ``.ci/run``) and ``thorough`` (see :func:`tests.oracle.check.register_profiles`).
 The verdict table at the end of a run comes from the attnbounds pytest plugin (:mod:`attnbounds.pytest_plugin`).
 """
 
@@ -12,7 +12,7 @@ import sys
 
 from hypothesis import settings
 
-from attnbounds.theory.oracle import register_profiles
+from tests.oracle.check import register_profiles
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 

@@ -54,7 +54,7 @@ def _env_number(name: str, kind: type) -> Any:
 def budget_and_seed(budget: float | None, seed: int | None) -> tuple[float, int]:
     """The budget and seed of a check: the arguments, else ``$ATTNBOUNDS_BUDGET`` / ``$ATTNBOUNDS_SEED``, else the
     defaults of ``attnbounds verify``; validated as there."""
-    from attnbounds.theory.verify import DEFAULT_BUDGET_S, _check_budget
+    from attnbounds.theory.verify import DEFAULT_BUDGET_S, check_arguments
 
     if budget is None:
         budget = _env_number("ATTNBOUNDS_BUDGET", float)
@@ -64,7 +64,7 @@ def budget_and_seed(budget: float | None, seed: int | None) -> tuple[float, int]
     seed = 0 if seed is None else seed
     if isinstance(budget, bool) or not isinstance(budget, (int, float)):
         raise InvalidArgument(f"budget must be a number of seconds, got {budget!r}")
-    _check_budget(float(budget), seed)
+    check_arguments(float(budget), seed)
     return float(budget), int(seed)
 
 
@@ -176,10 +176,10 @@ def check(relation: str, *, hypotheses: Iterable[str] = (), fixed: Mapping[str, 
     from attnbounds.theory import userbounds
     from attnbounds.theory.verify import verify
 
-    from attnbounds.theory.cli import _search_home
+    from attnbounds.theory.cachedir import hypothesis_home
 
     budget_s, seed_ = budget_and_seed(budget, seed)
-    _search_home()  # hypothesis' files in the attnbounds cache, never in the folder the check runs from
+    hypothesis_home()  # hypothesis' files in the attnbounds cache, never in the folder the check runs from
     user = statement(relation, hypotheses=hypotheses, fixed=fixed, ranges=ranges, defaults=defaults,
                      normaliser=normaliser, id=id)
     with userbounds.registered(user.normalisers):

@@ -49,16 +49,14 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from attnbounds.theory.errors import CallableFailed, InvalidArgument, NotApplicable
-from attnbounds.theory.normalisers import Normaliser, RatioNormaliser, _check_logits
-from attnbounds.theory.statement import Hypothesis, Statement
+from attnbounds.theory.normalisers import Normaliser, RatioNormaliser, check_logits
+from attnbounds.theory.hypotheses import Hypothesis
+from attnbounds.theory.statement import Statement
 from attnbounds.theory.validation import positive
 
 #: the most logits (rows times tokens) a callable is evaluated on at once: token classes are written out token by
 #: token for it (the search draws fewer rows of long classes), and a longer class instance is skipped (NOT-APPLICABLE)
 MAX_EXPANDED = 1 << 20
-#: per cost class, the share of a budget's random and class batches a statement about a callable gets (torch, batch by batch, and
-#: autograd Jacobians are slower than the generated numpy kernels the rates are measured on)
-CALLABLE_RATE = {"default": 0.25, "jacobian": 0.08}
 #: random logit rows a callable is checked on when loaded (shape, finiteness, permutation equivariance, log F)
 CHECKS = 24
 #: relative agreement required between a callable and its log F (plus rounding of log F's magnitude, see :func:`_agree`)
@@ -207,7 +205,7 @@ class CallableNormaliser(Normaliser):
 
     def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
         torch = _torch()
-        lg = _check_logits(logits)
+        lg = check_logits(logits)
         dense, firsts = (lg, None) if counts is None else self._expand(lg, counts)
         t = torch.as_tensor(dense, dtype=torch.float64)
         with torch.no_grad():
@@ -224,7 +222,7 @@ class CallableNormaliser(Normaliser):
     def jacobian(self, logits: Any) -> np.ndarray:
         """``J[b, i, j] = d alpha_i / d l_j`` by autograd (rows are independent: one Jacobian of the summed rows)."""
         torch = _torch()
-        lg = torch.as_tensor(_check_logits(logits), dtype=torch.float64)
+        lg = torch.as_tensor(check_logits(logits), dtype=torch.float64)
         try:
             J = torch.autograd.functional.jacobian(lambda z: self._call(z).sum(0), lg, vectorize=True)  # (L, B, L)
         except CallableFailed:
@@ -397,8 +395,9 @@ class Declared:
         return CallableNormaliser(self.name, self.fn, overrides.get("T", self.ratio().params.get("T", 1.0)), self.state)
 
 
-class _SameNormaliser:
-    """The check of ``normaliser(<name>)``: the instance's normaliser is ``proto`` (any temperature)."""
+class SameNormaliser:
+    """The check of ``normaliser(<name>)``: the instance's normaliser is ``proto`` (any temperature); the
+    hypothesis's ``names`` (:class:`attnbounds.theory.hypotheses.NamedNormaliser`)."""
 
     def __init__(self, proto: Normaliser, declared: Declared | None = None):
         self.proto = proto
@@ -411,10 +410,10 @@ class _SameNormaliser:
         p = self.proto
         if n is None or type(n) is not type(p) or getattr(n, "name", None) != getattr(p, "name", None):
             return False
-        if isinstance(p, RatioNormaliser):
-            return n.log_F == p.log_F  # type: ignore[attr-defined]
-        if isinstance(p, CallableNormaliser):
-            return n.fn is p.fn  # type: ignore[attr-defined]
+        if isinstance(p, RatioNormaliser) and isinstance(n, RatioNormaliser):
+            return bool(n.log_F == p.log_F)
+        if isinstance(p, CallableNormaliser) and isinstance(n, CallableNormaliser):
+            return n.fn is p.fn
         return True
 
     def __call__(self, inst: Any) -> np.ndarray:
@@ -435,8 +434,10 @@ def same_normaliser(name: str, proto: Normaliser, declared: Declared | None = No
     others = {k: v for k, v in proto.params.items() if k != "T"} if isinstance(proto, RatioNormaliser) else {}
     fixed = (", its other parameters at " + ", ".join(f"{k} = {float(np.ravel(v)[0]):g}" for k, v in sorted(others.items()))
              if others else "")
+    same = SameNormaliser(proto, declared)
     return Hypothesis(f"normaliser({name})", f"the weights come from the normaliser {name!r} ({kind}), at any "
-                      f"temperature{fixed}", _SameNormaliser(proto, declared), relax=_relax_rule(name, proto))
+                      f"temperature{fixed}", same, relax=_relax_rule(name, proto), exact=True, normaliser="form",
+                      names=same)
 
 
 def _relax_rule(name: str, proto: Normaliser) -> Any:
@@ -451,8 +452,8 @@ def _relax_rule(name: str, proto: Normaliser) -> Any:
 def uncertified(statement: Statement) -> str | None:
     """Why nothing about ``statement`` can be certified (it is about a callable without log F), or None."""
     for h in statement.hypotheses:
-        if getattr(h.check, "certifiable", True) is False:
-            return (f"the normaliser {h.check.proto.name!r} is a Python callable without log F: it has no interval "  # type: ignore[attr-defined]
+        if h.names is not None and not h.names.certifiable:
+            return (f"the normaliser {h.names.proto.name!r} is a Python callable without log F: it has no interval "
                     f"version, so a violation is found in float64 arithmetic only (not certified) and a bound that "
                     f"holds is at most VERIFIED")
     return None
@@ -460,7 +461,7 @@ def uncertified(statement: Statement) -> str | None:
 
 def _declared(statement: Statement) -> tuple[int, Declared] | None:
     for k, h in enumerate(statement.hypotheses):
-        declared = getattr(h.check, "declared", None)
+        declared = None if h.names is None else h.names.declared
         if isinstance(declared, Declared):
             return k, declared
     return None

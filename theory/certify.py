@@ -1,7 +1,7 @@
 """Certification: re-check one instance of a statement in interval arithmetic, and decide batches rigorously.
 
 :func:`certify` takes the exact float inputs of one instance, recomputes the weights and every
-quantity from its definition in balls (:mod:`attnbounds.theory.exact`, python-flint ``arb`` at 128 bits by
+quantity from its definition in balls (:mod:`attnbounds.theory.balls`, python-flint ``arb`` at 128 bits by
 default, ``mpmath.iv`` when flint is missing), checks the hypotheses that rounding could decide
 (simplex, top-N with exact ties, bounded logits) in balls, and evaluates the statement's sympy
 relation on the balls. The margin is ``rhs - lhs`` (minimum over conjuncts and, for per-token
@@ -28,38 +28,24 @@ import functools
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 
 from attnbounds.theory import balls as exact_mod
 from attnbounds.theory.errors import InvalidArgument
-from attnbounds.theory.hypotheses import is_domain
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
 from attnbounds.theory.margins import relative_margins
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.quantities.theorem2 import refine_sphere
-from attnbounds.theory.statement import Statement, _conjuncts
+from attnbounds.theory.statement import Statement, conjuncts
 
-STATUSES = ("violated", "holds", "inconclusive", "not-applicable")
-#: hypotheses re-checked in balls (their float checks could be fooled by rounding)
-BALL_HYPOTHESES = ("simplex", "top-N", "logits-bounded", "max-norm>=1", "logits-qk")
-#: hypotheses whose float check is exact: structural, exact rational arithmetic (softmax: log F = l / T + c),
-#: or comparisons of the exact input doubles; every parameter domain ``domain(<name>)`` is one of them
-EXACT_FLOAT_HYPOTHESES = ("softmax", "F-positive", "F-length-independent", "L>=2", "assumptions-1-2",
-                          "independent-embeddings", "fixed-parameters", "parameter-ranges")
-#: hypotheses that the certified object satisfies by construction once the float check passes
-BY_CONSTRUCTION = {"unit-direction": "float check; the certificate normalises v exactly to unit length",
-                   "independent-heads": "by construction: the coverage enumerates the outcomes of independent heads"}
-# Any other hypothesis (a user's, or a new one) is checked in float64 only, and a certificate that
-# depends on it is never "violated" (it says inconclusive, naming the hypothesis).
-
-
-def exact_float(hypothesis_id: str) -> bool:
-    """Whether the float check of this hypothesis is exact (:data:`EXACT_FLOAT_HYPOTHESES`, parameter domains)."""
-    return (hypothesis_id in EXACT_FLOAT_HYPOTHESES or is_domain(hypothesis_id)
-            or hypothesis_id.startswith("normaliser("))  # the normaliser's identity: its log F or its function
+#: what a certificate says about the relation on its instance
+Status = Literal["violated", "holds", "inconclusive", "not-applicable"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+#: how a certificate reports a hypothesis it takes from its float check (Hypothesis.certification)
+FLOAT_REPORT = {"exact": "float check", "float": "float check only (not certified)"}
 #: default relative band of :func:`decide` (float margins above band * magnitude are "holds")
 BAND = 1e-6
 
@@ -75,7 +61,7 @@ class Certificate:
     """
 
     statement_id: str
-    status: str
+    status: Status
     margin_lo: float
     margin_hi: float
     margin_lo_text: str
@@ -143,102 +129,18 @@ def _statement(statement: Statement | str) -> Statement:
     return resolve(statement)
 
 
-# -- hypotheses in balls -----------------------------------------------------------------------------
-def _tie_keys(ex: exact_mod.ExactInstance) -> list[Any]:
-    """Per token, a key such that equal keys imply exactly equal weights."""
-    inst = ex.inst
-    if ex.weights.startswith("recomputed") and ex.logit_source == "given":
-        return [float(v) for v in cast(np.ndarray, inst.logits)[0]]
-    if ex.weights.startswith("recomputed"):
-        return [cast(np.ndarray, inst.k)[0][i].tobytes() for i in range(ex.L)]
-    return [float(v) for v in inst.alpha[0]]
-
-
-def top_n_status(ex: exact_mod.ExactInstance) -> bool | None:
-    """True if the selection certainly holds N largest weights (exact ties allowed), False if certainly not."""
-    ops, sel, out = ex.ops, ex.sel, ex.out
-    if len(out) == 0:
-        return True
-    if ops.positive(ops.minimum(ex.alpha[sel]) - ops.maximum(ex.alpha[out])):
-        return True
-    keys = _tie_keys(ex)
-    status: bool | None = True
-    for i in out:
-        for j in sel:
-            if keys[i] == keys[j]:
-                continue
-            gap = ex.alpha[j] - ex.alpha[i]
-            if ops.positive(gap):
-                continue
-            if ops.negative(gap):
-                return False
-            status = None
-    return status
-
-
-def simplex_status(ex: exact_mod.ExactInstance) -> bool | None:
-    ops = ex.ops
-    if ex.weights.startswith("recomputed") and type(ex.inst.normaliser).__name__ == "SigmoidAttention":
-        total = ex.weighted_total(ex.alpha) - ops.num(1)
-        if ops.exact(total) and not ops.positive(ops.abs(total)):
-            return True
-        return False if (ops.positive(total) or ops.negative(total)) else None
-    # F / sum F with F = exp(log F) > 0 or relu >= 0 from the logits, or given weights (validated >= 0)
-    # renormalised: on the simplex by construction
-    return True
-
-
-def logits_qk_status(ex: exact_mod.ExactInstance) -> bool | None:
-    """``l_i = <q, k_i>`` exactly: True when the certificate computes the logits from q and k (or the given
-    logits equal those products exactly), False when a logit certainly differs, None when undecided."""
-    if ex.logit_source == "q.k":
-        return True
-    if ex.q is None or ex.k is None or ex.logits is None:
-        return False
-    ops = ex.ops
-    products = (ex.k * ex.q[None, :]).sum(axis=-1)
-    status: bool | None = True
-    for t in np.flatnonzero(ex.present):
-        gap = products[t] - ex.logits[t]
-        if ops.positive(gap) or ops.negative(gap):
-            return False
-        if not (ops.exact(gap) and not ops.positive(ops.abs(gap))):
-            status = None
-    return status
-
-
-def _sign_status(ops: Ops, b: Any) -> bool | None:
-    """True if ``b >= 0`` certainly, False if ``b < 0`` certainly, else None."""
-    return True if ops.nonnegative(b) else (False if ops.negative(b) else None)
-
-
-def logits_bounded_status(ex: exact_mod.ExactInstance, by_construction: set[str]) -> bool | None:
-    if "a" in by_construction:
-        return True
-    ops = ex.ops
-    a = ex.param("a")
-    status: bool | None = True
-    for l in cast(np.ndarray, ex.logits):
-        slack = a - ops.abs(l)
-        if ops.negative(slack):
-            return False
-        if not ops.nonnegative(slack):
-            status = None
-    return status
-
-
 # -- the relation on balls ---------------------------------------------------------------------------
 @functools.lru_cache(maxsize=512)
 def _structure(st: Statement) -> tuple[tuple[str, ...], tuple[Any, ...], tuple[tuple[str, ...], ...]]:
     """The statement's free names, its conjuncts, and each conjunct's quantity symbols (cached)."""
-    from attnbounds.theory.statement import _free_names
+    from attnbounds.theory.statement import symbol_names
 
-    conj = tuple(_conjuncts(st.relation))
-    terms = tuple(tuple(sorted(n for n in _free_names(c) if n in st.bindings)) for c in conj)
+    conj = tuple(conjuncts(st.relation))
+    terms = tuple(tuple(sorted(n for n in symbol_names(c) if n in st.bindings)) for c in conj)
     return tuple(sorted(st.symbols())), conj, terms
 
 
-def _environment(st: Statement, ex: exact_mod.ExactInstance) -> tuple[dict[str, Any], dict[str, Any]]:
+def ball_environment(st: Statement, ex: exact_mod.ExactInstance) -> tuple[dict[str, Any], dict[str, Any]]:
     """Balls of the statement's symbols: per-selected-token quantities (over the selected columns) apart."""
     env: dict[str, Any] = {}
     selected: dict[str, Any] = {}
@@ -283,7 +185,7 @@ def conjunct_balls(st: Statement, c: int, ops: Ops, env: dict[str, Any], selecte
 
 def _margin(st: Statement, ex: exact_mod.ExactInstance) -> _Margin:
     ops = ex.ops
-    env, selected = _environment(st, ex)
+    env, selected = ball_environment(st, ex)
     weights = ex.m[ex.sel] if ex.mask is not None else None
     lows, highs, worst = [], [], None
     violated, holds, strict_open = False, True, False
@@ -342,19 +244,16 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
         raise InvalidArgument(f"need 53 <= precision_bits <= max_bits, got {precision_bits}, {max_bits}")
     ops = backend(backend_name)
     one = inst.take(int(index))
-    defaulted = {n for n, v in st.defaults.items() if n not in one.params and isinstance(v, str)}
+    defaulted = frozenset(n for n, v in st.defaults.items() if n not in one.params and isinstance(v, str))
     one = st.prepare(one)
     _, failed = st.check_hypotheses(one)
     failed_ids = set(failed[0])
-    hyp_report = {h.id: ("" if h.id in BALL_HYPOTHESES else BY_CONSTRUCTION.get(h.id, "float check"))
+    hyp_report = {h.id: "" if h.ball is not None else h.construction or FLOAT_REPORT[h.certification]
                   for h in st.hypotheses}
-    float_only = [h.id for h in st.hypotheses
-                  if h.id not in (*BALL_HYPOTHESES, *BY_CONSTRUCTION) and not exact_float(h.id)]
-    for hid in float_only:
-        hyp_report[hid] = "float check only (not certified)"
+    float_only = [h.id for h in st.hypotheses if h.certification == "float"]
     base: dict[str, Any] = dict(statement_id=st.id, weights="", worst={"conjunct": -1, "token": -1}, level=None)
 
-    def finish(status: str, bits: int, m: _Margin | None, ex: exact_mod.ExactInstance | None, notes: list[str],
+    def finish(status: Status, bits: int, m: _Margin | None, ex: exact_mod.ExactInstance | None, notes: list[str],
                method: str) -> Certificate:
         if m is None:
             nan = float("nan")
@@ -372,7 +271,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                            tuple(notes + ([] if ex is None else ex.notes)), scale, time.perf_counter() - start,
                            strict=m is not None and m.strict_open and status == "inconclusive")
 
-    structural = failed_ids - set(BALL_HYPOTHESES)
+    structural = failed_ids - {h.id for h in st.hypotheses if h.ball is not None}
     if structural:
         for hid in structural:
             hyp_report[hid] = "fails (float check)"
@@ -386,18 +285,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                 ex = exact_mod.exact_instance(one, ops)
                 for name in defaulted:
                     ex.params[name] = exact_mod.value(st.defaults[name], ex)
-                statuses = {}
-                for h in st.hypotheses:
-                    if h.id == "simplex":
-                        statuses[h.id] = simplex_status(ex)
-                    elif h.id == "top-N":
-                        statuses[h.id] = top_n_status(ex)
-                    elif h.id == "logits-bounded":
-                        statuses[h.id] = logits_bounded_status(ex, defaulted)
-                    elif h.id == "max-norm>=1":
-                        statuses[h.id] = _sign_status(ops, exact_mod.value("max_norm", ex) - ops.num(1))
-                    elif h.id == "logits-qk":
-                        statuses[h.id] = logits_qk_status(ex)
+                statuses = {h.id: h.ball(ex, defaulted) for h in st.hypotheses if h.ball is not None}
                 for hid, s in statuses.items():
                     hyp_report[hid] = {True: "certified", False: "fails (certified)", None: "undecided"}[s]
                 if any(s is False for s in statuses.values()):
@@ -413,6 +301,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                     continue
                 return finish("inconclusive", bits, None, None, [f"cannot certify: {exc}"], ops.name)
             undecided = [hid for hid, s in statuses.items() if s is None]
+            status: Status
             if m.violated:
                 status = "violated"
                 if undecided or float_only:

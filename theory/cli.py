@@ -15,6 +15,7 @@ import sys
 import threading
 from typing import Any
 
+from attnbounds.theory.cachedir import hypothesis_home
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.terminal import printable
 
@@ -68,27 +69,17 @@ def _print_table(records: list) -> None:
             _say("  ".join("-" * w for w in widths))
 
 
-def _search_home() -> None:
-    """Keep hypothesis' files (its constants and character caches) in the attnbounds cache, not in the folder
-    the command runs from."""
-    from hypothesis.configuration import set_hypothesis_home_dir
-
-    from attnbounds.empirical.cachedir import cache_dir
-
-    set_hypothesis_home_dir(cache_dir("hypothesis"))
-
-
 def cmd_verify(args: argparse.Namespace) -> int:
     from attnbounds.theory import atomic, parallel
     from attnbounds.theory import records as rec
-    from attnbounds.theory.verify import _check_budget, verify
+    from attnbounds.theory.verify import check_arguments, verify
 
-    _check_budget(args.budget, args.seed)
+    check_arguments(args.budget, args.seed)
     parallel.parse(args.scheduler)  # a bad scheduler is refused before anything runs
     if args.json is not None:  # refuse an unusable output path now, not after the search
         atomic.check_target(args.json, "--json")
     user = _user_bounds(args)
-    _search_home()
+    hypothesis_home()
     records = verify(args.ids or None, budget_s=args.budget, seed=args.seed, progress=not args.quiet,
                      statements=None if user is None else user.statements, scheduler=args.scheduler)
     _stop_if_interrupted()
@@ -114,12 +105,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     from attnbounds.theory.certify import certify
     from attnbounds.theory.records import dumps
     from attnbounds.theory.serialize import instance_to_json
-    from attnbounds.theory.verify import _check_budget, default_search
+    from attnbounds.theory.verify import check_arguments, default_search
 
-    _check_budget(args.budget, args.seed)
+    check_arguments(args.budget, args.seed)
     parallel.parse(args.scheduler)
     st = _statement(args.id, _user_bounds(args))
-    _search_home()
+    hypothesis_home()
     with parallel.runner(args.scheduler) as run:
         res = default_search()(st, budget_s=args.budget, seed=args.seed, progress=not args.quiet,
                                **({"runner": run} if run.name != "none" else {}))
@@ -205,7 +196,7 @@ def cmd_cite(args: argparse.Namespace) -> int:
     else:
         st = _statement(args.id, user)
         is_user = user is not None and st in user.statements
-        _search_home()
+        hypothesis_home()
         record = verify([args.id], budget_s=args.budget, seed=args.seed, progress=not args.quiet,
                         statements=user.statements if is_user else None, scheduler=args.scheduler)[0]
     _say(record.cite())  # the sentence, the paper's BibTeX, CITATION.cff, the record's hash

@@ -15,7 +15,8 @@ from typing import Any
 
 import sympy as sp
 
-from attnbounds.theory.statement import Statement
+from attnbounds.theory.records import Verdict
+from attnbounds.theory.statement import Statement, conjuncts
 
 #: working precisions tried, in bits
 PRECISIONS = (128, 512, 2048, 4096)
@@ -26,13 +27,6 @@ DIGITS = 30
 def is_closed(statement: Statement) -> bool:
     """Whether the statement is a closed claim (no quantity, no free symbol)."""
     return not statement.bindings and not statement.relation.free_symbols
-
-
-def conjuncts(relation: sp.Basic) -> list[sp.Rel]:
-    """The conjuncts as ``lhs <= rhs`` or ``lhs < rhs``, left unevaluated (``a >= b`` is ``b <= a``)."""
-    parts = list(relation.args) if isinstance(relation, sp.And) else [relation]
-    return [p if isinstance(p, (sp.Le, sp.Lt)) else (sp.Lt if isinstance(p, sp.Gt) else sp.Le)(p.rhs, p.lhs, evaluate=False)
-            for p in parts]
 
 
 def _text(ops: Any, value: sp.Expr) -> str:
@@ -94,7 +88,7 @@ def decide_conjunct(rel: sp.Rel, written: sp.Basic | None = None) -> dict[str, A
     return out
 
 
-def decide(statement: Statement) -> tuple[str, str, dict[str, Any]]:
+def decide(statement: Statement) -> tuple[Verdict, str, dict[str, Any]]:
     """``(verdict, reason, closed_claim)`` of a closed claim (module docstring)."""
     written = list(statement.relation.args) if isinstance(statement.relation, sp.And) else [statement.relation]
     parts = [decide_conjunct(rel, w) for rel, w in zip(conjuncts(statement.relation), written)]
@@ -104,6 +98,7 @@ def decide(statement: Statement) -> tuple[str, str, dict[str, Any]]:
     def show(p: dict[str, Any]) -> str:
         return f"{p['relation']}: lhs = {p['lhs']} ({p['lhs_decimal']}), rhs = {p['rhs']} ({p['rhs_decimal']}); {p['method']}"
 
+    verdict: Verdict
     if failed:
         verdict, reason = "REFUTED", "a closed claim, decided exactly: false; " + "; ".join(show(p) for p in failed)
     elif open_:
@@ -113,7 +108,7 @@ def decide(statement: Statement) -> tuple[str, str, dict[str, Any]]:
     return verdict, reason, {"conjuncts": parts, "fixed": {k: float(v) for k, v in sorted(statement.fixed.items())}}
 
 
-def record(statement: Statement, fields: dict[str, Any], timing: dict[str, Any]) -> tuple[str, str]:
+def record(statement: Statement, fields: dict[str, Any], timing: dict[str, Any]) -> tuple[Verdict, str]:
     """Fill ``fields`` (of :func:`attnbounds.theory.verify.verify_statement`) for a closed claim; its verdict and reason."""
     t = time.perf_counter()
     verdict, reason, info = decide(statement)

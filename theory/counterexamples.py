@@ -2,48 +2,30 @@
 
 A file holds one instance (batch of one, serialised exactly by :mod:`attnbounds.theory.serialize`), the
 certificate :func:`attnbounds.theory.certify.certify` gave it, and how the search found it. Files are
-written only by :func:`refresh` (``python -m attnbounds.theory.counterexamples``), which obtains every
-counterexample by searching and certifies it before writing; never edit one by hand. The oracle
-(``tests/oracle/test_oracle.py``) re-certifies each file: a reading whose file certifies as violated is
-a strict xfail that replays the instance; a file that stops violating fails the run.
+written only by the refresh (``python -m tests.oracle.refresh`` from a source checkout), which obtains every
+counterexample by searching and certifies it before writing (:func:`write` refuses anything else); never edit one
+by hand. The oracle (``tests/oracle/test_oracle.py``) re-certifies each file: a reading whose file certifies as
+violated is a strict xfail that replays the instance; a file that stops violating fails the run.
 
-The directory is ``$ATTNBOUNDS_COUNTEREXAMPLES``, else ``tests/counterexamples`` of the source checkout.
+The directory is ``$ATTNBOUNDS_COUNTEREXAMPLES``, else the package's data folder ``theory/data/counterexamples``
+(package data: an installed wheel replays them).
 
-Refresh (from the repository root)::
+Refresh (from the repository root; ``tests/oracle/refresh.py`` says how it searches)::
 
-    python -m attnbounds.theory.counterexamples                 # every reading
-    python -m attnbounds.theory.counterexamples lemma1 ...      # some readings
-    python -m attnbounds.theory.counterexamples --examples 2000 --seeds 0 1 2 --budget 20
-
-Counterexamples are only ever obtained by searching, then certified with
-:func:`attnbounds.theory.certify.certify` before they are written; nothing is written by hand. Per reading:
-
-1. an existing file that still certifies as violated is kept (``--replace`` searches anyway);
-   a stale one is deleted;
-2. the search runs, in this order, until a certified violation turns up: the oracle's own ``ci``
-   search (derandomised, so every violation the default test run can meet is found here first),
-   seeded random hypothesis searches with targeting and shrinking (``--seeds``, ``--examples``),
-   then the counterexample search :func:`attnbounds.theory.search.search` when it is installed (``--budget``);
-3. a deterministic certificate is preferred to a statistical (Monte Carlo) one: when only the
-   latter is found, the searches run once more asking for a deterministic one.
-
-The file records the instance (exact, :mod:`attnbounds.theory.serialize`), the certificate, and how it was
-found (method, seed, examples, the shrunk spec). Exit status 0; a summary table is printed.
+    python -m tests.oracle.refresh                 # every reading
+    python -m tests.oracle.refresh lemma1 ...      # some readings
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import json
 import os
-import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from attnbounds.theory import atomic
-from attnbounds.theory.certify import Certificate
 from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.records import canonical
@@ -51,7 +33,7 @@ from attnbounds.theory.serialize import instance_from_json, instance_to_json
 from attnbounds.theory.statement import Statement
 
 DIRECTORY = Path(os.environ.get("ATTNBOUNDS_COUNTEREXAMPLES")
-                 or Path(__file__).resolve().parent.parent / "tests" / "counterexamples")
+                 or Path(__file__).resolve().parent / "data" / "counterexamples")
 FORMAT = "attnbounds.counterexample"
 VERSION = 1
 
@@ -118,109 +100,3 @@ def write(statement: Statement, inst: Instance, certificate: Any, found_by: dict
     atomic.write_text(path, json.dumps(record, indent=1) + "\n")
     recertify.cache_clear()
     return path
-
-
-#: Monte Carlo level of a stored statistical counterexample (probability that it is wrong)
-STORED_LEVEL = 1e-9
-
-
-def _searches(st: Statement, args: argparse.Namespace, want: str) -> Iterator[tuple[dict[str, Any], Any]]:
-    """``(provenance, finder)`` pairs in the order of the module docstring; finders return candidates."""
-    from hypothesis import settings
-
-    from attnbounds.theory.oracle import hypothesis_search, register_profiles
-
-    register_profiles()
-    ci = settings.get_profile("ci").max_examples
-    yield ({"method": "hypothesis search over theory.strategies.specs, derandomised as in the ci profile",
-            "examples": ci}, lambda: hypothesis_search(st, max_examples=ci, seed=None, want=want, level=STORED_LEVEL))
-    for seed in args.seeds:
-        yield ({"method": "hypothesis search over theory.strategies.specs (targeting, shrinking)", "seed": seed,
-                "examples": args.examples},
-               lambda seed=seed: hypothesis_search(st, max_examples=args.examples, seed=seed, want=want,
-                                                   level=STORED_LEVEL))
-    try:
-        from attnbounds.theory.search import search
-    except ImportError:
-        return
-    yield ({"method": "theory.search.search", "seed": args.seeds[0] if args.seeds else 0, "budget_s": args.budget},
-           lambda: search(st, budget_s=args.budget, seed=args.seeds[0] if args.seeds else 0, progress=False))
-
-
-def _certified(st: Statement, found: Any, want: str) -> tuple[Instance, Certificate, dict[str, Any]] | None:
-    """The first candidate that certifies as violated (``want="deterministic"``: not statistically)."""
-    if found is None:
-        return None
-    from attnbounds.theory.certify import certify
-    from attnbounds.theory.oracle import CertifiedViolation
-
-    if isinstance(found, CertifiedViolation):
-        cands = [(found.instance, {"batch_index": found.index, "spec": getattr(found, "spec", None)})]
-    else:  # a theory.search result: candidate instances, best first
-        cands = [(c.take(0), {"candidate_rank": k}) for k, c in enumerate(list(found.violations)[:16])]
-    for inst, where in cands:
-        if st.kind == "expectation" and "mc_level" not in inst.params:
-            inst = inst.with_params(mc_level=STORED_LEVEL)
-        cert = certify(st, inst, 0)
-        if cert.status == "violated" and (want == "any" or not cert.statistical):
-            return inst, cert, where
-    return None
-
-
-def refresh_one(st: Statement, args: argparse.Namespace) -> str:
-    """Search and certify one reading's counterexample; what was done, in a few words."""
-    old = recertify(st.id)
-    if old is not None and old.status == "violated" and not args.replace:
-        return f"kept ({old.method})"
-    best = None
-    for want in ("any", "deterministic"):
-        for provenance, finder in _searches(st, args, want):
-            hit = _certified(st, finder(), want)
-            if hit is not None:
-                best = (*hit, provenance)
-                break
-        if best is None or not best[1].statistical:
-            break
-    if best is None:
-        if old is not None:
-            path_for(st.id).unlink()
-            return f"deleted stale file ({old.status}); no violation found"
-        return "none found"
-    inst, cert, where, provenance = best
-    spec = where.pop("spec", None)
-    provenance.update(where)
-    if spec is not None:
-        provenance["spec"] = spec
-    write(st, inst, cert, provenance)
-    if load(st.id) is None or recertify(st.id).status != "violated":
-        raise RuntimeError(f"{st.id}: the written counterexample does not re-certify; this is a bug")
-    return f"written ({cert.method}{', statistical' if cert.statistical else ''})"
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attnbounds.theory.counterexamples", description=__doc__.split("\n")[0])
-    parser.add_argument("ids", nargs="*", help="reading ids (default: every registered reading)")
-    parser.add_argument("--examples", type=int, default=300, help="examples per seeded hypothesis search")
-    parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1], help="seeds of the random searches")
-    parser.add_argument("--budget", type=float, default=10.0, help="seconds for theory.search.search per reading")
-    parser.add_argument("--replace", action="store_true", help="search again even where a file still certifies")
-    args = parser.parse_args(argv)
-    import warnings
-
-    from attnbounds.theory import registry
-
-    warnings.simplefilter("ignore", RuntimeWarning)  # overflow to inf in float kernels is expected and handled
-    ids = args.ids or registry.ids()
-    from tqdm.auto import tqdm
-
-    results = {}
-    for sid in tqdm(ids, desc="refresh", unit="reading"):
-        results[sid] = refresh_one(registry.get(sid), args)
-    width = max(map(len, results))
-    for sid, what in results.items():
-        print(f"{sid.ljust(width)}  {what}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.hypotheses import smallest_length
 from attnbounds.theory.instance import MAX_LENGTH, Instance, top_n_mask
 from attnbounds.theory.normalisers import FAMILY, Normaliser, RatioNormaliser, make
 from attnbounds.theory.quantities import COSTS, QUANTITIES, Cost, sphere_embeddings
@@ -252,9 +253,14 @@ def needs(statement: Statement) -> set[str]:
 
 
 def cost(statement: Statement) -> Cost:
-    """What one evaluation of the statement costs: its most expensive quantity's :class:`~attnbounds.theory.quantities.Cost`."""
+    """What one evaluation of the statement costs (its cost class): its most expensive quantity's
+    :class:`~attnbounds.theory.quantities.Cost`, made cheaper by its hypotheses (``Hypothesis.cheaper``: softmax makes
+    the Jacobian norms closed forms)."""
     costs = [COSTS[QUANTITIES[q].cost] for q in statement.bindings.values()]
-    return max(costs, key=lambda c: c.rank, default=COSTS["weights"])
+    out = max(costs, key=lambda c: c.rank, default=COSTS["weights"])
+    for h in statement.hypotheses:
+        out = COSTS[h.cheaper.get(out.name, out.name)]
+    return out
 
 
 def feasible_delta(L: int, d: int, M: float) -> float:
@@ -293,8 +299,9 @@ def build(statement: Statement, spec: Spec) -> Instance:
         k = k * spec.logit_scale
         kwargs.update(q=q, k=k)
         logits = np.einsum("bd,bld->bl", q, k)
-    if "a" in fixed and any(h.id == "logits-bounded" for h in statement.hypotheses) and "qk" not in need:
-        logits = np.clip(logits, -fixed["a"], fixed["a"])
+    bound = next((h.logit_bound for h in statement.hypotheses if h.logit_bound in fixed), None)
+    if bound is not None and "qk" not in need:
+        logits = np.clip(logits, -fixed[bound], fixed[bound])
     mult = np.ones((spec.B, cols)) if counts is None else counts.astype(np.float64)
     alpha = normaliser.weights(logits, counts=counts)
     from attnbounds.theory.instance import split_top_n
@@ -328,19 +335,16 @@ def _family_parameters(name: str) -> frozenset[str]:
     return frozenset(make(name).params) - {"T"}
 
 
-_NORMALISER_HYPOTHESES = {"softmax", "F-positive", "F-length-independent", "simplex"}
-
-
 def admissible_normalisers(statement: Statement) -> list[str]:
     """Family members that satisfy the statement's hypotheses on the normaliser (computed, not listed), and the
     statement's own normaliser when it names one (a ``normaliser(<name>)`` hypothesis: :mod:`attnbounds.theory.callables`).
 
     The ReLU normaliser is left out: its weights are undefined when every logit is <= 0.
     """
-    checks = tuple(h for h in statement.hypotheses if h.id.startswith("normaliser("))
+    checks = tuple(h for h in statement.hypotheses if h.names is not None)
     # a statement about one normaliser draws it whatever its other hypotheses say (they then fail on the instances:
-    # NOT-APPLICABLE, never assumed); otherwise the members satisfying them
-    checks = checks or tuple(h for h in statement.hypotheses if h.id in _NORMALISER_HYPOTHESES)
+    # NOT-APPLICABLE, never assumed); otherwise the members satisfying those on the normaliser (its form or weights)
+    checks = checks or tuple(h for h in statement.hypotheses if h.normaliser is not None)
     fixed = tuple(sorted((k, float(np.ravel(np.asarray(v, dtype=np.float64))[0])) for k, v in statement.fixed.items()
                          if np.size(v) == 1))
     out = list(_admissible(checks, tuple(FAMILY.items()), fixed))
@@ -356,7 +360,7 @@ def _admissible(checks: tuple, family: tuple, fixed: tuple = ()) -> tuple[str, .
     with the statement's ``fixed`` values of its own parameters, as the search draws it (cached: sympy decides
     positivity, about 20 ms per call)."""
     out = []
-    restricted = any(h.id.startswith("normaliser(") for h in checks)
+    restricted = any(h.names is not None for h in checks)
     for name, _ in family:
         if name == "relu" and not restricted:  # undefined when every logit is <= 0; sparsemax gives zero weights
             continue
@@ -408,7 +412,7 @@ def random_spec(rng: np.random.Generator, statement: Statement, *, B: int = 64, 
     ``max_L``; ``stratum = (j, n)`` draws log L from the j-th of n equal slices of its range instead
     (successive batches then cover every scale of L)."""
     need = needs(statement)
-    lo = 2 if "x" in need or "sphere" in need or any(h.id == "L>=2" for h in statement.hypotheses) else 1
+    lo = max(smallest_length(statement.hypotheses), 2 if "x" in need or "sphere" in need else 1)
     K = 0
     family = str(rng.choice(list(CLASS_WEIGHTS), p=list(CLASS_WEIGHTS.values())))
     if classes:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from attnbounds.theory.errors import InvalidArgument, NotApplicable
+from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.normalisers import Normaliser
 from attnbounds.theory.validation import as_float_array, integer_in
 
@@ -323,9 +323,3 @@ class Instance:
                                         arrays=arrays, **params)
         return Instance.from_weights(pick(self.alpha), x=pick(self.x), N=self.N, selection=sel, arrays=arrays,
                                      **params)
-
-
-def require(condition: bool, message: str) -> None:
-    """Raise :class:`NotApplicable` with ``message`` unless ``condition`` holds."""
-    if not condition:
-        raise NotApplicable(message)

@@ -2,7 +2,7 @@
 evaluator of sympy expressions on balls.
 
 Every backend value is a *ball*: an enclosure of one real number. ``Ops`` gathers the few
-operations certification needs, so the definition-level quantities (:mod:`attnbounds.theory.exact`) are
+operations certification needs, so the definition-level quantities (:mod:`attnbounds.theory.balls`) are
 written once for both backends. Values over tokens are numpy object arrays of balls; arithmetic
 on them is elementwise (numpy calls the balls' own operators), functions go through ``Ops.map``.
 """
@@ -13,7 +13,7 @@ import contextlib
 import functools
 import math
 from fractions import Fraction
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Protocol, cast
 
 import numpy as np
 import sympy as sp
@@ -27,6 +27,21 @@ class Unsupported(CannotCertify):
 
 class PrecisionLoss(Unsupported):
     """The balls became too wide (or NaN) at this precision; more bits may help."""
+
+
+class Ball(Protocol):
+    """An enclosure of one real number (python-flint ``arb``, ``mpmath.iv``): arithmetic with balls and numbers."""
+
+    def __add__(self, other: Any) -> "Ball": ...
+    def __radd__(self, other: Any) -> "Ball": ...
+    def __sub__(self, other: Any) -> "Ball": ...
+    def __rsub__(self, other: Any) -> "Ball": ...
+    def __mul__(self, other: Any) -> "Ball": ...
+    def __rmul__(self, other: Any) -> "Ball": ...
+    def __truediv__(self, other: Any) -> "Ball": ...
+    def __rtruediv__(self, other: Any) -> "Ball": ...
+    def __neg__(self) -> "Ball": ...
+    def __pow__(self, other: Any) -> "Ball": ...
 
 
 class Ops:
@@ -45,22 +60,22 @@ class Ops:
         raise NotImplementedError
 
     # constructors -----------------------------------------------------------------------------
-    def num(self, value: float | int) -> Any:
+    def num(self, value: float | int) -> Ball:
         """The exact ball of a double or an integer."""
         raise NotImplementedError
 
-    def rational(self, p: int, q: int) -> Any:
+    def rational(self, p: int, q: int) -> Ball:
         raise NotImplementedError
 
-    def dyadic(self, man: int, exp: int) -> Any:
+    def dyadic(self, man: int, exp: int) -> Ball:
         """``man * 2**exp`` exactly."""
         return self.num(man) * self.ipow(self.num(2), exp) if exp >= 0 else self.num(man) / self.ipow(self.num(2), -exp)
 
-    def hull(self, lo: Any, hi: Any) -> Any:
+    def hull(self, lo: Any, hi: Any) -> Ball:
         """The smallest ball containing the balls ``lo`` and ``hi``."""
         raise NotImplementedError
 
-    def pi(self) -> Any:
+    def pi(self) -> Ball:
         raise NotImplementedError
 
     # endpoints and decisions ---------------------------------------------------------------------
@@ -115,41 +130,41 @@ class Ops:
         return self.text(b, digits)
 
     # functions ----------------------------------------------------------------------------------
-    def exp(self, b: Any) -> Any:
+    def exp(self, b: Any) -> Ball:
         raise NotImplementedError
 
-    def log(self, b: Any) -> Any:
+    def log(self, b: Any) -> Ball:
         raise NotImplementedError
 
-    def sqrt(self, b: Any) -> Any:
+    def sqrt(self, b: Any) -> Ball:
         """Square root of the non-negative part of ``b`` (used on quantities >= 0 by definition)."""
         raise NotImplementedError
 
-    def abs(self, b: Any) -> Any:
+    def abs(self, b: Any) -> Ball:
         return abs(b)
 
-    def ipow(self, b: Any, n: int) -> Any:
+    def ipow(self, b: Any, n: int) -> Ball:
         """``b ** n`` for an integer ``n >= 0`` by repeated multiplication (python-flint's ``arb ** int``
         returns NaN or a loose ball when ``b`` contains 0 or is negative); even powers of ``|b|``."""
         if n == 0:
             return self.num(1)
         base = self.abs(b) if n % 2 == 0 else b
-        out = None
+        out: Ball | None = None
         while n:
             if n & 1:
                 out = base if out is None else out * base
             n >>= 1
             if n:
                 base = base * base
-        return out
+        return cast(Ball, out)  # n >= 1 here: at least one factor
 
-    def min2(self, a: Any, b: Any) -> Any:
+    def min2(self, a: Any, b: Any) -> Ball:
         raise NotImplementedError
 
-    def max2(self, a: Any, b: Any) -> Any:
+    def max2(self, a: Any, b: Any) -> Ball:
         raise NotImplementedError
 
-    def log_binomial(self, n: int, k: int) -> Any:
+    def log_binomial(self, n: int, k: int) -> Ball:
         """``log C(n, k)`` for integers ``0 <= k <= n``: exact integers while they are small, else log-Gamma."""
         if not 0 <= k <= n:
             raise InvalidArgument(f"log_binomial needs 0 <= k <= n, got n={n}, k={k}")
@@ -157,7 +172,7 @@ class Ops:
             return self.log(self.num(math.comb(n, k)))
         return self.lgamma(n + 1) - self.lgamma(k + 1) - self.lgamma(n - k + 1)
 
-    def lgamma(self, n: int) -> Any:
+    def lgamma(self, n: int) -> Ball:
         """``log Gamma(n)`` for an integer ``n >= 1``."""
         raise Unsupported("log-Gamma of large integers needs the arb backend")
 
@@ -174,19 +189,20 @@ class Ops:
     def array(self, values: Any) -> np.ndarray:
         """An object array of exact balls from a float array."""
         arr = np.asarray(values, dtype=np.float64)
-        return np.frompyfunc(self.num, 1, 1)(arr) if arr.ndim else np.array(self.num(float(arr)), dtype=object)
+        return cast(np.ndarray, np.frompyfunc(self.num, 1, 1)(arr) if arr.ndim
+                    else np.array(self.num(float(arr)), dtype=object))
 
-    def zero(self) -> Any:
+    def zero(self) -> Ball:
         return self.num(0)
 
-    def total(self, v: Any) -> Any:
+    def total(self, v: Any) -> Ball:
         """Sum of an object array (0 for an empty one)."""
         return functools.reduce(lambda a, b: a + b, list(np.ravel(v)), self.zero())
 
-    def minimum(self, v: Any) -> Any:
+    def minimum(self, v: Any) -> Ball:
         return functools.reduce(self.min2, list(np.ravel(v)))
 
-    def maximum(self, v: Any) -> Any:
+    def maximum(self, v: Any) -> Ball:
         return functools.reduce(self.max2, list(np.ravel(v)))
 
     def norm(self, v: np.ndarray, axis: int = -1) -> Any:
@@ -222,19 +238,19 @@ class ArbOps(Ops):
         man, exp = int(man), int(exp)
         return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
 
-    def num(self, value: float | int) -> Any:
+    def num(self, value: float | int) -> Ball:
         return self.arb(value)
 
-    def rational(self, p: int, q: int) -> Any:
+    def rational(self, p: int, q: int) -> Ball:
         return self.arb(self.flint.fmpq(int(p), int(q)))
 
-    def dyadic(self, man: int, exp: int) -> Any:
+    def dyadic(self, man: int, exp: int) -> Ball:
         return self.arb((self.flint.fmpz(int(man)), self.flint.fmpz(int(exp))))
 
-    def hull(self, lo: Any, hi: Any) -> Any:
+    def hull(self, lo: Any, hi: Any) -> Ball:
         return lo.union(hi)
 
-    def pi(self) -> Any:
+    def pi(self) -> Ball:
         return self.arb.pi()
 
     def lower(self, b: Any) -> Any:
@@ -268,22 +284,22 @@ class ArbOps(Ops):
     def endpoint_text(self, b: Any, digits: int = 20) -> str:
         return b.str(digits, radius=False) if b.is_finite() else str(b)
 
-    def exp(self, b: Any) -> Any:
+    def exp(self, b: Any) -> Ball:
         return b.exp()
 
-    def log(self, b: Any) -> Any:
+    def log(self, b: Any) -> Ball:
         return b.log()
 
-    def sqrt(self, b: Any) -> Any:
+    def sqrt(self, b: Any) -> Ball:
         return b.nonnegative_part().sqrt()
 
-    def min2(self, a: Any, b: Any) -> Any:
+    def min2(self, a: Any, b: Any) -> Ball:
         return a.min(b)
 
-    def lgamma(self, n: int) -> Any:
+    def lgamma(self, n: int) -> Ball:
         return self.arb(n).lgamma()
 
-    def max2(self, a: Any, b: Any) -> Any:
+    def max2(self, a: Any, b: Any) -> Ball:
         return a.max(b)
 
 
@@ -315,7 +331,7 @@ class MpmathOps(Ops):
         man, exp = (-int(man) if sign else int(man)), int(exp)
         return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
 
-    def from_fraction(self, f: Fraction) -> Any:
+    def from_fraction(self, f: Fraction) -> Ball:
         return self.iv.mpf(f.numerator) / self.iv.mpf(f.denominator)
 
     def signed_man_exp(self, x: Any) -> tuple[int, int]:
@@ -327,23 +343,23 @@ class MpmathOps(Ops):
         lo, hi = b._mpi_
         return self.mp.make_mpf(lo), self.mp.make_mpf(hi)  # exact: mpf(raw) would round to mp.prec (53 bits)
 
-    def _make(self, lo: Any, hi: Any) -> Any:
+    def _make(self, lo: Any, hi: Any) -> Ball:
         return self.iv.mpf([lo, hi])
 
-    def num(self, value: float | int) -> Any:
+    def num(self, value: float | int) -> Ball:
         return self.iv.mpf(value)
 
-    def rational(self, p: int, q: int) -> Any:
+    def rational(self, p: int, q: int) -> Ball:
         return self.iv.mpf(int(p)) / self.iv.mpf(int(q))
 
-    def dyadic(self, man: int, exp: int) -> Any:
+    def dyadic(self, man: int, exp: int) -> Ball:
         return self.iv.mpf(self.mp.mpf((int(man), int(exp))))
 
-    def hull(self, lo: Any, hi: Any) -> Any:
+    def hull(self, lo: Any, hi: Any) -> Ball:
         (a, b), (c, d) = self._ends(lo), self._ends(hi)
         return self._make(min(a, c), max(b, d))
 
-    def pi(self) -> Any:
+    def pi(self) -> Ball:
         return self.iv.pi
 
     def lower(self, b: Any) -> Any:
@@ -374,25 +390,25 @@ class MpmathOps(Ops):
     def endpoint_text(self, b: Any, digits: int = 20) -> str:
         return self.mp.nstr(self._ends(b)[0], digits)
 
-    def exp(self, b: Any) -> Any:
+    def exp(self, b: Any) -> Ball:
         return self.iv.exp(b)
 
-    def log(self, b: Any) -> Any:
+    def log(self, b: Any) -> Ball:
         if not self.positive(b):
             return self._make(-self.mp.inf, self.mp.inf)
         return self.iv.log(b)
 
-    def sqrt(self, b: Any) -> Any:
+    def sqrt(self, b: Any) -> Ball:
         lo, hi = self._ends(b)
         if hi < 0 or self.mp.isnan(hi):
             return self._make(self.mp.nan, self.mp.nan)
         return self.iv.sqrt(self._make(max(lo, self.mp.mpf(0)), hi))
 
-    def min2(self, a: Any, b: Any) -> Any:
+    def min2(self, a: Any, b: Any) -> Ball:
         (p, q), (r, s) = self._ends(a), self._ends(b)
         return self._make(min(p, r), min(q, s))
 
-    def max2(self, a: Any, b: Any) -> Any:
+    def max2(self, a: Any, b: Any) -> Ball:
         (p, q), (r, s) = self._ends(a), self._ends(b)
         return self._make(max(p, r), max(q, s))
 
@@ -562,7 +578,7 @@ class BallEvaluator:
         vals, conds = values[:k], values[k:]
         out = np.empty(vals[0].shape, dtype=object)
         for idx in np.ndindex(out.shape):
-            acc = None
+            acc: Any = None
             for v, c in zip(vals, conds):
                 if c[idx] is False:
                     continue

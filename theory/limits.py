@@ -36,7 +36,7 @@ from attnbounds.theory.intervals import ArbOps, BallEvaluator, Ops, Unsupported
 from attnbounds.theory.opaque import OAbs, OMax, OMin
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.parallel import Runner
-from attnbounds.theory.statement import Statement, _conjuncts
+from attnbounds.theory.statement import Statement, conjuncts
 
 t = sp.Symbol("t", nonnegative=True)
 u = sp.Symbol("u", positive=True)
@@ -97,7 +97,7 @@ def _tree_larger(expr: sp.Expr, limit: int) -> bool:
     return False
 
 
-def _diff(expr: sp.Expr, x: sp.Symbol) -> sp.Expr:
+def differentiate(expr: sp.Expr, x: sp.Symbol) -> sp.Expr:
     """d expr / dx by the chain rule, each distinct subexpression once (sympy's own ``diff`` walks the
     expression as a tree, exponential in the depth of shared parts)."""
     memo: dict[sp.Basic, sp.Expr] = {}
@@ -358,12 +358,12 @@ def margins(statement: Statement, family: Family, ops: SymbolicOps) -> list[Marg
             ex.params[name] = balls.value(value, ex)
     for name, value in inst.params.items():
         ex.params.setdefault(name, ops.num(float(value[0])))
-    from attnbounds.theory.certify import _environment
+    from attnbounds.theory.certify import ball_environment
 
-    env, selected = _environment(statement, ex)
+    env, selected = ball_environment(statement, ex)
     weights = ex.m[ex.sel] if ex.mask is not None else None
     out = []
-    for c, rel in enumerate(_conjuncts(statement.relation)):
+    for c, rel in enumerate(conjuncts(statement.relation)):
         kind = statement._token_kinds[c]
         evaluate = BallEvaluator(ops, {**env, **selected} if kind == "selected" else env, selected, weights)
         lhs = np.atleast_1d(np.asarray(evaluate(rel.lhs), dtype=object))
@@ -449,7 +449,7 @@ def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, work: _Work | None = None,
     scale of L), and a piece whose enclosure straddles 0 is bisected."""
     arb = ops.arb
     env = {str(s): b for s, b in ops.consts.items()}
-    dG = _diff(G, u)
+    dG = differentiate(G, u)
     cost = (_size(G), _size(G) + _size(dG))  # natural enclosure; mean-value form
     edges = [0.0] + [u0 * 2.0**-k for k in range(50, -1, -1)]
     stack = list(zip(edges[:-1], edges[1:]))[::-1]

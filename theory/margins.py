@@ -65,10 +65,10 @@ def condition_magnitude(expr: sp.Basic) -> sp.Basic:
 
 
 @functools.lru_cache(maxsize=512)
-def _compiled_magnitudes(relation: sp.Basic) -> list[tuple[Any, Any]]:
-    from attnbounds.theory.statement import _Compiled, _conjuncts
+def compiled_magnitudes(relation: sp.Basic) -> list[tuple[Any, Any]]:
+    from attnbounds.theory.statement import Compiled, conjuncts
 
-    return [(_Compiled(condition_magnitude(c.lhs)), _Compiled(condition_magnitude(c.rhs))) for c in _conjuncts(relation)]
+    return [(Compiled(condition_magnitude(c.lhs)), Compiled(condition_magnitude(c.rhs))) for c in conjuncts(relation)]
 
 
 def _magnitude_env(statement: "Statement", inst: "Instance", env: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -83,7 +83,8 @@ def _magnitude_env(statement: "Statement", inst: "Instance", env: dict[str, np.n
     return out
 
 
-def _side(fn: Any, env: dict[str, np.ndarray], B: int) -> np.ndarray:
+def side_values(fn: Any, env: dict[str, np.ndarray], B: int) -> np.ndarray:
+    """One side of a relation evaluated on ``env``, as ``(B, tokens)`` (a scalar broadcast to every row)."""
     v = fn(env)
     return np.broadcast_to(v, (B, 1)) if v.ndim == 0 else v.reshape(B, -1)
 
@@ -118,8 +119,8 @@ def relative_margins(statement: "Statement", inst: "Instance", ev: "Evaluation",
         menv = _magnitude_env(statement, inst, env)
         worst = np.full(inst.B, np.inf)
         worst_deg = np.zeros(inst.B, dtype=bool)
-        for (lhs, rhs, cols), (lmag_fn, rmag_fn) in zip(statement.sides(env, inst), _compiled_magnitudes(statement.relation)):
-            lm, rm = _side(lmag_fn, menv, inst.B), _side(rmag_fn, menv, inst.B)
+        for (lhs, rhs, cols), (lmag_fn, rmag_fn) in zip(statement.sides(env, inst), compiled_magnitudes(statement.relation)):
+            lm, rm = side_values(lmag_fn, menv, inst.B), side_values(rmag_fn, menv, inst.B)
             cond = np.maximum(lm, rm)
             r = relative_margin(lhs, rhs, cond)
             with np.errstate(invalid="ignore"):

@@ -66,10 +66,6 @@ def _np_sigmoid(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-def _np_log_sigmoid(x: np.ndarray) -> np.ndarray:
-    return -np.logaddexp(0.0, -np.asarray(x, dtype=np.float64))
-
-
 _NUMPY_MODULES: list[Any] = [{"softplus": lambda x: np.logaddexp(0.0, x), "sigmoid": _np_sigmoid}, "numpy"]
 
 
@@ -106,10 +102,10 @@ def complement_sigmoid(expr: sp.Expr) -> sp.Expr:
 def derivative(log_F: sp.Expr, variable: sp.Symbol) -> sp.Expr:
     """``(log F)'`` in a form without cancellation (:func:`complement_sigmoid` after differentiating the
     stable ``log F``); every backend (float, ball, torch) evaluates this same expression."""
-    return complement_sigmoid(sp.expand(sp.diff(_stable_log(log_F), variable)))
+    return complement_sigmoid(sp.expand(sp.diff(stable_log(log_F), variable)))
 
 
-def _stable_log(expr: sp.Expr) -> sp.Expr:
+def stable_log(expr: sp.Expr) -> sp.Expr:
     """Rewrite ``log(sigmoid(x))`` so that lambdify emits a stable kernel."""
     return expr.replace(
         lambda e: isinstance(e, sp.log) and isinstance(e.args[0], sigmoid),
@@ -170,7 +166,8 @@ class Normaliser:
         return hash(repr(self))
 
 
-def _check_logits(logits: Any) -> np.ndarray:
+def check_logits(logits: Any) -> np.ndarray:
+    """Logits as a float ``(B, L)`` array (a vector is one row); :class:`InvalidArgument` naming a bad value."""
     arr = as_float_array("logits", logits, (1, 2))
     if arr.ndim == 1:
         arr = arr[None, :]
@@ -200,7 +197,7 @@ def _kernels(log_F: sp.Expr, names: tuple[str, ...]) -> tuple[Callable[..., np.n
     pos = {sp.Symbol(n): sp.Symbol(n, positive=True) for n in names}
     expr = log_F.subs(pos)
     args = (l_sym, L_sym, *(pos[sp.Symbol(n)] for n in names))
-    f = sp.lambdify(args, _stable_log(expr), modules=_NUMPY_MODULES, printer=_np_printer())
+    f = sp.lambdify(args, stable_log(expr), modules=_NUMPY_MODULES, printer=_np_printer())
     df = sp.lambdify(args, derivative(expr, l_sym), modules=_NUMPY_MODULES, printer=_np_printer())
     return f, df
 
@@ -238,7 +235,7 @@ class RatioNormaliser(Normaliser):
 
     @functools.cached_property
     def _expr(self) -> sp.Expr:
-        return _stable_log(self._subs_symbols())
+        return stable_log(self._subs_symbols())
 
     @property
     def _log_F_np(self) -> Callable[..., np.ndarray]:
@@ -253,19 +250,19 @@ class RatioNormaliser(Normaliser):
 
     def log_F_values(self, logits: Any, L: int | None = None) -> np.ndarray:
         """``log F(l_i)`` for a batch, shape ``(B, K)``; ``L`` the context length (default: the columns)."""
-        lg = _check_logits(logits)
+        lg = check_logits(logits)
         out = self._log_F_np(lg, *self._args(lg.shape[1] if L is None else L))
         return np.broadcast_to(np.asarray(out, dtype=np.float64), lg.shape).copy()
 
     def dlog_F_values(self, logits: Any, L: int | None = None) -> np.ndarray:
         """``g_i = d log F / d l`` at each logit, shape ``(B, K)``."""
-        lg = _check_logits(logits)
+        lg = check_logits(logits)
         out = self._dlog_F_np(lg, *self._args(lg.shape[1] if L is None else L))
         return np.broadcast_to(np.asarray(out, dtype=np.float64), lg.shape).copy()
 
     def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
         """Stable ``exp(log F_i - max_j log F_j) / sum_j m_j exp(log F_j - max log F)`` (``m_j`` the counts)."""
-        lg = _check_logits(logits)
+        lg = check_logits(logits)
         lf = self.log_F_values(lg, _length(lg, counts))
         mult = _multiplicity(lg, counts)
         present = mult > 0
@@ -346,7 +343,7 @@ class RatioNormaliser(Normaliser):
 @functools.lru_cache(maxsize=256)
 def _critical_points(log_F: sp.Expr, values: tuple[tuple[str, float], ...]) -> np.ndarray:
     expr = log_F.subs({sp.Symbol(n): sp.Symbol(n, positive=True) for n, _ in values})
-    d = sp.diff(_stable_log(expr), l_sym).subs({sp.Symbol(n, positive=True): sp.Rational(v) for n, v in values})
+    d = sp.diff(stable_log(expr), l_sym).subs({sp.Symbol(n, positive=True): sp.Rational(v) for n, v in values})
     if d.is_positive or d.is_negative or d.is_zero:  # cheap: decided from the factors' assumptions
         return np.empty(0)
     if d.is_polynomial(l_sym):
@@ -377,7 +374,7 @@ class Sparsemax(SimplexMap):
     def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
         """``max(z - tau, 0)``, ``z = l / T`` shifted by its row maximum (no cancellation in the sums),
         ``tau`` from the sorted cumulative sums weighted by the counts."""
-        lg = _check_logits(logits)
+        lg = check_logits(logits)
         mult = _multiplicity(lg, counts)
         present = mult > 0
         z = lg / _column(self.T)
@@ -422,7 +419,7 @@ class Entmax15(SimplexMap):
     def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
         """``[(z - tau)_+]^2``, ``z = l / (2T)`` shifted by its row maximum, ``tau`` from the sorted
         cumulative moments weighted by the counts."""
-        lg = _check_logits(logits)
+        lg = check_logits(logits)
         mult = _multiplicity(lg, counts)
         present = mult > 0
         z = lg / _column(self.T) / 2.0
@@ -472,7 +469,7 @@ class SigmoidAttention(SimplexMap):
     normalising = False
 
     def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
-        return _np_sigmoid(_check_logits(logits) / _column(self.T))
+        return _np_sigmoid(check_logits(logits) / _column(self.T))
 
     def jacobian(self, logits: Any) -> np.ndarray:
         a = self.weights(logits)
@@ -502,7 +499,7 @@ class ReluNormalised(SimplexMap):
     length_independent = True  # relu has no L in it; Lemma 1 fails through positivity instead
 
     def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
-        lg = _check_logits(logits)
+        lg = check_logits(logits)
         f = self.F(lg / _column(self.T))
         tot = (_multiplicity(lg, counts) * f).sum(-1, keepdims=True)
         if np.any(tot == 0):
@@ -510,7 +507,7 @@ class ReluNormalised(SimplexMap):
         return f / tot
 
     def jacobian(self, logits: Any) -> np.ndarray:
-        lg = _check_logits(logits)
+        lg = check_logits(logits)
         a = self.weights(lg)
         on = (lg > 0).astype(np.float64)
         tot = self.F(lg / _column(self.T)).sum(-1)

@@ -24,7 +24,7 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Literal, cast, get_args
 
 import numpy as np
 
@@ -33,7 +33,9 @@ from attnbounds.theory.errors import InvalidArgument
 
 FORMAT = "attnbounds.record"
 VERSION = 1
-VERDICTS = ("PROVED", "VERIFIED", "REFUTED", "UNDECIDED", "NOT-APPLICABLE", "ERROR")
+#: a record's verdict (README, "What the verdicts mean")
+Verdict = Literal["PROVED", "VERIFIED", "REFUTED", "UNDECIDED", "NOT-APPLICABLE", "ERROR"]
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 PAPER = {
     "title": "Limitations of Normalization in Attention Mechanism",
@@ -296,14 +298,14 @@ class Record:
         return self.data["id"]
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         """PROVED, VERIFIED, REFUTED, UNDECIDED, NOT-APPLICABLE or ERROR (README, "What the verdicts mean").
 
         For a statement about a Python callable normaliser without ``log F`` (:attr:`certified` is False) nothing is
         certified: REFUTED then means violated in float64 arithmetic only (the record's ``counterexample.float``
         holds the float margin), and a bound that holds is at most VERIFIED. A closed claim (no free symbol) is
         decided exactly: PROVED or REFUTED with both sides' exact values under ``closed_claim``."""
-        return self.data["verdict"]
+        return cast(Verdict, self.data["verdict"])
 
     @property
     def content_hash(self) -> str:

@@ -26,10 +26,10 @@ from attnbounds.theory.certify import conjunct_balls
 from attnbounds.theory.errors import AttnBoundsError, InvalidArgument, NotApplicable
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import Ops, PrecisionLoss, backend
-from attnbounds.theory.margins import _compiled_magnitudes, _side
+from attnbounds.theory.margins import compiled_magnitudes, side_values
 from attnbounds.theory.normalisers import RatioNormaliser
 from attnbounds.theory.quantities import QUANTITIES
-from attnbounds.theory.statement import SELECTED_WEIGHTS, Statement, _conjuncts
+from attnbounds.theory.statement import SELECTED_WEIGHTS, Statement, conjuncts
 
 #: sample points per check
 SAMPLES = 16
@@ -51,20 +51,20 @@ def check(statement: Statement, where: str, *, samples: int = SAMPLES, seed: int
     ball evaluations agree at ``samples`` random points (module docstring)."""
     rng = np.random.default_rng(seed)
     ops = backend(None)
-    conjuncts = _conjuncts(statement.relation)
-    compared = [0] * len(conjuncts)
+    parts = conjuncts(statement.relation)
+    compared = [0] * len(parts)
     for s in range(samples):
         inst = _sample_instance(rng, dense=s == 0)
         env = _values(rng, statement, inst)
         try:
             sides = statement.sides(env, inst)
-            mags = [(_side(lm, env, 1)[0], _side(rm, env, 1)[0]) for lm, rm in _compiled_magnitudes(statement.relation)]
+            mags = [(side_values(lm, env, 1)[0], side_values(rm, env, 1)[0]) for lm, rm in compiled_magnitudes(statement.relation)]
         except Exception as exc:  # noqa: BLE001 - any failure of the float evaluator is the user's formula
             raise InvalidArgument(f"{where}: the float evaluator cannot evaluate {statement.formula}: "
                                   f"{type(exc).__name__}: {exc}") from None
         with ops.precision(BITS):
             balls, selected, weights = _balls(ops, statement, env, inst)
-            for c, rel in enumerate(conjuncts):
+            for c, rel in enumerate(parts):
                 try:
                     ball_sides = conjunct_balls(statement, c, ops, balls, selected, weights)
                 except PrecisionLoss:
@@ -92,7 +92,7 @@ def check(statement: Statement, where: str, *, samples: int = SAMPLES, seed: int
                         ok += agree is True
                     finite += ok > 0
                 compared[c] += finite == 2
-    for c, rel in enumerate(conjuncts):
+    for c, rel in enumerate(parts):
         if compared[c] == 0:
             raise InvalidArgument(f"{where}: {rel} has no finite value at any of {samples} sample points (a log or "
                                   f"square root of a negative number, or a value beyond the double range?)")

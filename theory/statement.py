@@ -22,6 +22,8 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.hypotheses import (FIXED_HYPOTHESIS, NEED_PARAMETERS, RANGES_HYPOTHESIS, Hypothesis,
+                                          domain_hypotheses, fixed_parameters, parameter_ranges)
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.quantities import QUANTITIES, compute, interval
 
@@ -40,27 +42,6 @@ class Citation:
 
     def __str__(self) -> str:
         return f"{self.numbering}, {self.arxiv} {self.version}"
-
-
-@dataclass(frozen=True)
-class Hypothesis:
-    """A checkable hypothesis: ``check(inst)`` returns a ``(B,)`` boolean array computed from the instance.
-
-    ``formula`` (optional) states it in the paper's symbols (``L >= 2``, ``eps > 0``): a derivation may
-    assume exactly its consequences (:class:`attnbounds.proofs.framework.Assume`). ``relax`` (optional) is its
-    meaning for the relaxation prover.
-    """
-
-    id: str
-    description: str
-    check: Callable[[Instance], np.ndarray] = field(compare=False, repr=False)
-    formula: sp.Basic | None = field(default=None, compare=False, repr=False)
-    #: what the hypothesis means for the relaxed space of :mod:`attnbounds.theory.prover.relax` (a function of a
-    #: ``Space``), or None: the relaxation prover does not read it, and declines statements that assume it
-    relax: Callable[[Any], None] | None = field(default=None, compare=False, repr=False)
-
-    def __call__(self, inst: Instance) -> np.ndarray:
-        return np.broadcast_to(np.asarray(self.check(inst), dtype=bool), (inst.B,))
 
 
 @dataclass(frozen=True)
@@ -105,45 +86,7 @@ class Evaluation:
         return int(np.argmin(m)) if np.isfinite(m).any() or np.any(self.applicable) else -1
 
 
-FIXED_HYPOTHESIS = "fixed-parameters"
-
-
-def fixed_parameters(values: dict[str, float]) -> Hypothesis:
-    """The hypothesis that the instance's parameters equal the statement's fixed values (never drawn)."""
-    text = ", ".join(f"{k} = {v:g}" for k, v in sorted(values.items()))
-
-    def check(inst: Instance) -> np.ndarray:
-        ok = np.ones(inst.B, dtype=bool)
-        for name, value in values.items():
-            ok &= inst.param(name) == value
-        return ok
-
-    return Hypothesis(FIXED_HYPOTHESIS, f"parameters fixed by the statement: {text}", check,
-                      relax=lambda space: None)  # the prover reads the statement's fixed values itself
-
-
-RANGES_HYPOTHESIS = "parameter-ranges"
-
-
-def parameter_ranges(ranges: dict[str, tuple[float, float]]) -> Hypothesis:
-    """The hypothesis that the instance's parameters (and its length ``L``) lie in the statement's closed ranges
-    (the search draws inside them; an instance outside, say after shrinking, is NOT-APPLICABLE)."""
-    text = ", ".join(f"{k} in [{lo:g}, {hi:g}]" for k, (lo, hi) in sorted(ranges.items()))
-
-    def check(inst: Instance) -> np.ndarray:
-        ok = np.ones(inst.B, dtype=bool)
-        for name, (lo, hi) in ranges.items():
-            value = inst.param(name) if name == "L" or name in inst.params else None
-            if value is None:
-                continue  # a parameter this instance does not carry: nothing the statement reads from it
-            ok &= (value >= lo) & (value <= hi)
-        return ok
-
-    return Hypothesis(RANGES_HYPOTHESIS, f"parameters within the statement's ranges: {text}", check,
-                      relax=lambda space: None)  # the prover reads the statement's ranges itself
-
-
-def _conjuncts(relation: sp.Basic) -> list[sp.Rel]:
+def conjuncts(relation: sp.Basic) -> list[sp.Rel]:
     """The conjuncts as ``lhs <= rhs`` or ``lhs < rhs`` (strict ones stay strict: an equality case violates them)."""
     parts = list(relation.args) if isinstance(relation, sp.And) else [relation]
     out = []
@@ -163,7 +106,8 @@ def is_strict(rel: sp.Basic) -> bool:
     return isinstance(rel, (sp.StrictLessThan, sp.StrictGreaterThan))
 
 
-def _indexed_to_symbol(expr: sp.Expr) -> sp.Expr:
+def indexed_to_symbol(expr: sp.Expr) -> sp.Expr:
+    """``expr`` with every per-token symbol ``x[i]`` read as the plain symbol ``x``."""
     return expr.replace(lambda e: isinstance(e, sp.Indexed), lambda e: sp.Symbol(str(e.base)))
 
 
@@ -184,7 +128,7 @@ def check_sums(expr: sp.Basic, where: str) -> None:
 SELECTED_WEIGHTS = "__selected_weights__"
 
 
-class _Compiled:
+class Compiled:
     """``lambdify`` of one side of a relation; ``Sum(body, (i, 1, N))`` becomes the sum over the selected
     columns of ``body`` weighted by their token counts (so a body without per-token values counts N times)."""
 
@@ -192,7 +136,7 @@ class _Compiled:
         self.sums: list[tuple[sp.Symbol, Callable[..., Any], tuple[str, ...]]] = []
         replace: dict[sp.Basic, sp.Symbol] = {}
         for k, node in enumerate(sorted(expr.atoms(sp.Sum), key=sp.default_sort_key)):
-            body = _indexed_to_symbol(node.function)
+            body = indexed_to_symbol(node.function)
             names = tuple(sorted(str(s) for s in body.free_symbols if s not in node.variables))
             fn = sp.lambdify([sp.Symbol(n) for n in names], body, modules="numpy")
             dummy = sp.Symbol(f"_sum{k}")
@@ -239,7 +183,8 @@ def _to_mpf(value: sp.Expr) -> mpmath.mpf:
     return mpmath.mpf(str(sp.re(value)))
 
 
-def _free_names(expr: sp.Basic) -> set[str]:
+def symbol_names(expr: sp.Basic) -> set[str]:
+    """The names of the symbols ``expr`` reads (an indexed ``x[i]`` by its base ``x``; a sum's own index left out)."""
     names = set()
     for node in sp.preorder_traversal(expr):
         if isinstance(node, sp.Indexed):
@@ -279,12 +224,12 @@ class Statement:
     def __post_init__(self) -> None:
         from attnbounds.theory.exprparse import check_identifier
 
-        for name in sorted({*_free_names(self.relation), *self.bindings, *self.defaults, *self.fixed, *self.ranges}):
+        for name in sorted({*symbol_names(self.relation), *self.bindings, *self.defaults, *self.fixed, *self.ranges}):
             check_identifier(str(name), f"statement {self.id}")
         for sym, qname in self.bindings.items():
             if qname not in QUANTITIES:
                 raise InvalidArgument(f"statement {self.id}: symbol {sym} bound to unknown quantity {qname}")
-        _conjuncts(self.relation)
+        conjuncts(self.relation)
         check_sums(self.relation, f"statement {self.id}")
         if self.kind not in ("deterministic", "expectation"):
             raise InvalidArgument(f"statement {self.id}: kind must be 'deterministic' or 'expectation', got {self.kind!r}")
@@ -292,8 +237,6 @@ class Statement:
             object.__setattr__(self, "hypotheses", (*self.hypotheses, fixed_parameters(self.fixed)))
         if self.ranges and not any(h.id == RANGES_HYPOTHESIS for h in self.hypotheses):
             object.__setattr__(self, "hypotheses", (*self.hypotheses, parameter_ranges(self.ranges)))
-        from attnbounds.theory.hypotheses import domain_hypotheses  # it imports this module
-
         have = {h.id for h in self.hypotheses}
         extra = tuple(h for h in domain_hypotheses(self.used_parameters()) if h.id not in have)
         if extra:
@@ -363,7 +306,7 @@ class Statement:
 
     @functools.cached_property
     def _symbols(self) -> frozenset[str]:  # walking the sympy tree costs ~1 ms: once per statement
-        return frozenset(_free_names(self.relation))
+        return frozenset(symbol_names(self.relation))
 
     def parameters(self) -> set[str]:
         """Names the instance must supply (or that ``defaults`` fill in)."""
@@ -372,8 +315,6 @@ class Statement:
     def used_parameters(self) -> set[str]:
         """Every parameter the statement reads: its own symbols, its defaults and fixed values, and those its
         quantities read (``M``, ``delta``, ``r`` for sphere expectations, ``eps`` for finite differences, ...)."""
-        from attnbounds.theory.hypotheses import NEED_PARAMETERS
-
         out = self.parameters() | set(self.defaults) | set(self.fixed) | (set(self.ranges) - {"L"})
         for qname in self.bindings.values():
             for need in QUANTITIES[qname].needs:
@@ -392,13 +333,13 @@ class Statement:
 
     # -- evaluation ------------------------------------------------------------------------------
     @functools.cached_property
-    def _compiled(self) -> list[tuple[_Compiled, _Compiled]]:
-        return [(_Compiled(c.lhs), _Compiled(c.rhs)) for c in _conjuncts(self.relation)]
+    def _compiled(self) -> list[tuple[Compiled, Compiled]]:
+        return [(Compiled(c.lhs), Compiled(c.rhs)) for c in conjuncts(self.relation)]
 
     @functools.cached_property
     def strict(self) -> tuple[bool, ...]:
         """Per conjunct, whether it is strict (``<``, ``>``): its margin must be positive, 0 violates it."""
-        return tuple(is_strict(c) for c in _conjuncts(self.relation))
+        return tuple(is_strict(c) for c in conjuncts(self.relation))
 
     def prepare(self, inst: Instance) -> Instance:
         """The instance with missing parameters filled from ``fixed`` and ``defaults``."""
@@ -432,7 +373,7 @@ class Statement:
         """Per conjunct, over which columns it must hold: 'selected' (a per-selected-token symbol outside the
         sums), 'tokens' (a per-token symbol), or 'none' (one value per instance)."""
         kinds = []
-        for rel in _conjuncts(self.relation):
+        for rel in conjuncts(self.relation):
             shapes = {QUANTITIES[self.bindings[n]].shape for n in _outside_sums(rel) if n in self.bindings}
             kinds.append("selected" if "BN" in shapes else "tokens" if "BL" in shapes else "none")
         return kinds
@@ -530,7 +471,7 @@ class Statement:
         env = self._env(inst, "mid")
         weights = env.get(SELECTED_WEIGHTS)
         best = None
-        for c, rel in enumerate(_conjuncts(self.relation)):
+        for c, rel in enumerate(conjuncts(self.relation)):
             cols = self.column_mask(inst, c)
             per_token = [n for n in _outside_sums(rel) if n in env and env[n].shape[1] > 1]
             columns = [t for t in range(inst.K) if cols is None or cols[b, t]] if per_token else [0]
@@ -548,7 +489,7 @@ class Statement:
                         assert weights is not None
                         terms = []
                         for k in np.flatnonzero(weights[b] > 0):
-                            body = _indexed_to_symbol(node.function)
+                            body = indexed_to_symbol(node.function)
                             sub = {s_: _to_sympy(float(env[str(s_)][b][k if env[str(s_)][b].shape[0] > 1 else 0]), digits)
                                    for s_ in body.free_symbols if str(s_) in env}
                             terms.append(sp.Integer(int(weights[b, k])) * body.xreplace(sub))

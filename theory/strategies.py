@@ -47,6 +47,7 @@ from hypothesis import strategies as st
 from attnbounds.theory import families
 from attnbounds.theory.errors import InvalidArgument, NotApplicable
 from attnbounds.theory.families import EMBEDDING_FAMILIES, LOGIT_FAMILIES, Spec
+from attnbounds.theory.hypotheses import smallest_length
 from attnbounds.theory.instance import Instance, top_n_mask
 from attnbounds.theory.normalisers import FAMILY, Normaliser, RatioNormaliser, make
 from attnbounds.theory.quantities import COSTS, sphere_embeddings as _rejection_sphere
@@ -316,17 +317,16 @@ def specs(draw: st.DrawFn, statement: Statement | None = None, *, batch: int | N
 
     Sizes respect :func:`size_limits` unless ``batch`` / ``max_L`` are given; the batch shrinks for
     long sequences (``B * L <= TOKEN_BUDGET``). Normalisers satisfy the statement's hypotheses on
-    the normaliser; ``L>=2``, ``independent-embeddings`` (delta = 0) and ``max-norm>=1`` (token
-    vectors scaled by at least 1) are drawn to hold; other hypotheses are left to filtering
+    the normaliser; the smallest length the hypotheses allow (:attr:`~attnbounds.theory.hypotheses.Hypothesis.min_L`)
+    is drawn to hold; other hypotheses are left to filtering
     (:func:`attention_instance` keeps the instances where every hypothesis holds).
     """
     need = _needs(statement)
-    hyps = {h.id for h in statement.hypotheses} if statement is not None else set()
     lim_L, lim_B = size_limits(statement)
     max_L = lim_L if max_L is None else max_L
     batch = lim_B if batch is None else batch
-    two = statement is None or "x" in need or "L>=2" in hyps
-    L = draw(lengths(min(2, max_L) if two else 1, max_L))
+    shortest = 2 if statement is None or "x" in need else smallest_length(statement.hypotheses)
+    L = draw(lengths(min(shortest, max_L), max_L))
     f: dict[str, Any] = {"L": L, "N": draw(selection_sizes(L)), "B": max(1, min(batch, TOKEN_BUDGET // L))}
     f["normaliser"] = name = draw(normaliser_names(statement))
     f["normaliser_params"] = draw(normaliser_params(name))
@@ -340,10 +340,10 @@ def specs(draw: st.DrawFn, statement: Statement | None = None, *, batch: int | N
             f["gap"] = draw(log_uniform(1e-12, 1.0))
     if "x" in need:
         f["embeddings"] = draw(st.sampled_from(list(EMBEDDING_FAMILIES)))
-        f["x_scale"] = draw(log_uniform(1.0 if "max-norm>=1" in hyps else 1e-6, 1e3))
+        f["x_scale"] = draw(log_uniform(1e-6, 1e3))
     if "sphere" in need:
         f.update(M=draw(log_uniform(1e-2, 1e2)), r_rel=draw(log_uniform(1e-2, 10**1.5)),
-                 delta_rel=0.0 if "independent-embeddings" in hyps else draw(st.floats(0.0, 1.0)),
+                 delta_rel=draw(st.floats(0.0, 1.0)),
                  mc_draws=draw(st.sampled_from([256, 1024])))
     if "fd" in need:
         f["eps"] = draw(log_uniform(1e-8, 10.0))

@@ -40,7 +40,8 @@ from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.exprparse import FUNCTIONS, check_identifier, free_names, parse_expression
 from attnbounds.theory.normalisers import BUILTIN_FAMILIES, FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
 from attnbounds.theory.quantities import QUANTITIES
-from attnbounds.theory.statement import Citation, Hypothesis, Statement
+from attnbounds.theory.hypotheses import Hypothesis
+from attnbounds.theory.statement import Citation, Statement
 
 #: instance parameters a statement may use without declaring them
 PARAMETERS = ("L", "N", "T", "a", "r", "M", "delta", "eps", "p", "H", "kappa", "C_H")

@@ -22,10 +22,10 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import re
 import time
 import traceback
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Literal, Mapping, cast
 
 import numpy as np
 
@@ -35,10 +35,11 @@ from attnbounds.theory.errors import AttnBoundsError, CallableFailed, InvalidArg
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.memory import blas_threads
 from attnbounds.theory.parallel import Runner
-from attnbounds.theory.records import PAPER, Record, Records, git_state, software
+from attnbounds.theory.records import PAPER, Record, Records, Verdict, git_state, software
 from attnbounds.theory.serialize import instance_to_json
 from attnbounds.theory.statement import PAPER_VERSION, Statement
 
+from attnbounds.theory.search.tracker import TIMING_KEYS, MethodSummary
 from attnbounds.theory.search.budget import CEILING, CEILING_GRACE_S, DEFAULT_BUDGET_S, check_budget, deadline_s  # noqa: E402  (one default, re-exported)
 #: candidates certified per reading at most
 MAX_CANDIDATES = 16
@@ -47,7 +48,6 @@ MIN_TRIED = 100
 
 SearchFn = Callable[..., Any]
 ProverFn = Callable[[str], "tuple[str, Any] | None"]
-_TIMING_KEY = re.compile(r"(^|_)(s|seconds|secs|time|wall|wall_s|elapsed|rate|per_s|throughput)$|seconds|wall")
 
 
 def default_search() -> SearchFn:
@@ -74,27 +74,24 @@ def default_prover(statement_id: str) -> tuple[str, Any] | None:
     return derivation.name, proofs.replay(statement_id)
 
 
-def _split_timing(by_method: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``by_method`` without clock-dependent entries, and those entries flattened for ``timing``."""
-    clean: dict[str, Any] = {}
-    timing: dict[str, Any] = {}
-    for method, info in (by_method or {}).items():
+def _split_timing(by_method: Mapping[str, Any]) -> tuple[dict[str, MethodSummary], dict[str, float]]:
+    """What each search method did (:class:`~attnbounds.theory.search.tracker.MethodSummary`) without its
+    clock-dependent entries (:data:`~attnbounds.theory.search.tracker.TIMING_KEYS`), and those entries flattened for
+    ``timing``."""
+    clean: dict[str, MethodSummary] = {}
+    timing: dict[str, float] = {}
+    for method, info in by_method.items():
         if not isinstance(info, dict):
-            clean[str(method)] = info
-            continue
-        keep = {}
-        for key, value in info.items():
-            if _TIMING_KEY.search(str(key)) and isinstance(value, (int, float)):
-                timing[f"search.{method}.{key}"] = value
-            else:
-                keep[str(key)] = value
-        clean[str(method)] = keep
+            raise TypeError(f"the search reported {type(info).__name__} for method {method!r}, not a MethodSummary")
+        clock = {k: v for k, v in info.items() if k in TIMING_KEYS and isinstance(v, (int, float))}
+        timing.update({f"search.{method}.{k}": v for k, v in clock.items()})
+        clean[str(method)] = cast(MethodSummary, {str(k): v for k, v in info.items() if k not in clock})
     return clean, timing
 
 
-def _applicable(by_method: dict[str, Any]) -> int | None:
+def _applicable(by_method: dict[str, MethodSummary]) -> int | None:
     """Instances satisfying the hypotheses, summed over methods that report it (None: none report)."""
-    counts = [info["applicable"] for info in by_method.values() if isinstance(info, dict) and "applicable" in info]
+    counts = [info["applicable"] for info in by_method.values() if "applicable" in info]
     return int(sum(counts)) if counts else None
 
 
@@ -148,8 +145,8 @@ def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed:
     return Record.build(**fields, verdict=verdict, reason=reason, timing=timing)
 
 
-def _verify_fields(st: Statement, fields: dict[str, Any], timing: dict[str, Any], decide: Callable[..., tuple[str, str]],
-                   source: str, budget_s: float, seed: int) -> tuple[str, str, dict[str, Any]]:
+def _verify_fields(st: Statement, fields: dict[str, Any], timing: dict[str, Any], decide: Callable[..., tuple[Verdict, str]],
+                   source: str, budget_s: float, seed: int) -> tuple[Verdict, str, dict[str, Any]]:
     """The verdict, reason and fields of :func:`verify_statement` (crashes become ERROR, never silence)."""
     from attnbounds.theory import closed
 
@@ -215,7 +212,7 @@ def _replay(prover: ProverFn, statement_id: str) -> tuple[dict[str, Any] | None,
 
 def _decide(st: Statement, fields: dict[str, Any], *, timing: dict[str, Any], budget_s: float, seed: int,
             search: SearchFn | None, prover: ProverFn, max_candidates: int, min_tried: int,
-            runner: Runner, confirm: Confirmer | None) -> tuple[str, str]:
+            runner: Runner, confirm: Confirmer | None) -> tuple[Verdict, str]:
     """The verdict and reason of a statement that is not a closed claim (module docstring), ``fields`` filled in.
     ``confirm``: the torch function a declared normaliser's verdicts must hold for (it raises
     :class:`~attnbounds.theory.callables.LogFRefused` on the instances searched, before anything is certified)."""
@@ -237,7 +234,7 @@ def _decide(st: Statement, fields: dict[str, Any], *, timing: dict[str, Any], bu
     except AttnBoundsError as exc:  # the statement asks for something no instance family provides
         timing["search_s"] = time.perf_counter() - t
         proved_by, _ = proof()
-        verdict = "PROVED" if proved_by is not None else "UNDECIDED"
+        verdict: Verdict = "PROVED" if proved_by is not None else "UNDECIDED"
         return verdict, (f"the search could not run on this statement: {exc}"
                          + (f"; derivation {proved_by} replays completely" if proved_by else ""))
     timing["search_s"] = time.perf_counter() - t
@@ -289,8 +286,8 @@ def _decide(st: Statement, fields: dict[str, Any], *, timing: dict[str, Any], bu
                 cands = [*cands, relaxed.counterexample]
                 notes.append("the counterexample was found by the relaxation prover (the search found none)")
     if float_only is not None:
-        return _decide_float_only(st, fields, timing, res, cands, chosen, float_only, seed=seed, budget_s=budget_s,
-                                  min_tried=min_tried, t=t)
+        return ladder(_float_only_findings(st, fields, timing, res, cands, chosen, float_only, seed=seed,
+                                           budget_s=budget_s, t=t), min_tried)
     if chosen is not None:
         rank, cand, cert = chosen
         fields["counterexample"] = _counterexample_json(cand, cert, rank, minimal is not None and cand is minimal)
@@ -308,9 +305,7 @@ def _decide(st: Statement, fields: dict[str, Any], *, timing: dict[str, Any], bu
         fields["counterexample"]["limit"] = _limits(st, at_limit, violated=True, runner=runner)
     if best_certificate is not None:
         best_cert = best_cert or best_certificate.results()[0]
-        fields["tightness"] = {"best_ratio": _finite_or_none(res.best_ratio), "best_margin": _finite_or_none(res.best_margin),
-                               "witness": instance_to_json(res.best.take(0)), "certificate": best_cert.to_json(timing=False),
-                               "equality": _attains(res.best_ratio, best_cert)}
+        fields["tightness"] = _tightness(res, best_cert)
         if chosen is None:
             fields["tightness"]["limit"] = _limits(st, res.best, violated=False, runner=runner)
             ratio = _finite_or_none(res.best_ratio)
@@ -320,99 +315,179 @@ def _decide(st: Statement, fields: dict[str, Any], *, timing: dict[str, Any], bu
                     f"holds there (margin in [{best_cert.margin_lo_text}, {best_cert.margin_hi_text}])")
     timing["certify_s"] = time.perf_counter() - t
 
-    tried = int(res.tried)
-    applicable = _applicable(by_method)
-    errors = {m: info for m, info in by_method.items() if isinstance(info, dict) and info.get("errors")}
+    notes += _search_notes(by_method)
+    refutation = None
+    if chosen is not None:
+        rank, cand, cert = chosen
+        contradiction = (f"search candidate {rank} is a certified counterexample ({cert.method}, margin in "
+                         f"[{cert.margin_lo:.6g}, {cert.margin_hi:.6g}])")
+        if confirm is not None and not confirm.reaches(cand):
+            refutation = Refutation("UNDECIDED", f"log_F = {confirm.declared().log_F} is certified violated only at "
+                                    f"L = {cand.L}, beyond the {MAX_EXPANDED} tokens the torch function "
+                                    f"{confirm.declared.name!r} can be evaluated on: a verdict about the function "
+                                    f"needs the function", contradiction)
+        else:
+            refutation = Refutation("REFUTED", _refuted(fields["counterexample"], cert), contradiction)
+    relaxation_proved = relaxed is not None and relaxed.status == "proved"
+    relaxation = (relaxed.to_json()["rests_on"] if relaxation_proved and relaxed is not None else
+                  f"the relaxation prover: {relaxed.status}: {relaxed.reason}" if relaxed is not None else "")
+    declared = (f" (for log F as declared: the torch function {confirm.declared.name!r} agreed with it on "
+                f"{confirm.checked} instances, up to L = {confirm.longest})" if confirm is not None else "")
+    tie = (f"the tightest instance found has a margin of 0 to within interval arithmetic (certified in "
+           f"[{best_cert.margin_lo:.3g}, {best_cert.margin_hi:.3g}]): a strict inequality is false if it is exactly 0, "
+           f"and that could not be decided" if best_cert is not None and best_cert.strict else None)
+    shown = _fmt(_finite_or_none(res.best_ratio)) + (" (above 1 in float64 only: certified to hold there)"
+                                                      if "float_only" in fields["tightness"] else "")
+    findings = Findings(
+        what=_what(res, fields, seed=seed, budget_s=budget_s), tried=int(res.tried), applicable=_applicable(by_method),
+        best=res.best is not None, notes=notes, errors=_errors(by_method), failures=_callable_failures(by_method),
+        refutation=refutation, proved_by=proved_by, relaxation=relaxation, relaxation_proved=relaxation_proved,
+        declared=declared, undecided=[c for c in summaries if c["status"] == "inconclusive" and not c["equality"]],
+        tie=tie, largest=shown)
+    return ladder(findings, min_tried)
+
+
+@dataclass(frozen=True)
+class Refutation:
+    """A counterexample's rung of the ladder: REFUTED, or UNDECIDED when it cannot speak for the statement."""
+
+    verdict: Literal["REFUTED", "UNDECIDED"]
+    reason: str
+    #: what the counterexample is, for the ERROR when a prover proves the statement too
+    contradiction: str
+
+
+@dataclass
+class Findings:
+    """What a reading's search, certificates and provers found: everything :func:`ladder` reads (the certified and
+    the float-only paths build one each)."""
+
+    what: str  # what was searched: instances, seed, budget, contexts
+    tried: int
+    applicable: int | None  # instances satisfying the hypotheses (None: no method reports it)
+    best: bool  # an applicable instance gave a finite margin
+    notes: list[str]  # said at the end of every reason: search errors, callable failures, the ceiling's cuts
+    errors: dict[str, Any]  # the search methods with internal errors
+    failures: str | None  # what a callable normaliser failed on (:func:`_callable_failures`)
+    refutation: Refutation | None = None
+    proved_by: str | None = None  # the derivation that replays completely
+    relaxation: str = ""  # what the relaxation prover said (empty: it did not run)
+    relaxation_proved: bool = False
+    declared: str = ""  # the torch function a relaxation proof about a declared log F speaks for
+    undecided: list[dict[str, Any]] = field(default_factory=list)  # candidates certified neither way
+    tie: str | None = None  # why an equality case of a strict bound leaves it undecided
+    nothing: str = "no counterexample"  # what VERIFIED says was not found
+    largest: str = ""  # the largest lhs / rhs found, as VERIFIED says it
+
+
+def ladder(f: Findings, min_tried: int) -> tuple[Verdict, str]:
+    """The verdict and reason (module docstring), one rung after another: a counterexample (ERROR when a prover
+    proves the statement too), a complete derivation, a callable's failures, the relaxation prover, no applicable
+    instance, search errors, candidates certified neither way, no finite margin, too little searched, a strict bound's
+    undecided equality case, else VERIFIED."""
+    what, suffix = f.what, "".join(f"; {n}" for n in f.notes)
+    relaxation = f"; {f.relaxation}" if f.relaxation else ""
+    if f.refutation is not None:
+        by = (f"derivation {f.proved_by}" if f.proved_by is not None else
+              "the relaxation prover" if f.relaxation_proved else None)
+        if by is not None:
+            return "ERROR", f"internal contradiction: {by} proves the statement, but {f.refutation.contradiction}{suffix}"
+        return f.refutation.verdict, f"{f.refutation.reason}; {what}{suffix}"
+    if f.proved_by is not None:
+        return "PROVED", (f"derivation {f.proved_by} replays completely{relaxation if f.relaxation_proved else ''}; no "
+                          f"counterexample in {what}{suffix}")
+    if f.failures:
+        return "UNDECIDED", f"not every instance searched could be checked; {what}{suffix}{relaxation}"
+    if f.relaxation_proved:
+        return "PROVED", (f"proved for every L by the relaxation prover{f.declared}{relaxation}; no counterexample in "
+                          f"{what}{suffix}")
+    suffix += relaxation
+    if f.tried > 0 and f.applicable == 0:
+        return "NOT-APPLICABLE", f"no instance the search built satisfies the hypotheses; {what}{suffix}"
+    if f.errors:
+        return "UNDECIDED", (f"the search did not run as planned: {sum(i['errors'] for i in f.errors.values())} internal "
+                             f"error(s) in {', '.join(f.errors)}; {what}{suffix}")
+    if f.undecided:
+        statuses = ", ".join(f"#{s['rank']} " + (f"margin [{s['margin_lo']:.3g}, {s['margin_hi']:.3g}]" if "why" not in s
+                                                   else f"no certified margin ({s['why']})") + f" ({s['method']})"
+                             for s in f.undecided[:4])
+        return "UNDECIDED", (f"{len(f.undecided)} candidate(s) with a negative float margin could not be certified "
+                             f"either way: {statuses}; {what}{suffix}")
+    if f.applicable and not f.best:
+        return "UNDECIDED", (f"none of the {f.applicable} applicable instances gave a finite margin (the relation "
+                             f"evaluates to NaN on all of them): nothing was checked; {what}{suffix}")
+    if f.tried < min_tried:
+        return "UNDECIDED", f"too little searched: {what} (fewer than {min_tried}){suffix}"
+    if f.tie is not None:
+        return "UNDECIDED", f"{f.tie}; {what}{suffix}"
+    return "VERIFIED", f"{f.nothing} in {what}; largest lhs/rhs found {f.largest}{suffix}"
+
+
+def _refuted(cx: dict[str, Any], cert: Certificate) -> str:
+    """What a certified counterexample is and where (its contexts, the boundary, the limits along L)."""
+    kind = (f"a statistical counterexample (Monte Carlo interval at level {cert.level})" if cert.statistical
+            else f"a counterexample certified in {cert.backend} interval arithmetic ({cert.method})")
+    where = f" at L = {cx['L']}"
+    if cx["boundary"]:
+        found = cx.get("interior", {}).get("found")
+        where += (f" on the boundary of the hypotheses ({', '.join(cx['boundary'])}); an interior one at L = "
+                  f"{cx['interior']['L']}" if found else f" on the boundary of the hypotheses "
+                  f"({', '.join(cx['boundary'])}); no interior one found")
+    forall = [lim for lim in cx.get("limit", []) if lim["status"].startswith("violated")]
+    if forall:
+        best = min(forall, key=lambda lim: lim["L0"])
+        where += (f"; violated for every L >= {best['L0']}" + ("" if best["status"].endswith("for-all")
+                  else f" up to {best['L_max']:.3g}") + f" along '{best['family']}'")
+    return f"{kind}{where}, margin in [{cert.margin_lo:.6g}, {cert.margin_hi:.6g}]"
+
+
+def _what(res: Any, fields: dict[str, Any], *, seed: int, budget_s: float) -> str:
+    """What was searched: how many instances, the seed, the budget, the contexts."""
+    L_range = fields["search"]["L_range"]
+    head = f"{int(res.tried)} instances searched (seed {seed}, budget {budget_s:g} s"
+    return f"{head}; L from {L_range['all'][0]} to {L_range['all'][1]})" if L_range["all"] else f"{head})"
+
+
+def _errors(by_method: dict[str, MethodSummary]) -> dict[str, MethodSummary]:
+    """The search methods that had internal errors."""
+    return {m: info for m, info in by_method.items() if info.get("errors")}
+
+
+def _search_notes(by_method: dict[str, MethodSummary], more: list[str] | None = None) -> list[str]:
+    """What the search reports beside its findings: internal errors, a callable's failures, the ceiling's cuts."""
+    notes = []
+    errors = _errors(by_method)
     if errors:
         notes.append("search errors: " + "; ".join(
             f"{m}: {info['errors']} ({' | '.join(info.get('error_messages', [])[:2])})" for m, info in errors.items()))
-    failures = _callable_failures(by_method)
+    failures = _callable_failures(by_method, more)
     if failures:
         notes.append(failures)
-    cut = {m: info["cut"] for m, info in by_method.items() if isinstance(info, dict) and info.get("cut")}
+    cut = {m: info["cut"] for m, info in by_method.items() if info.get("cut")}
     if cut:
         notes.append(f"the wall-clock ceiling ({CEILING:g} x the budget + {CEILING_GRACE_S:g} s) cut planned work: " +
                      ", ".join(f"{m}: {n} unit(s)" for m, n in cut.items()))
-    undecided = [s for s in summaries if s["status"] == "inconclusive" and not s["equality"]]
-    L_range = fields["search"]["L_range"]
-    what = (f"{tried} instances searched (seed {seed}, budget {budget_s:g} s; L from {L_range['all'][0]} to "
-            f"{L_range['all'][1]})" if L_range["all"] else f"{tried} instances searched (seed {seed}, budget {budget_s:g} s)")
-    suffix = ("; " + "; ".join(notes)) if notes else ""
-    relaxation_proved = relaxed is not None and relaxed.status == "proved"
-    if chosen is not None and (proved_by is not None or relaxation_proved):
-        by = f"derivation {proved_by}" if proved_by is not None else "the relaxation prover"
-        return "ERROR", (f"internal contradiction: {by} proves the statement, but search "
-                         f"candidate {chosen[0]} is a certified counterexample ({chosen[2].method}, margin in "
-                         f"[{chosen[2].margin_lo:.6g}, {chosen[2].margin_hi:.6g}]){suffix}")
-    if chosen is not None and confirm is not None and not confirm.reaches(chosen[1]):
-        return "UNDECIDED", (f"log_F = {confirm.declared().log_F} is certified violated only at L = {chosen[1].L}, "
-                             f"beyond the {MAX_EXPANDED} tokens the torch function {confirm.declared.name!r} can be "
-                             f"evaluated on: a verdict about the function needs the function; {what}{suffix}")
-    if chosen is not None:
-        kind = (f"a statistical counterexample (Monte Carlo interval at level {chosen[2].level})" if chosen[2].statistical
-                else f"a counterexample certified in {chosen[2].backend} interval arithmetic ({chosen[2].method})")
-        cx = fields["counterexample"]
-        where = f" at L = {cx['L']}"
-        if cx["boundary"]:
-            found = cx.get("interior", {}).get("found")
-            where += (f" on the boundary of the hypotheses ({', '.join(cx['boundary'])}); an interior one at L = "
-                      f"{cx['interior']['L']}" if found else f" on the boundary of the hypotheses "
-                      f"({', '.join(cx['boundary'])}); no interior one found")
-        forall = [lim for lim in cx.get("limit", []) if lim["status"].startswith("violated")]
-        if forall:
-            best = min(forall, key=lambda lim: lim["L0"])
-            where += (f"; violated for every L >= {best['L0']}" + ("" if best["status"].endswith("for-all")
-                      else f" up to {best['L_max']:.3g}") + f" along '{best['family']}'")
-        return "REFUTED", (f"{kind}{where}, margin in [{chosen[2].margin_lo:.6g}, {chosen[2].margin_hi:.6g}]; "
-                           f"{what}{suffix}")
-    relaxation = (f"; {relaxed.to_json()['rests_on']}" if relaxation_proved and relaxed is not None else
-                  f"; the relaxation prover: {relaxed.status}: {relaxed.reason}" if relaxed is not None else "")
-    if proved_by is not None:
-        return "PROVED", f"derivation {proved_by} replays completely{relaxation if relaxation_proved else ''}; no " \
-                         f"counterexample in {what}{suffix}"
-    if failures:
-        return "UNDECIDED", f"not every instance searched could be checked; {what}{suffix}{relaxation}"
-    if relaxation_proved:
-        declared = (f" (for log F as declared: the torch function {confirm.declared.name!r} agreed with it on "
-                    f"{confirm.checked} instances, up to L = {confirm.longest})" if confirm is not None else "")
-        return "PROVED", (f"proved for every L by the relaxation prover{declared}{relaxation}; no counterexample in "
-                          f"{what}{suffix}")
-    suffix += relaxation
-    if tried > 0 and applicable == 0:
-        return "NOT-APPLICABLE", f"no instance the search built satisfies the hypotheses; {what}{suffix}"
-    if errors:
-        return "UNDECIDED", (f"the search did not run as planned: {sum(i['errors'] for i in errors.values())} internal "
-                             f"error(s) in {', '.join(errors)}; {what}{suffix}")
-    if undecided:
-        statuses = ", ".join(f"#{s['rank']} " + (f"margin [{s['margin_lo']:.3g}, {s['margin_hi']:.3g}]" if "why" not in s
-                                                   else f"no certified margin ({s['why']})") + f" ({s['method']})"
-                             for s in undecided[:4])
-        return "UNDECIDED", (f"{len(undecided)} candidate(s) with a negative float margin could not be certified either "
-                             f"way: {statuses}; {what}{suffix}")
-    if applicable and res.best is None:
-        return "UNDECIDED", (f"none of the {applicable} applicable instances gave a finite margin (the relation "
-                             f"evaluates to NaN on all of them): nothing was checked; {what}{suffix}")
-    if tried < min_tried:
-        return "UNDECIDED", f"too little searched: {what} (fewer than {min_tried}){suffix}"
-    if best_cert is not None and best_cert.strict:
-        return "UNDECIDED", (f"the tightest instance found has a margin of 0 to within interval arithmetic (certified in "
-                             f"[{best_cert.margin_lo:.3g}, {best_cert.margin_hi:.3g}]): a strict inequality is false if "
-                             f"it is exactly 0, and that could not be decided; {what}{suffix}")
-    ratio = _finite_or_none(res.best_ratio)
-    shown = _fmt(ratio) + (" (above 1 in float64 only: certified to hold there)" if "float_only" in fields["tightness"]
-                           else "")
-    return "VERIFIED", f"no counterexample in {what}; largest lhs/rhs found {shown}{suffix}"
+    return notes
+
+
+def _tightness(res: Any, cert: Certificate | None) -> dict[str, Any]:
+    """The tightest instance found (largest lhs / rhs), with its certificate when it has one."""
+    return {"best_ratio": _finite_or_none(res.best_ratio), "best_margin": _finite_or_none(res.best_margin),
+            "witness": instance_to_json(res.best.take(0)),
+            "certificate": None if cert is None else cert.to_json(timing=False),
+            "equality": None if cert is None else _attains(res.best_ratio, cert)}
 
 
 #: a float violation of a statement about a callable must have a relative margin below this (clearly not rounding)
 FLOAT_CLEAR = 1e-9
 
 
-def _decide_float_only(st: Statement, fields: dict[str, Any], timing: dict[str, Any], res: Any, cands: list[Instance],
-                       chosen: Any, why: str, *, seed: int, budget_s: float, min_tried: int, t: float) -> tuple[str, str]:
-    """The verdict of a statement about a normaliser that cannot be certified (a Python callable without log F):
-    REFUTED in float arithmetic only (``certified: false``, the float margin shown) for a clear float violation,
-    at most VERIFIED otherwise; never PROVED."""
+def _float_only_findings(st: Statement, fields: dict[str, Any], timing: dict[str, Any], res: Any,
+                         cands: list[Instance], chosen: Any, why: str, *, seed: int, budget_s: float,
+                         t: float) -> Findings:
+    """The findings about a normaliser that cannot be certified (a Python callable without log F): a clear float
+    violation refutes in float arithmetic only (``certified: false``, the float margin shown); nothing proves, so the
+    ladder gives at most VERIFIED."""
     from attnbounds.theory.boundary import boundaries
 
     fields["certified"] = False
@@ -436,14 +511,10 @@ def _decide_float_only(st: Statement, fields: dict[str, Any], timing: dict[str, 
             found = (rank, one, lhs, rhs, margin, rel)
             break
     if res.best is not None:
-        fields["tightness"] = {"best_ratio": _finite_or_none(res.best_ratio), "best_margin": _finite_or_none(res.best_margin),
-                               "witness": instance_to_json(res.best.take(0)), "certificate": None, "equality": None}
+        fields["tightness"] = _tightness(res, None)
     timing["certify_s"] = time.perf_counter() - t
-    tried = int(res.tried)
-    L_range = fields["search"]["L_range"]
-    what = (f"{tried} instances searched (seed {seed}, budget {budget_s:g} s; L from {L_range['all'][0]} to "
-            f"{L_range['all'][1]})" if L_range["all"] else f"{tried} instances searched (seed {seed}, budget {budget_s:g} s)")
-    failures = _callable_failures(fields["search"]["by_method"], unconfirmed)
+    by_method = fields["search"]["by_method"]
+    refutation = None
     if found is not None:
         rank, one, lhs, rhs, margin, rel = found
         cert = chosen[2] if chosen is not None and chosen[0] == rank else certify(st, one, 0)
@@ -454,31 +525,20 @@ def _decide_float_only(st: Statement, fields: dict[str, Any], timing: dict[str, 
             "float": {"lhs": lhs, "rhs": rhs, "margin": margin, "relative_margin": rel},
             "note": ("NOT certified: " + why + "; the certificate above (if any) is about the float weights the "
                      "callable returned, not about the callable")}
-        return "REFUTED", (f"violated in float64 arithmetic only, NOT certified ({why}): at L = {one.L}, lhs = {lhs:.6g}, "
-                           f"rhs = {rhs:.6g}, float margin rhs - lhs = {margin:.6g} (relative {rel:.3g}); {what}"
-                           + (f"; {failures}" if failures else ""))
-    applicable = _applicable(fields["search"]["by_method"])
-    if failures:
-        return "UNDECIDED", f"not every instance searched could be checked: {failures}; {what}"
-    if tried > 0 and applicable == 0:
-        return "NOT-APPLICABLE", f"no instance the search built satisfies the hypotheses; {what}"
-    errors = {m: info for m, info in fields["search"]["by_method"].items() if isinstance(info, dict) and info.get("errors")}
-    if errors:
-        return "UNDECIDED", (f"the search did not run as planned: {sum(i['errors'] for i in errors.values())} internal "
-                             f"error(s) in {', '.join(errors)} (" + " | ".join(
-                                 m for i in errors.values() for m in i.get("error_messages", [])[:1]) + f"); {what}")
+        refutation = Refutation("REFUTED", f"violated in float64 arithmetic only, NOT certified ({why}): at L = "
+                                f"{one.L}, lhs = {lhs:.6g}, rhs = {rhs:.6g}, float margin rhs - lhs = {margin:.6g} "
+                                f"(relative {rel:.3g})", f"candidate {rank} violates it in float64 arithmetic")
     rounding = (f"; {len(cands)} float violation(s) within rounding (relative margin above -{FLOAT_CLEAR:g}: equality "
                 f"cases, not counterexamples)" if cands else "")
-    if applicable and res.best is None:
-        return "UNDECIDED", f"none of the {applicable} applicable instances gave a finite margin; {what}"
-    if tried < min_tried:
-        return "UNDECIDED", f"too little searched: {what} (fewer than {min_tried})"
-    if cands and any(st.strict):
-        return "UNDECIDED", (f"{len(cands)} float violation(s) within rounding (relative margin above -{FLOAT_CLEAR:g}): "
-                             f"a strict inequality is false at an equality case, which float arithmetic cannot tell "
-                             f"from rounding (not certified: {why}); {what}")
-    return "VERIFIED", (f"no violation in float64 arithmetic in {what}; largest lhs/rhs found "
-                        f"{_fmt(_finite_or_none(res.best_ratio))}{rounding} (not certified: {why})")
+    tie = (f"{len(cands)} float violation(s) within rounding (relative margin above -{FLOAT_CLEAR:g}): a strict "
+           f"inequality is false at an equality case, which float arithmetic cannot tell from rounding (not certified: "
+           f"{why})" if cands and any(st.strict) else None)
+    return Findings(
+        what=_what(res, fields, seed=seed, budget_s=budget_s), tried=int(res.tried), applicable=_applicable(by_method),
+        best=res.best is not None, notes=_search_notes(by_method, unconfirmed), errors=_errors(by_method),
+        failures=_callable_failures(by_method, unconfirmed), refutation=refutation, tie=tie,
+        nothing="no violation in float64 arithmetic",
+        largest=f"{_fmt(_finite_or_none(res.best_ratio))}{rounding} (not certified: {why})")
 
 
 def _relaxation(st: Statement, budget_s: float) -> Any:
@@ -488,9 +548,9 @@ def _relaxation(st: Statement, budget_s: float) -> Any:
     return prover.prove(st, work=prover.work_for(budget_s))
 
 
-def _callable_failures(by_method: dict[str, Any], more: list[str] | None = None) -> str | None:
+def _callable_failures(by_method: dict[str, MethodSummary], more: list[str] | None = None) -> str | None:
     """What a user's callable normaliser failed on during the search (and ``more`` failures seen afterwards), or None."""
-    failed = {m: info for m, info in by_method.items() if isinstance(info, dict) and info.get("callable_failures")}
+    failed = {m: info for m, info in by_method.items() if info.get("callable_failures")}
     n = sum(int(info["callable_failures"]) for info in failed.values()) + len(more or [])
     if not n:
         return None
@@ -576,10 +636,10 @@ def _limits(st: Statement, inst: Instance, *, violated: bool, runner: Runner) ->
     return [r.to_json() for r in limits.analyse(st, inst.take(0), violated=violated, runner=runner)]
 
 
-def _L_range(by_method: dict[str, Any]) -> dict[str, list[int] | None]:
+def _L_range(by_method: dict[str, MethodSummary]) -> dict[str, list[int] | None]:
     """The contexts searched: dense (``random``, ``gradient``, ``targeted``...), token classes, and all of them."""
     def span(methods: list[str]) -> list[int] | None:
-        spans = [by_method[m]["L_range"] for m in methods if isinstance(by_method.get(m), dict) and "L_range" in by_method[m]]
+        spans = [by_method[m]["L_range"] for m in methods if m in by_method and "L_range" in by_method[m]]
         return [min(s[0] for s in spans), max(s[1] for s in spans)] if spans else None
 
     return {"dense": span([m for m in by_method if m != "classes"]), "classes": span(["classes"]),
@@ -609,7 +669,8 @@ def _finite_or_none(x: Any) -> float | None:
     return x if not math.isnan(x) else None
 
 
-def _check_budget(budget_s: Any, seed: Any) -> None:
+def check_arguments(budget_s: Any, seed: Any) -> None:
+    """Raise :class:`~attnbounds.theory.errors.InvalidArgument` for a bad budget or seed (before anything runs)."""
     check_budget(budget_s)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InvalidArgument(f"seed must be an integer >= 0, got {seed!r}")
@@ -637,7 +698,7 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
     """
     from attnbounds.theory import parallel, registry
 
-    _check_budget(budget_s, seed)
+    check_arguments(budget_s, seed)
     extra = list(statements or [])
     user_ids = {s.id for s in extra}
     if ids is None:

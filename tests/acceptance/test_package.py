@@ -47,8 +47,8 @@ def test_import_is_light() -> None:
 
 
 def test_wheel_installs_as_attnbounds_only(tmp_path: Path) -> None:
-    """``pip install .`` (a wheel, not editable) works from a directory outside the repository, and
-    ``import theory`` fails there."""
+    """``pip install .`` (a wheel, not editable) works from a directory outside the repository, holds every module
+    and the stored counterexamples (package data), and ``import theory`` fails there."""
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels),
                     str(ROOT)], check=True, capture_output=True)
@@ -66,6 +66,30 @@ def test_wheel_installs_as_attnbounds_only(tmp_path: Path) -> None:
              "attnbounds.theory.registry.__file__, len(r.ids()))")
     assert ok.returncode == 0, ok.stderr
     assert str(target) in ok.stdout
+    installed = {p.relative_to(target / "attnbounds").as_posix() for p in (target / "attnbounds").rglob("*.py")}
+    sources = {f"{d}/{p.relative_to(ROOT / d).as_posix()}" for d in ("theory", "empirical", "proofs")
+               for p in (ROOT / d).rglob("*.py")}
+    assert sources <= installed, f"modules the wheel leaves out (pyproject's package list): {sorted(sources - installed)}"
+    stored = run("from attnbounds.theory import counterexamples as c; print(c.DIRECTORY, len(c.stored_ids()))")
+    assert stored.returncode == 0, stored.stderr
+    where, count = stored.stdout.split()
+    assert where.startswith(str(target)) and int(count) == len(list((ROOT / "theory" / "data" / "counterexamples")
+                                                                    .glob("*.json"))) > 0, stored.stdout
     for name in ("theory", "empirical", "proofs"):
         failed = run(f"import {name}")
         assert failed.returncode != 0 and "ModuleNotFoundError" in failed.stderr, (name, failed.stderr)
+
+
+def test_docs_and_examples_teach_the_public_api_only() -> None:
+    """``docs/user-bounds.md``'s code and ``examples/`` name ``attnbounds.*`` (``__all__``), never a sub-module."""
+    import attnbounds
+
+    texts = {"docs/user-bounds.md": (ROOT / "docs" / "user-bounds.md").read_text(encoding="utf-8")}
+    texts.update({f"examples/{p.name}": p.read_text(encoding="utf-8") for p in (ROOT / "examples").iterdir()
+                  if p.suffix in (".py", ".ipynb")})
+    inner = re.compile(r"attnbounds\.(theory|empirical|proofs)\b")
+    offenders = {name: sorted(set(m.group(0) for m in inner.finditer(text))) for name, text in texts.items()
+                 if inner.search(text)}
+    assert not offenders, offenders
+    named = {m.group(1) for text in texts.values() for m in re.finditer(r"\battnbounds\.([A-Za-z_]\w*)", text)}
+    assert named - {"__version__"} <= set(attnbounds.__all__), sorted(named - set(attnbounds.__all__))

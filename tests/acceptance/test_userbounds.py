@@ -187,7 +187,7 @@ def test_the_self_check_catches_evaluators_that_read_a_formula_differently(tmp_p
             local[str(dummy)] = np.asarray(fn(*(local[n] for n in names)), dtype=np.float64)
         return np.asarray(self.fn(*(local[n] for n in self.names)), dtype=np.float64)
 
-    monkeypatch.setattr(statement_mod._Compiled, "__call__", unweighted)
+    monkeypatch.setattr(statement_mod.Compiled, "__call__", unweighted)
     with pytest.raises(AttnBoundsError, match="disagree on the right side"):
         userbounds.load(path)
 

@@ -179,7 +179,7 @@ def test_candidates_may_come_as_one_batch():
 
 def test_a_candidate_the_certifier_cannot_decide_is_never_verified():
     """Inconclusive certificates that are not equality cases make the verdict UNDECIDED, whatever the reason."""
-    from attnbounds.theory.statement import Hypothesis
+    from attnbounds.theory.hypotheses import Hypothesis
 
     base = registry.get("corollary3[spectral]")
     mine = Hypothesis("mine", "a hypothesis only float can check", lambda inst: np.ones(inst.B, dtype=bool))

@@ -28,7 +28,7 @@ def test_table_merges_reports_and_derives_verdicts() -> None:
     table = VerdictTable(config=None)
     survived = ReadingStats("lemma1", examples=30, instances=240, worst_ratio=0.5, worst_rel_margin=0.3)
     refuted = ReadingStats("corollary1[delta=own-key]", instances=1, violated=1, replay="violated",
-                           counterexample="tests/counterexamples/corollary1[delta=own-key].json")
+                           counterexample="theory/data/counterexamples/corollary1[delta=own-key].json")
     violated = ReadingStats("theorem1.fixed[R1,g2]", examples=3, instances=24, violated=1)
     stale = ReadingStats("theorem1.fixed[R2,g1]", replay="not violated", counterexample="x.json")
     crashed = ReadingStats("multihead", examples=2, instances=2)

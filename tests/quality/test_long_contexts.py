@@ -13,7 +13,7 @@ import pytest
 
 from attnbounds.theory.certify import certify
 from attnbounds.theory.search import DEFAULT_BUDGET_S, search
-from attnbounds.theory.search.planted import Planted, long_context_set
+from tests.planted import Planted, long_context_set
 
 pytest.importorskip("torch")
 

@@ -5,7 +5,7 @@
   certificate replays from its JSON alone;
 - the planted long-context set (:mod:`attnbounds.theory.search.planted`): no false statement is PROVED, the
   relaxed ones are decided;
-- the paper's readings: no REFUTED reading (its certified counterexample is stored in tests/counterexamples/) is
+- the paper's readings: no REFUTED reading (its certified counterexample is stored in theory/data/counterexamples/) is
   PROVED by the relaxation.
 
 The fast statements run in the default test run; the whole set, under ``-m slow``.
@@ -21,11 +21,11 @@ import pytest
 
 from attnbounds.theory import prover, registry
 from attnbounds.theory.certify import certify
-from attnbounds.theory.search.planted import long_context_set
+from attnbounds.theory.counterexamples import stored_ids
+from tests.planted import long_context_set
 from attnbounds.theory.userbounds import load_data, registered
 
 SET = Path(__file__).with_name("relaxation_set.toml")
-COUNTEREXAMPLES = Path(__file__).resolve().parents[1] / "counterexamples"
 BUDGET = 7.0  # the default budget
 #: statements of the set that take well under a second (the default test run's share)
 FAST = ("true.w.bsig.upper", "true.w.bsig.lower", "true.w.bsig.max", "true.w.softmax.exp", "true.j.softmax.entry",
@@ -93,11 +93,7 @@ def test_no_planted_false_statement_is_proved(planted) -> None:
         assert result.status == "proved", result.reason
 
 
-def _refuted_readings() -> list[str]:
-    return sorted(p.stem for p in COUNTEREXAMPLES.glob("*.json"))
-
-
-@pytest.mark.parametrize("sid", _refuted_readings())
+@pytest.mark.parametrize("sid", stored_ids())
 def test_no_refuted_reading_is_proved(sid: str) -> None:
     result = prover.prove(registry.get(sid), work=prover.work_for(1.0))
     assert result.status != "proved", f"{sid} has a certified counterexample and the relaxation PROVED it"

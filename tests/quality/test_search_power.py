@@ -4,7 +4,8 @@ attained, by 1.03 it is true), killed in the false direction only. The long-cont
 
 from attnbounds.theory import registry
 from attnbounds.theory.margins import REAL
-from attnbounds.theory.search import scaled, search
+from attnbounds.theory.search import search
+from tests.planted import scaled
 
 
 def test_planted_mutants_are_killed_in_the_false_direction_only():

@@ -10,7 +10,7 @@ from attnbounds.theory import registry
 from attnbounds.theory.certify import certify
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.search.planted import distances, weights_lower, weights_upper
+from tests.planted import distances, weights_lower, weights_upper
 
 
 def _one_vs_rest(L: int, top: float, rest: float, **params: float) -> Instance:

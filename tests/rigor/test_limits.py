@@ -13,7 +13,7 @@ from attnbounds.theory import limits
 from attnbounds.theory.certify import certify
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.search.planted import weights_lower, weights_upper
+from tests.planted import weights_lower, weights_upper
 
 
 def _one_vs_rest(top: float, rest: float, L: int, a: float) -> Instance:

@@ -12,14 +12,16 @@ import pytest
 import sympy as sp
 
 from attnbounds.theory import registry
+from attnbounds.theory.families import cost
 from attnbounds.theory.errors import AttnBoundsError
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.search import DEFAULT_BUDGET_S, SearchResult, scaled, search
+from attnbounds.theory.search import DEFAULT_BUDGET_S, SearchResult, search
 from attnbounds.theory.margins import REAL, relative_margin, relative_margins
 from attnbounds.theory.search import budget, torch_eval
 from attnbounds.theory.search.shrink import round_sig
 from attnbounds.theory.search.tracker import KEEP, Tracker, instance_key
+from tests.planted import scaled
 
 pytest.importorskip("torch")
 
@@ -165,8 +167,10 @@ def test_budget_buys_a_fixed_amount_of_work_proportional_to_seconds():
     assert small == budget.plan(st, 1.0, gradient=True)
     assert big.random_batches == pytest.approx(10 * small.random_batches, rel=0.1)
     assert budget.plan(st, 1.0, gradient=False).gradient_starts == 0
-    assert budget.cost_class(registry.get("theorem2.lower[full]")) == "sphere"
-    assert budget.cost_class(registry.get("corollary2.i[R1]")) == "subsets"
+    assert cost(registry.get("theorem2.lower[full]")).name == "sphere"
+    assert cost(registry.get("corollary2.i[R1]")).name == "subsets"
+    assert cost(registry.get("corollary3[spectral]")).name == "softmax-jacobian"  # softmax: closed forms
+    assert cost(registry.get("lemma2[two-term]")).name == "jacobian"
     assert DEFAULT_BUDGET_S > 0
 
 

@@ -139,13 +139,13 @@ def _without_restrictions(statement: Statement) -> Statement | None:
     neither the relation nor its quantities read ``a`` (every instance of it is an instance without it)."""
     import dataclasses
 
-    from attnbounds.theory.hypotheses import LOGITS_BOUNDED
+    from attnbounds.theory.hypotheses import LOGITS_BOUNDED, domain_hypothesis
 
     if LOGITS_BOUNDED not in statement.hypotheses or "a" in statement.symbols():
         return None
     if any(q in ("C_1", "C_2", "logit_absmax") for q in statement.bindings.values()):
         return None
-    hyps = tuple(h for h in statement.hypotheses if h != LOGITS_BOUNDED and h.id != "domain(a)")
+    hyps = tuple(h for h in statement.hypotheses if h not in (LOGITS_BOUNDED, domain_hypothesis("a")))
     defaults = {k: v for k, v in statement.defaults.items() if k != "a"}
     return dataclasses.replace(statement, hypotheses=hyps, defaults=defaults, fixed={k: v for k, v in statement.fixed.items() if k != "a"})
 

@@ -42,7 +42,7 @@ import sympy as sp
 
 from attnbounds.theory.closed import sign_of
 from attnbounds.theory.intervals import Unsupported
-from attnbounds.theory.limits import _diff
+from attnbounds.theory.limits import differentiate
 from attnbounds.theory.prover.program import Program, compile_program, run_float, run_rigorous
 from attnbounds.theory.prover.relax import Problem
 
@@ -231,7 +231,7 @@ class Face:
         if forms is None:
             base = problem.core.xreplace({syms[d]: sp.Rational(Fraction(v)) for d, v in fixed})
             forms = _forms(base)
-        raw = [_diff(forms[0], x) for x in syms]
+        raw = [differentiate(forms[0], x) for x in syms]
         alt = [(_forms(g) + [g])[1] if g != 0 else g for g in raw]
         grads = [*raw, *alt]
         return cls(fixed, forms, compile_program([*forms, *grads], syms), [compile_program([f], syms) for f in forms],
@@ -254,7 +254,7 @@ class Programs:
         #: derivatives (a projection toward the side where such a constraint grows keeps every point feasible)
         self.pairs = [(k, d) for k, c in enumerate(problem.constraints) for d, x in enumerate(problem.symbols)
                       if x in c.free_symbols]
-        self.constraint_grad = compile_program([_diff(problem.constraints[k], problem.symbols[d]) for k, d in self.pairs],
+        self.constraint_grad = compile_program([differentiate(problem.constraints[k], problem.symbols[d]) for k, d in self.pairs],
                                                problem.symbols) if self.pairs else None
         self._given = dict(faces or {})
         self.faces: dict[tuple[tuple[int, float], ...], Face] = {}

@@ -23,7 +23,7 @@ from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import Unsupported
 from attnbounds.theory.normalisers import RatioNormaliser
-from attnbounds.theory.prover.relax import Declined, RelaxedInstance, Token, _Role, t_sym
+from attnbounds.theory.prover.relax import Declined, RelaxedInstance, Token, Role, t_sym
 from attnbounds.theory.quantities import QUANTITIES
 
 #: assignments of distinguished tokens to columns tried at most per quantity
@@ -70,20 +70,20 @@ class _ImageBuilder:
         self.assignment = assignment
         self.model = _Model(inst, weights)
         self.space = type("Space", (), {"bounded_logits": "a" in inst.params})()
-        self.roles: dict[str, _Role] = {}
+        self.roles: dict[str, Role] = {}
         self.tokens: dict[tuple[int, int], Token] = {}
 
     def param(self, name: str) -> sp.Expr:
         return _float(self.inst.param(name)[0])
 
-    def role(self, role: _Role) -> Token:
+    def role(self, role: Role) -> Token:
         self.roles.setdefault(role.name, role)
         key = self.assignment.get(role.name, (0, len(self.assignment) + len(self.roles)))
         if key not in self.tokens:
             self.tokens[key] = self.model.token(key[0], f"c{key[0]}s{key[1]}")
         return self.tokens[key]
 
-    def point(self, role: _Role) -> Token:
+    def point(self, role: Role) -> Token:
         n = self.inst.normaliser
         assert isinstance(n, RatioNormaliser)
         lo, hi = n.log_F_range(self.inst.param("a"))
@@ -124,7 +124,7 @@ class _ImageBuilder:
         return t_sym * total
 
 
-def _roles(qname: str, inst: Instance, weights: bool) -> list[_Role]:
+def _roles(qname: str, inst: Instance, weights: bool) -> list[Role]:
     """The distinguished tokens the quantity's relaxed form asks for (a discovery pass, every role its own token)."""
     b = _ImageBuilder(inst, {}, weights)
     _form(qname)(RelaxedInstance(b, _namespace(qname)))  # type: ignore[arg-type]
@@ -152,7 +152,7 @@ def relaxed_value(qname: str, inst: Instance, assignment: dict[str, tuple[int, i
     return float(sp.re(sp.N(value, DIGITS)))
 
 
-def _dominates(role: _Role, r: Token, k: Token) -> bool:
+def _dominates(role: Role, r: Token, k: Token) -> bool:
     assert role.dominates is not None
     value = sp.N(sp.sympify(role.dominates(r, k)), DIGITS)
     return bool(value.is_real and value >= 0) or value == 0

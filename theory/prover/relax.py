@@ -38,7 +38,7 @@ from attnbounds.theory.intervals import Unsupported
 from attnbounds.theory.normalisers import L_sym, RatioNormaliser, derivative, l_sym, sigmoid, softplus
 from attnbounds.theory.opaque import OAbs, OMax, OMin
 from attnbounds.theory.quantities import QUANTITIES
-from attnbounds.theory.statement import Statement, _conjuncts
+from attnbounds.theory.statement import Statement, conjuncts
 
 INF = math.inf
 #: the relaxed length variable t = 1/L
@@ -404,7 +404,7 @@ def _propagate_orders(coords: list[Coordinate], constraints: list[sp.Expr]) -> l
             else c for c in coords]
 
 
-def _extreme_of(role: "_Role") -> str:
+def _extreme_of(role: "Role") -> str:
     """Whether a point stands for the largest ("max") or smallest ("min") log F on the box: it dominates a token of
     smaller log F."""
     assert role.dominates is not None
@@ -475,7 +475,8 @@ def _compact(expr: sp.Expr, s: sp.Symbol) -> sp.Expr:
 
 # -- what a quantity's relaxed form reads ------------------------------------------------------------------------
 @dataclass
-class _Role:
+class Role:
+    """A token a quantity's relaxed form singles out (the maximum, the minimum, ...): its name and what makes it so."""
     name: str
     #: ``dominates(r, k) >= 0`` for every other token k: the constraint that makes r the token of a maximum
     dominates: Callable[[Token, Token], sp.Expr] | None = None
@@ -518,12 +519,12 @@ class RelaxedInstance:
         (the token of a maximum: ``lambda r, k: r.lam - k.lam``); ``extreme`` says whether the quantity is the
         largest ("max") or smallest ("min") of its value at every token."""
         full = f"{self._ns}.{name}" if self._ns else name
-        return self._b.role(_Role(full, dominates, extreme))
+        return self._b.role(Role(full, dominates, extreme))
 
     def point(self, name: str, *, dominates: Callable[[Token, Token], sp.Expr]) -> Token:
         """A point of the token box that is not a token (where F attains its extremes on [-a, a], say): it is
         constrained against every token (``dominates(p, k) >= 0``), never counted among them."""
-        return self._b.point(_Role(name, dominates))
+        return self._b.point(Role(name, dominates))
 
     def log_F_extremes(self, tokens_move: int = 0) -> tuple[sp.Expr, sp.Expr]:
         """``(min, max)`` of log F over the logit box ``[-a, a]``: at its ends when log F is monotone in the logit
@@ -540,8 +541,8 @@ class RelaxedInstance:
             return lo.lam, hi.lam
         if tokens_move and getattr(b, "margin_signs", {}).get(self._ns, 0) * tokens_move < 0:
             b.bounded_by_tokens = True
-            top = b.role(_Role("F.max", lambda p, k: p.lam - k.lam, "max"))
-            bottom = b.role(_Role("F.min", lambda p, k: k.lam - p.lam, "min"))
+            top = b.role(Role("F.max", lambda p, k: p.lam - k.lam, "max"))
+            bottom = b.role(Role("F.min", lambda p, k: k.lam - p.lam, "min"))
             return bottom.lam, top.lam
         top = self.point("F.max", dominates=lambda p, k: p.lam - k.lam)
         bottom = self.point("F.min", dominates=lambda p, k: k.lam - p.lam)
@@ -579,11 +580,11 @@ class _Builder:
         self.param_coords = param_coords
         self.pattern = dict(pattern or {})
         self.parameters = parameters
-        self.roles: dict[str, _Role] = {}
+        self.roles: dict[str, Role] = {}
         self.tokens: dict[int, Token] = {}
         self.token_of_role: dict[str, Token] = {}
         self.totals: list[_Total] = []
-        self.points: dict[str, tuple[_Role, Token]] = {}
+        self.points: dict[str, tuple[Role, Token]] = {}
         self.model = model
         self.left: sp.Expr = sp.Integer(1)  # the weights model: the weight not given to a distinguished token
         self.aliases: dict[str, str] = dict(aliases or {})
@@ -597,7 +598,7 @@ class _Builder:
             raise Declined(f"the relaxation has no coordinate for the parameter {name!r}")
         return self.parameters[name]
 
-    def role(self, role: _Role) -> Token:
+    def role(self, role: Role) -> Token:
         if role.name in self.aliases:  # the quantity read at another distinguished token (a bound of it)
             return self.token_of_role[self.aliases[role.name]]
         if role.name in self.token_of_role:
@@ -621,7 +622,7 @@ class _Builder:
         finally:
             self._sealed = False
 
-    def point(self, role: _Role) -> Token:
+    def point(self, role: Role) -> Token:
         if role.name not in self.points:
             self.points[role.name] = (role, self.model.new(f"p{len(self.points)}", "point"))
         return self.points[role.name][1]
@@ -721,7 +722,7 @@ def _partitions(items: list[str]) -> Iterator[dict[str, int]]:
 def _space(statement: Statement) -> Space:
     space = Space(statement)
     for h in statement.hypotheses:
-        rule = getattr(h, "relax", None)
+        rule = h.relax
         if rule is None:
             raise Declined(f"the hypothesis {h.id!r} has no relaxation ({h.description})")
         rule(space)
@@ -858,7 +859,7 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
     parameters, param_coords = _parameter_coordinates(statement, space)
     model = TokenModel(space, parameters, 1 / t_sym, param_coords)
     strategies: list[list[list[Group]]] = []
-    for c, conjunct in enumerate(_conjuncts(statement.relation)):
+    for c, conjunct in enumerate(conjuncts(statement.relation)):
         strict = isinstance(conjunct, sp.StrictLessThan)
         per: list[list[Group]] = []
         signs = _margin_signs(statement, conjunct)
@@ -923,7 +924,7 @@ def _favourable(statement: Statement, conjunct: sp.Rel, discovery: "_Builder") -
     margin = conjunct.rhs - conjunct.lhs
     signs = _signed_symbols(statement, conjunct)
     out = []
-    by_quantity: dict[str, list[_Role]] = {}
+    by_quantity: dict[str, list[Role]] = {}
     for role in discovery.roles.values():
         by_quantity.setdefault(role.name.split(".", 1)[0] if "." in role.name else "", []).append(role)
     for sym in sorted(conjunct.free_symbols, key=str):

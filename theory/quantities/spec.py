@@ -1,10 +1,10 @@
-"""One specification per quantity, with its implementations registered on it (DESIGN.md).
+"""One specification per quantity, with its implementations registered on it.
 
 A :class:`Quantity` says what a named scalar of the paper is (definition, paper reference, shape),
 what it reads from an instance (``needs``), whether it depends on the normaliser beyond the
-weights, what one evaluation costs (:data:`COSTS`), how large the numbers it is computed from are
-(``magnitude``: the yardstick of rounding for the search and for certification), and, for
-expectations, its Monte Carlo protocol. Its implementations register on it:
+weights, what one evaluation costs (its cost class in :data:`COSTS`, with the search's work rates), how
+large the numbers it is computed from are (``magnitude``: the yardstick of rounding for the search and for
+certification), and, for expectations, its Monte Carlo protocol. Its implementations register on it:
 
 - ``float``: numpy, vectorised over the batch, for dense instances and token classes alike
   (columns with their counts; :mod:`attnbounds.theory.instance`), the search's and the oracle's;
@@ -43,23 +43,67 @@ NEEDS = frozenset({"logits", "qk", "x", "selection", "sphere", "fd", "heads", "r
 
 @dataclass(frozen=True)
 class Cost:
-    """What one evaluation of a quantity costs, and the sizes that keep one test example cheap."""
+    """A cost class: what one evaluation costs, the sizes that keep one test example cheap, and the search's work
+    per second of budget (:mod:`attnbounds.theory.search.budget` turns a budget into counts through these rates).
+
+    The rates are calibrated with ``python bench/calibrate.py`` on the reference machine (2 cores, one per search):
+    about 0.8 of the measured whole-search rates (overheads included), so a search takes about its budget.
+    """
 
     name: str
     rank: int  # a statement costs what its most expensive quantity costs
+    doc: str
     test_L: int  # largest L a hypothesis example draws for it
     test_batch: int  # largest batch a hypothesis example draws for it
-    dense_L: int  # longest dense instance the search builds for it (longer ones are token classes)
-    doc: str
+    batch: int  # instances per random batch (dense batches hold at most budget.TOKENS_PER_BATCH tokens)
+    max_L: int  # longest dense sequence the random search draws (longer ones are token classes)
+    random_per_s: float  # dense random batches per second of budget
+    class_per_s: float  # token-class random batches per second of budget
+    max_class_L: int  # longest token-class context at the default budget (it grows with the budget)
+    gradient_per_s: float  # gradient starts (each a batch of ``gradient_batch``) per second
+    gradient_batch: int
+    gradient_steps: int
+    gradient_max_L: int  # longest sequence drawn for fresh gradient starts
+    targeted_per_s: float  # hypothesis examples per second
+    shrink_per_s: float  # shrink evaluations per second
+    refine_per_s: float  # Monte Carlo re-evaluations (with REFINE_DRAWS draws) of the tightest instances per second
+    #: the share of a budget's random and class batches a statement about a Python callable gets (torch, batch by
+    #: batch, and autograd Jacobians are slower than the generated numpy kernels the rates are measured on)
+    callable_rate: float
+    #: one dense instance's work grows as L^2 or more (a Jacobian's SVD), not as L: batches hold fewer rows
+    quadratic: bool = False
+    #: how the random search shapes its instances: ``"free"``; ``"enumerable"`` (few tokens and classes, so that
+    #: the random N-subsets are enumerated exactly); ``"sampled"`` (few tokens, small dimension, Monte Carlo draws)
+    draws: Literal["free", "enumerable", "sampled"] = "free"
 
 
-#: cost classes, cheapest first (the search's work rates per class live in :mod:`attnbounds.theory.search.budget`)
+#: cost classes, cheapest first; ``softmax-jacobian`` is no quantity's own class: a hypothesis fixing softmax makes
+#: the Jacobian quantities closed forms (``Hypothesis.cheaper``)
 COSTS: dict[str, Cost] = {c.name: c for c in (
-    Cost("weights", 0, 4096, 16, 4096, "weights and logits only: O(L)"),
-    Cost("jacobian", 1, 96, 8, 512, "Jacobian norms: O(L) closed forms, an SVD per instance when (log F)' varies"),
-    Cost("tokens", 2, 128, 8, 1024, "token vectors: O(L d), O(L N d) for pairwise distances"),
-    Cost("subsets", 3, 24, 8, 24, "expectations over random N-subsets, enumerated through class counts"),
-    Cost("sphere", 4, 12, 4, 6, "expectations over random sphere embeddings: Monte Carlo, token by token"),
+    Cost("weights", 0, "weights and logits only: O(L)", test_L=4096, test_batch=16,
+         batch=1024, max_L=4096, random_per_s=20.0, class_per_s=180.0, max_class_L=10**7, gradient_per_s=9.0,
+         gradient_batch=128, gradient_steps=60, gradient_max_L=16, targeted_per_s=250.0, shrink_per_s=1000.0,
+         refine_per_s=0.0, callable_rate=0.25),
+    Cost("softmax-jacobian", 1, "Jacobian norms of softmax: closed forms in O(L)", test_L=96, test_batch=8,
+         batch=1024, max_L=512, random_per_s=90.0, class_per_s=230.0, max_class_L=10**7, gradient_per_s=10.0,
+         gradient_batch=128, gradient_steps=60, gradient_max_L=16, targeted_per_s=300.0, shrink_per_s=1500.0,
+         refine_per_s=0.0, callable_rate=0.25),
+    Cost("jacobian", 1, "Jacobian norms: O(L) closed forms, an SVD per instance when (log F)' varies", test_L=96,
+         test_batch=8, batch=512, max_L=128, random_per_s=170.0, class_per_s=185.0, max_class_L=10**7,
+         gradient_per_s=7.0, gradient_batch=128, gradient_steps=60, gradient_max_L=16, targeted_per_s=400.0,
+         shrink_per_s=1000.0, refine_per_s=0.0, callable_rate=0.08, quadratic=True),
+    Cost("tokens", 2, "token vectors: O(L d), O(L N d) for pairwise distances", test_L=128, test_batch=8,
+         batch=256, max_L=256, random_per_s=45.0, class_per_s=160.0, max_class_L=10**7, gradient_per_s=6.0,
+         gradient_batch=128, gradient_steps=60, gradient_max_L=16, targeted_per_s=300.0, shrink_per_s=1000.0,
+         refine_per_s=0.0, callable_rate=0.25),
+    Cost("subsets", 3, "expectations over random N-subsets, enumerated through class counts", test_L=24,
+         test_batch=8, batch=64, max_L=10, random_per_s=230.0, class_per_s=70.0, max_class_L=10**7,
+         gradient_per_s=6.0, gradient_batch=64, gradient_steps=60, gradient_max_L=8, targeted_per_s=250.0,
+         shrink_per_s=1000.0, refine_per_s=0.0, callable_rate=0.25, draws="enumerable"),
+    Cost("sphere", 4, "expectations over random sphere embeddings: Monte Carlo, token by token", test_L=12,
+         test_batch=4, batch=8, max_L=6, random_per_s=55.0, class_per_s=0.0, max_class_L=6, gradient_per_s=0.0,
+         gradient_batch=0, gradient_steps=0, gradient_max_L=16, targeted_per_s=130.0, shrink_per_s=25.0,
+         refine_per_s=16.0, callable_rate=0.25, draws="sampled"),
 )}
 
 

@@ -111,24 +111,25 @@ def _d1(inst: Instance) -> np.ndarray:
     # Gram distances, the product they come from, the pair mask, the masked copy: each (rows, K, S)
     memory.check(4 * 8.0 * min(step, inst.B) * inst.K * S, f"d_1 over {inst.K} x {S} column pairs")
     for start in range(0, inst.B, step):
-        rows = np.arange(start, min(start + step, inst.B))
+        rows = slice(start, min(start + step, inst.B))  # views of the chunk, never a copy of its token vectors
         xb, c, v = x[rows], cols[rows], valid[rows]
-        b = np.arange(rows.size)[:, None]
+        n = xb.shape[0]
+        b = np.arange(n)[:, None]
         xs = xb[b, c]  # (b, S, d)
         n2s = n2[rows][b, c]
         d2 = n2[rows][:, :, None] + n2s[:, None, :] - 2.0 * np.matmul(xb, xs.transpose(0, 2, 1))
         ok = out_mask[rows][:, :, None] & v[:, None, :]
         d2 = np.where(ok, d2, -np.inf)
-        flat = d2.reshape(rows.size, -1).argmax(-1)
+        flat = d2.reshape(n, -1).argmax(-1)
         i, j = np.divmod(flat, S)
-        bb = np.arange(rows.size)
+        bb = np.arange(n)
         result[rows] = F.norm(xb[bb, i] - xs[bb, j], axis=-1)
         scale = F.masked_max(n2[rows], out_mask[rows], 0.0) + F.masked_max(n2s, v, 0.0)
         bad = np.nonzero(d2[bb, i, j] <= F.CANCELLATION * scale)[0]
         for r in bad:
             memory.check(2 * 8.0 * inst.K * S * x.shape[-1], f"d_1 over {inst.K} x {S} nearly equal column pairs")
             diff = F.norm(xb[r][:, None, :] - xs[r][None, :, :], axis=-1)
-            result[rows[r]] = np.where(ok[r], diff, -np.inf).max()
+            result[start + r] = np.where(ok[r], diff, -np.inf).max()
     return result
 
 

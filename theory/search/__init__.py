@@ -3,10 +3,9 @@
 ``search(statement, budget_s=..., seed=...) -> SearchResult`` (see :func:`attnbounds.theory.search.core.search`).
 The budget buys a fixed amount of work (:mod:`attnbounds.theory.search.budget`), so results are reproducible
 from ``(statement, budget_s, seed)``; candidates are ranked by relative margin
-(:mod:`attnbounds.theory.search.score`) and certified elsewhere (:mod:`attnbounds.theory.certify`).
+(:mod:`attnbounds.theory.margins`) and certified elsewhere (:mod:`attnbounds.theory.certify`).
 """
 
 from attnbounds.theory.search.core import DEFAULT_BUDGET_S, SearchResult, search
-from attnbounds.theory.search.mutants import scaled
 
-__all__ = ["DEFAULT_BUDGET_S", "SearchResult", "scaled", "search"]
+__all__ = ["DEFAULT_BUDGET_S", "SearchResult", "search"]

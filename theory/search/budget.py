@@ -2,13 +2,14 @@
 
 ``search(statement, budget_s=..., seed=...)`` never looks at the clock to decide what to do: the
 budget is converted by :func:`plan` into counts (random batches and their size, gradient starts
-and steps, targeted examples, shrink evaluations) through the table :data:`RATES`, calibrated on
+and steps, targeted examples, shrink evaluations) through the work rates of the statement's cost class
+(:data:`attnbounds.theory.quantities.COSTS`, :func:`attnbounds.theory.families.cost`), calibrated on
 the reference machine (2 CPU cores, one core per search) so that the work takes about
 ``budget_s`` seconds there. The same ``(statement, budget_s, seed)`` therefore gives the same
 result everywhere; a slower machine just takes longer. ``bench/calibrate.py`` re-measures the
-table (its numbers are the seconds one unit of work takes per cost class).
+rates (the seconds one unit of work takes per cost class).
 
-Cost classes (:func:`cost_class`) group statements by what one evaluation costs:
+The cost classes group statements by what one evaluation costs:
 
 - ``weights``: weights (and logits) only, e.g. Lemma 1, Corollary 1, the multi-head remark;
 - ``softmax-jacobian``: Jacobian norms of softmax (Corollary 3), closed forms in O(L);
@@ -24,56 +25,8 @@ from dataclasses import asdict, dataclass
 
 from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.families import cost
+from attnbounds.theory.quantities import COSTS, Cost
 from attnbounds.theory.statement import Statement
-
-def cost_class(statement: Statement) -> str:
-    """The cost class of a statement (module docstring): its most expensive quantity's cost
-    (:func:`attnbounds.theory.families.cost`), with the softmax Jacobian apart."""
-    name = cost(statement).name
-    if name == "jacobian" and any(h.id == "softmax" for h in statement.hypotheses):
-        return "softmax-jacobian"
-    return name
-
-
-@dataclass(frozen=True)
-class Rates:
-    """Work per second of budget for one cost class (see :data:`RATES`)."""
-
-    batch: int  # instances per random batch (dense batches hold at most TOKENS_PER_BATCH tokens)
-    max_L: int  # longest dense sequence the random search draws
-    random_per_s: float  # dense random batches per second of budget
-    class_per_s: float  # token-class random batches per second of budget
-    max_class_L: int  # longest token-class context at the default budget (it grows with the budget)
-    gradient_per_s: float  # gradient starts (each a batch of ``gradient_batch``) per second
-    gradient_batch: int
-    gradient_steps: int
-    targeted_per_s: float  # hypothesis examples per second
-    shrink_per_s: float  # shrink evaluations per second
-    refine_per_s: float  # Monte Carlo re-evaluations (with REFINE_DRAWS draws) of the tightest instances per second
-
-
-#: calibrated with ``python bench/calibrate.py`` on the reference machine (2 cores, one per search): about 0.8 of
-#: the measured whole-search rates (overheads included), so a search takes about its budget
-RATES: dict[str, Rates] = {
-    "weights": Rates(batch=1024, max_L=4096, random_per_s=20.0, class_per_s=180.0, max_class_L=10**7,
-                     gradient_per_s=9.0, gradient_batch=128, gradient_steps=60, targeted_per_s=250.0,
-                     shrink_per_s=1000.0, refine_per_s=0.0),
-    "softmax-jacobian": Rates(batch=1024, max_L=512, random_per_s=90.0, class_per_s=230.0, max_class_L=10**7,
-                              gradient_per_s=10.0, gradient_batch=128, gradient_steps=60, targeted_per_s=300.0,
-                              shrink_per_s=1500.0, refine_per_s=0.0),
-    "jacobian": Rates(batch=512, max_L=128, random_per_s=170.0, class_per_s=185.0, max_class_L=10**7,
-                      gradient_per_s=7.0, gradient_batch=128, gradient_steps=60, targeted_per_s=400.0,
-                      shrink_per_s=1000.0, refine_per_s=0.0),
-    "tokens": Rates(batch=256, max_L=256, random_per_s=45.0, class_per_s=160.0, max_class_L=10**7,
-                    gradient_per_s=6.0, gradient_batch=128, gradient_steps=60, targeted_per_s=300.0,
-                    shrink_per_s=1000.0, refine_per_s=0.0),
-    "subsets": Rates(batch=64, max_L=10, random_per_s=230.0, class_per_s=70.0, max_class_L=10**7,
-                     gradient_per_s=6.0, gradient_batch=64, gradient_steps=60, targeted_per_s=250.0,
-                     shrink_per_s=1000.0, refine_per_s=0.0),
-    "sphere": Rates(batch=8, max_L=6, random_per_s=55.0, class_per_s=0.0, max_class_L=6,
-                    gradient_per_s=0.0, gradient_batch=0, gradient_steps=0, targeted_per_s=130.0,
-                    shrink_per_s=25.0, refine_per_s=16.0),
-}
 
 #: per-reading budget (seconds) that keeps ``attnbounds verify`` over every reading under 10 minutes
 DEFAULT_BUDGET_S = 7.0
@@ -108,7 +61,7 @@ def check_budget(budget_s: object, name: str = "budget") -> None:
                               f"reading), got {budget_s!r}")
 
 
-def reach(rates: Rates, budget_s: float) -> int:
+def reach(rates: Cost, budget_s: float) -> int:
     """The longest token-class context searched for ``budget_s``: the class's reach at the default budget,
     times the square of the budget ratio (twice the budget reaches four times further), at least 10^4
     (when the class has token classes), at most :data:`LONGEST`."""
@@ -137,23 +90,27 @@ class Plan:
     def to_dict(self) -> dict[str, int | str]:
         return asdict(self)
 
+    @property
+    def cost(self) -> Cost:
+        """The cost class the plan was made for (its rates)."""
+        return COSTS[self.cost_class]
+
 
 def plan(statement: Statement, budget_s: float, *, gradient: bool) -> Plan:
     """The fixed amount of work for ``budget_s`` seconds (module docstring); at least one random batch."""
     check_budget(budget_s, "budget_s")
-    cls = cost_class(statement)
-    r = RATES[cls]
+    r = cost(statement)
     use_gradient = gradient and r.gradient_per_s > 0
     others = SHARES["targeted"] + SHARES["shrink"] + (SHARES["gradient"] if use_gradient else 0.0) + (
         SHARES["refine"] if r.refine_per_s > 0 else 0.0)
     random_share = 1.0 - others
     class_share = CLASS_SHARE if r.class_per_s > 0 else 0.0
-    from attnbounds.theory.callables import CALLABLE_RATE, uncertified
+    from attnbounds.theory.callables import uncertified
 
     if uncertified(statement) is not None:  # a Python callable runs through torch a batch at a time: slower
-        random_share *= CALLABLE_RATE.get(cls, CALLABLE_RATE["default"])
+        random_share *= r.callable_rate
     return Plan(
-        cost_class=cls,
+        cost_class=r.name,
         batch=r.batch,
         max_L=r.max_L,
         random_batches=max(1, round(budget_s * random_share * (1 - class_share) * r.random_per_s)),

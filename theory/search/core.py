@@ -18,7 +18,7 @@ from attnbounds.theory.search import budget as budget_mod
 from attnbounds.theory.search.budget import DEFAULT_BUDGET_S
 from attnbounds.theory.search import gradient, random_search, refine, shrink, targeted
 from attnbounds.theory.parallel import Runner
-from attnbounds.theory.search.tracker import Tracker
+from attnbounds.theory.search.tracker import MethodSummary, Tracker
 from attnbounds.theory.statement import Statement
 
 
@@ -30,10 +30,10 @@ class SearchResult:
     ``violations``: single instances (B = 1) whose float ``margin_hi < 0``, deduplicated, most
     negative relative margin first (at most 20; certification decides which are real).
     ``best``: the tightest applicable instance (smallest relative margin, see
-    :mod:`attnbounds.theory.search.score`); ``best_margin`` is that relative margin and ``best_ratio`` its
+    :mod:`attnbounds.theory.margins`); ``best_margin`` is that relative margin and ``best_ratio`` its
     ``lhs / rhs``. ``minimal``: the shrunk, rounded counterexample (also among ``violations``),
-    or None. ``by_method``: per method ``tried``, ``applicable``, ``violations``,
-    ``best_margin``, ``best_ratio``, ``seconds`` (and ``first_violation_s``). ``plan``: the work
+    or None. ``by_method``: per method what it did (:class:`~attnbounds.theory.search.tracker.MethodSummary`:
+    ``tried``, ``applicable``, ``violations``, ``best_margin``, ``best_ratio``, ``seconds``, ...). ``plan``: the work
     the budget bought (:mod:`attnbounds.theory.search.budget`). ``tight``: the tightest instances
     kept (the gradient phase's starting points). ``shortest``: the float violation at the shortest context.
     """
@@ -44,7 +44,7 @@ class SearchResult:
     best_margin: float
     best_ratio: float
     tried: int
-    by_method: dict[str, dict]
+    by_method: dict[str, MethodSummary]
     wall_s: float
     seed: int
     budget_s: float
@@ -105,14 +105,14 @@ def _pieces(n: int, size: int) -> list[range]:
 def starts_per_piece(pl: budget_mod.Plan) -> int:
     """Gradient starts per piece: about :data:`PIECE_S` of planned work, at least one (each start has its own
     generator: the cut does not change the result)."""
-    rate = budget_mod.RATES[pl.cost_class].gradient_per_s
+    rate = pl.cost.gradient_per_s
     return int(min(MAX_STARTS, max(1, math.ceil(PIECE_S * rate)))) if rate > 0 else 1
 
 
 def rounds_per_piece(pl: budget_mod.Plan) -> int:
     """Random rounds per piece: :data:`PIECE_S` of planned work (how the rounds are cut does not change the result:
     pieces are contiguous and merged in order)."""
-    rates = budget_mod.RATES[pl.cost_class]
+    rates = pl.cost
     n = pl.random_batches + pl.class_batches
     planned = pl.random_batches / rates.random_per_s + (pl.class_batches / rates.class_per_s if pl.class_batches else 0.0)
     return int(min(MAX_ROUNDS, max(MIN_ROUNDS, round(PIECE_S * n / planned)))) if planned > 0 else MAX_ROUNDS

@@ -15,7 +15,6 @@ from typing import Any, cast
 
 import numpy as np
 
-from attnbounds.theory import hypotheses as hyp
 from attnbounds.theory.errors import AttnBoundsError, NotApplicable
 from attnbounds.theory.families import needs
 from attnbounds.theory.instance import Instance
@@ -35,9 +34,6 @@ SNAPSHOTS = 4
 MAX_START_COLUMNS = 64
 #: an expectation start whose random subsets have more count vectors (times columns) than this is left out
 MAX_START_VECTORS = 1 << 12
-#: longest sequence drawn for fresh gradient starts
-MAX_L = {"weights": 16, "softmax-jacobian": 16, "jacobian": 16, "tokens": 16, "subsets": 8}
-_NORMALISER_HYPOTHESES = {hyp.SOFTMAX.id, hyp.F_POSITIVE.id, hyp.F_LENGTH_INDEPENDENT.id}
 
 
 def supports(statement: Statement) -> bool:
@@ -60,8 +56,7 @@ def unsupported_reason(statement: Statement) -> str | None:
 
 def _weights_only(statement: Statement) -> bool:
     """Only the weights matter: parametrise them as softmax(z) whatever the normaliser."""
-    return not ({h.id for h in statement.hypotheses} & _NORMALISER_HYPOTHESES
-                or any(h.id.startswith("normaliser(") for h in statement.hypotheses)
+    return not (any(h.normaliser == "form" for h in statement.hypotheses)  # softmax(z) gives any weights, not any F
                 or "T" in statement.parameters()  # the relation reads the normaliser's temperature
                 or any(QUANTITIES[q].normaliser or QUANTITIES[q].needs & {"logits", "qk"}
                        for q in statement.bindings.values()))
@@ -294,8 +289,9 @@ def run(statement: Statement, plan: Plan, seed: tuple[int, ...], tracker: Tracke
             tracker.method("gradient").stopped = unsupported_reason(statement) or "not supported"
         return
     fresh_plan = Plan(**{**cast(dict[str, Any], plan.to_dict()), "batch": plan.gradient_batch,
-                         "max_L": min(plan.max_L, MAX_L.get(plan.cost_class, 16))})
-    starts = [p for p in pool if p.K <= MAX_START_COLUMNS and (plan.cost_class != "subsets" or enumerable(
+                         "max_L": min(plan.max_L, plan.cost.gradient_max_L)})
+    subsets = plan.cost.draws == "enumerable"  # expectations over random N-subsets: starts that stay enumerable
+    starts = [p for p in pool if p.K <= MAX_START_COLUMNS and (not subsets or enumerable(
         tuple(int(c) for c in (p.counts[0] if p.counts is not None else np.ones(p.K, dtype=int))), cast(int, p.N), 1,
         MAX_START_VECTORS))]
     for i in range(plan.gradient_starts) if indices is None else indices:
@@ -311,7 +307,7 @@ def run(statement: Statement, plan: Plan, seed: tuple[int, ...], tracker: Tracke
         else:
             batch = random_search.build_batch(statement, random_search.draw_spec(rng, statement, fresh_plan), tracker,
                                               "gradient")
-        if batch is not None and (plan.cost_class != "subsets" or _enumerable(batch)):
+        if batch is not None and (not subsets or _enumerable(batch)):
             optimise(statement, batch, plan.gradient_steps, tracker)
         if progress is not None:
             progress.update(1)

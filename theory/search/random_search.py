@@ -32,9 +32,9 @@ def draw_spec(rng: np.random.Generator, statement: Statement, plan: Plan, *, cla
     spec = random_spec(rng, statement, B=plan.batch, max_L=plan.max_class_L if classes else plan.max_L,
                        classes=classes, stratum=stratum)
     if not classes:  # Jacobian norms cost O(L^2) to O(L^3) per instance, the rest O(L)
-        per = spec.L**2 if plan.cost_class == "jacobian" else spec.L
+        per = spec.L**2 if plan.cost.quadratic else spec.L
         spec = spec.with_(B=max(1, min(plan.batch, TOKENS_PER_BATCH // per)))
-    if plan.cost_class == "subsets":
+    if plan.cost.draws == "enumerable":
         if classes:  # a few classes and few selected tokens: the count vectors stay enumerable
             K = min(spec.K, 3)
             spec = spec.with_(K=K, L=max(spec.L, K), N=min(spec.N, int(rng.integers(1, 31)), max(spec.L, K)))
@@ -44,7 +44,7 @@ def draw_spec(rng: np.random.Generator, statement: Statement, plan: Plan, *, cla
             while not enumerable((1,) * L, N):
                 N = int(rng.integers(1, L + 1))
             spec = spec.with_(L=L, N=N, B=plan.batch)
-    elif plan.cost_class == "sphere":
+    elif plan.cost.draws == "sampled":
         L = int(rng.integers(2, plan.max_L + 1))
         spec = spec.with_(L=L, N=int(rng.integers(1, L + 1)), d=int(rng.choice([2, 3, 4])),
                           mc_draws=int(rng.choice([400, 2000])), K=0, B=plan.batch)
@@ -57,7 +57,7 @@ def draw_spec(rng: np.random.Generator, statement: Statement, plan: Plan, *, cla
         if not spec.K and spec.L > 4 * max(plan.max_L, 1):  # a range of lengths beyond the dense limit: token classes
             spec = spec.with_(K=min(spec.L, int(rng.integers(1, 7))), classes="random", B=min(spec.B, plan.batch))
         elif not spec.K:
-            per = spec.L**2 if plan.cost_class == "jacobian" else spec.L
+            per = spec.L**2 if plan.cost.quadratic else spec.L
             spec = spec.with_(B=max(1, min(spec.B, TOKENS_PER_BATCH // per)))
     return spec
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from attnbounds.theory.errors import NotApplicable
 from attnbounds.theory.families import admissible_normalisers, feasible_delta, needs
+from attnbounds.theory.hypotheses import smallest_length
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.normalisers import make
 from attnbounds.theory.quantities import sphere_embeddings
@@ -37,7 +38,7 @@ def instances(statement: Statement) -> Any:
     from hypothesis import strategies as st
 
     need = needs(statement)
-    min_L = 2 if need & {"x", "sphere"} or any(h.id == "L>=2" for h in statement.hypotheses) else 1
+    min_L = max(smallest_length(statement.hypotheses), 2 if need & {"x", "sphere"} else 1)
     names = admissible_normalisers(statement)
     lo_L, hi_L = _lengths(statement, min_L)
     fixed, ranges = statement.fixed, statement.ranges

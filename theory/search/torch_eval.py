@@ -19,9 +19,9 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.theory.margins import relative_margin
-from attnbounds.theory.normalisers import L_sym, RatioNormaliser, _stable_log, derivative, l_sym
+from attnbounds.theory.normalisers import L_sym, RatioNormaliser, stable_log, derivative, l_sym
 from attnbounds.theory.quantities import QUANTITIES
-from attnbounds.theory.statement import Statement, _conjuncts
+from attnbounds.theory.statement import Statement, conjuncts
 
 
 def _torch() -> Any:
@@ -201,7 +201,7 @@ def gap(statement: Statement, st: State) -> Any:
     if st.N is not None:
         env["__selected_weights__"] = st.mult * (st.mask & st.present)
     worst = None
-    for c, rel in enumerate(_conjuncts(statement.relation)):
+    for c, rel in enumerate(conjuncts(statement.relation)):
         sides = []
         for expr in (rel.lhs, rel.rhs):
             sides.append(_t(_evaluate(expr, env)))
@@ -222,17 +222,17 @@ def _evaluate(expr: sp.Expr, env: dict[str, Any]) -> Any:
     local = dict(env)
     replace = {}
     for k, node in enumerate(sorted(expr.atoms(sp.Sum), key=sp.default_sort_key)):
-        from attnbounds.theory.statement import _indexed_to_symbol
+        from attnbounds.theory.statement import indexed_to_symbol
 
-        body = _indexed_to_symbol(node.function)
+        body = indexed_to_symbol(node.function)
         names, fn = _side(body)
         w = env["__selected_weights__"]
         value = _t(fn(*(local[n] for n in names)))
         local[f"_sum{k}"] = (torch.broadcast_to(value, w.shape) * w).sum(-1, keepdim=True)
         replace[node] = sp.Symbol(f"_sum{k}")
-    from attnbounds.theory.statement import _indexed_to_symbol
+    from attnbounds.theory.statement import indexed_to_symbol
 
-    names, fn = _side(_indexed_to_symbol(expr.xreplace(replace)))
+    names, fn = _side(indexed_to_symbol(expr.xreplace(replace)))
     return fn(*(local[n] for n in names))
 
 
@@ -243,7 +243,7 @@ def _log_F_fns(log_F: sp.Expr, names: tuple[str, ...]) -> tuple[Callable[..., An
     expr = log_F.subs(pos)
     args = (l_sym, L_sym, *(pos[sp.Symbol(n)] for n in names))
     mods, printer = _modules(), _printer()
-    f = sp.lambdify(args, _for_torch(_stable_log(expr)), modules=mods, printer=printer)
+    f = sp.lambdify(args, _for_torch(stable_log(expr)), modules=mods, printer=printer)
     df = sp.lambdify(args, _for_torch(derivative(expr, l_sym)), modules=mods, printer=printer)
     return f, df
 

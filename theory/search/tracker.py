@@ -6,7 +6,7 @@ import contextlib
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypedDict
 
 import numpy as np
 
@@ -58,6 +58,33 @@ def instance_key(inst: Instance, b: int = 0) -> bytes:
 MESSAGES = 5
 
 
+class MethodSummary(TypedDict, total=False):
+    """What one search method did, as a record's ``search.by_method[m]`` holds it (:meth:`MethodStats.to_dict`);
+    :data:`TIMING_KEYS` go to the record's ``timing`` instead (a replacement search reports the same keys)."""
+
+    tried: int
+    applicable: int
+    violations: int
+    best_margin: float
+    best_ratio: float
+    seconds: float
+    first_violation_s: float
+    skipped: int
+    errors: int
+    error_messages: list[str]
+    callable_failures: int
+    callable_failure_messages: list[str]
+    stopped: str
+    cut: int
+    L_range: list[int]
+    violation_L_min: int
+    by_L: list[list[float]]
+
+
+#: the entries of a :class:`MethodSummary` that depend on the clock (a record keeps them apart, under ``timing``)
+TIMING_KEYS = ("seconds", "first_violation_s")
+
+
 @dataclass
 class MethodStats:
     """What one search method did. ``skipped``: draws outside a hypothesis or requirement
@@ -87,8 +114,8 @@ class MethodStats:
     #: the tightest instance per range of context lengths: ``floor(log2 L) -> (key, L, ratio, relative margin)``
     by_L: dict[int, tuple[float, int, float, float]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
-        out: dict[str, Any] = {"tried": self.tried, "applicable": self.applicable, "violations": self.violations,
+    def to_dict(self) -> MethodSummary:
+        out: MethodSummary = {"tried": self.tried, "applicable": self.applicable, "violations": self.violations,
                "best_margin": self.best_margin, "best_ratio": self.best_ratio, "seconds": round(self.seconds, 4)}
         if self.first_violation_s is not None:
             out["first_violation_s"] = round(self.first_violation_s, 4)
@@ -104,7 +131,7 @@ class MethodStats:
             out["stopped"] = self.stopped
         if self.cut:
             out["cut"] = self.cut
-        if self.L_min is not None:
+        if self.L_min is not None and self.L_max is not None:  # set together
             out["L_range"] = [self.L_min, self.L_max]
         if self.violation_L_min is not None:
             out["violation_L_min"] = self.violation_L_min

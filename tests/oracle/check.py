@@ -1,8 +1,7 @@
 """The oracle's check of one batch, and a hypothesis search for certified violations built on it.
 
-Shared by the property tests (``tests/oracle/test_oracle.py``), a user's own property tests and the
-counterexample refresh (:mod:`attnbounds.theory.counterexamples`), so that a stored counterexample is
-found by exactly the check the tests replay.
+A test instrument, shared by the property tests (``tests/oracle/test_oracle.py``) and the counterexample refresh
+(:mod:`tests.oracle.refresh`), so that a stored counterexample is found by exactly the check the tests replay.
 """
 
 from __future__ import annotations

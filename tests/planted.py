@@ -1,5 +1,6 @@
-"""Planted statements that are false only for long contexts, and true ones that are tight only as L grows:
-the measure of the search's reach in L (``tests/quality``, ``bench/long_contexts.py``).
+"""Test instruments of the search's power (``tests/quality``, ``bench/``): planted statements that are false only
+for long contexts, true ones that are tight only as L grows (the measure of the search's reach in L), and mutants of
+the readings with their right-hand sides scaled (:func:`scaled`: the kill rate of ``bench/mutants.py``).
 
 Each is a true bound whose slack vanishes like ``1/L`` along one-against-the-rest token classes (softmax
 at a fixed temperature T = 1, logits bounded by a fixed ``a``), with its constant moved by ``delta``.
@@ -20,13 +21,15 @@ The constants are Lemma 1's (``C_1 = e^{-2a}``, ``C_2 = e^{2a}`` for softmax at 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import sympy as sp
 
 from attnbounds.theory import hypotheses as hyp
-from attnbounds.theory.statement import Citation, Statement
+from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.statement import Citation, Statement, conjuncts
 from attnbounds.theory.statements._symbols import C_1, C_2, L, N, T, alpha_i, dtilde, jac
 
 X = sp.Symbol("X", nonnegative=True)
@@ -106,3 +109,15 @@ def long_context_set(reach: str = "all") -> list[Planted]:
     long = [weights_upper(0.01, 2.5), weights_upper(0.01, 3.5), weights_upper(0.05, 4.5), jacobian(0.02, 3.5),
             distances(0.01, 3.5), distances(0.005, 3.0)]
     return {"short": short, "long": long, "all": short + long}[reach]
+
+
+def scaled(statement: Statement, factor: float) -> Statement:
+    """``statement`` with every right-hand side multiplied by ``factor`` (id suffixed ``{rhs*factor}``): ``0.97``
+    tightens every conjunct ``lhs <= rhs`` to ``lhs <= 0.97 rhs`` (false as soon as the bound is attained within
+    3 %), ``1.03`` loosens it (true whenever the statement is); a strict conjunct stays strict."""
+    if not factor > 0:
+        raise InvalidArgument(f"factor must be > 0, got {factor!r}")
+    f = sp.Float(factor)
+    parts = [type(c)(c.lhs, c.rhs * f) for c in conjuncts(statement.relation)]
+    relation = parts[0] if len(parts) == 1 else sp.And(*parts)
+    return dataclasses.replace(statement, id=f"{statement.id}{{rhs*{factor:g}}}", relation=relation)
