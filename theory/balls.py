@@ -253,21 +253,6 @@ def exact_instance(inst: Instance, ops: Ops) -> ExactInstance:
     return ex
 
 
-def value(name: str, ex: ExactInstance) -> Any:
-    """Quantity ``name`` on the exact instance (cached): a ball, or an object array over columns."""
-    from attnbounds.theory.quantities import QUANTITIES
-
-    q = QUANTITIES.get(name)
-    if q is None or "ball" not in q.forms:
-        raise Unsupported(f"quantity {name!r} has no interval implementation")
-    if ex.inst.counts is not None and q.class_limit is not None and ex.L > q.class_limit:
-        raise Unsupported(f"{name} has no exact token-class form beyond L = {q.class_limit}")
-    key = "q:" + name
-    if key not in ex.cache:
-        ex.cache[key] = q.forms["ball"](ex)
-    return ex.cache[key]
-
-
 # -- Lemma 1: extrema of F on [-a, a] --------------------------------------------------------------------
 def _log_F_extrema_on(normaliser: RatioNormaliser, L: int, A: Fraction, bits: int) -> tuple[Any, Any]:
     """``(min log F, max log F)`` over ``[-A, A]`` as ``mpmath.iv`` intervals (see :func:`F_extrema`)."""

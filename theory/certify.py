@@ -37,7 +37,7 @@ from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
 from attnbounds.theory.margins import relative_margins
-from attnbounds.theory.quantities import QUANTITIES
+from attnbounds.theory.quantities import QUANTITIES, ball_value
 from attnbounds.theory.quantities.theorem2 import refine_sphere
 from attnbounds.theory.statement import Statement, conjuncts
 
@@ -149,9 +149,9 @@ def ball_environment(st: Statement, ex: exact_mod.ExactInstance) -> tuple[dict[s
         if qname is None:
             env[name] = ex.param(name)
         elif QUANTITIES[qname].shape == "BN":
-            selected[name] = exact_mod.value(qname, ex)
+            selected[name] = ball_value(qname, ex)
         else:
-            env[name] = exact_mod.value(qname, ex)
+            env[name] = ball_value(qname, ex)
     return env, selected
 
 
@@ -284,7 +284,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
             try:
                 ex = exact_mod.exact_instance(one, ops)
                 for name in defaulted:
-                    ex.params[name] = exact_mod.value(st.defaults[name], ex)
+                    ex.params[name] = ball_value(st.defaults[name], ex)
                 statuses = {h.id: h.ball(ex, defaulted) for h in st.hypotheses if h.ball is not None}
                 for hid, s in statuses.items():
                     hyp_report[hid] = {True: "certified", False: "fails (certified)", None: "undecided"}[s]

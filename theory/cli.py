@@ -13,6 +13,7 @@ import argparse
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from attnbounds.theory.cachedir import hypothesis_home
@@ -103,7 +104,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         return _replay(args)
     from attnbounds.theory import notation, parallel
     from attnbounds.theory.certify import certify
-    from attnbounds.theory.records import dumps
+    from attnbounds.theory.serialize import dumps
     from attnbounds.theory.serialize import instance_to_json
     from attnbounds.theory.verify import check_arguments, default_search
 
@@ -219,9 +220,11 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from attnbounds.theory import records
     from attnbounds.theory.report import write_report
 
-    page = write_report(args.records, args.out, progress=not args.quiet)
+    read = (record.to_json() for record in records.iter_load(args.records))
+    page = write_report(read, args.out, name=Path(args.records).name, progress=not args.quiet)
     _say(f"report written to {page}")
     return 0
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import sympy as sp
 
-from attnbounds.theory.records import Verdict
+from attnbounds.theory.statement import Verdict
 from attnbounds.theory.statement import Statement, conjuncts
 
 #: working precisions tried, in bits

@@ -28,7 +28,7 @@ from typing import Any
 from attnbounds.theory import atomic
 from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.instance import Instance
-from attnbounds.theory.records import canonical
+from attnbounds.theory.serialize import canonical
 from attnbounds.theory.serialize import instance_from_json, instance_to_json
 from attnbounds.theory.statement import Statement
 

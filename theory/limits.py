@@ -34,7 +34,7 @@ from attnbounds.theory.errors import AttnBoundsError, CannotCertify, InvalidArgu
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import ArbOps, BallEvaluator, Ops, Unsupported
 from attnbounds.theory.opaque import OAbs, OMax, OMin
-from attnbounds.theory.quantities import QUANTITIES
+from attnbounds.theory.quantities import QUANTITIES, ball_value
 from attnbounds.theory.parallel import Runner
 from attnbounds.theory.statement import Statement, conjuncts
 
@@ -355,7 +355,7 @@ def margins(statement: Statement, family: Family, ops: SymbolicOps) -> list[Marg
     inst = statement.prepare(family.base)
     for name, value in statement.defaults.items():
         if isinstance(value, str) and name not in family.base.params:
-            ex.params[name] = balls.value(value, ex)
+            ex.params[name] = ball_value(value, ex)
     for name, value in inst.params.items():
         ex.params.setdefault(name, ops.num(float(value[0])))
     from attnbounds.theory.certify import ball_environment

@@ -13,7 +13,6 @@ and budget give byte-identical records apart from ``timing``. :data:`SCHEMA` doc
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
@@ -24,18 +23,18 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal, cast, get_args
+from typing import Any, Iterable, Iterator, cast
 
 import numpy as np
 
 from attnbounds.theory import atomic
 from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.report import fragment
+from attnbounds.theory.serialize import canonical, dumps
+from attnbounds.theory.statement import VERDICTS, Verdict
 
 FORMAT = "attnbounds.record"
 VERSION = 1
-#: a record's verdict (README, "What the verdicts mean")
-Verdict = Literal["PROVED", "VERIFIED", "REFUTED", "UNDECIDED", "NOT-APPLICABLE", "ERROR"]
-VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 PAPER = {
     "title": "Limitations of Normalization in Attention Mechanism",
@@ -213,35 +212,6 @@ def problems(data: Any) -> list[str]:
     return out
 
 
-# -- canonical JSON ------------------------------------------------------------------------------------
-def canonical(value: Any) -> Any:
-    """Plain JSON types only: dataclasses as dicts, numpy scalars and arrays converted, non-finite floats as strings."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): canonical(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [canonical(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return canonical(value.tolist())
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        return v if math.isfinite(v) else repr(v)
-    if value is None or isinstance(value, str):
-        return value
-    raise InvalidArgument(f"cannot write {type(value).__name__} {value!r:.60} into a record")
-
-
-def dumps(value: Any, *, indent: int | None = 2) -> str:
-    """Deterministic JSON text: sorted keys, shortest round-trip floats, no NaN literals."""
-    return json.dumps(canonical(value), sort_keys=True, indent=indent, ensure_ascii=False, allow_nan=False,
-                      separators=(",", ":") if indent is None else (",", ": "))
-
-
 def content_hash(data: dict[str, Any]) -> str:
     """``sha256:...`` of the canonical JSON of a record without ``timing`` and ``content_hash``."""
     body = {k: v for k, v in data.items() if k not in ("timing", "content_hash")}
@@ -342,8 +312,6 @@ class Record:
 
     def _repr_html_(self) -> str:
         """Jupyter's view: the record's section of ``attnbounds report`` (plot inline)."""
-        from attnbounds.theory.report import fragment
-
         return fragment([self.data])
 
     def _repr_markdown_(self) -> str:
@@ -390,8 +358,6 @@ class Records(list[Record]):
     one section per record (``_repr_html_``), or the verdict table (``_repr_markdown_``)."""
 
     def _repr_html_(self) -> str:
-        from attnbounds.theory.report import fragment
-
         return fragment([r.data for r in self])
 
     def _repr_markdown_(self) -> str:

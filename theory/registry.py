@@ -36,6 +36,10 @@ def builtin(statement_id: str) -> Statement:
     return _BUILTIN[statement_id]
 
 
+for _s in _BUILTIN.values():
+    _s.travel_by_id(builtin)
+
+
 def get(statement_id: str) -> Statement:
     """The statement with this id; the error lists close matches."""
     try:

@@ -43,6 +43,7 @@ from typing import Any, Iterable, Iterator
 from attnbounds.theory import atomic, paper
 from attnbounds.theory.errors import InvalidArgument
 from attnbounds.theory.notation import short, text_of_record
+from attnbounds.theory.serialize import dumps
 from attnbounds.theory.terminal import printable
 
 #: the verdict badges' colours (background, text)
@@ -95,15 +96,6 @@ white-space:nowrap}
 
 
 # -- loading ----------------------------------------------------------------------------------------
-def iter_records(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """The records of a file written by ``attnbounds verify --json``, one at a time, each checked
-    (:func:`attnbounds.theory.records.iter_load`; InvalidArgument naming the problem)."""
-    from attnbounds.theory import records as rec
-
-    for record in rec.iter_load(path):
-        yield record.to_json()
-
-
 # -- values as HTML ---------------------------------------------------------------------------------
 def _e(value: Any) -> str:
     """Escaped text of a value (cut to :data:`TEXT_CHARS`; control characters written out as in the terminal)."""
@@ -673,8 +665,6 @@ def _search(r: dict[str, Any]) -> str:
 
 
 def _json(r: dict[str, Any]) -> str:
-    from attnbounds.theory.records import dumps
-
     text = dumps(r)
     full = len(text)
     size = f"{full / 1024:.0f} kB" if full >= 1024 else f"{full} characters"
@@ -844,18 +834,18 @@ def _build_folder(target: Path) -> Path:
     return built
 
 
-def write_report(records_path: str | os.PathLike[str], out: str | os.PathLike[str], *, progress: bool = False) -> Path:
-    """Write ``out/index.html`` and its figures for the records file ``records_path`` (module docstring); returns
-    the page's path. Records are read one at a time (only their sections are kept). ``progress``: a progress bar
-    (tqdm) on stderr."""
+def write_report(records: Iterable[dict[str, Any]], out: str | os.PathLike[str], *, name: str,
+                 progress: bool = False) -> Path:
+    """Write ``out/index.html`` and its figures for ``records`` (checked record dicts, e.g. from
+    :func:`attnbounds.theory.records.iter_load` of the records file ``name``; module docstring); returns the page's
+    path. Records are taken one at a time (only their sections are kept). ``progress``: a progress bar (tqdm) on
+    stderr."""
     folder = _out_dir(out)
-    name = Path(records_path).name
     built = _build_folder(folder)
     try:
         plotter: Plotter | None = None
         with contextlib.suppress(ImportError):
             plotter = Plotter()
-        records: Iterable[dict[str, Any]] = iter_records(records_path)
         if progress:
             from tqdm.auto import tqdm
 
@@ -872,7 +862,7 @@ def write_report(records_path: str | os.PathLike[str], out: str | os.PathLike[st
             sources.append(str(r["statement"].get("source", "paper")))
             sections.append(section(k, r, figure, caption, verdicts=None, records_name=name))
         if not summary:
-            raise InvalidArgument(f"records file {str(records_path)!r} holds no records")
+            raise InvalidArgument(f"records file {name!r} holds no records")
         verdicts = {i: (k, v) for k, i, v, _, _ in summary}
         entries = paper.erratum((i, v, src) for (_, i, v, _, _), src in zip(summary, sources))
         text = page(f"attnbounds records: {name}", _erratum(entries, verdicts), _summary(summary), sections)

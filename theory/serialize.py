@@ -20,6 +20,9 @@ Files written before ``classes`` existed wrote the number of columns under ``L``
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 from typing import Any, cast
 
 import numpy as np
@@ -201,3 +204,32 @@ def instance_from_json(data: Any) -> Instance:
     if "classes" in data and data.get("L") != inst.L:
         raise InvalidArgument(f"instance: L = {data.get('L')!r} disagrees with its counts, which sum to {inst.L} tokens")
     return inst
+
+
+# -- canonical JSON ------------------------------------------------------------------------------------
+def canonical(value: Any) -> Any:
+    """Plain JSON types only: dataclasses as dicts, numpy scalars and arrays converted, non-finite floats as strings."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return canonical(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return v if math.isfinite(v) else repr(v)
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidArgument(f"cannot write {type(value).__name__} {value!r:.60} into a record")
+
+
+def dumps(value: Any, *, indent: int | None = 2) -> str:
+    """Deterministic JSON text: sorted keys, shortest round-trip floats, no NaN literals."""
+    return json.dumps(canonical(value), sort_keys=True, indent=indent, ensure_ascii=False, allow_nan=False,
+                      separators=(",", ":") if indent is None else (",", ": "))

@@ -15,13 +15,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Literal, get_args
 
 import mpmath
 import numpy as np
 import sympy as sp
 
+from attnbounds.theory import notation
 from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.exprparse import check_identifier
 from attnbounds.theory.hypotheses import (FIXED_HYPOTHESIS, NEED_PARAMETERS, RANGES_HYPOTHESIS, Hypothesis,
                                           domain_hypotheses, fixed_parameters, parameter_ranges)
 from attnbounds.theory.instance import Instance
@@ -29,6 +31,11 @@ from attnbounds.theory.quantities import QUANTITIES, compute, interval
 
 ARXIV = "arXiv:2508.17821"
 PAPER_VERSION = "v3 (5 Jun 2026)"
+
+
+#: a record's verdict (README, "What the verdicts mean")
+Verdict = Literal["PROVED", "VERIFIED", "REFUTED", "UNDECIDED", "NOT-APPLICABLE", "ERROR"]
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 
 @dataclass(frozen=True)
@@ -222,8 +229,6 @@ class Statement:
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from attnbounds.theory.exprparse import check_identifier
-
         for name in sorted({*symbol_names(self.relation), *self.bindings, *self.defaults, *self.fixed, *self.ranges}):
             check_identifier(str(name), f"statement {self.id}")
         for sym, qname in self.bindings.items():
@@ -265,8 +270,6 @@ class Statement:
 
     def describe(self) -> str:
         """A multi-line description: id, title, formula, where-clauses, hypotheses, expectation, citation."""
-        from attnbounds.theory import notation
-
         lines = [f"{self.id}  ({self.citation})", f"  {self.title}", f"  formula:  {notation.text(self.relation)}"]
         lines += [f"    {sym} = {text}" for sym, text in self.where().items()]
         if self.defaults:
@@ -295,11 +298,15 @@ class Statement:
     def __reduce_ex__(self, protocol: Any) -> Any:
         """A reading of the paper travels by id (a worker finds it in its own registry, with its evaluators
         already built by earlier pieces of work); any other statement by value."""
-        from attnbounds.theory import registry  # it imports every statement module
-
-        if registry.is_builtin(self):
-            return registry.builtin, (self.id,)
+        lookup = self.__dict__.get("_by_id")
+        if lookup is not None:
+            return lookup, (self.id,)
         return super().__reduce_ex__(protocol)
+
+    def travel_by_id(self, lookup: Callable[[str], "Statement"]) -> None:
+        """Pickle this statement as ``lookup(self.id)`` (:mod:`attnbounds.theory.registry` marks the paper's
+        readings so; a copy made with ``dataclasses.replace`` travels by value)."""
+        object.__setattr__(self, "_by_id", lookup)
 
     def symbols(self) -> set[str]:
         return set(self._symbols)

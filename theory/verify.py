@@ -35,9 +35,9 @@ from attnbounds.theory.errors import AttnBoundsError, CallableFailed, InvalidArg
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.memory import blas_threads
 from attnbounds.theory.parallel import Runner
-from attnbounds.theory.records import PAPER, Record, Records, Verdict, git_state, software
+from attnbounds.theory.records import PAPER, Record, Records, git_state, software
 from attnbounds.theory.serialize import instance_to_json
-from attnbounds.theory.statement import PAPER_VERSION, Statement
+from attnbounds.theory.statement import PAPER_VERSION, Statement, Verdict
 
 from attnbounds.theory.search.tracker import TIMING_KEYS, MethodSummary
 from attnbounds.theory.search.budget import CEILING, CEILING_GRACE_S, DEFAULT_BUDGET_S, check_budget, deadline_s  # noqa: E402  (one default, re-exported)

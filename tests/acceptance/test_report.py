@@ -292,10 +292,10 @@ def test_ctrl_c_while_writing_leaves_out_as_it_was(where: str, tmp_path: Path, m
             return real(*args, **kwargs)
         return plot
 
-    target = {"reading": ("iter_records", interrupt), "plot-1": ("plot_png", nth_plot(1)),
+    target = {"reading": ("iter_load", interrupt), "plot-1": ("plot_png", nth_plot(1)),
               "plot-3": ("plot_png", nth_plot(3)), "page": ("page", interrupt), "swap": ("_swap_into_place", interrupt)}
     name, replacement = target[where]
-    monkeypatch.setattr(report, name, replacement)
+    monkeypatch.setattr(rec if name == "iter_load" else report, name, replacement)
     for folder in (out, tmp_path / "new"):
         calls["n"] = 0
         assert main(["report", str(path), "--out", str(folder), "--quiet"]) == 130

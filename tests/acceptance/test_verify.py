@@ -15,7 +15,8 @@ from attnbounds.theory import normalisers as nm, registry
 from attnbounds.theory.certify import certify
 from attnbounds.theory.errors import AttnBoundsError
 from attnbounds.theory.instance import Instance
-from attnbounds.theory.records import Record, dumps
+from attnbounds.theory.records import Record
+from attnbounds.theory.serialize import dumps
 from attnbounds.theory.serialize import instance_from_json
 from attnbounds.theory.statement import Citation, Statement
 from attnbounds.theory.verify import verify, verify_statement

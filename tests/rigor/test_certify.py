@@ -20,7 +20,7 @@ from attnbounds.theory.margins import relative_margins
 from attnbounds.theory.errors import AttnBoundsError
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import backend
-from attnbounds.theory.quantities import QUANTITIES
+from attnbounds.theory.quantities import QUANTITIES, ball_value
 from attnbounds.theory.statement import Citation, Statement
 from attnbounds.theory.statements import theorem1
 from attnbounds.theory.statements._symbols import T, dtilde, jac
@@ -176,7 +176,7 @@ def test_lemma1_constants_with_an_interior_extremum():
     ops = backend()
     with ops.precision(128):
         ex = exact.exact_instance(inst.with_params(a=3.0), ops)
-        c1, c2 = exact.value("C_1", ex), exact.value("C_2", ex)
+        c1, c2 = ball_value("C_1", ex), ball_value("C_2", ex)
     lo, hi = inst.normaliser.log_F_range(3.0)
     fmin, fmax = math.exp(lo[0]), math.exp(hi[0])
     assert ops.upper_float(c1) - ops.lower_float(c1) < 1e-15  # a tight enclosure ...
@@ -256,7 +256,7 @@ def test_unsupported_expression_is_inconclusive_not_an_error():
 
 
 def test_hypotheses_that_rounding_could_fool_are_rechecked_or_never_refute():
-    from attnbounds.theory.balls import value
+    from attnbounds.theory.quantities import ball_value as value
     from attnbounds.theory.hypotheses import Hypothesis, nonnegative_status
 
     base = registry.get("corollary3[spectral]")

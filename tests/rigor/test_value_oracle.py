@@ -31,7 +31,7 @@ from attnbounds.theory import balls, strategies
 from attnbounds.theory.errors import AttnBoundsError
 from attnbounds.theory.instance import Instance
 from attnbounds.theory.intervals import backend
-from attnbounds.theory.quantities import BACKENDS, COSTS, QUANTITIES, compute, magnitude
+from attnbounds.theory.quantities import BACKENDS, COSTS, QUANTITIES, ball_value, compute, magnitude
 from attnbounds.theory.quantities import _float as qfloat
 
 #: forms a quantity may lack, and why (the test fails on a missing form not listed here, and on a stale entry)
@@ -96,7 +96,7 @@ def _ball(name: str, inst: Instance, b: int) -> object | None:
     try:
         with ops.precision(128):
             ex = balls.exact_instance(inst.take(b), ops)
-            return ex, balls.value(name, ex)
+            return ex, ball_value(name, ex)
     except AttnBoundsError:
         return None
 

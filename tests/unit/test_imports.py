@@ -53,3 +53,82 @@ def test_the_walk_sees_local_imports_and_skips_type_checking(tmp_path: Path) -> 
     source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import tests.x\n"
                       "def f():\n    from attnbounds.empirical.cachedir import cache_dir\n")
     assert "attnbounds.empirical.cachedir" in imported(source) and "tests.x" not in imported(source)
+
+
+THEORY = "attnbounds.theory"
+
+
+def _theory_module(path: Path) -> str:
+    rel = path.relative_to(ROOT / "theory").with_suffix("").parts
+    return ".".join((THEORY, *(rel[:-1] if rel[-1] == "__init__" else rel)))
+
+
+def _theory_graph() -> dict[str, set[str]]:
+    """Module -> the theory modules it imports (``from attnbounds.theory import x`` counts as importing ``x``; a
+    module's own parent packages, which Python imports before it anyway, do not count)."""
+    modules = {_theory_module(p): p for p in PACKAGE["theory"]}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    return {m: {t for n in imported(p) if n.startswith(THEORY + ".") for t in [resolve(n)]
+                if t is not None and t != m and not m.startswith(t + ".")} for m, p in modules.items()}
+
+
+def _wing(module: str) -> int:
+    from attnbounds.theory import WINGS
+
+    head = module.removeprefix(THEORY + ".").split(".")[0]
+    found = [k for k, names in enumerate(WINGS.values()) if head in names]
+    assert len(found) == 1, f"{module} belongs to {len(found)} wings (attnbounds.theory.WINGS)"
+    return found[0]
+
+
+def test_every_theory_module_stands_in_one_wing_and_imports_only_downward() -> None:
+    from attnbounds.theory import WINGS
+
+    names = list(WINGS)
+    up = [f"{m} ({names[_wing(m)]}) imports {t} ({names[_wing(t)]})"
+          for m, targets in sorted(_theory_graph().items()) if m != THEORY for t in sorted(targets)
+          if _wing(t) > _wing(m)]
+    assert not up, "\n".join(up)
+
+
+def test_the_theory_has_no_import_circle() -> None:
+    graph = _theory_graph()
+    done: set[str] = set()
+
+    def visit(m: str, path: list[str]) -> None:
+        if m in path:
+            raise AssertionError("import circle: " + " -> ".join(path[path.index(m):] + [m]))
+        if m in done:
+            return
+        for t in sorted(graph.get(m, ())):
+            visit(t, path + [m])
+        done.add(m)
+
+    for m in sorted(graph):
+        visit(m, [])
+
+
+def test_the_wing_check_sees_an_upward_import(tmp_path: Path, monkeypatch) -> None:
+    """The check can fail: a mathematics module importing the CLI (function-local) is an upward import."""
+    fake = tmp_path / "theory"
+    fake.mkdir()
+    (fake / "instance.py").write_text("def f():\n    from attnbounds.theory.cli import main\n")
+    (fake / "cli.py").write_text("import attnbounds.theory.instance\n")
+    monkeypatch.setattr(__import__(__name__, fromlist=["x"]), "ROOT", tmp_path)
+    monkeypatch.setitem(PACKAGE, "theory", sorted(fake.rglob("*.py")))
+    graph = _theory_graph()
+    assert graph[f"{THEORY}.instance"] == {f"{THEORY}.cli"}
+    assert _wing(f"{THEORY}.cli") > _wing(f"{THEORY}.instance")
+    (fake / "instance.py").write_text("import attnbounds.theory.cli\n")
+    monkeypatch.setitem(PACKAGE, "theory", sorted(fake.rglob("*.py")))
+    try:
+        test_the_theory_has_no_import_circle()
+    except AssertionError as exc:
+        assert "import circle" in str(exc)
+    else:
+        raise AssertionError("the circle instance <-> cli was not seen")

@@ -35,7 +35,7 @@ import math
 import zlib
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 import sympy as sp
@@ -44,7 +44,9 @@ from attnbounds.theory.closed import sign_of
 from attnbounds.theory.intervals import Unsupported
 from attnbounds.theory.limits import differentiate
 from attnbounds.theory.prover.program import Program, compile_program, run_float, run_rigorous
-from attnbounds.theory.prover.relax import Problem
+
+if TYPE_CHECKING:
+    from attnbounds.theory.prover.relax import Problem
 
 INF = math.inf
 #: boxes evaluated together by the float tier

@@ -52,7 +52,7 @@ _FUNCTIONS = {"exp": "exp", "log": "log", "Abs": "abs", "OAbs": "abs", "sigmoid"
               "Max": "max", "OMax": "max"}
 
 
-def _rational(node: sp.Basic) -> Fraction:
+def exact_rational(node: sp.Basic) -> Fraction:
     if isinstance(node, sp.Integer):
         return Fraction(int(node))
     if isinstance(node, sp.Rational):
@@ -93,7 +93,7 @@ def compile_program(exprs: Sequence[sp.Expr], inputs: Sequence[sp.Symbol]) -> Pr
         if isinstance(node, sp.Symbol):
             raise InvalidArgument(f"the program has no input named {node}; inputs: {', '.join(names)}")
         if node.is_Rational or isinstance(node, sp.Float):
-            out = const(_rational(node))
+            out = const(exact_rational(node))
         elif node is sp.pi or node is sp.E:
             out = const(str(node))
         elif isinstance(node, sp.Add):

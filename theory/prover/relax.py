@@ -37,6 +37,8 @@ from attnbounds.theory.errors import AttnBoundsError
 from attnbounds.theory.intervals import Unsupported
 from attnbounds.theory.normalisers import L_sym, RatioNormaliser, derivative, l_sym, sigmoid, softplus
 from attnbounds.theory.opaque import OAbs, OMax, OMin
+from attnbounds.theory.prover.bnb import branch_and_bound
+from attnbounds.theory.prover.program import compile_program, exact_rational, run_rigorous
 from attnbounds.theory.quantities import QUANTITIES
 from attnbounds.theory.statement import Statement, conjuncts
 
@@ -271,8 +273,6 @@ class TokenModel:
         """+1 when log F increases with the logit on the whole box for every parameter value in ``boxes`` (certified
         by a small branch and bound on ``(log F)' >= 0``), -1 when it decreases, 0 otherwise."""
         if self._monotone is None:
-            from attnbounds.theory.prover.bnb import branch_and_bound
-
             tok = self.new("mono", "role")
             self.count -= 1
             self._monotone = 0
@@ -1162,9 +1162,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
 def _exact_floats(expr: sp.Expr) -> sp.Expr:
     """Every float of the relation as the exact rational it is (what certification reads: 0.026 is the double
     nearest 0.026), so that the prover's algebra is exact."""
-    from attnbounds.theory.prover.program import _rational  # the exact value of a sympy Float (its mpf)
-
-    return expr.xreplace({f: sp.Rational(_rational(f)) for f in expr.atoms(sp.Float)})
+    return expr.xreplace({f: sp.Rational(exact_rational(f)) for f in expr.atoms(sp.Float)})
 
 
 def _opaque(expr: sp.Expr) -> sp.Expr:
@@ -1185,7 +1183,6 @@ def refine_abs(expr: sp.Expr, coords: list[Coordinate], signs: list[tuple[sp.Exp
     """``|x| = x`` or ``-x`` where the sign of ``x`` on the whole box is certain (rigorous interval arithmetic,
     ``mpmath.iv``): sympy cannot know that a coordinate in [0, 1] makes ``|b - 1| = 1 - b``, and the factored
     forms the prover tries need it. Each replacement is appended to ``signs`` (the certificate re-checks it)."""
-    from attnbounds.theory.prover.program import compile_program, run_rigorous
 
     syms = [c.symbol for c in coords]
     lo = [c.lo for c in coords]

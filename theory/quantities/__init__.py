@@ -9,7 +9,7 @@ Monte Carlo interval of an expectation, ``magnitude(name, inst)`` the size of th
 computed from.
 """
 
-from attnbounds.theory.quantities.spec import (BACKENDS, COSTS, QUANTITIES, Cost, MonteCarlo, Quantity, compute,
+from attnbounds.theory.quantities.spec import (BACKENDS, COSTS, QUANTITIES, Cost, MonteCarlo, Quantity, ball_value, compute,
                                                define, interval, magnitude, register, spec)
 from attnbounds.theory.quantities import weights, lemma1, theorem1, theorem2, jacobian, multihead  # noqa: E402,F401
 from attnbounds.theory.quantities.theorem2 import sphere_embeddings  # noqa: E402

@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 import numpy as np
 
 from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.intervals import Unsupported
 
 if TYPE_CHECKING:
+    from attnbounds.theory.balls import ExactInstance
     from attnbounds.theory.instance import Instance
 
 Shape = Literal["B", "BL", "BN"]
@@ -258,6 +260,19 @@ def interval(name: str, inst: "Instance") -> tuple[np.ndarray, np.ndarray]:
         mean, half = out
         return mean - half, mean + half
     return out, out
+
+
+def ball_value(name: str, ex: "ExactInstance") -> Any:
+    """Quantity ``name`` on the exact instance (cached): a ball, or an object array over columns."""
+    q = QUANTITIES.get(name)
+    if q is None or "ball" not in q.forms:
+        raise Unsupported(f"quantity {name!r} has no interval implementation")
+    if ex.inst.counts is not None and q.class_limit is not None and ex.L > q.class_limit:
+        raise Unsupported(f"{name} has no exact token-class form beyond L = {q.class_limit}")
+    key = "q:" + name
+    if key not in ex.cache:
+        ex.cache[key] = q.forms["ball"](ex)
+    return ex.cache[key]
 
 
 def magnitude(name: str, inst: "Instance") -> np.ndarray:
