@@ -132,7 +132,7 @@ class VerdictTable:
 
     def merged(self) -> list[tuple[dict[str, Any], str]]:
         """``(row, verdict)`` per reading, in registry order (then by id)."""
-        from attnbounds.theory.registry import ids
+        from attnbounds.theory.mathematics.registry import ids
 
         by_id: dict[str, list[tuple[str, dict[str, Any], str]]] = {}
         for (nodeid, sid), row in sorted(self.rows.items()):

@@ -20,10 +20,10 @@ from collections import defaultdict
 import numpy as np
 
 from _util import Row, table
-from attnbounds.theory import registry
-from attnbounds.theory.families import cost
-from attnbounds.theory.quantities import COSTS
-from attnbounds.theory.search import search
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.mathematics.families import cost
+from attnbounds.theory.mathematics.quantities import COSTS
+from attnbounds.theory.deciding.search import search
 
 #: method -> (Cost attribute, where its units are counted: the plan or the method's tried count)
 METHODS = {"random": ("random_per_s", "random_batches"), "classes": ("class_per_s", "class_batches"),

@@ -12,10 +12,10 @@ import _util  # noqa: F401  (one BLAS thread before numpy loads)
 import numpy as np
 
 from _util import Row, table, timed
-from attnbounds.theory import registry
-from attnbounds.theory.families import needs
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.mathematics.families import needs
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
 
 READINGS = ["lemma1", "corollary1[delta=max-key]", "theorem1.fixed[R1,g1]", "theorem1.fixed[R2,g1,corrected]",
             "corollary3[spectral]", "corollary3[entry,corrected]", "lemma2[sharp]"]
@@ -34,9 +34,9 @@ def instance_for(sid: str, L: int = 128, d: int = 64, N: int = 5) -> Instance:
 
 def rows(L: int = 128) -> list[Row]:
     try:
-        from attnbounds.theory.certify import certify
+        from attnbounds.theory.deciding.certify import certify
     except ImportError as exc:  # written by another part of the project
-        return [Row("certify L=128", "attnbounds.theory.certify", float("nan"), "", "<= 1 ms", None, f"not importable: {exc}")]
+        return [Row("certify L=128", "attnbounds.theory.deciding.certify", float("nan"), "", "<= 1 ms", None, f"not importable: {exc}")]
     out = []
     for sid in READINGS:
         st = registry.get(sid)

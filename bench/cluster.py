@@ -27,8 +27,9 @@ import time
 
 from _util import Row, table
 
-from attnbounds.theory import parallel, registry
-from attnbounds.theory.verify import verify
+from attnbounds.theory.deciding import parallel
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.running.verify import verify
 
 
 def _noop(x: int) -> int:
@@ -53,7 +54,7 @@ def main() -> None:
     ap.add_argument("--hard-budget", type=float, default=30.0, help="their budget (default 30 s)")
     ap.add_argument("--repeat", type=int, default=2, help="warm runs of each, alternating; the best counts (default 2)")
     args = ap.parse_args()
-    from attnbounds.theory.memory import tune_allocator
+    from attnbounds.theory.mathematics.memory import tune_allocator
 
     tune_allocator()  # as the command line does, so that this process and the workers allocate alike
     ids = args.readings or registry.ids()

@@ -22,11 +22,11 @@ import time
 import numpy as np
 
 from _util import Row, interleaved, table, timed
-from attnbounds.theory import registry
-from attnbounds.theory.families import Spec, build, cost
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.statement import Statement
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.mathematics.families import Spec, build, cost
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
+from attnbounds.theory.mathematics.statement import Statement
 
 SIZES = {  # (B, L, N, d) per cost class
     "weights": (2048, 16, 4, 4),

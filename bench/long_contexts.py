@@ -1,7 +1,7 @@
 """Long contexts: kill rate and time to the first certified counterexample per range of L, and the reach of the
 search against its budget (``python bench/long_contexts.py [--budget S] [--jobs J]``, or ``bench/run.py --only long``).
 
-The planted set (:mod:`attnbounds.theory.search.planted`) holds statements false only from about 20 tokens,
+The planted set (:mod:`attnbounds.theory.deciding.search.planted`) holds statements false only from about 20 tokens,
 10^3 tokens and 10^5 tokens on, and true ones tight only as L grows. Per range: the share killed (a certified
 counterexample at the default budget), the median time to the first certified counterexample (search time to
 its first float violation plus the certification), and the largest L certified. The budget rows measure what a
@@ -22,8 +22,8 @@ from _util import Row, table
 
 
 def _kill(args: tuple[int, float]) -> dict:
-    from attnbounds.theory.certify import certify
-    from attnbounds.theory.search import search
+    from attnbounds.theory.deciding.certify import certify
+    from attnbounds.theory.deciding.search import search
     from tests.planted import long_context_set
 
     index, budget = args
@@ -83,7 +83,7 @@ def kill_rows(budget: float, jobs: int) -> list[Row]:
 
 def budget_rows(budget: float) -> list[Row]:
     """What twice the budget buys for one planted statement: instances evaluated and the longest context."""
-    from attnbounds.theory.search import search
+    from attnbounds.theory.deciding.search import search
     from tests.planted import weights_upper
 
     st = weights_upper(0.01, 3.5).statement
@@ -104,7 +104,7 @@ def rows(budget: float, jobs: int) -> list[Row]:
 
 
 if __name__ == "__main__":
-    from attnbounds.theory.search import DEFAULT_BUDGET_S
+    from attnbounds.theory.deciding.search import DEFAULT_BUDGET_S
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S)

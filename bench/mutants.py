@@ -21,9 +21,9 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from _util import Row, table
-from attnbounds.theory import registry
-from attnbounds.theory.margins import REAL
-from attnbounds.theory.search import DEFAULT_BUDGET_S, search
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.deciding.margins import REAL
+from attnbounds.theory.deciding.search import DEFAULT_BUDGET_S, search
 from tests.planted import scaled
 
 MAX_CERTIFY = 16
@@ -41,7 +41,7 @@ def run_one(job: tuple[str, float | None, float, int]) -> dict:
            "best_margin": res.best_margin, "best_ratio": res.best_ratio, "certified": None, "statistical": False,
            "time_to_certified_s": None}
     try:
-        from attnbounds.theory.certify import certify
+        from attnbounds.theory.deciding.certify import certify
     except ImportError:
         return out
     spent = 0.0

@@ -5,7 +5,7 @@ certification, limits, proof replay) against ``--budget``, with and without a CP
 
 ``--load`` starts one busy process per core for the measurement (a loaded machine). Prints one row per reading
 and the largest ratios; the wall-clock ceiling of a search is ``CEILING * budget + CEILING_GRACE_S``
-(:mod:`attnbounds.theory.search.budget`).
+(:mod:`attnbounds.theory.deciding.search.budget`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=2.0)
     ap.add_argument("--load", action="store_true", help="one busy process per core beside the run")
     args = ap.parse_args()
-    from attnbounds.theory.memory import cores
-    from attnbounds.theory.search.budget import CEILING, CEILING_GRACE_S
-    from attnbounds.theory.verify import verify
+    from attnbounds.theory.mathematics.memory import cores
+    from attnbounds.theory.deciding.search.budget import CEILING, CEILING_GRACE_S
+    from attnbounds.theory.running.verify import verify
 
     stop = mp.Event()
     burners = [mp.Process(target=_burn, args=(stop,), daemon=True) for _ in range(cores() if args.load else 0)]

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from _util import Row, table
 
-from attnbounds.theory import prover
-from attnbounds.theory.certify import certify
-from attnbounds.theory.userbounds import load_data, registered
+from attnbounds.theory.deciding import prover
+from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.io.userbounds import load_data, registered
 
 SET = Path(__file__).resolve().parents[1] / "tests" / "quality" / "relaxation_set.toml"
 

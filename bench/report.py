@@ -4,7 +4,7 @@ Both figures are ratios measured in this run, on the same records file (``RECORD
 ``attnbounds verify --json``):
 
 - ``report``: seconds per record of ``attnbounds report`` now, against the report of the commit before it was
-  reworked (``theory/report.py`` of 5dff24f, read from git, run on the same records in the same process; skipped
+  reworked (``theory/io/report.py`` of 5dff24f, read from git, run on the same records in the same process; skipped
   outside a git checkout);
 - ``table``: the peak memory (VmHWM, Linux; in a fresh process each) of ``attnbounds table`` on a file of ``--copies``
   copies of the records (about 60 MB for 50 copies of a full run's 1.3 MB), against reading the same file whole
@@ -30,7 +30,7 @@ BEFORE = "5dff24f"
 def _old_report(folder: Path) -> object | None:
     """The report module of :data:`BEFORE`, imported from git (None outside a checkout)."""
     try:
-        text = subprocess.run(["git", "show", f"{BEFORE}:theory/report.py"], cwd=ROOT, capture_output=True, text=True,
+        text = subprocess.run(["git", "show", f"{BEFORE}:theory/io/report.py"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
@@ -63,7 +63,7 @@ def main() -> None:
     ap.add_argument("records", type=Path)
     ap.add_argument("--copies", type=int, default=50, help="copies of the records in the big file for table")
     args = ap.parse_args()
-    from attnbounds.theory import records, report
+    from attnbounds.theory.io import records, report
 
     n = len(json.loads(args.records.read_text()))
     with tempfile.TemporaryDirectory() as tmp:

@@ -54,12 +54,12 @@ def main() -> None:
         rows += certification.rows()
     if "mutants" in todo:
         import mutants
-        from attnbounds.theory.search import DEFAULT_BUDGET_S
+        from attnbounds.theory.deciding.search import DEFAULT_BUDGET_S
 
         rows += mutants.rows(2.0 if args.quick else DEFAULT_BUDGET_S, args.jobs)
     if "long" in todo:
         import long_contexts
-        from attnbounds.theory.search import DEFAULT_BUDGET_S
+        from attnbounds.theory.deciding.search import DEFAULT_BUDGET_S
 
         rows += long_contexts.rows(DEFAULT_BUDGET_S, args.jobs)
     if "prover" in todo:

@@ -14,10 +14,10 @@ import _util  # noqa: F401  (one BLAS thread before numpy loads)
 import numpy as np
 
 from _util import Row, interleaved, table
-from attnbounds.theory import registry
-from attnbounds.theory.families import needs
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.mathematics.families import needs
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
 
 READINGS = ["lemma1", "corollary1[delta=max-key]", "corollary3[spectral]", "corollary3[frobenius]", "corollary3[row]",
             "corollary3[entry]", "corollary3[fd]", "corollary3[spectral,corrected]", "corollary3[fd,corrected]"]

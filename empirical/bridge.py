@@ -1,7 +1,7 @@
 """The one place empirical/ talks to theory/: statements, their formulas, quantities and instances.
 
 Bounds are never re-implemented here: every bound value is a side of a registered statement
-(``attnbounds.theory.registry``) evaluated by its own compiled formula on the quantities the kernels
+(``attnbounds.theory.mathematics.registry``) evaluated by its own compiled formula on the quantities the kernels
 computed (:func:`sides`), and the kernels' quantities are re-checked against the registered float forms
 on sampled rows of every run (``empirical.checks``, through :func:`weights_instance` and :func:`compute`).
 """
@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.quantities import compute
-from attnbounds.theory.registry import all_statements, get
-from attnbounds.theory.statement import SELECTED_WEIGHTS, Evaluation, Statement
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
+from attnbounds.theory.mathematics.quantities import compute
+from attnbounds.theory.mathematics.registry import all_statements, get
+from attnbounds.theory.mathematics.statement import SELECTED_WEIGHTS, Evaluation, Statement
 
 __all__ = ["weights_instance", "logits_instance", "compute", "evaluate", "statement_ids", "with_observed", "sides"]
 

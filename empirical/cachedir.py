@@ -1,11 +1,11 @@
-"""The user cache folder (:func:`attnbounds.theory.cachedir.cache_dir`, re-exported) and file digests."""
+"""The user cache folder (:func:`attnbounds.theory.io.cachedir.cache_dir`, re-exported) and file digests."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 
-from attnbounds.theory.cachedir import cache_dir
+from attnbounds.theory.io.cachedir import cache_dir
 
 __all__ = ["cache_dir", "sha256_bytes", "sha256_file"]
 

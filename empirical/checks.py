@@ -4,7 +4,7 @@ float forms of the registered quantities and statements (``attnbounds.theory``).
 At ``check_positions`` query positions of each record (the longest rows among them), for every head of the
 windows whose index is a multiple of ``check_every`` (so the rows checked do not depend on how the windows
 were batched), the experiments hand the numbers they used to :class:`Deviations`, which rebuilds
-the rows as theory :class:`~attnbounds.theory.instance.Instance` objects, evaluates the same quantities and
+the rows as theory :class:`~attnbounds.theory.mathematics.instance.Instance` objects, evaluates the same quantities and
 statements there, and keeps the largest relative deviation per name and how many checked instances a
 statement's hypotheses did not cover. ``results.json`` reports them; the tests require them at rounding level.
 """

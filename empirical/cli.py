@@ -10,7 +10,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.mathematics.errors import AttnBoundsError
 
 EPILOG = """\
 examples:

@@ -15,7 +15,7 @@ from typing import Any
 
 from attnbounds.empirical.rows import QuerySpec
 from attnbounds.empirical.windows import ALIGNMENTS
-from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.mathematics.errors import AttnBoundsError
 
 TENSORS = ("values", "keys", "queries")
 WINDOW_LENGTHS = ("prefixes", "new")

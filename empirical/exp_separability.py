@@ -212,7 +212,7 @@ class Separability:
                             "bounds": {k: v.id for k, v in self.stmts.items()}}}
 
     def _multihead(self, p_hat: float) -> dict[str, Any]:
-        from attnbounds.theory.instance import Instance
+        from attnbounds.theory.mathematics.instance import Instance
 
         P = self.proto
         H = len(self.groups[0]) if self.groups else 0  # fewer heads per layer than multihead_H: all of them

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.mathematics.errors import InvalidArgument
 
 
 @dataclass

@@ -16,7 +16,7 @@ import numpy as np
 from attnbounds.empirical.exp_critical import AT_CEILING, FOUND
 from attnbounds.empirical.exp_separability import NEARLY_ONE
 from attnbounds.empirical.headlines import HEADLINE_BOUND, LOW_T
-from attnbounds.theory import atomic
+from attnbounds.theory.io import atomic
 
 NULL_COLOR = "0.45"
 #: what the tensor names mean, for axis labels

@@ -2,13 +2,13 @@
 
 A :class:`Batch` is ``R`` attention instances of common length ``l``: the rows of one query position in
 every (window, head) pair of a layer record (weights ``alpha`` ``(R, l)``, token vectors ``x`` ``(R, l, d)``).
-One stable sort per row (ties to the lower index, as :func:`attnbounds.theory.instance.top_n_mask`) serves
+One stable sort per row (ties to the lower index, as :func:`attnbounds.theory.mathematics.instance.top_n_mask`) serves
 every N: the context vectors ``s_N`` of all N are prefix sums in weight order, and their inner products with
 every token one batched matrix product. What the rows of a record share is computed once per record
 (:class:`Record`): the largest distance from each token to the tokens before it (``d_1``) and the closest
 pair among the first ``l`` tokens (``delta``), for every ``l`` at once.
 
-The float forms of :mod:`attnbounds.theory.quantities` define these numbers; the kernels agree with them to
+The float forms of :mod:`attnbounds.theory.mathematics.quantities` define these numbers; the kernels agree with them to
 rounding (``tests/empirical``; every run re-checks sampled rows against them, ``empirical.checks``). As in the
 float forms, a distance whose Gram-form square cancels is recomputed from the vectors.
 """
@@ -19,7 +19,7 @@ from functools import cached_property
 
 import numpy as np
 
-from attnbounds.theory import memory
+from attnbounds.theory.mathematics import memory
 
 #: a Gram-form squared distance below this fraction of ``||u||^2 + ||v||^2`` is recomputed from the vectors
 CANCELLATION = 1e-3

@@ -18,8 +18,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from attnbounds.empirical.tokenizer import Tokenizer, for_model
-from attnbounds.theory import atomic, memory
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.io import atomic
+from attnbounds.theory.mathematics import memory
+from attnbounds.theory.mathematics.errors import AttnBoundsError, InvalidArgument
 
 #: the largest config.json read
 CONFIG_MAX_BYTES = 1 << 20

@@ -11,7 +11,7 @@ from typing import Any
 
 from attnbounds.empirical import training
 from attnbounds.empirical.modelload import LoadedModel, load_pretrained
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.mathematics.errors import InvalidArgument
 
 #: what ``--model`` takes besides folders and hub names
 TRAINED = tuple(training.SPECS)

@@ -15,7 +15,7 @@ from attnbounds.empirical import nulls, tasks
 from attnbounds.empirical.config import Protocol
 from attnbounds.empirical.rows import QuerySpec
 from attnbounds.empirical.windows import Region, Tokens, cut, segments
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.mathematics.errors import InvalidArgument
 
 
 def resolve_device(device: str | None) -> str:
@@ -72,10 +72,10 @@ def collect(loaded: Any, sets: dict[int, np.ndarray], proto: Protocol, *, progre
 
     Every variant's windows (all of them for the model, the first ``null_windows`` for a null) are cut into
     batches of ``proto.batch_windows``; each batch is a task (:func:`attnbounds.empirical.tasks.batch_task`)
-    mapped by ``runner`` (a :mod:`attnbounds.theory.parallel` runner; default: in this process), and the partial
+    mapped by ``runner`` (a :mod:`attnbounds.theory.deciding.parallel` runner; default: in this process), and the partial
     states are merged in batch order. Returns ``{variant: raw results per experiment}`` and ``_timing``.
     """
-    from attnbounds.theory.parallel import Runner
+    from attnbounds.theory.deciding.parallel import Runner
 
     runner = runner if runner is not None else Runner()
     cfg = loaded.model.config
@@ -143,7 +143,7 @@ def run(model: str = "tiny", out: str | Path = "attnbounds-empirical", *, text: 
 
     ``scheduler`` (default ``$ATTNBOUNDS_SCHEDULER``, else ``none``): where the batches of windows run,
     ``none`` (this process), ``processes:N`` (N local worker processes) or ``tcp://HOST:PORT`` (a Dask
-    scheduler whose workers can read the model folder); see :mod:`attnbounds.theory.parallel`. The numbers
+    scheduler whose workers can read the model folder); see :mod:`attnbounds.theory.deciding.parallel`. The numbers
     do not depend on it; it is recorded under ``environment`` and ``timing``. ``device`` (default ``auto``):
     where the forward passes run (``cuda`` when torch sees a GPU). ``out`` is written whole at the end (built
     next to it, then moved into place): an interrupted run leaves it as it was.
@@ -155,7 +155,7 @@ def run(model: str = "tiny", out: str | Path = "attnbounds-empirical", *, text: 
     from attnbounds.empirical.models import load_model
     from attnbounds.empirical.text import resolve_text
     from attnbounds.empirical.windows import tokenize
-    from attnbounds.theory import parallel
+    from attnbounds.theory.deciding import parallel
 
     t0 = time.perf_counter()
     parallel.parse(scheduler)  # a bad scheduler fails before any work

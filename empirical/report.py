@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from attnbounds.empirical.exp_critical import AT_CEILING, FOUND
-from attnbounds.theory import atomic
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.io import atomic
+from attnbounds.theory.mathematics.errors import InvalidArgument
 
 
 def _fmt(v: Any) -> str:

@@ -27,7 +27,7 @@ import numpy as np
 
 from attnbounds.empirical.extract import LayerRecord
 from attnbounds.empirical.kernels import Batch, Record
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.mathematics.errors import InvalidArgument
 
 QUERY_MODES = ("all", "last", "tail:Q")
 MASKED_KEYS = ("drop", "zero")

@@ -1,7 +1,7 @@
 """Batches of windows as independent tasks: each computes the experiments' partial states for its batch.
 
 The driver (``pipeline.collect``) cuts the windows of every variant (the model and its nulls,
-``empirical.nulls``) into batches, maps :func:`batch_task` over them with a :mod:`attnbounds.theory.parallel`
+``empirical.nulls``) into batches, maps :func:`batch_task` over them with a :mod:`attnbounds.theory.deciding.parallel`
 runner (in this process, worker processes, or a Dask cluster) and absorbs the partial states in batch
 order; the in-process runner takes the same path, so the numbers do not depend on the scheduler. A worker
 process loads the model once (:func:`worker_model`, a per-process cache keyed by the model's folder, dtype,
@@ -20,7 +20,7 @@ import numpy as np
 from attnbounds.empirical.config import Protocol
 from attnbounds.empirical.nulls import VARIANTS, random_init, uniform_attention
 from attnbounds.empirical.rows import QuerySpec, RecordRows, plan
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.mathematics.errors import InvalidArgument
 
 #: (folder or in-memory tag, dtype, device, weights) -> (model, lock); the lock keeps concurrent tasks of a
 #: multi-threaded worker from hooking the same model at once

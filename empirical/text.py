@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnbounds.theory import atomic
+from attnbounds.theory.io import atomic
 from attnbounds.empirical.cachedir import cache_dir, sha256_bytes, sha256_file
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.mathematics.errors import InvalidArgument
 
 GUTENBERG_URL = "https://www.gutenberg.org/cache/epub/2600/pg2600.txt"
 #: SHA-256 of the downloaded file, when the project pins one; ``None`` means the file is checked by

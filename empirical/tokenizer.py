@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.mathematics.errors import InvalidArgument
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ from attnbounds.empirical.modelload import LoadedModel, from_dir, quiet_transfor
 from attnbounds.empirical.text import TextSource
 from attnbounds.empirical.tokenizer import Tokenizer, offline_gpt2
 from attnbounds.empirical.windows import Tokens, split_point, tokenize
-from attnbounds.theory import atomic
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.io import atomic
+from attnbounds.theory.mathematics.errors import InvalidArgument
 
 VOCABULARIES = ("gpt2", "train-split")
 VOCABULARY_FILE = "vocabulary.json"

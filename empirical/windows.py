@@ -19,8 +19,8 @@ import numpy as np
 from attnbounds.empirical.cachedir import cache_dir
 from attnbounds.empirical.text import TextSource
 from attnbounds.empirical.tokenizer import Tokenizer
-from attnbounds.theory import atomic
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.io import atomic
+from attnbounds.theory.mathematics.errors import InvalidArgument
 
 #: a chapter heading: a line "CHAPTER I" / "Chapter 12" (roman or arabic numeral, optional title after it)
 CHAPTER_HEADING = re.compile(r"^[ \t]*(?:CHAPTER|Chapter)[ \t]+(?:[IVXLCDM]+|\d+)\b[^\n]*$", re.M)

@@ -23,7 +23,7 @@ import functools
 import importlib
 
 from attnbounds.proofs.framework import CLASSICAL, Derivation, Replay, StepResult, Witness
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.mathematics.errors import InvalidArgument
 
 #: one module per result of the paper
 MODULES = ("lemma1", "theorem1_fixed", "theorem1_random", "corollary2", "theorem2", "gradients", "multihead")
@@ -60,7 +60,7 @@ def not_proved() -> dict[str, tuple[str, str | None]]:
 
 def get(statement_id: str) -> Derivation | None:
     """The derivation that proves ``statement_id``, or None; unknown ids raise (naming close matches)."""
-    from attnbounds.theory import registry
+    from attnbounds.theory.mathematics import registry
 
     registry.get(statement_id)
     return _by_target().get(statement_id)

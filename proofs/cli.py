@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 
-from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.mathematics.errors import AttnBoundsError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
 def replay_records(path: str, ids: list[str]) -> int:
     """``attnbounds prove --replay RECORDS [IDS]``: one line per record with a relaxation certificate; exit 0 when
     every one re-checks, 1 when one does not."""
-    from attnbounds.theory import prover, records, registry
+    from attnbounds.theory.deciding import prover
+    from attnbounds.theory.io import records
+    from attnbounds.theory.mathematics import registry
 
     failed = checked = 0
     for rec in records.iter_load(path):
@@ -67,7 +69,7 @@ def _steps(replay) -> list[str]:
 
 def run(ids: list[str], verbose: bool = False) -> int:
     from attnbounds import proofs
-    from attnbounds.theory import registry
+    from attnbounds.theory.mathematics import registry
 
     from tqdm import tqdm
 

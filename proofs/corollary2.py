@@ -11,9 +11,9 @@ import sympy as sp
 
 from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Witness, Z3, reals
 from attnbounds.proofs.subsets import P_EXCLUDED, P_GIVEN_EXCLUDED, P_INCLUDED, jensen
-from attnbounds.theory import hypotheses as hyp
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.mathematics import hypotheses as hyp
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
 
 A, E_dtilde, L, N, m = reals("A E_dtilde L N m")
 e1, es, ed, SE, SG, E_i, A_i, G_i = reals("e_1 e_s e_d SE SG E_i A_i G_i")

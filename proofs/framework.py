@@ -43,9 +43,9 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.proofs.z3bridge import prove, translatable
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.margins import relative_margin
+from attnbounds.theory.mathematics.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.deciding.margins import relative_margin
 
 #: Named classical facts a :class:`Cite` step may invoke (name -> statement).
 CLASSICAL: dict[str, str] = {
@@ -391,7 +391,7 @@ class Assume:
 
     def check_target(self, statement_id: str) -> tuple[bool, str, bool]:
         """``(ok, detail, checked)`` for one target."""
-        from attnbounds.theory import registry
+        from attnbounds.theory.mathematics import registry
 
         stmt = registry.get(statement_id)
         hyp = next((h for h in stmt.hypotheses if h.id == self.hypothesis), None)
@@ -459,7 +459,7 @@ class Conclude:
             (False, f"the relation does not follow from the earlier steps: {why}")
 
     def check_target(self, statement_id: str, uses: Iterable[str], facts: Sequence[sp.Basic] = ()) -> tuple[bool, str]:
-        from attnbounds.theory import registry
+        from attnbounds.theory.mathematics import registry
 
         try:
             stmt = registry.get(statement_id)
@@ -500,7 +500,7 @@ class Witness:
     """Instances showing the bound cannot be improved, evaluated through ``Statement.evaluate``.
 
     ``build()`` returns instance batches in order. ``attained``: every instance has relative
-    margin (:func:`attnbounds.theory.margins.relative_margin`) within ``1e-9`` of 0. ``approached``: the relative
+    margin (:func:`attnbounds.theory.deciding.margins.relative_margin`) within ``1e-9`` of 0. ``approached``: the relative
     margins decrease strictly and the last is below ``tol``. Any margin below ``-1e-9`` (a
     violation of a proved bound) fails the witness.
     """
@@ -513,7 +513,7 @@ class Witness:
     kind = "witness"
 
     def check_target(self, statement_id: str) -> tuple[bool, str]:
-        from attnbounds.theory import registry
+        from attnbounds.theory.mathematics import registry
 
         stmt = registry.get(statement_id)
         gaps = []

@@ -14,9 +14,9 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Step, Witness, Z3, reals, vector
-from attnbounds.theory import hypotheses as hyp
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.mathematics import hypotheses as hyp
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
 
 F_l2, L, T, alpha_max, alpha_min, dF_l2, dF_max, eps, g_absmax, g_fd, jac = reals(
     "F_l2 L T alpha_max alpha_min dF_l2 dF_max eps g_absmax g J_norm")

@@ -11,9 +11,9 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Sign, Witness, Z3, reals
-from attnbounds.theory import hypotheses as hyp
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.mathematics import hypotheses as hyp
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
 
 C_1, C_2, Delta, Delta_max, L, T, alpha_i = reals("C_1 C_2 Delta Delta_max L T alpha_i")
 f, S, lo, hi, u, Fj, ej, c, D2 = reals("f S lo hi u F_j e_j c D_2")

@@ -11,8 +11,8 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Witness, reals
-from attnbounds.theory import hypotheses as hyp
-from attnbounds.theory.instance import Instance
+from attnbounds.theory.mathematics import hypotheses as hyp
+from attnbounds.theory.mathematics.instance import Instance
 
 H, p, coverage, P0, Qh, total, h = reals("H p coverage P_0 Q total h")
 

@@ -13,10 +13,10 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Witness, Z3, reals
-from attnbounds.theory import hypotheses as hyp
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.statements.theorem1 import FIXED_BINDINGS, GROUPING
+from attnbounds.theory.mathematics import hypotheses as hyp
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
+from attnbounds.theory.mathematics.statements.theorem1 import FIXED_BINDINGS, GROUPING
 
 L, N, abar_N, d_1, dtilde, max_norm = reals("L N abar_N d_1 dtilde max_norm")
 a_i, a_j, n1, n2, n3, D, w, ny = reals("alpha_i alpha_j n_1 n_2 n_3 D w n_y")

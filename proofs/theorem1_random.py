@@ -14,10 +14,10 @@ import sympy as sp
 
 from attnbounds.proofs.framework import Cite, Conclude, Derivation, Identity, Sign, Witness, Z3, reals
 from attnbounds.proofs.subsets import (P_EXCLUDED, P_GIVEN_EXCLUDED, P_INCLUDED, P_PAIR, P_SAMPLED, Ni, jensen, n)
-from attnbounds.theory import hypotheses as hyp
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.statements.theorem1 import COEFFICIENTS, XBARS
+from attnbounds.theory.mathematics import hypotheses as hyp
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
+from attnbounds.theory.mathematics.statements.theorem1 import COEFFICIENTS, XBARS
 
 L, N, E_dtilde, J, eps_bound, m = reals("L N E_dtilde J eps_bound m")
 a_i, rho, P, SE, SJ, SV, E_i, J_i, D_i, W_i, Y1, Y2, nE = reals("alpha_i rho P SE SJ SV E_i J_i D_i W_i Y_1 Y_2 n_E")

@@ -16,11 +16,11 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.proofs.framework import Assume, Cite, Conclude, Derivation, Identity, Witness, Z3, reals, vector
-from attnbounds.theory import hypotheses as hyp
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.statements._symbols import i, xi
-from attnbounds.theory.statements.corrections import C, TAIL
+from attnbounds.theory.mathematics import hypotheses as hyp
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
+from attnbounds.theory.mathematics.statements._symbols import i, xi
+from attnbounds.theory.mathematics.statements.corrections import C, TAIL
 
 E_Ns, L, M, N, delta, r = reals("E_Ns L M N delta r")
 Ps, Qs, Cs, X, Bsum, xis, pr, W, EW, Zn, EZ2, gamma, D2 = reals("P Q C X B xi_i p W E_W Z E_Z2 gamma D")

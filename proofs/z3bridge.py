@@ -13,7 +13,7 @@ from __future__ import annotations
 import sympy as sp
 import z3
 
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.mathematics.errors import InvalidArgument
 
 #: per-check time limit for z3 (milliseconds)
 TIMEOUT_MS = 10_000

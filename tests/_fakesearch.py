@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from attnbounds.theory import families
-from attnbounds.theory.instance import Instance
+from attnbounds.theory.mathematics import families
+from attnbounds.theory.mathematics.instance import Instance
 
 
 @dataclass

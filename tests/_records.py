@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from attnbounds.theory import normalisers as nm
-from attnbounds.theory import records as rec
-from attnbounds.theory.instance import Instance
+from attnbounds.theory.mathematics import normalisers as nm
+from attnbounds.theory.io import records as rec
+from attnbounds.theory.mathematics.instance import Instance
 from tests._fakesearch import no_proof, random_search, scripted
 
 #: 112 tokens in 3 classes: one dominant token and two classes of 55 and 56 (``alpha_i <= 1/2`` fails for the first)
@@ -25,8 +25,8 @@ def class_instance() -> Instance:
 
 def class_record() -> rec.Record:
     """A user's bound ``alpha_i <= 1/2`` REFUTED by a certified token-class counterexample (112 tokens, 3 classes)."""
-    from attnbounds.theory import api
-    from attnbounds.theory.verify import verify
+    from attnbounds.theory.running import api
+    from attnbounds.theory.running.verify import verify
 
     user = api.statement("alpha_i <= 1/2", hypotheses=["simplex"], id="user.half")
     inst = class_instance()
@@ -36,7 +36,7 @@ def class_record() -> rec.Record:
 
 def quick_records(ids: list[str]) -> list[rec.Record]:
     """Records of paper readings from the small random search, without proofs (seconds, not minutes)."""
-    from attnbounds.theory.verify import verify
+    from attnbounds.theory.running.verify import verify
 
     return verify(ids, budget_s=0.1, progress=False, search=random_search, prover=no_proof)
 

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from attnbounds.theory import hypotheses as hyp
-from attnbounds.theory.errors import InvalidArgument
-from attnbounds.theory.statement import Citation, Statement, conjuncts
-from attnbounds.theory.statements._symbols import C_1, C_2, L, N, T, alpha_i, dtilde, jac
+from attnbounds.theory.mathematics import hypotheses as hyp
+from attnbounds.theory.mathematics.errors import InvalidArgument
+from attnbounds.theory.mathematics.statement import Citation, Statement, conjuncts
+from attnbounds.theory.mathematics.statements._symbols import C_1, C_2, L, N, T, alpha_i, dtilde, jac
 
 X = sp.Symbol("X", nonnegative=True)
 _WEIGHTS = (hyp.F_POSITIVE, hyp.F_LENGTH_INDEPENDENT, hyp.LOGITS_BOUNDED, hyp.SOFTMAX)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from attnbounds.theory import normalisers as nm
+from attnbounds.theory.mathematics import normalisers as nm
 
 
 @pytest.fixture

@@ -15,11 +15,12 @@ import pytest
 import torch
 
 import attnbounds
-from attnbounds.theory import normalisers as nm, userbounds
-from attnbounds.theory.api import _cells, counterexample_table
-from attnbounds.theory.errors import InvalidArgument
-from attnbounds.theory.serialize import float_from_json
-from attnbounds.theory.verify import verify
+from attnbounds.theory.io import userbounds
+from attnbounds.theory.mathematics import normalisers as nm
+from attnbounds.theory.running.api import _cells, counterexample_table
+from attnbounds.theory.mathematics.errors import InvalidArgument
+from attnbounds.theory.io.serialize import float_from_json
+from attnbounds.theory.running.verify import verify
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 import attnbounds
-from attnbounds.theory import parallel, userbounds
-from attnbounds.theory.cli import main
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.quantities import compute
+from attnbounds.theory.deciding import parallel
+from attnbounds.theory.io import userbounds
+from attnbounds.theory.running.cli import main
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
+from attnbounds.theory.mathematics.quantities import compute
 
 pytestmark = pytest.mark.usefixtures("restore_family")
 
@@ -47,7 +48,7 @@ def test_a_single_long_length_loads_without_a_dense_row_of_that_length():
 
 
 def test_local_workers_are_capped_by_cores_and_memory_with_a_warning():
-    from attnbounds.theory.memory import cores, total_bytes
+    from attnbounds.theory.mathematics.memory import cores, total_bytes
 
     memory = total_bytes()
     cap = min(cores(), max(1, memory // parallel.WORKER_BYTES) if memory is not None else cores())
@@ -67,7 +68,7 @@ def test_statements_given_twice_are_read_together_and_clashes_are_refused(tmp_pa
     out = tmp_path / "r.json"
     assert main(["verify", "--statements", str(a), "--statements", str(b), "--budget", "0.3", "--quiet",
                  "--json", str(out)]) == 0
-    from attnbounds.theory.records import load
+    from attnbounds.theory.io.records import load
 
     assert {r.id: r.verdict for r in load(out)} == {"mine.a": "VERIFIED", "mine.b": "REFUTED"}
     capsys.readouterr()
@@ -77,7 +78,7 @@ def test_statements_given_twice_are_read_together_and_clashes_are_refused(tmp_pa
 
 
 def test_a_long_flat_conjunction_is_accepted_and_deep_nesting_still_refused():
-    from attnbounds.theory import api
+    from attnbounds.theory.running import api
 
     parts = [f"(alpha_i <= {1 + k / 10})" for k in range(40)]  # 24 levels of nesting were the limit before
     assert len(api.statement(" & ".join(parts)).statements[0].strict) == 40

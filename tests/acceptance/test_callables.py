@@ -20,8 +20,10 @@ import pytest
 import torch
 
 import attnbounds
-from attnbounds.theory import api, callables, userbounds
-from attnbounds.theory.errors import InvalidArgument
+from attnbounds.theory.io import userbounds
+from attnbounds.theory.mathematics import callables
+from attnbounds.theory.running import api
+from attnbounds.theory.mathematics.errors import InvalidArgument
 
 pytestmark = pytest.mark.usefixtures("restore_family")
 

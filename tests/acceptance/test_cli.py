@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-import attnbounds.theory.verify as verify_mod
+import attnbounds.theory.running.verify as verify_mod
 from tests._fakesearch import no_proof, random_search
-from attnbounds.theory import records as rec
-from attnbounds.theory.cli import main
-from attnbounds.theory.normalisers import FAMILY
+from attnbounds.theory.io import records as rec
+from attnbounds.theory.running.cli import main
+from attnbounds.theory.mathematics.normalisers import FAMILY
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user_bounds.toml"
 
@@ -172,7 +172,7 @@ def test_json_through_a_symlink_replaces_the_file_it_points_to(tmp_path, cache, 
 
 
 def test_concurrent_writers_each_leave_a_whole_file(tmp_path):
-    from attnbounds.theory import atomic
+    from attnbounds.theory.io import atomic
     from concurrent.futures import ThreadPoolExecutor
 
     target = tmp_path / "shared.json"
@@ -235,7 +235,7 @@ def _clean_env(cache: Path) -> dict:
 def test_verify_leaves_no_hypothesis_folder_where_it_runs(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
-    run = subprocess.run([sys.executable, "-m", "attnbounds.theory.cli", "verify", "theorem1.fixed[R1,g2]", "--budget",
+    run = subprocess.run([sys.executable, "-m", "attnbounds.theory.running.cli", "verify", "theorem1.fixed[R1,g2]", "--budget",
                           "0.1", "--quiet"], cwd=work, env=_clean_env(tmp_path / "cache"), capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -247,7 +247,7 @@ def test_verify_leaves_no_hypothesis_folder_where_it_runs(tmp_path):
 def test_ctrl_c_at_any_time_exits_130_without_a_traceback(tmp_path, delay):
     """Start-up (heavy imports, parsing, loading) included; only Python's own first milliseconds are Python's.
     (-SIGINT: Python re-raises the signal at exit when an import it ran saw the interrupt; shells show 130.)"""
-    proc = subprocess.Popen([sys.executable, "-m", "attnbounds.theory.cli", "verify", "--statements", str(EXAMPLE),
+    proc = subprocess.Popen([sys.executable, "-m", "attnbounds.theory.running.cli", "verify", "--statements", str(EXAMPLE),
                              "--budget", "5", "--quiet", "--json", str(tmp_path / "r.json")], cwd=tmp_path,
                             env=_clean_env(tmp_path / "cache"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(delay)

@@ -1,4 +1,4 @@
-"""Running on Dask (:mod:`attnbounds.theory.parallel`): the same records whichever scheduler ran them.
+"""Running on Dask (:mod:`attnbounds.theory.deciding.parallel`): the same records whichever scheduler ran them.
 
 A real ``LocalCluster`` of worker processes runs in the default run (readings as tasks, and one reading's
 search pieces as tasks, with a user's own normaliser that only the driver registered); a scheduler and
@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from attnbounds.theory import parallel, userbounds
-from attnbounds.theory.errors import InvalidArgument
-from attnbounds.theory.verify import verify
+from attnbounds.theory.deciding import parallel
+from attnbounds.theory.io import userbounds
+from attnbounds.theory.mathematics.errors import InvalidArgument
+from attnbounds.theory.running.verify import verify
 
 pytest.importorskip("distributed")
 
@@ -59,14 +60,14 @@ def test_local_cluster_gives_the_same_records_as_in_process():
 
 
 def _families_seen(name: str) -> bool:
-    from attnbounds.theory.normalisers import FAMILY
+    from attnbounds.theory.mathematics.normalisers import FAMILY
 
     return name in FAMILY
 
 
 def test_a_users_normaliser_travels_to_the_workers():
     """The statements file registers its normaliser in the driver only; workers get it with each task."""
-    from attnbounds.theory.normalisers import FAMILY
+    from attnbounds.theory.mathematics.normalisers import FAMILY
 
     bounds = userbounds.load(EXAMPLE)
     try:
@@ -88,7 +89,7 @@ def test_a_users_normaliser_travels_to_the_workers():
 def _refused(tmp_path: Path, address: str) -> subprocess.CompletedProcess:
     """``verify --scheduler address``: it must end by itself (the 120 s bound is far above the 5 s connect and 3 s
     handshake timeouts plus start-up, 7 to 10 s on a loaded 2-core machine: it catches a hang, not slowness)."""
-    return subprocess.run([sys.executable, "-m", "attnbounds.theory.cli", "verify", "lemma1", "--budget", "0.2", "--quiet",
+    return subprocess.run([sys.executable, "-m", "attnbounds.theory.running.cli", "verify", "lemma1", "--budget", "0.2", "--quiet",
                            "--scheduler", address, "--json", str(tmp_path / "r.json")],
                           capture_output=True, text=True, timeout=120)
 
@@ -177,7 +178,7 @@ def test_a_tcp_cluster_gives_the_same_records_even_when_a_worker_dies(tcp_cluste
     here = _hashes(verify(READINGS + ["corollary3[row]"], budget_s=1.0, seed=5, progress=False))
     env = {**os.environ, "ATTNBOUNDS_CACHE": str(tmp_path / "cache")}
     out = tmp_path / "records.json"
-    run = subprocess.Popen([sys.executable, "-m", "attnbounds.theory.cli", "verify", *READINGS, "corollary3[row]",
+    run = subprocess.Popen([sys.executable, "-m", "attnbounds.theory.running.cli", "verify", *READINGS, "corollary3[row]",
                             "--budget", "1", "--seed", "5", "--quiet", "--scheduler", address, "--json", str(out)],
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(6)  # the readings are running on both workers
@@ -208,7 +209,7 @@ def test_one_readings_pieces_survive_a_dead_worker(tcp_cluster):
 def test_records_do_not_depend_on_the_process(tmp_path):
     """Every worker is a fresh process with its own string-hash seed: nothing a record holds may depend on the
     order of a set of names (autograd sums a variable's gradients in the order the graph was built)."""
-    script = ("import sys\nfrom attnbounds.theory.verify import verify\n"
+    script = ("import sys\nfrom attnbounds.theory.running.verify import verify\n"
               "for r in verify(['corollary2.ii[R2,corrected]', 'theorem1.fixed[R2,g2]'], budget_s=0.3, progress=False):\n"
               "    print(r.id, r.content_hash)\n")
     outs = []
@@ -241,7 +242,7 @@ def test_ctrl_c_during_one_readings_pieces_exits_130_and_leaves_no_worker(tmp_pa
 
     env = {**os.environ, "ATTNBOUNDS_CACHE": str(tmp_path / "cache")}
     out = tmp_path / "r.json"
-    proc = subprocess.Popen([sys.executable, "-m", "attnbounds.theory.cli", "verify", "corollary3[row]", "--budget", "20",
+    proc = subprocess.Popen([sys.executable, "-m", "attnbounds.theory.running.cli", "verify", "corollary3[row]", "--budget", "20",
                              "--quiet", "--scheduler", "processes:2", "--json", str(out)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     children: list = []

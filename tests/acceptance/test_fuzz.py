@@ -35,14 +35,15 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import attnbounds
-import attnbounds.theory.verify as verify_mod
+import attnbounds.theory.running.verify as verify_mod
 from tests._fakesearch import no_proof, random_search, scripted
-from attnbounds.theory import families, registry, userbounds
-from attnbounds.theory.certify import certify
-from attnbounds.theory.cli import main
-from attnbounds.theory.errors import AttnBoundsError
-from attnbounds.theory.normalisers import FAMILY
-from attnbounds.theory.quantities import QUANTITIES
+from attnbounds.theory.io import userbounds
+from attnbounds.theory.mathematics import families, registry
+from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.running.cli import main
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.normalisers import FAMILY
+from attnbounds.theory.mathematics.quantities import QUANTITIES
 
 #: seconds one case may take (loading a file; one command with the stand-in search): they take well under a second,
 #: and a statement's load-time limit is 10 s; the bound catches hangs, far above what a loaded machine needs
@@ -431,7 +432,7 @@ def test_command_lines_end_in_time_with_0_or_2_and_touch_only_their_output(argv:
 def test_accepted_statements_survive_the_real_search(content: bytes) -> None:
     """The real search (random, gradient through torch, hypothesis, shrinking) on accepted statements: any internal
     error it meets makes the verdict UNDECIDED (never VERIFIED), and nothing crashes the record."""
-    from attnbounds.theory.verify import verify_statement
+    from attnbounds.theory.running.verify import verify_statement
 
     with tempfile.TemporaryDirectory() as folder, family_restored():
         path = Path(folder) / "mine.toml"
@@ -468,7 +469,7 @@ def python_statements(draw: Any) -> str:
     bindings = {**{q: q for q in bound}, **aliases}
     return (
         "import sympy as sp\n"
-        "from attnbounds.theory.statement import Citation, Statement\n"
+        "from attnbounds.theory.mathematics.statement import Citation, Statement\n"
         f"names = {{n: sp.Symbol(n, real=True) for n in {sorted({*QUANTITIES, *PY_NAMES, *defaults})!r}}}\n"
         f"relation = sp.sympify({relation!r}, locals=names)\n"
         f"STATEMENTS = [Statement('fuzz.py', 'fuzz', relation, Citation('fuzz'), bindings={bindings!r}, "
@@ -578,8 +579,8 @@ def test_misbehaving_callables_end_in_a_verdict_about_themselves(case: tuple[Mis
     """Accepted or refused (InvalidArgument) when loaded, never a traceback or an ERROR record; a REFUTED holds
     against the function itself, recomputed here; a failure the search must meet is never VERIFIED; a bound true
     of the function is never REFUTED; an autograd Jacobian of an output off the graph is refused."""
-    from attnbounds.theory import callables
-    from attnbounds.theory.serialize import float_from_json
+    from attnbounds.theory.mathematics import callables
+    from attnbounds.theory.io.serialize import float_from_json
 
     fn, log_F = case
     relation, kwargs, truth, margin_of = _relations()[which]

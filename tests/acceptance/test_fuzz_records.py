@@ -24,8 +24,8 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from attnbounds.theory import records as rec
-from attnbounds.theory.cli import main
+from attnbounds.theory.io import records as rec
+from attnbounds.theory.running.cli import main
 from tests._records import class_record, rehash
 from tests.acceptance.test_fuzz import FUZZ, examples
 
@@ -97,7 +97,7 @@ def mutations(draw: Any, base: list[dict[str, Any]]) -> tuple[str, bool]:
 
 @pytest.fixture(scope="module")
 def base() -> list[dict[str, Any]]:
-    from attnbounds.theory.verify import verify
+    from attnbounds.theory.running.verify import verify
 
     real = verify(["theorem1.fixed[R1,g2]", "lemma2[sharp]"], budget_s=0.1, seed=0, progress=False)
     return [r.to_json() for r in (*real, class_record())]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from attnbounds.theory.records import Records
+from attnbounds.theory.io.records import Records
 from tests._records import LENGTH, class_record, quick_records
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "check_your_variant.ipynb"

@@ -13,9 +13,9 @@ import sympy as sp
 import pytest
 
 import attnbounds
-from attnbounds.theory import userbounds
-from attnbounds.theory.errors import InvalidArgument
-from attnbounds.theory.statement import Citation, Statement
+from attnbounds.theory.io import userbounds
+from attnbounds.theory.mathematics.errors import InvalidArgument
+from attnbounds.theory.mathematics.statement import Citation, Statement
 
 pytestmark = pytest.mark.usefixtures("restore_family")
 

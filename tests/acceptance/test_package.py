@@ -20,8 +20,8 @@ def test_no_module_is_imported_under_a_second_name() -> None:
                                                      "examples")
                  for p in (ROOT / d).rglob("*.py") if _OLD.search(p.read_text(encoding="utf-8"))]
     assert not offenders, f"imports that bypass the attnbounds package: {offenders}"
-    code = ("import sys, attnbounds, attnbounds.theory.registry, attnbounds.theory.search, attnbounds.proofs, "
-            "attnbounds.empirical.bridge, attnbounds.theory.cli\n"
+    code = ("import sys, attnbounds, attnbounds.theory.mathematics.registry, attnbounds.theory.deciding.search, attnbounds.proofs, "
+            "attnbounds.empirical.bridge, attnbounds.theory.running.cli\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('theory', 'empirical', 'proofs'))\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT.parent)
@@ -62,8 +62,8 @@ def test_wheel_installs_as_attnbounds_only(tmp_path: Path) -> None:
     env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}
     run = lambda code: subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env,  # noqa: E731
                                       capture_output=True, text=True)
-    ok = run("import attnbounds, attnbounds.theory.registry as r; print(attnbounds.__version__, "
-             "attnbounds.theory.registry.__file__, len(r.ids()))")
+    ok = run("import attnbounds, attnbounds.theory.mathematics.registry as r; print(attnbounds.__version__, "
+             "attnbounds.theory.mathematics.registry.__file__, len(r.ids()))")
     assert ok.returncode == 0, ok.stderr
     assert str(target) in ok.stdout
     installed = {p.relative_to(target / "attnbounds").as_posix() for p in (target / "attnbounds").rglob("*.py")}

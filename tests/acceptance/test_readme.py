@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from attnbounds import proofs
-from attnbounds.theory import records as rec
-from attnbounds.theory import registry
-from attnbounds.theory.counterexamples import recertify
+from attnbounds.theory.io import records as rec
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.io.counterexamples import recertify
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -44,14 +44,14 @@ def test_readme_verdicts_match_proofs_and_certified_counterexamples() -> None:
 
 @pytest.mark.slow
 def test_readme_verdicts_match_a_fresh_run() -> None:
-    from attnbounds.theory.verify import verify
+    from attnbounds.theory.running.verify import verify
 
     fresh = {r.id: rec.verdict_label(r) for r in verify(progress=False)}
     assert fresh == _table()
 
 
 def test_table_command_round_trips(tmp_path: Path) -> None:
-    from attnbounds.theory.verify import verify_statement
+    from attnbounds.theory.running.verify import verify_statement
 
     st = registry.get("multihead")
     record = verify_statement(st, budget_s=0.2, seed=0)
@@ -59,7 +59,7 @@ def test_table_command_round_trips(tmp_path: Path) -> None:
     rec.save(path, [record])
     doc = tmp_path / "doc.md"
     doc.write_text(f"intro\n{rec.TABLE_START}\nold\n{rec.TABLE_END}\noutro\n")
-    from attnbounds.theory.cli import main
+    from attnbounds.theory.running.cli import main
 
     assert main(["table", str(path), "--readme", str(doc)]) == 0
     text = doc.read_text()

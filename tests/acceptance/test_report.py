@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from attnbounds.theory import paper
-from attnbounds.theory import records as rec
-from attnbounds.theory.cli import main
-from attnbounds.theory.notation import relation_from_srepr
+from attnbounds.theory.io import paper
+from attnbounds.theory.io import records as rec
+from attnbounds.theory.running.cli import main
+from attnbounds.theory.mathematics.notation import relation_from_srepr
 from tests._records import COUNTS, LENGTH, class_record, edited, quick_records
 
 IDS = ["lemma1", "theorem1.fixed[R1,g2]"]
@@ -57,7 +57,7 @@ def _parse(path: Path) -> Page:
 
 @pytest.fixture(scope="module")
 def records_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from attnbounds.theory.verify import verify
+    from attnbounds.theory.running.verify import verify
 
     path = tmp_path_factory.mktemp("records") / "records.json"
     rec.save(path, verify(IDS, budget_s=0.1, seed=0, progress=False))
@@ -166,7 +166,7 @@ def test_srepr_reader_does_not_evaluate() -> None:
 
 
 def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path, capsys) -> None:
-    from attnbounds.theory.verify import verify
+    from attnbounds.theory.running.verify import verify
     from tests._fakesearch import no_proof, random_search
 
     records_file = tmp_path / "good.json"  # a valid records file, made quickly with the stand-in search
@@ -211,7 +211,7 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path, capsys) -> None:
 def test_without_matplotlib_the_page_says_why_there_is_no_plot(records_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from attnbounds.theory.report import plot_png
+    from attnbounds.theory.io.report import plot_png
 
     record = json.loads(records_file.read_text())[0]
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
@@ -270,7 +270,7 @@ def test_ctrl_c_while_writing_leaves_out_as_it_was(where: str, tmp_path: Path, m
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """An interrupt at any point of the build: exit 130, the old report whole, no temporary folder left (new:
     nothing at all)."""
-    from attnbounds.theory import report
+    from attnbounds.theory.io import report
 
     path = tmp_path / "records.json"
     rec.save(path, quick_records(["multihead", "theorem1.fixed[R1,g2]", "corollary3[spectral]", "lemma1"]))
@@ -323,7 +323,7 @@ def test_a_real_ctrl_c_leaves_out_whole(tmp_path: Path) -> None:
     (out / "index.html").write_text("old page")
     (out / "fig-001.png").write_bytes(b"old figure")
     old = _tree(out)
-    command = [sys.executable, "-m", "attnbounds.theory.cli", "report", str(path), "--out", str(out), "--quiet"]
+    command = [sys.executable, "-m", "attnbounds.theory.running.cli", "report", str(path), "--out", str(out), "--quiet"]
     for delay in (0.5, 1.5, 3.0):
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  env={**os.environ, "PYTHONWARNINGS": "ignore"})

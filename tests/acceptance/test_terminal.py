@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 import attnbounds
-from attnbounds.theory import notation, registry
-from attnbounds.theory import records as rec
-from attnbounds.theory.cli import main
-from attnbounds.theory.terminal import printable
+from attnbounds.theory.mathematics import notation, registry
+from attnbounds.theory.io import records as rec
+from attnbounds.theory.running.cli import main
+from attnbounds.theory.io.terminal import printable
 from tests._records import class_record, edited, quick_records
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,12 +7,13 @@ import pytest
 import sympy as sp
 
 from tests._fakesearch import no_proof, random_search
-from attnbounds.theory import normalisers as nm, userbounds
-from attnbounds.theory.certify import certify
-from attnbounds.theory.errors import AttnBoundsError
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.serialize import instance_from_json, instance_to_json
-from attnbounds.theory.verify import verify
+from attnbounds.theory.io import userbounds
+from attnbounds.theory.mathematics import normalisers as nm
+from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.io.serialize import instance_from_json, instance_to_json
+from attnbounds.theory.running.verify import verify
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -176,7 +177,7 @@ def test_statements_that_cannot_be_read_alike_are_refused_with_the_part_named(tm
 
 
 def test_the_self_check_catches_evaluators_that_read_a_formula_differently(tmp_path, monkeypatch):
-    from attnbounds.theory import statement as statement_mod
+    from attnbounds.theory.mathematics import statement as statement_mod
 
     path = _statement_file(tmp_path, "J_spectral <= N/Sum(4*T, (i, 1, N))")
     userbounds.load(path)
@@ -193,7 +194,7 @@ def test_the_self_check_catches_evaluators_that_read_a_formula_differently(tmp_p
 
 
 def test_python_statements_are_self_checked_too(tmp_path):
-    text = ("import sympy as sp\nfrom attnbounds.theory.statement import Citation, Statement\n"
+    text = ("import sympy as sp\nfrom attnbounds.theory.mathematics.statement import Citation, Statement\n"
             "J, T = sp.symbols('J T')\n"
             "STATEMENTS = [Statement('u.sin', 'sin', sp.Le(J, sp.sin(T)), Citation('t'), bindings={'J': 'J_spectral'})]\n")
     with pytest.raises(AttnBoundsError, match=r"the certifier cannot evaluate .*sin"):
@@ -203,8 +204,8 @@ def test_python_statements_are_self_checked_too(tmp_path):
 
 
 def test_every_reading_of_the_paper_passes_the_self_check():
-    from attnbounds.theory import registry
-    from attnbounds.theory.selfcheck import check, check_hypotheses
+    from attnbounds.theory.mathematics import registry
+    from attnbounds.theory.io.selfcheck import check, check_hypotheses
 
     for st in registry.all_statements():
         check(st, st.id)

@@ -11,15 +11,15 @@ import pytest
 import sympy as sp
 
 from tests._fakesearch import no_proof, random_search, scripted
-from attnbounds.theory import normalisers as nm, registry
-from attnbounds.theory.certify import certify
-from attnbounds.theory.errors import AttnBoundsError
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.records import Record
-from attnbounds.theory.serialize import dumps
-from attnbounds.theory.serialize import instance_from_json
-from attnbounds.theory.statement import Citation, Statement
-from attnbounds.theory.verify import verify, verify_statement
+from attnbounds.theory.mathematics import normalisers as nm, registry
+from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.io.records import Record
+from attnbounds.theory.io.serialize import dumps
+from attnbounds.theory.io.serialize import instance_from_json
+from attnbounds.theory.mathematics.statement import Citation, Statement
+from attnbounds.theory.running.verify import verify, verify_statement
 
 
 @dataclass
@@ -180,7 +180,7 @@ def test_candidates_may_come_as_one_batch():
 
 def test_a_candidate_the_certifier_cannot_decide_is_never_verified():
     """Inconclusive certificates that are not equality cases make the verdict UNDECIDED, whatever the reason."""
-    from attnbounds.theory.hypotheses import Hypothesis
+    from attnbounds.theory.mathematics.hypotheses import Hypothesis
 
     base = registry.get("corollary3[spectral]")
     mine = Hypothesis("mine", "a hypothesis only float can check", lambda inst: np.ones(inst.B, dtype=bool))
@@ -272,7 +272,7 @@ def test_temperatures_where_float64_cannot_decide_are_refused_when_loaded(T):
 
 
 def test_the_wall_clock_ceiling_cuts_what_is_left_and_says_so(monkeypatch):
-    from attnbounds.theory.search import budget
+    from attnbounds.theory.deciding.search import budget
 
     monkeypatch.setattr(budget, "CEILING", 0.0)
     monkeypatch.setattr(budget, "CEILING_GRACE_S", 0.0)  # the ceiling has passed when the search starts

@@ -254,7 +254,7 @@ def test_last_query_protocol_reads_one_row_per_window(rand_model: torch.nn.Modul
 def test_query_plans() -> None:
     """Which rows (t, l) a record gives each window length, for every query mode and masking."""
     from attnbounds.empirical.rows import QuerySpec, plan
-    from attnbounds.theory.errors import InvalidArgument
+    from attnbounds.theory.mathematics.errors import InvalidArgument
 
     allq = plan(QuerySpec.parse("all"), [4, 8], 8, prefixes=True)
     assert list(allq) == [(t, t + 1) for t in range(1, 8)]

@@ -198,7 +198,7 @@ def _ctrl_c(tmp_path: Path, rand_model_dir: Path, small_text_path: Path, session
             moments: dict[str, Callable[[Path], bool]]) -> None:
     out, before = _old_out(tmp_path)
     env = {**os.environ, "ATTNBOUNDS_CACHE": str(session_cache), "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    argv = [sys.executable, "-m", "attnbounds.theory.cli", "empirical", "--model", str(rand_model_dir), "--out",
+    argv = [sys.executable, "-m", "attnbounds.theory.running.cli", "empirical", "--model", str(rand_model_dir), "--out",
             str(out), "--text", str(small_text_path), "--nulls", "none", *SMALL]
     for what, moment in moments.items():
         code, err = _interrupt(argv, env, lambda: moment(tmp_path))
@@ -233,7 +233,7 @@ def test_device_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
     from attnbounds.empirical.pipeline import resolve_device
-    from attnbounds.theory.errors import InvalidArgument
+    from attnbounds.theory.mathematics.errors import InvalidArgument
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert resolve_device(None) == resolve_device("auto") == resolve_device("cpu") == "cpu"

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from attnbounds.empirical import text, tokenizer, windows
-from attnbounds.theory import atomic
-from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.io import atomic
+from attnbounds.theory.mathematics.errors import AttnBoundsError
 
 
 def test_offline_tokenizer_is_gpt2() -> None:

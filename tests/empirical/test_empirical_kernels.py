@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from attnbounds.empirical import kernels
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.quantities import compute
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
+from attnbounds.theory.mathematics.quantities import compute
 
 
 def _rows(concentration: float, R: int = 5, T: int = 40, d: int = 6, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:

@@ -17,7 +17,7 @@ from attnbounds.empirical import modelload, models, training
 from attnbounds.empirical.extract import Extractor, LayerRecord, causal_probs, plain_forward
 from attnbounds.empirical.text import resolve_text
 from attnbounds.empirical.windows import tokenize
-from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.mathematics.errors import AttnBoundsError
 
 SMALL_SPEC = training.TrainSpec(n_layer=2, n_head=2, n_embd=32, n_positions=64, seq_len=64, steps=4, warmup=2,
                            eval_windows=2)

@@ -12,7 +12,7 @@ import pytest
 
 from attnbounds.empirical import cli, headlines
 from attnbounds.empirical.config import Protocol
-from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.mathematics.errors import AttnBoundsError
 
 TINY_ARGS = ["--windows", "2", "--batch-windows", "2", "--L-grid", "8,16,32", "--N-grid", "1,3,6", "--N-fixed", "3",
              "--separability-L", "32", "--separability-N", "1,2,4,16", "--gradient-L", "32",

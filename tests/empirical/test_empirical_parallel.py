@@ -22,9 +22,9 @@ from attnbounds.empirical import cli
 from attnbounds.empirical.accumulate import PerHead, Tally
 from attnbounds.empirical.config import Protocol
 from attnbounds.empirical.pipeline import run
-from attnbounds.theory.atomic import _finite
-from attnbounds.theory.errors import InvalidArgument
-from attnbounds.theory.parallel import Runner
+from attnbounds.theory.io.atomic import _finite
+from attnbounds.theory.mathematics.errors import InvalidArgument
+from attnbounds.theory.deciding.parallel import Runner
 
 PROTO = Protocol.full(name="test", windows=3, batch_windows=1, L_grid=(8, 16, 32), N_fixed=3, N_grid=(1, 3, 6),
                       critical_dense_upto=4, critical_step=1.5, critical_max_frac=0.5,

@@ -13,11 +13,11 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, Verbosity, assume, given, settings, target
 from hypothesis import seed as hypothesis_seed
 
-from attnbounds.theory import families, registry, strategies
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.serialize import instance_to_json
-from attnbounds.theory.margins import relative_margin, relative_margins
-from attnbounds.theory.statement import Evaluation, Statement
+from attnbounds.theory.mathematics import families, registry, strategies
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.io.serialize import instance_to_json
+from attnbounds.theory.deciding.margins import relative_margin, relative_margins
+from attnbounds.theory.mathematics.statement import Evaluation, Statement
 
 def register_profiles(database_dir: str | None = None) -> None:
     """Register the hypothesis profiles of the oracle (select one with ``--hypothesis-profile`` or
@@ -74,14 +74,14 @@ def mc_level(max_examples: int) -> float:
 
 
 def decide_budgeted(statement: Statement, inst: Instance, ev: Evaluation) -> tuple[np.ndarray, dict[int, Any]]:
-    """Per-instance status as :func:`attnbounds.theory.certify.decide` gives it, with a budget on certification.
+    """Per-instance status as :func:`attnbounds.theory.deciding.certify.decide` gives it, with a budget on certification.
 
     Relative margins clearly above 0 (``> BAND`` at the lower end of a Monte Carlo interval, decide's own
     test) are "holds"; of the others, the :data:`CERTIFY_PER_EXAMPLE` with the most negative margin relative
     to the magnitude are certified, the rest are "unchecked" (counted, never a verdict either way).
     Returns the statuses and the certificates by instance index.
     """
-    from attnbounds.theory.certify import BAND, certify
+    from attnbounds.theory.deciding.certify import BAND, certify
 
     status = np.full(inst.B, "not-applicable", dtype=object)
     app = np.flatnonzero(ev.applicable)
@@ -155,7 +155,7 @@ def check_batch(statement: Statement, inst: Instance, stats: Any = None, *, targ
 
 def hypothesis_search(statement: Statement, *, max_examples: int, seed: int | None, want: str = "any",
                       level: float = 1e-9) -> CertifiedViolation | None:
-    """Search :func:`attnbounds.theory.strategies.specs` for a certified violation, shrunk by hypothesis; None if none.
+    """Search :func:`attnbounds.theory.mathematics.strategies.specs` for a certified violation, shrunk by hypothesis; None if none.
 
     ``seed=None`` derandomises (the ``ci`` profile's search, exactly); otherwise a seeded random
     search. Expectation statements use Monte Carlo level ``level`` per interval.

@@ -1,4 +1,4 @@
-"""Refresh the stored counterexamples (:mod:`attnbounds.theory.counterexamples`) by searching and certifying.
+"""Refresh the stored counterexamples (:mod:`attnbounds.theory.io.counterexamples`) by searching and certifying.
 
 Run from the repository root::
 
@@ -7,18 +7,18 @@ Run from the repository root::
     python -m tests.oracle.refresh --examples 2000 --seeds 0 1 2 --budget 20
 
 Counterexamples are only ever obtained by searching, then certified with
-:func:`attnbounds.theory.certify.certify` before they are written; nothing is written by hand. Per reading:
+:func:`attnbounds.theory.deciding.certify.certify` before they are written; nothing is written by hand. Per reading:
 
 1. an existing file that still certifies as violated is kept (``--replace`` searches anyway);
    a stale one is deleted;
 2. the search runs, in this order, until a certified violation turns up: the oracle's own ``ci``
    search (:mod:`tests.oracle.check`, derandomised, so every violation the default test run can meet is found here
    first), seeded random hypothesis searches with targeting and shrinking (``--seeds``, ``--examples``),
-   then the counterexample search :func:`attnbounds.theory.search.search` (``--budget``);
+   then the counterexample search :func:`attnbounds.theory.deciding.search.search` (``--budget``);
 3. a deterministic certificate is preferred to a statistical (Monte Carlo) one: when only the
    latter is found, the searches run once more asking for a deterministic one.
 
-The file records the instance (exact, :mod:`attnbounds.theory.serialize`), the certificate, and how it was
+The file records the instance (exact, :mod:`attnbounds.theory.io.serialize`), the certificate, and how it was
 found (method, seed, examples, the shrunk spec). Exit status 0; a summary table is printed.
 """
 
@@ -32,12 +32,12 @@ from typing import Any, Iterator
 from hypothesis import settings
 from tqdm.auto import tqdm
 
-from attnbounds.theory import registry
-from attnbounds.theory.certify import Certificate, certify
-from attnbounds.theory.counterexamples import load, path_for, recertify, write
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.search import search
-from attnbounds.theory.statement import Statement
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.deciding.certify import Certificate, certify
+from attnbounds.theory.io.counterexamples import load, path_for, recertify, write
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.deciding.search import search
+from attnbounds.theory.mathematics.statement import Statement
 from tests.oracle.check import CertifiedViolation, hypothesis_search, register_profiles
 
 

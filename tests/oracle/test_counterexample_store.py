@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnbounds.theory import registry
-from attnbounds.theory.certify import certify
-from attnbounds.theory.errors import AttnBoundsError
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import make
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import make
 
-from attnbounds.theory.counterexamples import load, recertify, stored_ids, write
+from attnbounds.theory.io.counterexamples import load, recertify, stored_ids, write
 
 
 @pytest.mark.parametrize("statement_id", stored_ids())

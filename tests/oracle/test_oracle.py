@@ -1,10 +1,10 @@
 """The oracle: one property test per statement reading of the paper.
 
-Each hypothesis example draws a structure (:func:`attnbounds.theory.strategies.specs`: sizes, families, scales,
-a seed) that respects the reading's hypotheses, builds a batch with :func:`attnbounds.theory.families.build`,
+Each hypothesis example draws a structure (:func:`attnbounds.theory.mathematics.strategies.specs`: sizes, families, scales,
+a seed) that respects the reading's hypotheses, builds a batch with :func:`attnbounds.theory.mathematics.families.build`,
 evaluates the whole batch with the generated evaluator, and decides the instances rigorously
 (:func:`tests.oracle.check.check_batch`: decide's float test, then
-:func:`attnbounds.theory.certify.certify` for the closest calls): a violation counts only when it is
+:func:`attnbounds.theory.deciding.certify.certify` for the closest calls): a violation counts only when it is
 certified (interval arithmetic from the exact float inputs), so a bound attained with equality is
 never reported violated because of rounding, and a real violation by 1e-12 is not hidden by a
 tolerance. The worst relative margin goes to ``hypothesis.target`` so the search climbs towards
@@ -33,15 +33,15 @@ import pytest
 import sympy as sp
 from hypothesis import example, given, settings
 
-from attnbounds.theory import families, registry, strategies
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import RatioNormaliser, l_sym, make
-from attnbounds.theory.statement import Statement, conjuncts
+from attnbounds.theory.mathematics import families, registry, strategies
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import RatioNormaliser, l_sym, make
+from attnbounds.theory.mathematics.statement import Statement, conjuncts
 
 from attnbounds.pytest_plugin import ReadingStats
-from attnbounds.theory.counterexamples import Counterexample
-from attnbounds.theory.counterexamples import load as load_counterexample
-from attnbounds.theory.counterexamples import recertify
+from attnbounds.theory.io.counterexamples import Counterexample
+from attnbounds.theory.io.counterexamples import load as load_counterexample
+from attnbounds.theory.io.counterexamples import recertify
 from tests.oracle.check import CertifiedViolation, check_batch, mc_level
 
 
@@ -173,7 +173,7 @@ UNBREAKABLE = {
 
 
 def test_unbreakable_hypotheses_cannot_be_broken() -> None:
-    from attnbounds.theory.errors import InvalidArgument
+    from attnbounds.theory.mathematics.errors import InvalidArgument
 
     with pytest.raises(InvalidArgument):
         Instance.from_logits(np.zeros((1, 0)), make("softmax"))
@@ -188,7 +188,7 @@ def test_unbreakable_hypotheses_cannot_be_broken() -> None:
                          [(s.id, h.id) for s in registry.all_statements() for h in s.hypotheses])
 def test_outside_a_hypothesis_the_reading_is_not_applicable(statement_id: str, hypothesis_id: str) -> None:
     """Break one hypothesis: the reading is NOT-APPLICABLE there (NaN, never silently evaluated, decided or certified)."""
-    from attnbounds.theory.certify import certify, decide
+    from attnbounds.theory.deciding.certify import certify, decide
 
     statement = registry.get(statement_id)
     if hypothesis_id in UNBREAKABLE:
@@ -215,7 +215,7 @@ def _lemma1_family(normaliser: Any, L: int) -> Instance:
 
 def test_length_aware_normaliser_escapes_lemma1() -> None:
     """Scalable softmax (F depends on L): L * max alpha grows without bound, while softmax keeps it <= C2 = e^2."""
-    from attnbounds.theory.certify import decide
+    from attnbounds.theory.deciding.certify import decide
 
     lemma1 = registry.get("lemma1")
     lengths = [2**k for k in range(1, 13)]
@@ -270,7 +270,7 @@ def _equality_cases() -> dict[str, Instance]:
 
 @pytest.mark.parametrize("statement_id", sorted(_equality_cases()))
 def test_a_bound_attained_with_equality_is_not_reported_violated(statement_id: str) -> None:
-    from attnbounds.theory.certify import decide
+    from attnbounds.theory.deciding.certify import decide
 
     statement, inst = registry.get(statement_id), _equality_cases()[statement_id]
     status = decide(statement, inst)
@@ -279,7 +279,7 @@ def test_a_bound_attained_with_equality_is_not_reported_violated(statement_id: s
 
 @pytest.mark.parametrize("statement_id", sorted(_equality_cases()))
 def test_a_violation_by_1e_12_is_reported(statement_id: str) -> None:
-    from attnbounds.theory.certify import decide
+    from attnbounds.theory.deciding.certify import decide
 
     statement = _shifted(registry.get(statement_id), sp.Rational(1, 10**12))
     status = decide(statement, _equality_cases()[statement_id])

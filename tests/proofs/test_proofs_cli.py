@@ -7,7 +7,7 @@ from dataclasses import replace
 from attnbounds import proofs
 from attnbounds.proofs import cli
 from attnbounds.proofs.framework import Identity
-from attnbounds.theory import cli as theory_cli
+from attnbounds.theory.running import cli as theory_cli
 
 
 def test_prove_selected_readings(capsys):

@@ -1,13 +1,13 @@
-"""The quantities and statements added by theory/statements/corrections.py."""
+"""The quantities and statements added by theory/mathematics/statements/corrections.py."""
 
 from itertools import permutations
 
 import numpy as np
 
-from attnbounds.theory import registry
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.quantities import compute
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
+from attnbounds.theory.mathematics.quantities import compute
 
 
 def test_cross_weights_match_their_definition():

@@ -10,9 +10,9 @@ import sympy as sp
 from attnbounds import proofs
 from attnbounds.proofs.framework import (Assume, Cite, Conclude, Derivation, Identity, Prose, Psd, Sign, Witness, Z3,
                                          reals)
-from attnbounds.theory.errors import AttnBoundsError
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
 
 a, b = sp.symbols("a b", nonnegative=True)
 u, v = sp.symbols("u v")
@@ -138,7 +138,7 @@ def test_a_witness_that_does_not_attain_fails():
 
 
 def test_a_derivation_must_end_with_a_conclusion():
-    from attnbounds.theory.errors import AttnBoundsError
+    from attnbounds.theory.mathematics.errors import AttnBoundsError
 
     with pytest.raises(AttnBoundsError, match="final step"):
         Derivation("x", ("lemma1",), "no conclusion", (Prose("..."),))
@@ -237,7 +237,7 @@ def test_cited_facts_are_named_for_what_they_are():
 
 @pytest.mark.parametrize("derivation", proofs.all_derivations(), ids=lambda d: d.name)
 def test_every_premise_is_a_hypothesis_of_every_target(derivation):
-    from attnbounds.theory import registry
+    from attnbounds.theory.mathematics import registry
 
     rep = derivation.replay()
     for target in derivation.targets:

@@ -4,8 +4,8 @@ import pytest
 
 from attnbounds import proofs
 from attnbounds.proofs.framework import Prose
-from attnbounds.theory import registry
-from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.mathematics.errors import AttnBoundsError
 
 DERIVATIONS = proofs.all_derivations()
 

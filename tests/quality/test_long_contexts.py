@@ -1,5 +1,5 @@
 """Search power in L: planted statements false only from about 20, 10^3 and 10^5 tokens on, and true statements
-tight only as L grows (``attnbounds.theory.search.planted``), searched at the default budget.
+tight only as L grows (``attnbounds.theory.deciding.search.planted``), searched at the default budget.
 
 Asserted for every planted false statement: a certified counterexample (the kill), never below the statement's
 computed threshold (below it the statement is true: a certificate there would be a bug). For every true one: no
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnbounds.theory.certify import certify
-from attnbounds.theory.search import DEFAULT_BUDGET_S, search
+from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.deciding.search import DEFAULT_BUDGET_S, search
 from tests.planted import Planted, long_context_set
 
 pytest.importorskip("torch")

@@ -3,7 +3,7 @@
 - the quality set (``relaxation_set.toml``): at the default budget, at least 90 % of its true statements are
   PROVED, every false one is REFUTED by a certified counterexample, and none is wrongly PROVED; each PROVED
   certificate replays from its JSON alone;
-- the planted long-context set (:mod:`attnbounds.theory.search.planted`): no false statement is PROVED, the
+- the planted long-context set (:mod:`attnbounds.theory.deciding.search.planted`): no false statement is PROVED, the
   relaxed ones are decided;
 - the paper's readings: no REFUTED reading (its certified counterexample is stored in theory/data/counterexamples/) is
   PROVED by the relaxation.
@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from attnbounds.theory import prover, registry
-from attnbounds.theory.certify import certify
-from attnbounds.theory.counterexamples import stored_ids
+from attnbounds.theory.deciding import prover
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.io.counterexamples import stored_ids
 from tests.planted import long_context_set
-from attnbounds.theory.userbounds import load_data, registered
+from attnbounds.theory.io.userbounds import load_data, registered
 
 SET = Path(__file__).with_name("relaxation_set.toml")
 BUDGET = 7.0  # the default budget

@@ -2,9 +2,9 @@
 attained, by 1.03 it is true), killed in the false direction only. The long-context set is in
 ``test_long_contexts.py``; ``bench/mutants.py`` measures the kill rate over every proved reading."""
 
-from attnbounds.theory import registry
-from attnbounds.theory.margins import REAL
-from attnbounds.theory.search import search
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.deciding.margins import REAL
+from attnbounds.theory.deciding.search import search
 from tests.planted import scaled
 
 

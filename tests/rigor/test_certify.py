@@ -14,16 +14,16 @@ import pytest
 import sympy as sp
 from hypothesis import given, settings, strategies as st
 
-from attnbounds.theory import balls as exact, families, normalisers as nm, registry
-from attnbounds.theory.certify import BAND, Certificate, certify, decide
-from attnbounds.theory.margins import relative_margins
-from attnbounds.theory.errors import AttnBoundsError
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.intervals import backend
-from attnbounds.theory.quantities import QUANTITIES, ball_value
-from attnbounds.theory.statement import Citation, Statement
-from attnbounds.theory.statements import theorem1
-from attnbounds.theory.statements._symbols import T, dtilde, jac
+from attnbounds.theory.mathematics import balls as exact, families, normalisers as nm, registry
+from attnbounds.theory.deciding.certify import BAND, Certificate, certify, decide
+from attnbounds.theory.deciding.margins import relative_margins
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.intervals import backend
+from attnbounds.theory.mathematics.quantities import QUANTITIES, ball_value
+from attnbounds.theory.mathematics.statement import Citation, Statement
+from attnbounds.theory.mathematics.statements import theorem1
+from attnbounds.theory.mathematics.statements._symbols import T, dtilde, jac
 
 
 def _equal_x(L: int, N: int, d: int, seed: int, logits=None) -> Instance:
@@ -256,8 +256,8 @@ def test_unsupported_expression_is_inconclusive_not_an_error():
 
 
 def test_hypotheses_that_rounding_could_fool_are_rechecked_or_never_refute():
-    from attnbounds.theory.quantities import ball_value as value
-    from attnbounds.theory.hypotheses import Hypothesis, nonnegative_status
+    from attnbounds.theory.mathematics.quantities import ball_value as value
+    from attnbounds.theory.mathematics.hypotheses import Hypothesis, nonnegative_status
 
     base = registry.get("corollary3[spectral]")
     opaque = Hypothesis("mine", "a user's hypothesis, checked in float64 only", lambda inst: np.ones(inst.B, dtype=bool))

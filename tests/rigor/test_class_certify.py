@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnbounds.theory import registry
-from attnbounds.theory.certify import certify
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
 from tests.planted import distances, weights_lower, weights_upper
 
 

@@ -1,4 +1,4 @@
-"""The limit analysis (:mod:`attnbounds.theory.limits`): along a family of token-class instances growing with
+"""The limit analysis (:mod:`attnbounds.theory.deciding.limits`): along a family of token-class instances growing with
 L, a certified "violated for every L >= L0" never starts below where the statement is actually false, a true
 statement is never certified violated along a family, and the analysis is bounded by work, not by the clock
 (the same result in any thread, on any machine)."""
@@ -9,10 +9,10 @@ import threading
 
 import pytest
 
-from attnbounds.theory import limits
-from attnbounds.theory.certify import certify
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.deciding import limits
+from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
 from tests.planted import weights_lower, weights_upper
 
 

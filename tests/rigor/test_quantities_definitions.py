@@ -5,9 +5,9 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from attnbounds.theory import normalisers as nz
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.quantities import compute, interval
+from attnbounds.theory.mathematics import normalisers as nz
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.quantities import compute, interval
 
 
 def _instance(seed=0, B=3, L=6, N=2, d=3, **params):
@@ -93,7 +93,7 @@ def test_jensen_term_and_gap_bound_match_definitions():
 
 def test_xi_bounds_the_spread_on_separated_spheres():
     rng = np.random.default_rng(5)
-    from attnbounds.theory.quantities import sphere_embeddings
+    from attnbounds.theory.mathematics.quantities import sphere_embeddings
 
     x = sphere_embeddings(rng, (4,), 6, 3, np.full(4, 2.0), np.full(4, 0.5))
     d2 = ((x[:, :, None] - x[:, None]) ** 2).sum(-1) + np.eye(6) * 9

@@ -3,7 +3,7 @@ margin (the issue's property test of the relaxed margin's enclosure).
 
 For statements of the quality set and the paper's readings the prover relaxes, on random and adversarial token-class
 instances (L from 1 to 10^9, near ties, T from 1e-2 to 1e2): the smallest relaxed margin over the placements of the
-distinguished tokens that satisfy the relaxation's constraints (:func:`attnbounds.theory.prover.image.relaxed_margins`)
+distinguished tokens that satisfy the relaxation's constraints (:func:`attnbounds.theory.deciding.prover.image.relaxed_margins`)
 equals the instance's margin. Smaller would let a true statement fail to close; larger would be unsound.
 """
 
@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from attnbounds.theory import registry
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import FAMILY, softmax
-from attnbounds.theory.prover.image import relaxed_margins
-from attnbounds.theory.userbounds import load_data, registered
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import FAMILY, softmax
+from attnbounds.theory.deciding.prover.image import relaxed_margins
+from attnbounds.theory.io.userbounds import load_data, registered
 
 SET = Path(__file__).resolve().parents[1] / "quality" / "relaxation_set.toml"
 STATEMENTS = ("true.w.bsig.upper", "true.w.bsig.max", "true.w.bsig.min", "true.w.bsig.lemma1", "true.w.softmax.exp",

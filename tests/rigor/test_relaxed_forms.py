@@ -1,10 +1,10 @@
 """The relaxation prover's reduction against the quantities themselves (the value oracle of the relaxed forms).
 
 Soundness of PROVED rests on one fact: every instance of every length is a point of the relaxed space with the same
-margin. For each quantity with a ``relaxed`` form (:mod:`attnbounds.theory.prover`), on adversarial instances
+margin. For each quantity with a ``relaxed`` form (:mod:`attnbounds.theory.deciding.prover`), on adversarial instances
 (dense and token classes, L up to 10^6, T down to 1e-4, logits up to 1e3, interior extrema of F): the float value
 is attained by the relaxed form at the instance's own point, with its distinguished tokens on columns that satisfy
-their constraints (:func:`attnbounds.theory.prover.image.image_values`). Softmax instances are checked in the
+their constraints (:func:`attnbounds.theory.deciding.prover.image.image_values`). Softmax instances are checked in the
 weights model too (distinguished tokens and the others given by their weights).
 """
 
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from attnbounds.theory import strategies
-from attnbounds.theory.errors import AttnBoundsError
-from attnbounds.theory.hypotheses import SOFTMAX
-from attnbounds.theory.quantities import QUANTITIES, compute, magnitude
-from attnbounds.theory.prover.image import image_values
+from attnbounds.theory.mathematics import strategies
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.hypotheses import SOFTMAX
+from attnbounds.theory.mathematics.quantities import QUANTITIES, compute, magnitude
+from attnbounds.theory.deciding.prover.image import image_values
 
 RELAXED = sorted(name for name, q in QUANTITIES.items() if q.has("relaxed"))
 #: relative agreement between the float value and the relaxed form at the instance (both from the same features)

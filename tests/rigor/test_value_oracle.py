@@ -1,6 +1,6 @@
 """The value oracle: every quantity's implementations agree with each other on adversarial instances.
 
-For every registered quantity (:mod:`attnbounds.theory.quantities`):
+For every registered quantity (:mod:`attnbounds.theory.mathematics.quantities`):
 
 - **float in ball**: the float form lies in the ball form's enclosure (arb, 128 bits, recomputed from
   the definition) up to a stated budget: ``ULPS`` units in the last place of the quantity's magnitude
@@ -12,7 +12,7 @@ For every registered quantity (:mod:`attnbounds.theory.quantities`):
 - **classes = tokens**: on token-class instances, the float form equals the float form on the same
   instance written out token by token (:meth:`Instance.expand`), and the ball form contains it too.
 
-Instances come from :func:`attnbounds.theory.strategies.adversarial_instance`: interior extrema of F,
+Instances come from :func:`attnbounds.theory.mathematics.strategies.adversarial_instance`: interior extrema of F,
 near ties, one-hot rows, logits up to 1e3, graded rows (weights down to 1e-300 of the largest: tiny Jacobians),
 T from 1e-8 (huge Jacobians) to 1e6, dense L up to 1024, token classes with counts up to 10^6. The counts of
 Theorem 2 (:data:`COUNTS`) are step functions: float may count a token otherwise only where its distance lies
@@ -27,12 +27,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from attnbounds.theory import balls, strategies
-from attnbounds.theory.errors import AttnBoundsError
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.intervals import backend
-from attnbounds.theory.quantities import BACKENDS, COSTS, QUANTITIES, ball_value, compute, magnitude
-from attnbounds.theory.quantities import _float as qfloat
+from attnbounds.theory.mathematics import balls, strategies
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.intervals import backend
+from attnbounds.theory.mathematics.quantities import BACKENDS, COSTS, QUANTITIES, ball_value, compute, magnitude
+from attnbounds.theory.mathematics.quantities import _float as qfloat
 
 #: forms a quantity may lack, and why (the test fails on a missing form not listed here, and on a stale entry)
 MISSING: dict[tuple[str, str], str] = {
@@ -42,7 +42,7 @@ MISSING: dict[tuple[str, str], str] = {
     ("E_Ns_full", "torch"): "a Monte Carlo mean of counts over random sphere draws: no gradient",
     ("r_paper", "torch"): "the empirical radius of section 3, a minimum only read from real tensors",
     ("delta_min", "torch"): "the empirical separation of section 3, a minimum only read from real tensors",
-    # the relaxation prover's reduction (theory/prover): quantities that read token vectors, the query and keys,
+    # the relaxation prover's reduction (theory/deciding/prover): quantities that read token vectors, the query and keys,
     # random draws or a selection have none yet; their statements keep the search's verdict, with the reason
     **{(name, "relaxed"): why for why, names in (
         ("token vectors x: a relaxation would give every token d coordinates (not built)",
@@ -161,7 +161,7 @@ def _radius_tie(inst: Instance, b: int) -> bool:
 
 
 def compute_interval(name: str, inst: Instance) -> tuple[np.ndarray, np.ndarray]:
-    from attnbounds.theory.quantities import interval
+    from attnbounds.theory.mathematics.quantities import interval
 
     return interval(name, inst)
 
@@ -170,13 +170,13 @@ def _check_torch(name: str, inst: Instance) -> int:
     if not QUANTITIES[name].has("torch"):
         return 0
     torch = pytest.importorskip("torch")
-    from attnbounds.theory.search.torch_eval import state_of
+    from attnbounds.theory.deciding.search.torch_eval import state_of
 
     value = _float(name, inst)
     if value is None or name in ESTIMATES and "E_dtilde" not in name:
         return 0
     if name in ESTIMATES:
-        from attnbounds.theory.quantities import _subsets
+        from attnbounds.theory.mathematics.quantities import _subsets
 
         m = tuple(int(c) for c in (inst.counts[0] if inst.counts is not None else np.ones(inst.K, dtype=int)))
         if inst.counts is not None and np.any(inst.counts != inst.counts[:1]) or not _subsets.enumerable(m, inst.N):
@@ -250,8 +250,8 @@ def test_subset_expectations_in_torch_take_each_rows_class_counts(name):
     """Token-class rows split at the top-N boundary have counts that differ from row to row (here the top two
     tokens come from one class in row 0 and from two classes in row 1): the torch form reads each row's own."""
     torch = pytest.importorskip("torch")
-    from attnbounds.theory.normalisers import softmax
-    from attnbounds.theory.search.torch_eval import state_of
+    from attnbounds.theory.mathematics.normalisers import softmax
+    from attnbounds.theory.deciding.search.torch_eval import state_of
 
     x = np.array([[[1.0, 0.0], [0.0, 2.0], [-1.0, 1.0]]] * 2)
     inst = Instance.from_logits(np.array([[3.0, 2.0, 1.0], [1.0, 3.0, 2.0]]), softmax(1.0), x=x, N=2,
@@ -265,7 +265,7 @@ def test_subset_expectations_in_torch_take_each_rows_class_counts(name):
 def _graded_exp_poly(rng: np.random.Generator) -> Instance | None:
     """exp_poly with one dominant token and the others' log F 40 to 650 below it, on either side of F's maximum:
     Jacobians of 1e-17 down to 1e-280 whose diagonal a_k - a_k^2 cancels in float (the weight rounds to 1)."""
-    from attnbounds.theory.normalisers import exp_poly
+    from attnbounds.theory.mathematics.normalisers import exp_poly
 
     b, T, K = 10 ** rng.uniform(-2, 0), 10 ** rng.uniform(-2, 1), int(rng.integers(2, 6))
     top = (1 + 0.3 * rng.standard_normal()) / (2 * b * T)

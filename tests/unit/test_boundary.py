@@ -1,12 +1,12 @@
-"""The boundary of the hypotheses (:mod:`attnbounds.theory.boundary`): named cases, and a batch read row by row
+"""The boundary of the hypotheses (:mod:`attnbounds.theory.deciding.boundary`): named cases, and a batch read row by row
 gives what each row alone gives (the search asks about whole batches, the verdict about single instances)."""
 
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from attnbounds.theory.boundary import BOUNDARIES, boundaries, interior
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
+from attnbounds.theory.deciding.boundary import BOUNDARIES, boundaries, interior
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
 
 TIE, ZERO = BOUNDARIES[2], BOUNDARIES[3]
 

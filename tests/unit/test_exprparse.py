@@ -5,8 +5,8 @@ import time
 import pytest
 import sympy as sp
 
-from attnbounds.theory.errors import InvalidArgument
-from attnbounds.theory.exprparse import MAX_CHARS, MAX_DEPTH, MAX_EXPONENT, MAX_NODES, parse_expression
+from attnbounds.theory.mathematics.errors import InvalidArgument
+from attnbounds.theory.mathematics.exprparse import MAX_CHARS, MAX_DEPTH, MAX_EXPONENT, MAX_NODES, parse_expression
 
 J = sp.Symbol("J", real=True)
 NAMES = {"J": J, "N": sp.Symbol("N", real=True), "xi": sp.IndexedBase("xi", real=True), "i": sp.Idx("i")}

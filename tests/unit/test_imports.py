@@ -78,20 +78,21 @@ def _theory_graph() -> dict[str, set[str]]:
 
 
 def _wing(module: str) -> int:
+    """The wing a theory module stands in (``attnbounds.theory.<wing>....``), by its place in the order."""
     from attnbounds.theory import WINGS
 
     head = module.removeprefix(THEORY + ".").split(".")[0]
-    found = [k for k, names in enumerate(WINGS.values()) if head in names]
-    assert len(found) == 1, f"{module} belongs to {len(found)} wings (attnbounds.theory.WINGS)"
-    return found[0]
+    assert head in WINGS, f"{module} stands in no wing: every theory module lives in one of {WINGS}"
+    return WINGS.index(head)
 
 
 def test_every_theory_module_stands_in_one_wing_and_imports_only_downward() -> None:
     from attnbounds.theory import WINGS
 
-    names = list(WINGS)
-    up = [f"{m} ({names[_wing(m)]}) imports {t} ({names[_wing(t)]})"
-          for m, targets in sorted(_theory_graph().items()) if m != THEORY for t in sorted(targets)
+    graph = _theory_graph()
+    assert not graph[THEORY], f"attnbounds.theory itself imports {sorted(graph[THEORY])}"
+    up = [f"{m} ({WINGS[_wing(m)]}) imports {t} ({WINGS[_wing(t)]})"
+          for m, targets in sorted(graph.items()) if m != THEORY for t in sorted(targets)
           if _wing(t) > _wing(m)]
     assert not up, "\n".join(up)
 
@@ -114,18 +115,19 @@ def test_the_theory_has_no_import_circle() -> None:
 
 
 def test_the_wing_check_sees_an_upward_import(tmp_path: Path, monkeypatch) -> None:
-    """The check can fail: a mathematics module importing the CLI (function-local) is an upward import."""
+    """The check can fail: a mathematics module importing the CLI (function-local) is an upward import, and a
+    module-level import back is a circle."""
     fake = tmp_path / "theory"
-    fake.mkdir()
-    (fake / "instance.py").write_text("def f():\n    from attnbounds.theory.cli import main\n")
-    (fake / "cli.py").write_text("import attnbounds.theory.instance\n")
+    for wing in ("mathematics", "running"):
+        (fake / wing).mkdir(parents=True)
+    (fake / "mathematics" / "instance.py").write_text("def f():\n    from attnbounds.theory.running.cli import main\n")
+    (fake / "running" / "cli.py").write_text("import attnbounds.theory.mathematics.instance\n")
     monkeypatch.setattr(__import__(__name__, fromlist=["x"]), "ROOT", tmp_path)
     monkeypatch.setitem(PACKAGE, "theory", sorted(fake.rglob("*.py")))
     graph = _theory_graph()
-    assert graph[f"{THEORY}.instance"] == {f"{THEORY}.cli"}
-    assert _wing(f"{THEORY}.cli") > _wing(f"{THEORY}.instance")
-    (fake / "instance.py").write_text("import attnbounds.theory.cli\n")
-    monkeypatch.setitem(PACKAGE, "theory", sorted(fake.rglob("*.py")))
+    instance, cli = f"{THEORY}.mathematics.instance", f"{THEORY}.running.cli"
+    assert graph[instance] == {cli}
+    assert _wing(cli) > _wing(instance)
     try:
         test_the_theory_has_no_import_circle()
     except AssertionError as exc:

@@ -8,12 +8,12 @@ import resource
 import numpy as np
 import pytest
 
-from attnbounds.theory import memory
-from attnbounds.theory import normalisers as nm
-from attnbounds.theory.errors import AttnBoundsError, InvalidArgument
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.quantities import compute
-from attnbounds.theory.quantities.theorem2 import sphere_embeddings
+from attnbounds.theory.mathematics import memory
+from attnbounds.theory.mathematics import normalisers as nm
+from attnbounds.theory.mathematics.errors import AttnBoundsError, InvalidArgument
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.quantities import compute
+from attnbounds.theory.mathematics.quantities.theorem2 import sphere_embeddings
 
 #: the resident memory a refused case may add (the instance itself is a few MB)
 SLACK_MB = 200
@@ -70,7 +70,7 @@ def test_sphere_sampling_refuses_a_separation_check_too_large():
 def test_expected_distance_over_many_subsets_is_chunked_not_refused(monkeypatch):
     """Half of a long context selected: sampled count vectors, summed a chunk of them at a time (the issue's
     N = 50000 case, scaled down), with the same value as in one piece."""
-    from attnbounds.theory.quantities import _float
+    from attnbounds.theory.mathematics.quantities import _float
 
     monkeypatch.setenv("ATTNBOUNDS_MEMORY_GB", "0.5")
     rng = np.random.default_rng(4)
@@ -104,7 +104,7 @@ def test_the_limit_is_read_from_the_environment(monkeypatch):
 def test_blas_runs_on_one_thread_inside_the_block_and_is_restored():
     """Searches and certificates hold numpy's BLAS to one thread (on a loaded machine OpenBLAS's threads spin: 16 SVDs
     of 128 x 128 took 10 s instead of 0.01 s)."""
-    from attnbounds.theory import memory
+    from attnbounds.theory.mathematics import memory
 
     blas = memory._openblas()
     if blas is None:

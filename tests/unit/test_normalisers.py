@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 import pytest
 
-from attnbounds.theory import normalisers as nz
-from attnbounds.theory.errors import AttnBoundsError
+from attnbounds.theory.mathematics import normalisers as nz
+from attnbounds.theory.mathematics.errors import AttnBoundsError
 
 torch = pytest.importorskip("torch")
 

@@ -11,8 +11,9 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbounds.theory import notation, paper, prose, registry
-from attnbounds.theory.report import MATHML_TAGS
+from attnbounds.theory.io import paper, prose
+from attnbounds.theory.mathematics import notation, registry
+from attnbounds.theory.io.report import MATHML_TAGS
 
 x, y, z, c = sp.symbols("x y z c")
 
@@ -31,7 +32,7 @@ def test_relations_read_as_the_paper_writes_them(relation: sp.Basic, text: str) 
 
 
 def test_every_readings_mathml_is_kept_by_the_reports_whitelist() -> None:
-    from attnbounds.theory.report import mathml
+    from attnbounds.theory.io.report import mathml
 
     for st_ in registry.all_statements():
         root = ET.fromstring(mathml(sp.srepr(st_.relation)))

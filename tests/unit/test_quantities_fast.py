@@ -12,10 +12,10 @@ import mpmath
 import numpy as np
 import pytest
 
-from attnbounds.theory import normalisers as nz
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.quantities import compute, interval
-from attnbounds.theory.quantities.jacobian import top_eigenvalue
+from attnbounds.theory.mathematics import normalisers as nz
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.quantities import compute, interval
+from attnbounds.theory.mathematics.quantities.jacobian import top_eigenvalue
 
 EMBEDDINGS = ["gaussian", "identical", "near-identical", "dominant-token"]
 

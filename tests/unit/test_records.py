@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from tests._fakesearch import no_proof, scripted
-from attnbounds.theory import normalisers as nm, registry, records as rec
-from attnbounds.theory.errors import AttnBoundsError
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.verify import verify_statement
+from attnbounds.theory.io import records as rec
+from attnbounds.theory.mathematics import normalisers as nm, registry
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.running.verify import verify_statement
 
 
 @pytest.fixture(scope="module")

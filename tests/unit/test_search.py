@@ -11,16 +11,16 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from attnbounds.theory import registry
-from attnbounds.theory.families import cost
-from attnbounds.theory.errors import AttnBoundsError
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import softmax
-from attnbounds.theory.search import DEFAULT_BUDGET_S, SearchResult, search
-from attnbounds.theory.margins import REAL, relative_margin, relative_margins
-from attnbounds.theory.search import budget, torch_eval
-from attnbounds.theory.search.shrink import round_sig
-from attnbounds.theory.search.tracker import KEEP, Tracker, instance_key
+from attnbounds.theory.mathematics import registry
+from attnbounds.theory.mathematics.families import cost
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import softmax
+from attnbounds.theory.deciding.search import DEFAULT_BUDGET_S, SearchResult, search
+from attnbounds.theory.deciding.margins import REAL, relative_margin, relative_margins
+from attnbounds.theory.deciding.search import budget, torch_eval
+from attnbounds.theory.deciding.search.shrink import round_sig
+from attnbounds.theory.deciding.search.tracker import KEEP, Tracker, instance_key
 from tests.planted import scaled
 
 pytest.importorskip("torch")
@@ -85,7 +85,7 @@ def test_minimal_counterexample_is_small_and_certified(results, sid):
     m = res.minimal
     assert m is not None and m.B == 1 and m.L <= 3
     assert registry.get(sid).evaluate(m).violated[0]
-    certify = pytest.importorskip("attnbounds.theory.certify").certify
+    certify = pytest.importorskip("attnbounds.theory.deciding.certify").certify
     assert certify(registry.get(sid), m).status == "violated"
 
 
@@ -200,7 +200,7 @@ def test_torch_evaluator_agrees_with_the_float_evaluator(sid):
     """The gradient search steers with a torch copy of the evaluator; it must compute the same gap."""
     import torch
 
-    from attnbounds.theory.search import gradient, random_search
+    from attnbounds.theory.deciding.search import gradient, random_search
 
     st = registry.get(sid)
     assert torch_eval.supports(st)

@@ -7,10 +7,10 @@ import pytest
 import sympy as sp
 from hypothesis import given, strategies as st
 
-from attnbounds.theory import normalisers as nm
-from attnbounds.theory.errors import AttnBoundsError
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.serialize import float_from_json, float_to_json, instance_from_json, instance_to_json
+from attnbounds.theory.mathematics import normalisers as nm
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.io.serialize import float_from_json, float_to_json, instance_from_json, instance_to_json
 
 
 def _roundtrip(inst: Instance) -> Instance:

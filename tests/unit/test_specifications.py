@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from attnbounds.theory import hypotheses
-from attnbounds.theory.hypotheses import DOMAIN_PREFIX, DOMAINS, FIXED_HYPOTHESIS, RANGES_HYPOTHESIS, Hypothesis, domain_id
-from attnbounds.theory.quantities import COSTS
-from attnbounds.theory.userbounds import hypothesis_catalogue
+from attnbounds.theory.mathematics import hypotheses
+from attnbounds.theory.mathematics.hypotheses import DOMAIN_PREFIX, DOMAINS, FIXED_HYPOTHESIS, RANGES_HYPOTHESIS, Hypothesis, domain_id
+from attnbounds.theory.mathematics.quantities import COSTS
+from attnbounds.theory.io.userbounds import hypothesis_catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = [p for d in ("theory", "proofs", "empirical") for p in sorted((ROOT / d).rglob("*.py"))]
@@ -23,7 +23,7 @@ HYPOTHESIS_IDS = frozenset(hypothesis_catalogue()) | {domain_id(n) for n in DOMA
 PREFIXES = (DOMAIN_PREFIX, "normaliser(")
 COST_NAMES = frozenset(COSTS)
 #: where each kind of name is defined (and may be spelt)
-HOMES = {"hypothesis": {ROOT / "theory" / "hypotheses.py"}, "cost": {ROOT / "theory" / "quantities" / "spec.py"}}
+HOMES = {"hypothesis": {ROOT / "theory" / "mathematics" / "hypotheses.py"}, "cost": {ROOT / "theory" / "mathematics" / "quantities" / "spec.py"}}
 
 
 def _strings(node: ast.AST) -> list[str]:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from attnbounds.theory import families, normalisers as nz, registry
-from attnbounds.theory.errors import AttnBoundsError
-from attnbounds.theory.instance import Instance
+from attnbounds.theory.mathematics import families, normalisers as nz, registry
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.instance import Instance
 
 REQUIRED = [
     "lemma1", "corollary1[delta=own-key]", "corollary1[delta=max-key]",
@@ -157,7 +157,7 @@ def test_a_reading_travels_by_id_and_any_other_statement_by_value():
 def test_a_search_piece_sends_back_its_records_not_the_statement():
     import pickle
 
-    from attnbounds.theory.search.tracker import Tracker
+    from attnbounds.theory.deciding.search.tracker import Tracker
 
     st = registry.get("lemma1")
     tracker = Tracker(st)

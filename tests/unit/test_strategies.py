@@ -7,10 +7,10 @@ import pytest
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
-from attnbounds.theory import families, registry, strategies
-from attnbounds.theory.errors import AttnBoundsError
-from attnbounds.theory.instance import Instance
-from attnbounds.theory.normalisers import FAMILY, Normaliser
+from attnbounds.theory.mathematics import families, registry, strategies
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.normalisers import FAMILY, Normaliser
 
 few = settings(max_examples=min(settings.default.max_examples, 15))
 

@@ -1,0 +1,117 @@
+"""Closed claims: a relation without a free symbol (``1 - (1 - 0.8)**2 >= 0.99``), decided exactly.
+
+There is nothing to search: both sides are numbers. Decimal literals are read as the exact rationals they
+spell (``0.8`` is ``4/5``; a fixed parameter substituted into the claim likewise, from its shortest decimal
+form). Each conjunct ``lhs <= rhs`` is decided from ``rhs - lhs``: in exact rational arithmetic when both sides
+are rational, else in arb balls at increasing precision (128 to 4096 bits) until the sign is certain, and an
+exact zero is recognised by sympy. The verdict is PROVED when every conjunct holds, REFUTED when one fails
+(with the exact values of both sides in the record), UNDECIDED when the sign cannot be settled.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import sympy as sp
+
+from attnbounds.theory.mathematics.statement import Verdict
+from attnbounds.theory.mathematics.statement import Statement, conjuncts
+
+#: working precisions tried, in bits
+PRECISIONS = (128, 512, 2048, 4096)
+#: decimal digits shown for each side
+DIGITS = 30
+
+
+def is_closed(statement: Statement) -> bool:
+    """Whether the statement is a closed claim (no quantity, no free symbol)."""
+    return not statement.bindings and not statement.relation.free_symbols
+
+
+def _text(ops: Any, value: sp.Expr) -> str:
+    from attnbounds.theory.mathematics.intervals import BallEvaluator
+
+    if value.is_Rational:
+        return sp.sstr(sp.Float(value, DIGITS)) if not value.is_Integer else str(value)
+    with ops.precision(PRECISIONS[1]):
+        return ops.text(BallEvaluator(ops, {})(value), DIGITS)
+
+
+def sign_of(value: sp.Expr) -> tuple[int | None, str]:
+    """The sign (-1, 0, 1) of a closed sympy number, and how it was decided: exactly when it is rational, else in
+    arb balls at increasing precision, an exact zero recognised by sympy; ``None`` when it stays unknown."""
+    from attnbounds.theory.mathematics.intervals import BallEvaluator, PrecisionLoss, Unsupported, backend
+
+    if value.is_Rational:
+        return (0 if value == 0 else 1 if value > 0 else -1), "exact rational arithmetic"
+    ops = backend(None)
+    method = f"arb balls up to {PRECISIONS[-1]} bits: the sign stayed unknown"
+    for bits in PRECISIONS:
+        try:
+            with ops.precision(bits):
+                ball = BallEvaluator(ops, {})(value)
+        except (PrecisionLoss, OverflowError):
+            continue
+        except Unsupported as exc:
+            method = f"not evaluable in interval arithmetic: {exc}"
+            break
+        if ops.positive(ball) or ops.negative(ball):
+            return (1 if ops.positive(ball) else -1), f"{ops.name} interval arithmetic at {bits} bits"
+    if value.equals(0):
+        return 0, "sympy: exactly 0 (equality)"
+    return None, method
+
+
+def decide_conjunct(rel: sp.Rel, written: sp.Basic | None = None) -> dict[str, Any]:
+    """``{relation, lhs, rhs, lhs_decimal, rhs_decimal, margin, status, method}`` for one conjunct ``lhs <= rhs`` (or
+    ``lhs < rhs``: strict, an exact 0 margin violates it)."""
+    from attnbounds.theory.mathematics.intervals import backend
+
+    strict = isinstance(rel, sp.Lt)
+    lhs, rhs = rel.lhs.doit(), rel.rhs.doit()
+    margin = sp.nsimplify(rhs - lhs) if (rhs - lhs).is_Rational else (rhs - lhs)
+    ops = backend(None)
+    out = {"relation": sp.sstr(written if written is not None else rel), "lhs": sp.sstr(lhs), "rhs": sp.sstr(rhs), "margin": sp.sstr(margin)}
+    sign, method = sign_of(margin)
+    if sign is None:
+        status = "undecided"
+    elif sign == 0 and strict:
+        status, method = "violated", method + ": rhs - lhs is exactly 0, which the strict inequality excludes"
+    else:
+        status = "holds" if sign >= 0 else "violated"
+    try:
+        out["lhs_decimal"], out["rhs_decimal"] = _text(ops, lhs), _text(ops, rhs)
+    except Exception:  # noqa: BLE001 - a side the balls cannot print: its exact form is in the record
+        out["lhs_decimal"], out["rhs_decimal"] = sp.sstr(sp.N(lhs, DIGITS)), sp.sstr(sp.N(rhs, DIGITS))
+    out.update(status=status, method=method)
+    return out
+
+
+def decide(statement: Statement) -> tuple[Verdict, str, dict[str, Any]]:
+    """``(verdict, reason, closed_claim)`` of a closed claim (module docstring)."""
+    written = list(statement.relation.args) if isinstance(statement.relation, sp.And) else [statement.relation]
+    parts = [decide_conjunct(rel, w) for rel, w in zip(conjuncts(statement.relation), written)]
+    failed = [p for p in parts if p["status"] == "violated"]
+    open_ = [p for p in parts if p["status"] == "undecided"]
+
+    def show(p: dict[str, Any]) -> str:
+        return f"{p['relation']}: lhs = {p['lhs']} ({p['lhs_decimal']}), rhs = {p['rhs']} ({p['rhs_decimal']}); {p['method']}"
+
+    verdict: Verdict
+    if failed:
+        verdict, reason = "REFUTED", "a closed claim, decided exactly: false; " + "; ".join(show(p) for p in failed)
+    elif open_:
+        verdict, reason = "UNDECIDED", "a closed claim whose sign could not be settled: " + "; ".join(show(p) for p in open_)
+    else:
+        verdict, reason = "PROVED", "a closed claim, decided exactly: true; " + "; ".join(show(p) for p in parts)
+    return verdict, reason, {"conjuncts": parts, "fixed": {k: float(v) for k, v in sorted(statement.fixed.items())}}
+
+
+def record(statement: Statement, fields: dict[str, Any], timing: dict[str, Any]) -> tuple[Verdict, str]:
+    """Fill ``fields`` (of :func:`attnbounds.theory.running.verify.verify_statement`) for a closed claim; its verdict and reason."""
+    t = time.perf_counter()
+    verdict, reason, info = decide(statement)
+    fields["closed_claim"] = info
+    timing["decide_s"] = time.perf_counter() - t
+    return verdict, reason

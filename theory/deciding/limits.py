@@ -1,0 +1,565 @@
+"""For every L beyond a threshold: a statement's margin along a family of token-class instances that grows
+with a parameter ``t >= 0``, as a closed form, its limit as ``t -> oo``, and a certificate.
+
+A :class:`Family` starts from one token-class instance (counts ``m``) and lets the counts grow as
+``m + b t`` (``b``: which classes grow: the largest one, or all of them in proportion), so that
+``L(t) = L + (sum b) t``; logits, token vectors and the selected classes stay as they are (the order
+of the weights does not change with the counts, so the top-N classes stay the top-N classes).
+
+The closed form comes from the quantities' own ``ball`` forms, run on :class:`SymbolicOps`: numbers
+that do not depend on ``t`` are arb balls (held as symbols ``_c0, _c1, ...``), everything that does is a
+sympy expression in ``t``. Only quantities whose ball form reads the counts through ``ex.m``,
+``ex.length`` and ``ex.size_N`` (``closed_form`` on their specification) take part.
+
+The certificate: with ``u = 1 / (1 + t)`` in ``(0, 1]`` and ``p`` the order at which the margin vanishes
+(``margin ~ c u^p``), ``G(u) = margin / u^p`` is evaluated in ball arithmetic on pieces of ``[0, u0]``
+(bisected until each enclosure has a sign); ``G < 0`` on all of them certifies "violated for every
+``t >= 1/u0 - 1``", i.e. every ``L >= L0`` of the family, rigorously (no sampling, no monotonicity
+assumption). ``G > 0`` certifies "holds on the whole family". The limit ``c`` (``p = 0``) or the leading
+coefficient, found by sympy at the balls' midpoints, only guides the choice of ``p``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+import sympy as sp
+
+from attnbounds.theory.mathematics import balls
+from attnbounds.theory.mathematics.errors import AttnBoundsError, CannotCertify, InvalidArgument
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.intervals import ArbOps, BallEvaluator, Ops, Unsupported
+from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin
+from attnbounds.theory.mathematics.quantities import QUANTITIES, ball_value
+from attnbounds.theory.deciding.parallel import Runner
+from attnbounds.theory.mathematics.statement import Statement, conjuncts
+
+t = sp.Symbol("t", nonnegative=True)
+u = sp.Symbol("u", positive=True)
+#: pieces of [0, u0] the certificate may evaluate
+MAX_PIECES = 2048
+#: orders of vanishing tried for the margin (margin ~ c u^p)
+MAX_ORDER = 3
+#: interval work one family's analysis may do: evaluations of distinct subexpressions (about 10 us each), so
+#: the analysis is bounded the same way on every machine and in any thread (a record never depends on the clock)
+WORK_LIMIT = 200_000
+#: distinct subexpressions the margin's closed form may have before it is rewritten in u and differentiated
+MAX_NODES = 10_000
+#: the largest numerator or denominator (nodes of its tree, shared parts counted at every use) that is
+#: expanded to cancel powers of u: sympy's expand walks the tree, not the shared form
+MAX_EXPAND = 400
+
+
+class WorkLimit(AttnBoundsError):
+    """The analysis of one family needed more than :data:`WORK_LIMIT` (or its closed form exceeds :data:`MAX_NODES`)."""
+
+
+@dataclass
+class _Work:
+    """Interval work done so far in one family's analysis, against ``limit``."""
+
+    limit: int
+    done: int = 0
+
+    def spend(self, units: int) -> None:
+        self.done += units
+        if self.done > self.limit:
+            raise WorkLimit(f"the certificate needed more than {self.limit} units of interval work (subexpressions evaluated)")
+
+
+def _size(expr: sp.Expr) -> int:
+    """Distinct subexpressions of ``expr`` plus the references to them (a DAG: shared parts count once, each
+    use once more): the work of one memoised interval evaluation."""
+    seen: set[sp.Basic] = set()
+    stack = [expr]
+    refs = 0
+    while stack:
+        e = stack.pop()
+        if e not in seen:
+            seen.add(e)
+            refs += len(e.args)
+            stack.extend(e.args)
+    return len(seen) + refs
+
+
+def _tree_larger(expr: sp.Expr, limit: int) -> bool:
+    """Whether the tree of ``expr`` (every use of a shared part counted) has more than ``limit`` nodes."""
+    stack, n = [expr], 0
+    while stack:
+        n += 1
+        if n > limit:
+            return True
+        stack.extend(stack.pop().args)
+    return False
+
+
+def differentiate(expr: sp.Expr, x: sp.Symbol) -> sp.Expr:
+    """d expr / dx by the chain rule, each distinct subexpression once (sympy's own ``diff`` walks the
+    expression as a tree, exponential in the depth of shared parts)."""
+    memo: dict[sp.Basic, sp.Expr] = {}
+    depends: dict[sp.Basic, bool] = {}
+
+    def on_x(e: sp.Basic) -> bool:
+        if e not in depends:
+            depends[e] = e == x or any(on_x(a) for a in e.args)
+        return depends[e]
+
+    def d(e: sp.Basic) -> sp.Expr:
+        if e in memo:
+            return memo[e]
+        if not on_x(e):
+            out: sp.Expr = sp.Integer(0)
+        elif e == x:
+            out = sp.Integer(1)
+        elif isinstance(e, sp.Add):
+            out = sp.Add(*[d(a) for a in e.args])
+        elif isinstance(e, sp.Mul):
+            args = e.args
+            out = sp.Add(*[sp.Mul(*args[:k], d(a), *args[k + 1:]) for k, a in enumerate(args)])
+        elif isinstance(e, sp.Pow):
+            b, n = e.args
+            if not on_x(n):
+                out = n * b ** (n - 1) * d(b)
+            else:
+                out = e * (d(n) * sp.log(b) + n * d(b) / b)
+        elif isinstance(e, sp.Function) and len(e.args) >= 1:
+            out = sp.Add(*[e.fdiff(k + 1) * d(a) for k, a in enumerate(e.args) if on_x(a)])
+        else:
+            raise Unsupported(f"no derivative rule for {type(e).__name__}")
+        memo[e] = out
+        return out
+
+    return d(expr)
+
+
+#: how mpmath evaluates the opaque functions (numeric guidance only)
+_MPMATH = {"OMax": max, "OMin": min, "OAbs": abs}
+
+
+class SymbolicOps(Ops):
+    """Ball operations where values are sympy expressions in ``t``; anything that does not depend on ``t`` is
+    computed in arb and held as a symbol whose ball is recorded (``consts``)."""
+
+    name = "symbolic"
+
+    def __init__(self, work: _Work | None = None) -> None:
+        self.arb = ArbOps()
+        self.consts: dict[sp.Symbol, Any] = {}
+        self._env: dict[str, Any] = {}  # the constants' balls by name, as BallEvaluator reads them
+        self.work = work if work is not None else _Work(WORK_LIMIT)
+
+    @contextlib.contextmanager
+    def precision(self, bits: int) -> Iterator[None]:
+        with self.arb.precision(bits):
+            self.bits = bits
+            yield
+
+    # -- constants --------------------------------------------------------------------------------
+    def const(self, ball: Any) -> sp.Symbol:
+        name = f"_c{len(self.consts)}"
+        sym = sp.Symbol(name, real=True)
+        self.consts[sym] = ball
+        self._env[name] = ball
+        self.work.spend(1)
+        return sym
+
+    def ball(self, value: Any) -> Any:
+        """The arb ball of a value that does not depend on ``t`` (None when it does)."""
+        if isinstance(value, sp.Symbol) and value in self.consts:
+            return self.consts[value]
+        expr = sp.sympify(value)
+        if t in expr.free_symbols:
+            return None
+        self.work.spend(_size(expr))
+        return BallEvaluator(self.arb, self._env)(expr)
+
+    def _fold(self, fn_ball: Any, fn_sym: Any, *values: Any) -> Any:
+        args = [self.ball(v) for v in values]
+        if all(a is not None for a in args):
+            return self.const(fn_ball(*args))
+        self.work.spend(1)
+        return fn_sym(*values)
+
+    def _decide(self, fn: Any, b: Any) -> bool:
+        ball = self.ball(b)
+        if ball is None:
+            raise Unsupported("a decision on a value that depends on L: no closed form along this family")
+        return bool(fn(ball))
+
+    # -- the Ops interface ---------------------------------------------------------------------------
+    def to_fraction(self, b: Any) -> Any:
+        return self.arb.to_fraction(self._need(b))
+
+    def _need(self, b: Any) -> Any:
+        ball = self.ball(b)
+        if ball is None:
+            raise Unsupported("this step needs a number, not an expression in L")
+        return ball
+
+    def num(self, value: float | int) -> Any:
+        if isinstance(value, (int, np.integer)):
+            return sp.Integer(int(value))
+        return self.const(self.arb.num(value))
+
+    def rational(self, p: int, q: int) -> Any:
+        return sp.Rational(int(p), int(q))
+
+    def dyadic(self, man: int, exp: int) -> Any:
+        return self.const(self.arb.dyadic(man, exp))
+
+    def hull(self, lo: Any, hi: Any) -> Any:
+        return self.const(self.arb.hull(self._need(lo), self._need(hi)))
+
+    def pi(self) -> Any:
+        return sp.pi
+
+    def lower(self, b: Any) -> Any:
+        return self.const(self.arb.lower(self._need(b)))
+
+    def upper(self, b: Any) -> Any:
+        return self.const(self.arb.upper(self._need(b)))
+
+    def positive(self, b: Any) -> bool:
+        return self._decide(self.arb.positive, b)
+
+    def nonnegative(self, b: Any) -> bool:
+        return self._decide(self.arb.nonnegative, b)
+
+    def is_finite(self, b: Any) -> bool:
+        ball = self.ball(b)
+        return True if ball is None else self.arb.is_finite(ball)
+
+    def exact(self, b: Any) -> bool:
+        ball = self.ball(b)
+        return False if ball is None else self.arb.exact(ball)
+
+    def _to_float(self, b: Any) -> float:
+        return self.arb._to_float(self._need(b))
+
+    def mid_rad(self, b: Any) -> tuple[float, float]:
+        return self.arb.mid_rad(self._need(b))
+
+    def text(self, b: Any, digits: int = 20) -> str:
+        ball = self.ball(b)
+        return self.arb.text(ball, digits) if ball is not None else str(b)
+
+    def exp(self, b: Any) -> Any:
+        return self._fold(self.arb.exp, sp.exp, b)
+
+    def log(self, b: Any) -> Any:
+        return self._fold(self.arb.log, sp.log, b)
+
+    def sqrt(self, b: Any) -> Any:
+        return self._fold(self.arb.sqrt, sp.sqrt, b)
+
+    def abs(self, b: Any) -> Any:
+        return self._fold(self.arb.abs, OAbs, b)
+
+    def min2(self, a: Any, b: Any) -> Any:
+        return self._fold(self.arb.min2, OMin, a, b)
+
+    def max2(self, a: Any, b: Any) -> Any:
+        return self._fold(self.arb.max2, OMax, a, b)
+
+    def ipow(self, b: Any, n: int) -> Any:
+        return self._fold(lambda x: self.arb.ipow(x, n), lambda x: x**n, b)
+
+    def lgamma(self, n: int) -> Any:
+        return self.const(self.arb.lgamma(n))
+
+    def total(self, v: Any) -> Any:
+        return sp.Add(*list(np.ravel(v))) if np.size(v) else sp.Integer(0)
+
+
+@dataclass(frozen=True)
+class Family:
+    """Token-class instances growing with ``t >= 0``: counts ``m + b t`` from the instance ``base`` (B = 1)."""
+
+    base: Instance
+    growth: tuple[int, ...]
+    name: str
+
+    @property
+    def counts(self) -> np.ndarray:
+        return np.ones(self.base.K, dtype=np.int64) if self.base.counts is None else self.base.counts[0]
+
+    def length(self, value: Any) -> Any:
+        return int(self.counts.sum()) + sum(self.growth) * value
+
+    def selected_growth(self) -> int:
+        mask = self.base.mask[0] if self.base.N is not None else np.zeros(self.base.K, dtype=bool)
+        return int(sum(b for b, s in zip(self.growth, mask) if s))
+
+    def at(self, value: int) -> Instance:
+        """The member at integer ``t = value`` (a float instance, for checks and records)."""
+        counts = self.counts + np.asarray(self.growth, dtype=np.int64) * int(value)
+        N = None if self.base.N is None else self.base.N + self.selected_growth() * int(value)
+        return Instance._build(self.base.alpha, self.base.logits, self.base.normaliser, self.base.x, self.base.q,
+                               self.base.k, N, self.base.mask if N is not None else None, self.base.arrays,
+                               {k: v for k, v in self.base.params.items()}, counts[None])
+
+
+def families(inst: Instance) -> list[Family]:
+    """The families through a single instance: its largest class grows; every class grows in proportion."""
+    base = inst.take(0)
+    counts = np.ones(base.K, dtype=np.int64) if base.counts is None else base.counts[0]
+    out = []
+    if base.counts is not None or base.K > 1:
+        present = counts > 0
+        largest = int(np.argmax(np.where(present, counts, -1)))
+        out.append(Family(base, tuple(int(k == largest) for k in range(base.K)),
+                          f"the class of {int(counts[largest])} tokens (column {largest}) grows"))
+        g = math.gcd(*[int(c) for c in counts[present]])
+        step = tuple(int(c // g) if c > 0 else 0 for c in counts)
+        if step != out[0].growth:
+            out.append(Family(base, step, "every class grows in proportion"))
+    return out
+
+
+def closed_form(statement: Statement) -> bool:
+    """Whether every quantity of the statement has a closed form along token-class families."""
+    return all(QUANTITIES[q].closed_form for q in statement.bindings.values())
+
+
+def _family_instance(family: Family, ops: SymbolicOps) -> balls.ExactInstance:
+    ex = balls.exact_instance(family.base, ops)  # structure from the base; arithmetic below from t
+    counts = family.counts
+    ex.cache["m"] = np.array([sp.Integer(int(c)) + b * t for c, b in zip(counts, family.growth)], dtype=object)
+    ex.cache["length"] = sp.Integer(int(counts.sum())) + sum(family.growth) * t
+    if family.base.N is not None:
+        ex.cache["size_N"] = sp.Integer(family.base.N) + family.selected_growth() * t
+    n = family.base.normaliser
+    if ex.logits is not None and n is not None:  # recompute the weights with the growing counts
+        ex.alpha = balls.weights_from_logits(ex, ex.logits)
+        ex.alpha[~ex.present] = sp.Integer(0)
+    return ex
+
+
+@dataclass
+class Margin:
+    """One conjunct at one column: its margin ``rhs - lhs`` as a function of ``t``."""
+
+    conjunct: int
+    column: int
+    expr: sp.Expr
+    rhs: sp.Expr
+
+
+def margins(statement: Statement, family: Family, ops: SymbolicOps) -> list[Margin]:
+    """Every (conjunct, column) margin of the statement along the family, as expressions in ``t``."""
+    ex = _family_instance(family, ops)
+    inst = statement.prepare(family.base)
+    for name, value in statement.defaults.items():
+        if isinstance(value, str) and name not in family.base.params:
+            ex.params[name] = ball_value(value, ex)
+    for name, value in inst.params.items():
+        ex.params.setdefault(name, ops.num(float(value[0])))
+    from attnbounds.theory.deciding.certify import ball_environment
+
+    env, selected = ball_environment(statement, ex)
+    weights = ex.m[ex.sel] if ex.mask is not None else None
+    out = []
+    for c, rel in enumerate(conjuncts(statement.relation)):
+        kind = statement._token_kinds[c]
+        evaluate = BallEvaluator(ops, {**env, **selected} if kind == "selected" else env, selected, weights)
+        lhs = np.atleast_1d(np.asarray(evaluate(rel.lhs), dtype=object))
+        rhs = np.atleast_1d(np.asarray(evaluate(rel.rhs), dtype=object))
+        lhs, rhs = np.broadcast_arrays(lhs, rhs)
+        columns: range | list[int] = range(lhs.shape[0])
+        if kind == "tokens" and lhs.shape[0] == ex.K:
+            columns = [k for k in columns if ex.counts[k] > 0]
+        for k in columns:
+            out.append(Margin(c, k if lhs.shape[0] > 1 else -1, sp.sympify(rhs[k] - lhs[k]), sp.sympify(rhs[k])))
+    return out
+
+
+@dataclass
+class LimitResult:
+    """What the analysis concluded along one family (see :func:`analyse`)."""
+
+    family: str
+    status: str  # "violated-for-all" / "-up-to", "holds-for-all" / "-up-to", "limit-only", "unsupported"
+    L0: int | None = None
+    L_max: int | None = None  # the certificate stops there ("-up-to"); None: every L >= L0
+    limit: str = ""
+    slack: float | None = None
+    order: int | None = None
+    detail: str = ""
+    checked: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"family": self.family, "status": self.status, "L0": self.L0, "L_max": self.L_max, "limit": self.limit,
+                "relative_slack": self.slack, "order": self.order, "detail": self.detail}
+
+
+def _order(expr: sp.Expr, ops: SymbolicOps) -> tuple[int, sp.Expr] | None:
+    """``(p, c)`` with ``margin ~ c t^-p`` as ``t -> oo`` (``p`` in 0..MAX_ORDER), estimated numerically at the
+    constants' midpoints (50 digits at t = 10^6, 10^9, 10^12, 10^15): it only guides the certificate's choice of
+    ``p`` (a wrong guess makes the interval evaluation fail, never a wrong verdict)."""
+    import mpmath
+
+    with mpmath.workdps(50):
+        try:
+            values = _numeric(expr, ops, [mpmath.mpf(10) ** e for e in (6, 9, 12, 15)])
+        except (ValueError, TypeError, ZeroDivisionError, OverflowError):
+            return None
+        if not all(mpmath.isfinite(v) for v in values):
+            return None
+        if all(v == 0 for v in values):
+            return 0, sp.Integer(0)
+        ratios = [abs(values[k + 1] / values[k]) if values[k] != 0 else mpmath.inf for k in range(3)]
+        slopes = [-mpmath.log10(r) / 3 if r not in (0, mpmath.inf) else mpmath.inf for r in ratios]
+        p = int(round(float(slopes[-1]))) if mpmath.isfinite(slopes[-1]) else None
+        if p is None or not 0 <= p <= MAX_ORDER or abs(float(slopes[-1]) - p) > 0.05:
+            return None
+        c = values[-1] * mpmath.mpf(10) ** (15 * p)
+        return p, sp.Float(str(c), 15)
+
+
+def _numeric(expr: sp.Expr, ops: SymbolicOps, ts: list[Any]) -> list[Any]:
+    """``expr`` at each ``t`` in ``ts`` with the constants at their midpoints, in mpmath (the expression is
+    never rebuilt: sympy re-simplifies Min and Max when it substitutes into them, at exponential cost)."""
+    import mpmath
+
+    consts = list(ops.consts)
+    fn = sp.lambdify([t, *consts], expr, modules=[_MPMATH, "mpmath"])
+    mids = [mpmath.mpf(ops.consts[c].mid().str(40, radius=False)) for c in consts]  # beyond the double range too
+    return [mpmath.mpf(fn(v, *mids)) for v in ts]
+
+
+def _in_u(expr: sp.Expr, p: int) -> sp.Expr:
+    """``margin(t = 1/u - 1) / u^p`` in a form regular at ``u = 0`` (as far as sympy can make it)."""
+    g = expr.xreplace({t: 1 / u - 1}) / u**p
+    g = sp.together(g)
+    num, den = sp.fraction(g)
+    if not den.free_symbols or _tree_larger(num, MAX_EXPAND) or _tree_larger(den, MAX_EXPAND):
+        return g  # expanding a large quotient costs more than it can gain
+    return sp.expand(num) / sp.expand(den)
+
+
+def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, work: _Work | None = None,
+             pieces: int = MAX_PIECES) -> tuple[int, bool]:
+    """``(sign, to_zero)``: +1 (G > 0) or -1 (G < 0) on all of ``[2^-50 u0, u0]`` in ball arithmetic (0 when
+    undecided), and whether the sign also holds on ``[0, 2^-50 u0]`` (the limit itself; that needs G in a form
+    regular at 0). The interval is cut geometrically (pieces a factor 2 apart: the margin changes on every
+    scale of L), and a piece whose enclosure straddles 0 is bisected."""
+    arb = ops.arb
+    env = {str(s): b for s, b in ops.consts.items()}
+    dG = differentiate(G, u)
+    cost = (_size(G), _size(G) + _size(dG))  # natural enclosure; mean-value form
+    edges = [0.0] + [u0 * 2.0**-k for k in range(50, -1, -1)]
+    stack = list(zip(edges[:-1], edges[1:]))[::-1]
+    sign = 0
+    used = 0
+
+    def enclose(lo: float, hi: float) -> Any:
+        """The natural enclosure of G on [lo, hi], or the mean-value form G(mid) + G'([lo, hi]) ([lo, hi] - mid)
+        where that is tighter (it shrinks quadratically with the piece, the natural one only linearly)."""
+        piece = arb.hull(arb.num(lo), arb.num(hi))
+        if work is not None:
+            work.spend(cost[0])
+        try:
+            natural = BallEvaluator(arb, {**env, "u": piece})(G)
+        except (AttnBoundsError, ZeroDivisionError, ValueError):
+            natural = None
+        if natural is not None and arb.is_finite(natural) and (arb.positive(natural) or arb.negative(natural)):
+            return natural
+        mid = arb.num((lo + hi) / 2)
+        if work is not None:
+            work.spend(cost[1])
+        try:
+            centred = BallEvaluator(arb, {**env, "u": mid})(G) + BallEvaluator(arb, {**env, "u": piece})(dG) * (piece - mid)
+        except (AttnBoundsError, ZeroDivisionError, ValueError):
+            return natural
+        return centred
+
+    tail = stack.pop()  # [0, 2^-50 u0]: decided last, and optional
+    while stack:
+        lo, hi = stack.pop()
+        used += 1
+        if used > pieces:
+            return 0, False
+        value = enclose(lo, hi)
+        if value is not None and arb.is_finite(value) and (arb.positive(value) or arb.negative(value)):
+            s = 1 if arb.positive(value) else -1
+            if sign and s != sign:
+                return 0, False
+            sign = s
+            continue
+        if hi - lo < 1e-12 * hi:
+            return 0, False
+        mid = (lo + hi) / 2
+        stack += [(lo, mid), (mid, hi)]
+    last = enclose(*tail)
+    to_zero = last is not None and arb.is_finite(last) and (arb.positive(last) if sign > 0 else arb.negative(last))
+    return sign, bool(sign and to_zero)
+
+
+def analyse(statement: Statement, inst: Instance, *, violated: bool = True, bits: int = 128,
+            work_limit: int = WORK_LIMIT, runner: Runner | None = None) -> list[LimitResult]:
+    """The statement along each family through ``inst`` (B = 1): for a violation, the smallest ``L0`` found
+    such that it is certified violated for every ``L >= L0`` of the family; for a tight instance, whether the
+    bound holds on the whole family and its relative slack in the limit. The families are independent pieces of
+    work for ``runner`` (:mod:`attnbounds.theory.deciding.parallel`; in-process by default)."""
+    if inst.B != 1:
+        raise InvalidArgument(f"analyse needs a single instance (B=1), got B={inst.B}")
+    if not closed_form(statement):
+        missing = sorted({q for q in statement.bindings.values() if not QUANTITIES[q].closed_form})
+        return [LimitResult("", "unsupported", detail=f"no closed form along token classes for {', '.join(missing)}")]
+    return (runner or Runner()).map(_family_piece, families(inst), shared=(statement, violated, bits, work_limit),
+                                    label=f"limits {statement.id}")
+
+
+def _family_piece(shared: tuple[Statement, bool, int, int], family: Family) -> LimitResult:
+    statement, violated, bits, work_limit = shared
+    ops = SymbolicOps(_Work(work_limit))
+    try:
+        with ops.precision(bits):
+            return _analyse_family(statement, family, ops, violated)
+    except (CannotCertify, AttnBoundsError, NotImplementedError, RecursionError, TypeError, ValueError,
+            ZeroDivisionError) as exc:
+        return LimitResult(family.name, "unsupported", detail=f"{type(exc).__name__}: {exc}"[:300])
+
+
+def _analyse_family(statement: Statement, family: Family, ops: SymbolicOps, violated: bool) -> LimitResult:
+    ms = margins(statement, family, ops)
+    for m in ms:
+        nodes = _size(m.expr)
+        if nodes > MAX_NODES:
+            raise WorkLimit(f"the margin's closed form has {nodes} subexpressions and references (at most "
+                            f"{MAX_NODES} are analysed)")
+    at0 = [float(_numeric(m.expr, ops, [0])[0]) for m in ms]
+    if not all(math.isfinite(v) for v in at0):
+        raise Unsupported("the margin has no finite value at the instance itself (at its constants' midpoints)")
+    worst = ms[int(np.argmin(at0))]
+    order = _order(worst.expr, ops)
+    if order is None:
+        return LimitResult(family.name, "unsupported", detail="sympy found no limit of the margin")
+    p, c = order
+    rhs_order = _order(worst.rhs, ops)
+    slack = None
+    if rhs_order is not None and rhs_order[0] == p and rhs_order[1] != 0 and c.is_finite:
+        slack = float(c / sp.Abs(rhs_order[1]))
+    leading = f"margin ~ {sp.N(c, 6)} L^-{p}" if p else f"margin -> {sp.N(c, 6)}"
+    negative = bool((c < 0) == True)  # noqa: E712 - a sympy truth value
+    G = _in_u(worst.expr, p)
+    for u0 in (1.0, 0.5, 0.1, 1e-2, 1e-4, 1e-6, 1e-9):
+        sign, to_zero = _sign_on(G, ops, u0, ops.work)
+        if sign == 0:
+            continue
+        t0 = 0 if u0 == 1.0 else math.ceil(1 / u0 - 1)
+        L0 = int(family.length(t0))
+        upto = "" if to_zero else f" up to L = {int(family.length(2**50 / u0)):.3g} (the limit itself is sympy's, not certified)"
+        what = "< 0" if sign < 0 else ">= 0"
+        status = ("violated" if sign < 0 else "holds") + ("-for-all" if to_zero else "-up-to")
+        L_max = None if to_zero else int(family.length(2**50 / u0))
+        return LimitResult(family.name, status, L0=L0, L_max=L_max, limit=leading, slack=slack, order=p,
+                           detail=f"the margin is certified {what} for every t >= {t0} (L >= {L0}) of the family{upto}")
+    status = "limit-only"
+    detail = ("sympy's limit says the margin stays negative, but interval evaluation could not certify it"
+              if negative else "sympy's limit says the margin stays positive (not certified)")
+    return LimitResult(family.name, status, limit=leading, slack=slack, order=p, detail=detail)

@@ -1,0 +1,461 @@
+"""PROVED for every L: interval branch and bound over a Caratheodory relaxation of a statement.
+
+:func:`prove` relaxes a statement (:mod:`~attnbounds.theory.deciding.prover.relax`: ``t = 1/L``, distinguished tokens,
+atoms for the other tokens), closes every box of every relaxed problem (:mod:`~attnbounds.theory.deciding.prover.bnb`), and
+says:
+
+- ``proved``: every box of every problem (each conjunct under each pattern of its distinguished tokens) is closed,
+  each closure re-checked in rigorous interval arithmetic: the statement holds for every instance of every length
+  within its hypotheses and ranges. The certificate (:meth:`ProverResult.to_json`) holds each problem, its
+  coordinates and the tree of boxes, enough for :func:`replay` to re-check it from the record alone;
+- ``refuted``: a box where the margin is negative, realised as a token-class instance (weights rounded to counts
+  at a finite L), which the caller certifies the usual way;
+- ``open``: the work ran out, or a box could not be decided (the reason says where);
+- ``declined``: the statement has no relaxation (the reason says which hypothesis or quantity).
+
+The work is counted in interval operations (:data:`~attnbounds.theory.deciding.prover.bnb.COST`), so the same statement
+explores the same boxes on every machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.instance import MAX_LENGTH, Instance
+from attnbounds.theory.deciding.prover.bnb import Node, Outcome, Programs, branch_and_bound, check_faces, replay as replay_tree
+from attnbounds.theory.deciding.prover.program import compile_program, run_float, run_rigorous
+from attnbounds.theory.deciding.prover.relax import Declined, Problem, Relaxation, relax, t_sym
+from attnbounds.theory.mathematics.statement import Statement
+
+#: work units (:data:`bnb.COST`: 40 ns of float interval arithmetic each on this machine) the prover spends per
+#: second of budget: about a quarter of that second
+WORK_PER_SECOND = 6_000_000
+#: the least work any statement gets (the smallest budgets still close easy statements)
+MIN_WORK = 1_000_000
+
+METHOD = "relaxation"
+RESTS_ON = "interval branch-and-bound over a Caratheodory relaxation"
+
+
+@dataclass
+class ProblemReport:
+    """One problem's outcome, as the certificate records it."""
+
+    problem: Problem
+    outcome: Outcome
+    programs: Programs
+
+    def to_json(self) -> dict[str, Any]:
+        p, o = self.problem, self.outcome
+        faces = {repr(list(k)): [sp.srepr(f) for f in face.forms] for k, face in self.programs.faces.items()}
+        out = {"conjunct": p.conjunct, "pattern": p.pattern, "status": o.status, "boxes": o.boxes, "work": o.work,
+               "closed": dict(sorted(o.closed.items())), "reason": o.reason,
+               "coordinates": [c.to_json() for c in p.coordinates], "model": p.model, "atoms": p.atoms,
+               "totals": p.moments, "strict": p.strict, "stripped": p.stripped,
+               "signs": [[sp.srepr(a), k] for a, k in p.signs],
+               "margin": sp.srepr(p.margin), "core": sp.srepr(p.core),
+               "constraints": [sp.srepr(c) for c in p.constraints], "faces": faces,
+               "faces_as_limits": sorted({c.text for c in p.coordinates if c.kind == "length" and c.lo == 0.0}
+                                         | {f"{c.symbol} = {v}" for c in p.coordinates for v in (c.lo, c.hi)
+                                            if c.kind in ("role", "atom") and v in (0.0, 1.0) and "s_" in str(c.symbol)})}
+        if o.status == "proved":
+            out["tree"] = o.tree.encode()
+            out["tree_sha256"] = o.tree.digest()
+        if o.tightest is not None:
+            bound, lo, hi = o.tightest
+            out["tightest"] = {"core_lower_bound": bound,
+                               "box": {str(s): [_j(a), _j(b)] for s, a, b in zip(p.symbols, lo, hi)}}
+        return out
+
+
+def _j(x: float) -> float | str:
+    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+
+@dataclass
+class ProverResult:
+    """What :func:`prove` concluded (module docstring)."""
+
+    status: str  # proved / refuted / open / declined
+    reason: str
+    reports: list[ProblemReport] = field(default_factory=list)
+    counterexample: Instance | None = None
+    work: int = 0
+    relaxation: Relaxation | None = None
+
+    @property
+    def boxes(self) -> int:
+        return sum(r.outcome.boxes for r in self.reports)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"method": METHOD, "status": self.status, "reason": self.reason, "work": self.work,
+                               "boxes": self.boxes, "problems": [r.to_json() for r in self.reports]}
+        if self.status == "proved":
+            digest = hashlib.sha256("".join(r.outcome.tree.digest() for r in self.reports).encode()).hexdigest()
+            out["boxes_sha256"] = digest
+            out["rests_on"] = (f"{RESTS_ON}, {self.boxes} boxes in {len(self.reports)} problem(s), every closed box "
+                               f"re-checked in arb / mpmath.iv interval arithmetic")
+        if self.relaxation is not None:
+            sp_ = self.relaxation.space
+            out["reduction"] = {"normaliser": sp_.normaliser_text, "hypotheses read": sp_.understood,
+                                "problems": [p.describe() for p in self.relaxation.problems]}
+        return out
+
+
+def work_for(budget_s: float) -> int:
+    """The prover's work for a budget of ``budget_s`` seconds (deterministic: the same on every machine)."""
+    return max(MIN_WORK, int(WORK_PER_SECOND * float(budget_s)))
+
+
+def prove(statement: Statement, *, work: int) -> ProverResult:
+    """Relax ``statement`` and close its relaxed problems within ``work`` operations (module docstring); when that
+    fails and a hypothesis only restricts the instances without entering the relation (``logits-bounded`` with no
+    ``a`` read), the stronger statement without it is tried too."""
+    first = _prove(statement, work)
+    if first.status in ("proved", "refuted"):
+        return first
+    weaker = _without_restrictions(statement)
+    if weaker is None:
+        return first
+    second = _prove(weaker, max(work - first.work, 0))
+    if second.status == "proved":
+        second.reason += (f" (for the stronger statement without the hypothesis logits-bounded, which the relation "
+                          f"does not read: {first.reason})")
+        second.work += first.work
+        return second
+    return first
+
+
+def _without_restrictions(statement: Statement) -> Statement | None:
+    """The statement without hypotheses that only restrict its instances, when it has some: ``logits-bounded`` when
+    neither the relation nor its quantities read ``a`` (every instance of it is an instance without it)."""
+    import dataclasses
+
+    from attnbounds.theory.mathematics.hypotheses import LOGITS_BOUNDED, domain_hypothesis
+
+    if LOGITS_BOUNDED not in statement.hypotheses or "a" in statement.symbols():
+        return None
+    if any(q in ("C_1", "C_2", "logit_absmax") for q in statement.bindings.values()):
+        return None
+    hyps = tuple(h for h in statement.hypotheses if h not in (LOGITS_BOUNDED, domain_hypothesis("a")))
+    defaults = {k: v for k, v in statement.defaults.items() if k != "a"}
+    return dataclasses.replace(statement, hypotheses=hyps, defaults=defaults, fixed={k: v for k, v in statement.fixed.items() if k != "a"})
+
+
+#: the part of its share a strategy other than a conjunct's last may spend (the last, exact one keeps the rest)
+EARLY_SHARE = 0.25
+
+
+def _prove(statement: Statement, work: int) -> ProverResult:
+    try:
+        rel = relax(statement)
+    except Declined as exc:
+        return ProverResult("declined", str(exc))
+    except (AttnBoundsError, RecursionError, TypeError, ValueError, ZeroDivisionError) as exc:
+        return ProverResult("declined", f"the relaxation could not be built: {type(exc).__name__}: {exc}"[:400])
+    reports: list[ProblemReport] = []
+    spent = 0
+    remaining_groups = sum(len(per[-1]) for per in rel.strategies)
+    for per in rel.strategies:
+        proved_conjunct = False
+        why = ""
+        for k_strategy, strategy in enumerate(per):
+            ok = True
+            last = k_strategy == len(per) - 1
+            for group in strategy:
+                share = max((work - spent) // max(remaining_groups, 1), 1)
+                if not last:  # a strategy tried first leaves most of the work to those after it
+                    share = max(int(share * EARLY_SHARE), 1)
+                closed = False
+                for problem in sorted(group.alternatives, key=lambda p: len(p.coordinates)):
+                    try:
+                        programs = Programs.build(problem)
+                        outcome = branch_and_bound(problem, max(share // max(len(group.alternatives), 1), 1),
+                                                   programs=programs)
+                    except (AttnBoundsError, RecursionError, TypeError, ValueError, ZeroDivisionError) as exc:
+                        why = f"{problem.pattern}: the branch and bound failed: {type(exc).__name__}: {exc}"[:400]
+                        continue
+                    spent += outcome.work
+                    report = ProblemReport(problem, outcome, programs)
+                    if outcome.status == "proved":
+                        reports.append(report)
+                        closed = True
+                        break
+                    why = f"conjunct {problem.conjunct}, {problem.pattern}: {outcome.reason}"
+                    if outcome.status == "negative":
+                        assert outcome.negative is not None
+                        inst = realise(problem, rel, outcome.negative, programs)
+                        if inst is not None:  # certified by the caller; a substitute's negative may be spurious
+                            return ProverResult("refuted", why, [*reports, report], inst, work=spent, relaxation=rel)
+                if not closed:
+                    ok = False
+                    break
+            if ok:
+                proved_conjunct = True
+                break
+        if not proved_conjunct:
+            return ProverResult("open", why or "a group of the relaxation has no problem", reports, work=spent,
+                                relaxation=rel)
+    total = sum(r.outcome.boxes for r in reports)
+    return ProverResult("proved", f"every box of {len(reports)} relaxed problem(s) closed ({total} boxes)", reports,
+                        work=spent, relaxation=rel)
+
+
+# -- a negative box as an instance --------------------------------------------------------------------------------
+#: how far into the open space a point of a closure face (t = 0, s = 0 or 1, ...) is moved, in turn
+NUDGES = (1e-3, 1e-6, 1e-9, 1e-12, 1e-14)
+
+
+def _candidates(problem: Problem, node: Node) -> list[np.ndarray]:
+    """Points of the box to realise, inner ones first: its centre, then the corner nearest the smallest margin moved
+    off the closure faces by each of :data:`NUDGES`."""
+    lo, hi = node.lo.copy(), node.hi.copy()
+    finite_lo = np.where(np.isfinite(lo), lo, np.where(np.isfinite(hi), hi - 1.0, 0.0))
+    finite_hi = np.where(np.isfinite(hi), hi, finite_lo + 1.0)
+    out = [finite_lo / 2 + finite_hi / 2]
+    for nudge in NUDGES:
+        p = out[0].copy()
+        for d, c in enumerate(problem.coordinates):
+            width = c.hi - c.lo if math.isfinite(c.hi - c.lo) else 1.0
+            if p[d] <= c.lo:
+                p[d] = c.lo + nudge * width if c.kind != "length" else max(c.lo, nudge)
+            elif p[d] >= c.hi:
+                p[d] = c.hi - nudge * width
+        out.append(p)
+    return out
+
+
+#: lengths tried, shortest first, when a negative point lies on the face t = 0 (L -> oo)
+LENGTHS = tuple(10**k for k in range(1, 16))
+
+
+def realise(problem: Problem, rel: Relaxation, node: Node, programs: Programs) -> Instance | None:
+    """A token-class instance at a point of the negative box whose float margin is negative (None if none is): at
+    the shortest length of :data:`LENGTHS` that still violates it when the box reaches L -> oo."""
+    point_program = compile_program([problem.core], problem.symbols)
+    t_index = next((d for d, c in enumerate(problem.coordinates) if c.symbol == t_sym), None)
+    for p in _candidates(problem, node):
+        tries = [p]
+        if t_index is not None and node.lo[t_index] <= problem.coordinates[t_index].lo + 1e-12:
+            tries = [_with(p, t_index, 1.0 / L) for L in LENGTHS if problem.coordinates[t_index].lo <= 1.0 / L
+                     <= problem.coordinates[t_index].hi] + tries
+        for q in tries:
+            inst = _violating(problem, rel, point_program, q)
+            if inst is not None:
+                return inst
+    return None
+
+
+def _with(p: np.ndarray, d: int, value: float) -> np.ndarray:
+    q = p.copy()
+    q[d] = value
+    return q
+
+
+def _violating(problem: Problem, rel: Relaxation, program: Any, p: np.ndarray) -> Instance | None:
+    """The instance at ``p`` when its relaxed and its own float margins are negative."""
+    if not run_float(program, p[None], p[None])[0][1][0] < 0:
+        return None
+    try:
+        inst = _instance(problem, rel, {s: float(v) for s, v in zip(problem.symbols, p)})
+    except (AttnBoundsError, TypeError, ValueError, ZeroDivisionError, OverflowError):
+        return None
+    if inst is None:
+        return None
+    ev = rel.statement.evaluate(inst)
+    return inst if bool(ev.applicable[0]) and bool(ev.margin_hi[0] < 0) else None
+
+
+def _number(expr: sp.Expr, values: dict[sp.Symbol, float]) -> float:
+    return float(sp.N(sp.sympify(expr).xreplace({s: sp.Float(v, 30) for s, v in values.items()}), 30))
+
+
+def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float]) -> Instance | None:
+    """The instance at a point: L from t, each distinguished token one token, each atom a class of tokens."""
+    st, space = rel.statement, rel.space
+    info = problem.realisation
+    if info.get("reference") is not None:  # log F values: F need not take them (LogFValues)
+        return None
+    values = dict(values)
+    for expr in problem.parameters.values():  # a parameter the core does not read (T scaled out, say): any value
+        for sym in sp.sympify(expr).free_symbols:
+            values.setdefault(sym, 1.0)
+    t = values.get(t_sym)
+    L_lo, L_hi = info["L_range"]
+    if t is None or t <= 0:
+        L = int(min(max(L_lo, 1e6 if t is None else MAX_LENGTH), L_hi))
+    else:
+        L = int(min(max(round(1.0 / t), L_lo), L_hi, MAX_LENGTH))
+    k = len(info["roles"])
+    if L < k:
+        return None
+    logits = [_number(l, values) for l in info["roles"]]
+    counts = [1] * k
+    others = L - k
+    masses = [max(_number(m, values), 0.0) for m in info["masses"]]
+    if info["weights_model"]:  # each atom: about mass / weight tokens (of its share of the others' weight)
+        for l_expr, n_expr in zip(info["atoms"], info["atom_counts"]):
+            c = int(min(round(_number(n_expr, values)), MAX_LENGTH // max(len(info["atoms"]), 1)))
+            if c > 0:
+                logits.append(_number(l_expr, values))
+                counts.append(c)
+        if not info["atoms"] and info["others_logit"] is not None:  # the margin reads only the others' total weight
+            n = 1000 if info["constrained"] else 1  # many small ones when a distinguished token must dominate them
+            try:
+                logits.append(_number(info["others_logit"], values) - float(values.get(sp.Symbol("T", positive=True), 1.0)) * math.log(n))
+            except (TypeError, ValueError):
+                pass
+            else:
+                counts.append(n)
+    elif info["N"] is not None:  # the top-N selection: N tokens from the selected atoms, the rest from the others
+        N = int(min(max(round(_number(info["N"], {**values, t_sym: 1.0 / L})), 1), L))
+        for atom_logits, atom_masses, total in ((info["selected_atoms"], info["selected_masses"], N),
+                                                (info["atoms"], info["masses"], L - N)):
+            for l_expr, c in zip(atom_logits, _counts([max(_number(m, values), 0.0) for m in atom_masses], total)):
+                if c > 0:
+                    logits.append(_number(l_expr, values))
+                    counts.append(int(c))
+    elif others > 0 and masses:
+        for l_expr, c in zip(info["atoms"], _counts(masses, others)):
+            if c > 0:
+                logits.append(_number(l_expr, values))
+                counts.append(int(c))
+    elif others > 0:
+        return None
+    if not all(math.isfinite(x) for x in logits):
+        return None
+    params = {name: _number(expr, values) for name, expr in problem.parameters.items()
+              if name not in st.defaults or not isinstance(st.defaults[name], str)}
+    T = params.pop("T", 1.0)
+    normaliser = space.make(T)
+    extra: dict[str, Any] = {k_: v for k_, v in params.items() if k_ not in normaliser.params and k_ != "N"
+             and k_ in st.parameters() | set(st.fixed)}
+    N_ = N if info["N"] is not None else None
+    return Instance.from_logits(np.array([logits]), normaliser, counts=np.array([counts]), N=N_, **extra)
+
+
+def _counts(masses: list[float], total: int) -> list[int]:
+    """Whole token counts in proportion to ``masses`` summing to ``total`` (largest remainders)."""
+    if total <= 0 or not masses:
+        return [0] * len(masses)
+    share = np.array(masses) / max(sum(masses), 1e-300)
+    raw = share * total
+    n = np.floor(raw).astype(np.int64)
+    for j in np.argsort(-(raw - n))[: total - int(n.sum())]:
+        n[j] += 1
+    return [int(c) for c in n]
+
+
+# -- replay from a record -----------------------------------------------------------------------------------------
+def replay(certificate: dict[str, Any]) -> tuple[bool, str]:
+    """Re-check a ``relaxation`` certificate from the record alone: every problem's faces are the core on them (exact
+    algebra), every sign used to drop an absolute value holds on the box, and every box of its tree re-checks in
+    rigorous interval arithmetic (that the core is the statement's relaxed margin is :func:`matches`'s check)."""
+    if certificate.get("status") != "proved":
+        return False, f"the certificate's status is {certificate.get('status')!r}, not proved"
+    problems = certificate.get("problems") or []
+    if not problems:
+        return False, "the certificate has no problem"
+    digests = []
+    for k, pj in enumerate(problems):
+        try:
+            problem, faces = _problem_from_json(pj)
+        except (KeyError, TypeError, ValueError, SyntaxError, AttnBoundsError) as exc:
+            return False, f"problem {k}: cannot be rebuilt: {type(exc).__name__}: {exc}"
+        why = _check_core(problem) or check_faces(problem, faces)
+        if why:
+            return False, f"problem {k}: {why}"
+        programs = Programs(problem, faces)
+        ok, what, _ = replay_tree(problem, pj["tree"], programs=programs)
+        if not ok:
+            return False, f"problem {k} ({pj.get('pattern')}): {what}"
+        digests.append(hashlib.sha256(pj["tree"].encode()).hexdigest())
+    digest = hashlib.sha256("".join(digests).encode()).hexdigest()
+    if digest != certificate.get("boxes_sha256"):
+        return False, "the hash of the box lists differs from the certificate's"
+    return True, f"{len(problems)} problem(s) re-checked, {certificate.get('boxes')} boxes"
+
+
+def matches(statement: Statement, certificate: dict[str, Any]) -> tuple[bool, str]:
+    """Whether the certificate's problems are this version's relaxation of ``statement`` (each recorded core and
+    constraint list is one of the problems :func:`relax` builds for it now)."""
+    try:
+        rel = relax(statement)
+    except Declined as exc:
+        return False, f"the statement has no relaxation now: {exc}"
+    built = {(p.conjunct, sp.srepr(p.core), tuple(sp.srepr(c) for c in p.constraints)) for p in rel.problems}
+    for k, pj in enumerate(certificate.get("problems") or []):
+        key = (int(pj.get("conjunct", -1)), pj.get("core"), tuple(pj.get("constraints") or ()))
+        if key not in built:
+            return False, f"problem {k} ({pj.get('pattern')}) is not a problem of the statement's relaxation now"
+    return True, "the statement's relaxation now has every recorded problem"
+
+
+def _problem_from_json(pj: dict[str, Any]) -> tuple[Problem, dict[tuple[tuple[int, float], ...], list[sp.Expr]]]:
+    from attnbounds.theory.deciding.prover.relax import Coordinate
+
+    coords = []
+    for c in pj["coordinates"]:
+        coords.append(Coordinate(sp.Symbol(str(c["name"])), float(c["lo"]), float(c["hi"]), c["kind"], c["text"]))
+    core, margin = _parse(pj["core"]), _parse(pj["margin"])
+    constraints = [_parse(c) for c in pj["constraints"]]
+    signs = [(_parse(a), int(s)) for a, s in pj["signs"]]
+    symbols = core.free_symbols | margin.free_symbols | set().union(*(c.free_symbols for c in constraints), set()) \
+        | set().union(*(a.free_symbols for a, _ in signs), set())
+    by_name = {str(s): s for s in symbols}
+    coords = [Coordinate(by_name.get(str(c.symbol), c.symbol), c.lo, c.hi, c.kind, c.text) for c in coords]
+    problem = Problem("replay", int(pj["conjunct"]), str(pj["pattern"]), coords, core, constraints, bool(pj["strict"]),
+                      margin, list(pj["stripped"]), {}, int(pj["atoms"]), int(pj["totals"]), {}, str(pj["model"]), signs)
+    faces = {tuple((int(d), float(v)) for d, v in _literal(key)): [_parse(f) for f in forms]
+             for key, forms in pj["faces"].items()}
+    return problem, faces
+
+
+def _literal(text: str) -> list[Any]:
+    import ast
+
+    value = ast.literal_eval(text)
+    if not isinstance(value, list):
+        raise ValueError(f"a face key must be a list, got {text!r}")
+    return value
+
+
+def _parse(text: str) -> sp.Expr:
+    """A sympy expression from its ``srepr`` (parsed by sympy against its own namespace and the prover's functions,
+    never ``eval`` of arbitrary names)."""
+    from sympy.parsing.sympy_parser import parse_expr
+
+    from attnbounds.theory.mathematics import opaque
+    from attnbounds.theory.mathematics.normalisers import sigmoid, softplus
+
+    names = {k: getattr(sp, k) for k in ("Symbol", "Integer", "Rational", "Float", "Add", "Mul", "Pow", "exp", "log",
+                                          "Abs", "sqrt", "Min", "Max", "sign", "Heaviside", "pi", "E", "Dummy")}
+    names.update(Half=sp.S.Half, One=sp.S.One, Zero=sp.S.Zero, NegativeOne=sp.S.NegativeOne)
+    names.update({"OAbs": opaque.OAbs, "OMax": opaque.OMax, "OMin": opaque.OMin, "Step": opaque.Step,
+                  "Sign": opaque.Sign, "sigmoid": sigmoid, "softplus": softplus})
+    return parse_expr(text, local_dict=names, global_dict={"__builtins__": {}}, evaluate=False)
+
+
+def _check_core(problem: Problem) -> str | None:
+    """Why the core is not the margin up to the stripped positive factors and the certified signs, or None."""
+    box_lo = [c.lo for c in problem.coordinates]
+    box_hi = [c.hi for c in problem.coordinates]
+    syms = problem.symbols
+    for arg, k in problem.signs:
+        if not arg.free_symbols <= set(syms):
+            return f"a sign fact reads symbols outside the coordinates: {arg}"
+        (a, b), = run_rigorous(compile_program([arg], syms), box_lo, box_hi, "mpmath.iv")
+        if not (a >= 0 if k > 0 else b <= 0):
+            return f"the sign of {arg} is not certain on the box"
+    return None
+
+
+__all__ = ["Declined", "ProverResult", "matches", "prove", "realise", "replay", "work_for"]

@@ -1,0 +1,724 @@
+"""Interval branch and bound over a relaxed problem: every box of the relaxed space closed, or a negative one.
+
+For one :class:`~attnbounds.theory.deciding.prover.relax.Problem` (prove ``core >= 0``, ``> 0`` when strict, on a box
+where constraints ``c >= 0`` may hold) boxes are processed in batches:
+
+1. the float tier (:func:`~attnbounds.theory.deciding.prover.program.run_float`) encloses the core, its partial
+   derivatives and the constraints on every box of the batch (fast, and only a filter);
+2. a box whose constraint is certainly negative holds no point of the space: *infeasible*;
+3. a box whose core is certainly ``>= 0``: *closed* (natural enclosure);
+4. a box on which the core is monotone in some coordinates is *projected* onto the face where it is smallest
+   (``core(x) >= core(face point)``); constraints keep reading the coordinate's range before the projection, so
+   that nothing is discarded that a feasible point projects onto;
+5. else the mean-value form ``core(c) + grad(box) . (box - c)`` may close it;
+6. a box reduced to a point is decided exactly there: arb at rising precision, sympy for an exact zero (an
+   equality case: a non-strict bound holds there, a strict one fails);
+7. else it is split in two (the coordinate of largest width times derivative; unbounded coordinates first,
+   geometrically).
+
+Every claim of steps 2-6 is re-checked in rigorous interval arithmetic (arb balls, or ``mpmath.iv`` endpoint
+intervals where a box is wide or unbounded) before it counts; a claim that does not survive sends the box to
+step 7. A box whose core is certainly negative on a feasible box is a *candidate counterexample* (the caller
+realises it as an instance and certifies it). The work is counted in operations (float: 1 per operation and
+box, arb: 25, iv: 150), so the same problem explores the same boxes on every machine.
+
+The boxes form a tree, recorded in preorder (:meth:`Tree.encode`): a certificate that :func:`replay` re-checks
+from the record alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import zlib
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+import numpy as np
+import sympy as sp
+
+from attnbounds.theory.deciding.closed import sign_of
+from attnbounds.theory.mathematics.intervals import Unsupported
+from attnbounds.theory.deciding.limits import differentiate
+from attnbounds.theory.deciding.prover.program import Program, compile_program, run_float, run_rigorous
+
+if TYPE_CHECKING:
+    from attnbounds.theory.deciding.prover.relax import Problem
+
+INF = math.inf
+#: boxes evaluated together by the float tier
+BATCH = 256
+#: relative work of one operation in each arithmetic, in units of one float operation on one box of a large batch
+#: (measured on this 2-core machine under load: 40 ns; arb 0.5 us, mpmath.iv 6.4 us per operation), and the
+#: float tier's overhead per operation and call (numpy on a small batch: 26 us)
+COST = {"float": 1, "arb": 12, "mpmath.iv": 160}
+FLOAT_CALL = 650
+#: a box narrower than this (relative to its coordinate's scale) in every coordinate is not split further
+MIN_WIDTH = 1e-13
+#: nodes the tree may hold (memory guard)
+MAX_NODES = 400_000
+
+
+@dataclass
+class Node:
+    """A box: ``lo``/``hi`` what the core is evaluated on, ``clo``/``chi`` what the constraints read (a projected
+    coordinate keeps its range from before the projection)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    clo: np.ndarray
+    chi: np.ndarray
+    kind: str = "open"  # split / project / closed / infeasible / point / negative / open / stuck
+    detail: Any = None
+    children: list["Node"] = field(default_factory=list)
+    bound: float = -INF  # the core's certified lower bound on the box, for closed ones
+    face: tuple[tuple[int, float], ...] = ()
+
+
+#: the largest expression (nodes) and the most symbols sympy is asked to factor on a face (factoring is
+#: exponential in the symbols; a larger expression keeps the form it was built in)
+MAX_FACTOR = 600
+MAX_FACTOR_SYMBOLS = 5
+#: work charged for building a face (sympy's substitution, factoring and differentiation), per node of the core
+FACE_WORK = 2_000
+
+
+def _rational_view(expr: sp.Expr, atoms: dict[sp.Basic, sp.Dummy]) -> sp.Expr:
+    """``expr`` as a rational function: exponentials combined, and every maximal subexpression that is not a sum,
+    product or integer power (a root, an opaque function, an exponential with large coefficients) one symbol of
+    ``atoms`` (shared between the expressions viewed with the same dictionary)."""
+    def atom(node: sp.Basic) -> sp.Basic:
+        if node.is_Atom or isinstance(node, (sp.Add, sp.Mul)) or (isinstance(node, sp.Pow) and node.exp.is_Integer):
+            return node.func(*[atom(a) for a in node.args]) if node.args else node
+        if isinstance(node, sp.exp) and _small_exponent(node.args[0]):  # sympy factors in powers of exp(x)
+            return node
+        if node not in atoms:
+            atoms[node] = sp.Dummy(f"q{len(atoms)}")
+        return atoms[node]
+
+    return atom(sp.powsimp(expr, combine="exp"))
+
+
+def _forms(expr: sp.Expr) -> list[sp.Expr]:
+    """Equal forms of one expression whose natural enclosures differ: as built, and factored over a common
+    denominator (an even power or a square then shows its sign: ``1/4 - a (1 - a) = (2 a - 1)^2 / 4``).
+
+    Factoring sees the expression as a rational function (:func:`_rational_view`); it is skipped when the expanded
+    numerator or denominator would have more than :data:`MAX_TERMS` terms (sympy's dense polynomials), and a
+    factored form is kept only when :func:`_equal` shows it equal."""
+    out = [expr]
+    if _size(expr) > MAX_FACTOR or not 0 < len(expr.free_symbols) <= MAX_FACTOR_SYMBOLS or expr.atoms(sp.Float):
+        return out  # (a float coefficient would make sympy factor approximately: never)
+    try:
+        atoms: dict[sp.Basic, sp.Dummy] = {}
+        num, den = sp.fraction(sp.together(_rational_view(expr, atoms)))
+        if _terms(num) > MAX_TERMS or _terms(den) > MAX_TERMS or _dense(num) > MAX_DENSE or _dense(den) > MAX_DENSE:
+            return out
+        factored = (sp.factor(num) / sp.factor(den)).xreplace({d: n for n, d in atoms.items()})
+    except (sp.PolynomialError, ValueError, TypeError, RecursionError, MemoryError):  # pragma: no cover - sympy's limits
+        return out
+    if factored != expr and _size(factored) <= 4 * max(_size(expr), 1) and _equal(factored, expr):
+        out.append(factored)
+    return out
+
+
+def _equal(a: sp.Expr, b: sp.Expr) -> bool:
+    """Whether two forms are the same function, by exact algebra: viewed as rational functions of the same atoms
+    (:func:`_rational_view`), ``num_a den_b - num_b den_a`` expands to 0 (False when that would be too large to
+    expand); what the certificate's replay re-checks (:func:`check_faces`)."""
+    try:
+        atoms: dict[sp.Basic, sp.Dummy] = {}
+        na, da = sp.fraction(sp.together(_rational_view(a, atoms)))
+        nb, db = sp.fraction(sp.together(_rational_view(b, atoms)))
+        left, right = na * db, nb * da
+        if _terms(left) > 4 * MAX_TERMS or _terms(right) > 4 * MAX_TERMS:
+            return False
+        return sp.expand(left - right) == 0
+    except (sp.PolynomialError, ValueError, TypeError, RecursionError, MemoryError):  # pragma: no cover
+        return False
+
+
+#: the most terms an expanded numerator or denominator may have to be factored
+MAX_TERMS = 400
+
+
+def _small_exponent(arg: sp.Expr) -> bool:
+    """Whether ``exp(arg)`` may stay an exponential for sympy's factoring: its argument's numeric coefficients are
+    small integers (sympy writes exp(2 x) as the square of exp(x): dense in that degree)."""
+    coeffs = [t.as_coeff_Mul()[0] for t in sp.Add.make_args(sp.expand(arg))]  # sympy splits exp(a (x + y)) too
+    return all(c.is_Integer and abs(int(c)) <= 4 for c in coeffs)
+
+
+#: the largest dense representation (the product over generators of their degree plus one) sympy may build
+MAX_DENSE = 20_000
+
+
+def _dense(expr: sp.Expr) -> int:
+    """The size of sympy's dense polynomial of ``expr``: the product over its generators (symbols and the other
+    atoms) of the degree plus one, degrees bounded by a cheap walk (sums: the largest, products: the sum)."""
+    def degrees(e: sp.Basic) -> dict[sp.Basic, int]:
+        if isinstance(e, sp.Add):
+            out: dict[sp.Basic, int] = {}
+            for a in e.args:
+                for g, d in degrees(a).items():
+                    out[g] = max(out.get(g, 0), d)
+            return out
+        if isinstance(e, sp.Mul):
+            out = {}
+            for a in e.args:
+                for g, d in degrees(a).items():
+                    out[g] = out.get(g, 0) + d
+            return out
+        if isinstance(e, sp.Pow) and e.exp.is_Integer and int(e.exp) > 0:
+            return {g: d * int(e.exp) for g, d in degrees(e.base).items()}
+        if isinstance(e, sp.Pow) and isinstance(e.base, sp.exp) is False and e.exp.is_Integer:
+            return {e: 1}
+        if e.is_Number:
+            return {}
+        if isinstance(e, sp.exp):  # sympy writes exp(n x) as a power of exp(x): degree about n per term
+            terms = sp.Add.make_args(sp.expand(e.args[0]))
+            return {sp.exp(t.as_coeff_Mul()[1]): abs(int(t.as_coeff_Mul()[0])) if t.as_coeff_Mul()[0].is_Integer
+                    else MAX_DENSE for t in terms}
+        return {e: 1}
+
+    size = 1
+    for d in degrees(expr).values():
+        size *= d + 1
+        if size > MAX_DENSE:
+            return size
+    return size
+
+
+def _terms(expr: sp.Expr) -> int:
+    """An upper bound on the terms of ``expr`` expanded (sums add, products multiply, integer powers are
+    multinomials), capped just above :data:`MAX_TERMS`: a cheap walk, before sympy expands anything."""
+    cap = MAX_TERMS + 1
+    if isinstance(expr, sp.Add):
+        return min(cap, sum(_terms(a) for a in expr.args))
+    if isinstance(expr, sp.Mul):
+        out = 1
+        for a in expr.args:
+            out = min(cap, out * _terms(a))
+        return out
+    if isinstance(expr, sp.Pow) and expr.exp.is_Integer and int(expr.exp) > 0:
+        n, k = int(expr.exp), _terms(expr.base)
+        return min(cap, math.comb(k + n - 1, n)) if k < cap else cap
+    return 1
+
+
+def _size(expr: sp.Expr) -> int:
+    return sum(1 for _ in sp.preorder_traversal(expr))
+
+
+@dataclass
+class Face:
+    """The core on a face of the root box (some coordinates fixed at an end of their range, substituted exactly and
+    simplified): its forms and their programs. Each partial derivative has two forms too (as differentiated, and
+    factored): its enclosure is the intersection of theirs, so that a sign visible in the factored form (a product of
+    factors of known sign) is seen on every box."""
+
+    fixed: tuple[tuple[int, float], ...]
+    forms: list[sp.Expr]
+    enclose: Program  # every form, then both forms of each partial derivative
+    form_programs: list[Program]
+    grad: Program  # both forms of each partial derivative
+    n: int
+
+    @classmethod
+    def build(cls, problem: Problem, fixed: tuple[tuple[int, float], ...], forms: list[sp.Expr] | None = None) -> "Face":
+        syms = problem.symbols
+        if forms is None:
+            base = problem.core.xreplace({syms[d]: sp.Rational(Fraction(v)) for d, v in fixed})
+            forms = _forms(base)
+        raw = [differentiate(forms[0], x) for x in syms]
+        alt = [(_forms(g) + [g])[1] if g != 0 else g for g in raw]
+        grads = [*raw, *alt]
+        return cls(fixed, forms, compile_program([*forms, *grads], syms), [compile_program([f], syms) for f in forms],
+                   compile_program(grads, syms), len(syms))
+
+    def gradient(self, values: Sequence[tuple[Any, Any]]) -> tuple[np.ndarray, np.ndarray]:
+        """The partial derivatives' enclosures from the two forms' (``values`` as returned by the grad program)."""
+        lo = np.array([max(values[d][0], values[self.n + d][0]) for d in range(self.n)], dtype=np.float64)
+        hi = np.array([min(values[d][1], values[self.n + d][1]) for d in range(self.n)], dtype=np.float64)
+        return lo, hi
+
+
+class Programs:
+    """The compiled pieces of one problem: its faces (built as they are reached) and its constraints."""
+
+    def __init__(self, problem: Problem, faces: dict[tuple[tuple[int, float], ...], list[sp.Expr]] | None = None):
+        self.problem = problem
+        self.constraints = compile_program(problem.constraints, problem.symbols) if problem.constraints else None
+        #: (constraint, coordinate) pairs where the constraint reads the coordinate, and the program of their partial
+        #: derivatives (a projection toward the side where such a constraint grows keeps every point feasible)
+        self.pairs = [(k, d) for k, c in enumerate(problem.constraints) for d, x in enumerate(problem.symbols)
+                      if x in c.free_symbols]
+        self.constraint_grad = compile_program([differentiate(problem.constraints[k], problem.symbols[d]) for k, d in self.pairs],
+                                               problem.symbols) if self.pairs else None
+        self._given = dict(faces or {})
+        self.faces: dict[tuple[tuple[int, float], ...], Face] = {}
+        lo, hi = _box(problem)
+        self.ends = [(float(a), float(b)) for a, b in zip(lo, hi)]
+
+    @classmethod
+    def build(cls, problem: Problem) -> "Programs":
+        return cls(problem)
+
+    def face(self, fixed: tuple[tuple[int, float], ...], work: list[int] | None = None) -> Face:
+        if fixed not in self.faces:
+            self.faces[fixed] = Face.build(self.problem, fixed, self._given.get(fixed))
+            if work is not None:
+                work[0] += FACE_WORK * _size(self.faces[fixed].forms[0])
+        return self.faces[fixed]
+
+    def child_face(self, fixed: tuple[tuple[int, float], ...], moves: list[tuple[int, float]]) -> tuple[tuple[int, float], ...]:
+        """The face after fixing coordinates at values: those at an end of the root box join the face, unless the core
+        is singular there (``1/T`` at ``T = 0``: the coordinate is then pinned numerically, in the parent's face)."""
+        keep = dict(fixed)
+        for d, v in moves:
+            if v in self.ends[d] and math.isfinite(v):
+                trial = tuple(sorted({**keep, d: v}.items()))
+                base = self.problem.core.xreplace({self.problem.symbols[j]: sp.Rational(Fraction(x)) for j, x in trial})
+                if not base.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+                    keep[d] = v
+        return tuple(sorted(keep.items()))
+
+
+@dataclass
+class Outcome:
+    """What the branch and bound concluded on one problem."""
+
+    status: str  # "proved", "negative" (a candidate box), "open" (work or boxes ran out), "stuck"
+    tree: "Tree"
+    work: int
+    boxes: int
+    closed: dict[str, int]
+    negative: Node | None = None
+    tightest: tuple[float, list[float], list[float]] | None = None  # (bound, lo, hi) of the closest closed box
+    reason: str = ""
+
+
+class Tree:
+    """The boxes explored, in preorder (the certificate)."""
+
+    def __init__(self, root: Node, names: Sequence[str]):
+        self.root = root
+        self.names = list(names)
+
+    def walk(self) -> Iterator[Node]:
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+    def encode(self) -> str:
+        """Preorder tokens: ``S<d>:<point>`` split, ``P<d><+|->...`` projection (``-``: onto the lower end),
+        ``C<method>`` closed, ``I<k>`` infeasible by constraint k, ``E`` exact point; zlib + base64."""
+        out = []
+        for node in self.walk():
+            if node.kind == "split":
+                d, point = node.detail
+                out.append(f"S{d}:{float(point).hex()}")
+            elif node.kind == "project":
+                out.append("P" + ",".join(f"{d}{'-' if side < 0 else '+'}" for d, side in node.detail))
+            elif node.kind == "closed":
+                out.append("C" + str(node.detail))
+            elif node.kind == "infeasible":
+                out.append(f"I{node.detail}")
+            elif node.kind == "point":
+                out.append("E")
+            else:
+                out.append("O")
+        blob = json.dumps(out, separators=(",", ":")).encode()
+        return base64.b64encode(zlib.compress(blob, 9)).decode()
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.encode().encode()).hexdigest()
+
+
+def _box(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.array([c.lo for c in problem.coordinates], dtype=np.float64)
+    hi = np.array([c.hi for c in problem.coordinates], dtype=np.float64)
+    return lo, hi
+
+
+def _split_point(lo: float, hi: float) -> float:
+    """Where to cut ``[lo, hi]``: 0 or a power-of-two step into an unbounded side, the geometric mean of a
+    positive range spanning decades, else the midpoint."""
+    if lo == -INF and hi == INF:
+        return 0.0
+    if hi == INF:
+        return max(2.0 * lo, 1.0) if lo >= 0 else min(0.0, lo / 2.0)
+    if lo == -INF:
+        return min(2.0 * hi, -1.0) if hi <= 0 else max(0.0, hi / 2.0)
+    if lo > 0 and hi > 16 * lo:
+        return math.sqrt(lo) * math.sqrt(hi)
+    if hi < 0 and lo < 16 * hi:
+        return -math.sqrt(-lo) * math.sqrt(-hi)
+    return lo / 2.0 + hi / 2.0
+
+
+def _rigorous(program: Program, lo: np.ndarray, hi: np.ndarray, work: list[int],
+              accept: Callable[[list[tuple[float, float]]], bool] | None = None) -> list[tuple[float, float]]:
+    """The outputs' enclosures on one box in rigorous arithmetic: arb balls first for a bounded box, then
+    ``mpmath.iv`` endpoint intervals (tighter on wide boxes, exact at 0, and unbounded boxes) when ``accept`` does
+    not take arb's answer; the intersection of both when both ran."""
+    bounded = bool(np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)))
+    out = None
+    if bounded:
+        work[0] += COST["arb"] * program.size
+        out = run_rigorous(program, lo, hi, "arb")
+        if accept is None or accept(out):
+            return out
+    work[0] += COST["mpmath.iv"] * program.size
+    other = run_rigorous(program, lo, hi, "mpmath.iv")
+    if out is None:
+        return other
+    return [(max(a[0], b[0]), min(a[1], b[1])) for a, b in zip(out, other)]
+
+
+def _ok(bound: float, strict: bool) -> bool:
+    return bound > 0 if strict else bound >= 0
+
+
+def _exact_point(core: sp.Expr, symbols: Sequence[sp.Symbol], point: np.ndarray) -> tuple[int | None, str]:
+    """The sign of ``core`` at a point of the closure (coordinates exact doubles; an infinite one: not decided)."""
+    if not np.all(np.isfinite(point)):
+        return None, "a point at infinity"
+    values = {s: sp.Rational(Fraction(float(v))) for s, v in zip(symbols, point)}
+    try:
+        value = core.xreplace(values)
+    except (ZeroDivisionError, ValueError, TypeError):
+        return None, "the core is not defined at the point"
+    if value.free_symbols or value.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+        return None, "the core is not a finite number at the point"
+    return sign_of(value)
+
+
+def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | None = None) -> Outcome:
+    """Close every box of ``problem`` (module docstring) within ``work_limit`` operations."""
+    P = programs or Programs.build(problem)
+    lo, hi = _box(problem)
+    root = Node(lo, hi, lo.copy(), hi.copy())
+    tree = Tree(root, [str(s) for s in problem.symbols])
+    queue = [root]
+    work = [0]
+    boxes = 0
+    closed: dict[str, int] = {}
+    state: dict[str, Any] = {"tightest": None}
+    n = len(problem.coordinates)
+    scale = np.array([1.0 if not (math.isfinite(c.lo) and math.isfinite(c.hi)) else max(c.hi - c.lo, 1e-300)
+                      for c in problem.coordinates])
+    strict = problem.strict
+
+    def outcome(status: str, reason: str, negative: Node | None = None) -> Outcome:
+        return Outcome(status, tree, work[0], boxes, closed, negative=negative, tightest=state["tightest"], reason=reason)
+
+    def count(kind: str, node: Node, bound: float) -> None:
+        closed[kind] = closed.get(kind, 0) + 1
+        best = state["tightest"]
+        if best is None or bound < best[0]:
+            state["tightest"] = (bound, node.lo.tolist(), node.hi.tolist())
+
+    while queue:
+        if work[0] > work_limit:
+            return outcome("open", f"the work limit ({work_limit:.3g} operations) ran out with {len(queue)} open boxes")
+        if boxes > MAX_NODES:
+            return outcome("open", f"more than {MAX_NODES} boxes")
+        face_key = queue[0].face
+        batch = [nd for nd in queue if nd.face == face_key][:BATCH]  # one face's boxes, depth first
+        taken = {id(nd) for nd in batch}
+        queue = [nd for nd in queue if id(nd) not in taken]
+        face = P.face(face_key, work)
+        k_forms = len(face.forms)
+        boxes += len(batch)
+        LO = np.stack([nd.lo for nd in batch])
+        HI = np.stack([nd.hi for nd in batch])
+        work[0] += COST["float"] * face.enclose.size * (len(batch) + FLOAT_CALL)
+        outs = run_float(face.enclose, LO, HI)
+        cons = None
+        if P.constraints is not None:
+            work[0] += COST["float"] * P.constraints.size * (len(batch) + FLOAT_CALL)
+            cons = run_float(P.constraints, np.stack([nd.clo for nd in batch]), np.stack([nd.chi for nd in batch]))
+        with np.errstate(invalid="ignore"):  # -inf/2 + inf/2 where a coordinate is unbounded both ways: not taken
+            mids = np.where(np.isfinite(LO) & np.isfinite(HI), LO / 2 + HI / 2, np.where(np.isfinite(LO), LO, HI))
+        work[0] += COST["float"] * face.form_programs[0].size * (len(batch) + FLOAT_CALL)
+        at_mid = run_float(face.form_programs[0], mids, mids)[0]
+        new: list[Node] = []
+        for b, node in enumerate(batch):
+            node.face = face_key
+            lows = [outs[f][0][b] for f in range(k_forms)]
+            best_form = int(np.argmax(lows))
+            m_lo, m_hi = lows[best_form], min(outs[f][1][b] for f in range(k_forms))
+            g_lo, g_hi = face.gradient([(outs[k_forms + j][0][b], outs[k_forms + j][1][b]) for j in range(2 * n)])
+            # 2. infeasible
+            certain: list[bool] = []
+            if cons is not None:
+                bad = [k for k in range(len(cons)) if cons[k][1][b] < 0]
+                if bad:
+                    r = _rigorous(P.constraints, node.clo, node.chi, work,  # type: ignore[arg-type]
+                                  lambda r_: any(r_[k][1] < 0 for k in bad))
+                    hit = next((k for k in bad if r[k][1] < 0), None)
+                    if hit is not None:
+                        node.kind, node.detail = "infeasible", hit
+                        closed["infeasible"] = closed.get("infeasible", 0) + 1
+                        continue
+                certain = [bool(cons[k][0][b] >= 0) for k in range(len(cons))]
+            feasible = all(certain)
+            # 3. closed by the natural enclosure of one of the forms
+            if _ok(m_lo, strict):
+                natural = _rigorous(face.form_programs[best_form], node.lo, node.hi, work,
+                                    lambda r_: _ok(r_[0][0], strict))[0]
+                if _ok(natural[0], strict):
+                    node.kind, node.detail, node.bound = "closed", f"natural:{best_form}", natural[0]
+                    count("natural", node, natural[0])
+                    continue
+            # a candidate counterexample
+            if m_hi < 0 and feasible:
+                node.kind = "negative"
+                return outcome("negative", "the float tier found a box of feasible points where the margin is negative",
+                               node)
+            width = node.hi - node.lo
+            # 4. monotone: project onto the face where the core is smallest, along a coordinate whose undecided
+            #    constraints all grow toward that face (the projection of a feasible point is then feasible)
+            moves = [(d, -1 if g_lo[d] >= 0 else 1) for d in range(n)
+                     if width[d] > 0 and (g_lo[d] >= 0 or g_hi[d] <= 0)
+                     and math.isfinite(node.lo[d] if g_lo[d] >= 0 else node.hi[d])]
+            if moves and cons is not None:
+                cg = run_float(P.constraint_grad, node.clo[None], node.chi[None]) if P.constraint_grad is not None else []
+                work[0] += COST["float"] * (P.constraint_grad.size if P.constraint_grad is not None else 0) * (1 + FLOAT_CALL)
+                moves = [(d, side) for d, side in moves
+                         if _feasible_move(P, d, side, certain, [(float(a[0]), float(z[0])) for a, z in cg])]
+            if moves:
+                claimed = list(moves)
+                r_lo, r_hi = face.gradient(_rigorous(face.grad, node.lo, node.hi, work, lambda r_: all(
+                    (face.gradient(r_)[0][d] >= 0 if side < 0 else face.gradient(r_)[1][d] <= 0) for d, side in claimed)))
+                moves = [(d, side) for d, side in moves if (r_lo[d] >= 0 if side < 0 else r_hi[d] <= 0)]
+                if moves and cons is not None and not _moves_keep_feasible(P, moves, node.clo, node.chi, work):
+                    moves = []
+            if moves:
+                child = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy())
+                for d, side in moves:
+                    v = node.lo[d] if side < 0 else node.hi[d]
+                    child.lo[d] = child.hi[d] = child.clo[d] = child.chi[d] = v
+                child.face = P.child_face(face_key, [(d, float(child.lo[d])) for d, _ in moves])
+                node.kind, node.detail, node.children = "project", moves, [child]
+                new.append(child)
+                continue
+            # 6. a point: decide the core exactly there
+            if not np.any(width > 0):
+                sign, method = _exact_point(face.forms[0], problem.symbols, node.lo)
+                if sign is not None and (sign > 0 or (sign == 0 and not strict)):
+                    node.kind, node.detail = "point", method
+                    count("point", node, 0.0 if sign == 0 else max(m_lo, 0.0))
+                    continue
+                if sign is not None and feasible:
+                    node.kind = "negative"
+                    what = "0 at an equality case of a strict bound" if sign == 0 else "negative"
+                    return outcome("negative", f"the margin is {what} at a point ({method})", node)
+                node.kind, node.detail = "stuck", method
+                return outcome("stuck", f"a point where the margin could not be decided: {method} at "
+                               + ", ".join(f"{s_} = {v:.6g}" for s_, v in zip(tree.names, node.lo)))
+            # 5. the mean-value form
+            finite = np.isfinite(node.lo) & np.isfinite(node.hi)
+            if np.all(finite) and np.all(np.isfinite(g_lo)) and np.all(np.isfinite(g_hi)):
+                c = mids[b]
+                spread = np.maximum(np.abs(g_lo), np.abs(g_hi)) * (width / 2)
+                if _ok(at_mid[0][b] - float(spread.sum()), strict):
+                    rc = _rigorous(face.form_programs[0], c, c, work)[0]
+                    rg = _rigorous(face.grad, node.lo, node.hi, work,
+                                   lambda r_: _ok(_mean_value_bound(rc, _pairs(face.gradient(r_)), node.lo, node.hi, c), strict))
+                    bound = _mean_value_bound(rc, _pairs(face.gradient(rg)), node.lo, node.hi, c)
+                    if _ok(bound, strict):
+                        node.kind, node.detail, node.bound = "closed", "mean-value:0", bound
+                        count("mean-value", node, bound)
+                        continue
+            # 7. split
+            with np.errstate(invalid="ignore", over="ignore"):  # unbounded coordinates first, then width x slope
+                slope = np.minimum(np.maximum(np.abs(g_lo), np.abs(g_hi)), 1e300)
+                smear = np.where(np.isfinite(width), np.minimum(width * np.where(np.isnan(slope), 1.0, slope), 1e300), INF)
+            smear = np.where(width > MIN_WIDTH * scale, smear, -1.0)
+            d = int(np.argmax(smear))
+            if smear[d] < 0:
+                node.kind, node.detail = "stuck", "boxes too narrow to split"
+                return outcome("stuck", "a box narrower than the split limit stayed undecided at "
+                               + ", ".join(f"{s_} in [{a:.6g}, {z:.6g}]" for s_, a, z in zip(tree.names, node.lo, node.hi)))
+            point = _split_point(float(node.lo[d]), float(node.hi[d]))
+            left = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(), face=face_key)
+            right = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(), face=face_key)
+            left.hi[d] = right.lo[d] = point
+            if node.clo[d] == node.lo[d] and node.chi[d] == node.hi[d]:  # not projected: constraints follow the split
+                left.chi[d] = right.clo[d] = point
+            node.kind, node.detail, node.children = "split", (d, point), [left, right]
+            new.extend((left, right))
+        queue = new + queue
+    return outcome("proved", "every box closed: " + ", ".join(f"{v} {k}" for k, v in sorted(closed.items())))
+
+
+def _pairs(bounds: tuple[np.ndarray, np.ndarray]) -> list[tuple[float, float]]:
+    return [(float(a), float(b)) for a, b in zip(*bounds)]
+
+
+def _feasible_move(P: Programs, d: int, side: int, certain: list[bool], grads: list[tuple[float, float]]) -> bool:
+    """Float filter: every constraint reading coordinate ``d`` is certainly satisfied on the box, or grows as the
+    coordinate moves to the face (``side`` -1: its lower end)."""
+    for j, (k, dd) in enumerate(P.pairs):
+        if dd != d or certain[k]:
+            continue
+        lo, hi = grads[j]
+        if not (hi <= 0 if side < 0 else lo >= 0):
+            return False
+    return True
+
+
+def _moves_keep_feasible(P: Programs, moves: list[tuple[int, int]], clo: np.ndarray, chi: np.ndarray,
+                         work: list[int]) -> bool:
+    """Rigorously: for every projected coordinate, each constraint reading it is >= 0 on the constraint box or grows
+    toward the face, so that the projection of a feasible point is feasible (and the face's constraints may be
+    read on the face)."""
+    if P.constraints is None:
+        return True
+    need = [(k, d, side) for d, side in moves for k, dd in P.pairs if dd == d]
+    if not need:
+        return True
+    values = _rigorous(P.constraints, clo, chi, work)
+    todo = [(k, d, side) for k, d, side in need if not values[k][0] >= 0]
+    if not todo:
+        return True
+    assert P.constraint_grad is not None
+    grads = _rigorous(P.constraint_grad, clo, chi, work)
+    index = {pair: j for j, pair in enumerate(P.pairs)}
+    return all((grads[index[(k, d)]][1] <= 0 if side < 0 else grads[index[(k, d)]][0] >= 0) for k, d, side in todo)
+
+
+def _mean_value_bound(rc: tuple[float, float], rg: list[tuple[float, float]], lo: np.ndarray, hi: np.ndarray,
+                      c: np.ndarray) -> float:
+    """A rigorous lower bound of ``core(c) + sum_d g_d (x_d - c_d)`` over the box, in arb from outward-rounded doubles."""
+    from flint import arb
+
+    total = arb(rc[0]).union(arb(rc[1]))
+    for (g0, g1), a, z, m in zip(rg, lo, hi, c):
+        if a == z:
+            continue
+        if not (math.isfinite(g0) and math.isfinite(g1)):
+            return -INF
+        dx = (arb(float(a)) - arb(float(m))).union(arb(float(z)) - arb(float(m)))
+        total += arb(g0).union(arb(g1)) * dx
+    if not total.is_finite():
+        return -INF
+    low = total.lower()
+    f = float(low)
+    return f if arb(f) <= low else math.nextafter(f, -INF)
+
+
+# -- replay -------------------------------------------------------------------------------------------------------
+def decode(blob: str) -> list[str]:
+    return list(json.loads(zlib.decompress(base64.b64decode(blob.encode())).decode()))
+
+
+def replay(problem: Problem, blob: str, *, programs: Programs | None = None) -> tuple[bool, str, int]:
+    """Re-check a tree from its encoding alone: rebuild every box from the root by the recorded splits and
+    projections, and re-check every claim (closed, infeasible, monotone, exact point) in rigorous arithmetic.
+    Returns ``(ok, what failed or a summary, leaves checked)``."""
+    P = programs or Programs.build(problem)
+    tokens = decode(blob)
+    lo, hi = _box(problem)
+    Box = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[tuple[int, float], ...]]
+    stack: list[Box] = [(lo, hi, lo.copy(), hi.copy(), ())]
+    work = [0]
+    leaves = 0
+    pos = 0
+    strict = problem.strict
+    while stack:
+        if pos >= len(tokens):
+            return False, "the encoding ends before every box is accounted for", leaves
+        tok = tokens[pos]
+        pos += 1
+        b_lo, b_hi, c_lo, c_hi, fixed = stack.pop()
+        face = P.face(fixed)
+        kind = tok[0]
+        if kind == "S":
+            d_text, point_text = tok[1:].split(":")
+            d, point = int(d_text), float.fromhex(point_text)
+            if not b_lo[d] < point < b_hi[d]:
+                return False, f"a split of {problem.symbols[d]} at {point} outside its box", leaves
+            left = (b_lo.copy(), b_hi.copy(), c_lo.copy(), c_hi.copy(), fixed)
+            right = (b_lo.copy(), b_hi.copy(), c_lo.copy(), c_hi.copy(), fixed)
+            left[1][d] = right[0][d] = point
+            if c_lo[d] == b_lo[d] and c_hi[d] == b_hi[d]:
+                left[3][d] = right[2][d] = point
+            stack.extend([right, left])  # preorder: left first
+        elif kind == "P":
+            claims = [(int(part[:-1]), part[-1]) for part in tok[1:].split(",")]
+            r = _pairs(face.gradient(_rigorous(face.grad, b_lo, b_hi, work, lambda r_: all(
+                (face.gradient(r_)[0][d] >= 0 if side == "-" else face.gradient(r_)[1][d] <= 0) for d, side in claims))))
+            c_lo2, c_hi2 = b_lo.copy(), b_hi.copy()
+            moves = []
+            for part in tok[1:].split(","):
+                d, side = int(part[:-1]), part[-1]
+                if not (r[d][0] >= 0 if side == "-" else r[d][1] <= 0):
+                    return False, f"the core is not monotone in {problem.symbols[d]} on a projected box", leaves
+                v = b_lo[d] if side == "-" else b_hi[d]
+                if not math.isfinite(v):
+                    return False, f"a projection onto an infinite end of {problem.symbols[d]}", leaves
+                c_lo2[d] = c_hi2[d] = v
+                moves.append((d, float(v)))
+            if not _moves_keep_feasible(P, [(d, -1 if side == "-" else 1) for d, side in claims], c_lo, c_hi, work):
+                return False, "a projection along a coordinate whose constraints do not allow it", leaves
+            k_lo, k_hi = c_lo.copy(), c_hi.copy()
+            for d, v in moves:
+                k_lo[d] = k_hi[d] = v
+            stack.append((c_lo2, c_hi2, k_lo, k_hi, P.child_face(fixed, moves)))
+        elif kind == "C":
+            leaves += 1
+            method, _, form = tok[1:].partition(":")
+            k = int(form or 0)
+            if k >= len(face.forms):
+                return False, f"a box closed by form {k}, which its face does not have", leaves
+            if method == "natural":
+                ok = _ok(_rigorous(face.form_programs[k], b_lo, b_hi, work, lambda r_: _ok(r_[0][0], strict))[0][0], strict)
+            elif method == "mean-value":
+                c = b_lo / 2 + b_hi / 2
+                rc = _rigorous(face.form_programs[0], c, c, work)[0]
+                rg = _rigorous(face.grad, b_lo, b_hi, work, lambda r_: _ok(
+                    _mean_value_bound(rc, _pairs(face.gradient(r_)), b_lo, b_hi, c), strict))
+                ok = _ok(_mean_value_bound(rc, _pairs(face.gradient(rg)), b_lo, b_hi, c), strict)
+            else:
+                return False, f"unknown closing method {method!r}", leaves
+            if not ok:
+                return False, f"a box closed by {method} does not re-check", leaves
+        elif kind == "I":
+            leaves += 1
+            k = int(tok[1:])
+            if P.constraints is None or not _rigorous(P.constraints, c_lo, c_hi, work, lambda r_: r_[k][1] < 0)[k][1] < 0:
+                return False, f"a box said infeasible by constraint {k} is not", leaves
+        elif kind == "E":
+            leaves += 1
+            if np.any(b_hi > b_lo):
+                return False, "an exact point that is not a point", leaves
+            sign, method = _exact_point(face.forms[0], problem.symbols, b_lo)
+            if sign is None or sign < 0 or (sign == 0 and strict):
+                return False, f"an exact point does not re-check ({method})", leaves
+        else:
+            return False, f"an open box ({tok!r}) in the tree: it is not a proof", leaves
+    if pos != len(tokens):
+        return False, "the encoding has more entries than boxes", leaves
+    return True, f"{leaves} leaves re-checked ({work[0]} operations)", leaves
+
+
+def check_faces(problem: Problem, faces: dict[tuple[tuple[int, float], ...], list[sp.Expr]]) -> str | None:
+    """Why a face's forms are not the core on that face (exact algebra: their difference cancels to 0), or None."""
+    syms = problem.symbols
+    for fixed, forms in faces.items():
+        base = problem.core.xreplace({syms[d]: sp.Rational(Fraction(v)) for d, v in fixed})
+        for f in forms:
+            if not _equal(f, base):
+                return f"a form of the face {fixed} is not the core there: {f}"
+    return None
+
+
+__all__ = ["Outcome", "Programs", "Tree", "branch_and_bound", "replay", "Unsupported"]

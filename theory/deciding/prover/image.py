@@ -1,0 +1,352 @@
+"""An instance as a point of the relaxed space: what the value oracle checks a quantity's relaxed form against.
+
+The relaxation is sound because every instance of every length *is* a point of the relaxed space with the same
+margin: ``t = 1/L``, each distinguished token one of the instance's tokens, the other tokens their own
+distribution. :func:`relaxed_value` evaluates a quantity's ``relaxed`` form at such a point (the distinguished
+tokens assigned to columns of a token-class instance, the others the remaining tokens with their counts), in
+floating point; :func:`image_values` does so for every assignment. The value oracle
+(``tests/rigor/test_relaxed_forms.py``) asserts that the quantity's float value on the instance is attained at an
+assignment that satisfies the distinguished tokens' constraints (the token of a maximum is a maximum).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+from typing import Any, Callable, Iterator, NamedTuple
+
+import numpy as np
+import sympy as sp
+
+from attnbounds.theory.mathematics.errors import InvalidArgument
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.intervals import Unsupported
+from attnbounds.theory.mathematics.normalisers import RatioNormaliser
+from attnbounds.theory.deciding.prover.relax import Declined, RelaxedInstance, Token, Role, t_sym
+from attnbounds.theory.mathematics.quantities import QUANTITIES
+
+#: assignments of distinguished tokens to columns tried at most per quantity
+MAX_ASSIGNMENTS = 4096
+
+
+#: decimal digits the relaxed forms are evaluated with (the features are exact doubles: no cancellation shows)
+DIGITS = 90
+
+
+def _float(x: Any) -> sp.Float:
+    return sp.Float(float(x), DIGITS)
+
+
+class _Model:
+    """The features of an instance's columns (float, as sympy numbers)."""
+
+    def __init__(self, inst: Instance, weights: bool):
+        n = inst.normaliser
+        if not isinstance(n, RatioNormaliser) or inst.logits is None:
+            raise InvalidArgument("the relaxed forms read a normaliser F / sum F and logits")
+        self.inst, self.weights = inst, weights
+        self.lam = n.log_F_values(inst.logits, inst.L)[0]
+        self.g = n.dlog_F_values(inst.logits, inst.L)[0]
+        self.l = inst.logits[0]
+        self.alpha = inst.alpha[0]
+
+    def token(self, column: int, name: str) -> Token:
+        w = _float(self.alpha[column]) if self.weights else None
+        lam = sp.log(w) if w is not None else _float(self.lam[column])
+        return Token(name, [], None if self.weights else _float(self.l[column]), lam, _float(self.g[column]), w)
+
+    def monotone(self) -> int:
+        return 0  # the image takes the extremes of F on [-a, a] themselves (points)
+
+
+class _ImageBuilder:
+    """What :class:`RelaxedInstance` reads, at an instance's own point (module docstring). ``assignment`` maps each
+    distinguished token's role to ``(column, slot)``: roles with the same pair are the same token, different slots
+    of one column different tokens of that class."""
+
+    def __init__(self, inst: Instance, assignment: dict[str, tuple[int, int]], weights: bool):
+        self.inst = inst
+        self.assignment = assignment
+        self.model = _Model(inst, weights)
+        self.space = type("Space", (), {"bounded_logits": "a" in inst.params})()
+        self.roles: dict[str, Role] = {}
+        self.tokens: dict[tuple[int, int], Token] = {}
+
+    def param(self, name: str) -> sp.Expr:
+        return _float(self.inst.param(name)[0])
+
+    def role(self, role: Role) -> Token:
+        self.roles.setdefault(role.name, role)
+        key = self.assignment.get(role.name, (0, len(self.assignment) + len(self.roles)))
+        if key not in self.tokens:
+            self.tokens[key] = self.model.token(key[0], f"c{key[0]}s{key[1]}")
+        return self.tokens[key]
+
+    def point(self, role: Role) -> Token:
+        n = self.inst.normaliser
+        assert isinstance(n, RatioNormaliser)
+        lo, hi = n.log_F_range(self.inst.param("a"))
+        probe = Token("probe", [], None, sp.Integer(0), sp.Integer(0))
+        top = float(sp.N(role.dominates(Token("p", [], None, sp.Integer(1), sp.Integer(0)), probe))) > 0 \
+            if role.dominates is not None else True  # dominating larger log F: the maximum
+        return Token(role.name, [], None, _float(hi[0] if top else lo[0]), sp.Integer(0))
+
+    @contextlib.contextmanager
+    def sealed(self) -> Iterator[None]:
+        yield
+
+    def total(self, fn: Callable[[Token], sp.Expr], exclude: tuple[str, ...], selected: bool | None = None
+              ) -> sp.Expr:
+        """``(1/L) sum_j fn(token_j)``: the distinguished tokens, then every other token of each column (its count
+        less the distinguished ones on it), each with its column's features; with ``selected``, over the N heaviest
+        tokens (True) or the others (False) only."""
+        counts = self.inst.counts[0] if self.inst.counts is not None else np.ones(self.inst.K, dtype=np.int64)
+        if selected is not None:
+            if self.tokens:
+                raise Declined("distinguished tokens and the top-N selection together")
+            N = int(self.inst.N if self.inst.N is not None else 0)
+            chosen = np.zeros(len(counts), dtype=np.int64)
+            left = N
+            for col in np.argsort(-np.asarray(self.inst.alpha[0]), kind="stable"):
+                chosen[col] = min(int(counts[col]), left)
+                left -= int(chosen[col])
+            counts = chosen if selected else counts - chosen
+        used = np.zeros(len(counts), dtype=np.int64)
+        total: sp.Expr = sp.Integer(0)
+        for (col, _), tok in self.tokens.items():
+            used[col] += 1
+            if tok.name not in exclude:
+                total += fn(tok)
+        for col, c in enumerate(counts):
+            if int(c) - int(used[col]) > 0:
+                total += (int(c) - int(used[col])) * fn(self.model.token(col, f"c{col}"))
+        return t_sym * total
+
+
+def _roles(qname: str, inst: Instance, weights: bool) -> list[Role]:
+    """The distinguished tokens the quantity's relaxed form asks for (a discovery pass, every role its own token)."""
+    b = _ImageBuilder(inst, {}, weights)
+    _form(qname)(RelaxedInstance(b, _namespace(qname)))  # type: ignore[arg-type]
+    return list(b.roles.values())
+
+
+def _form(qname: str) -> Callable[[RelaxedInstance], sp.Expr]:
+    form = QUANTITIES[qname].forms.get("relaxed")
+    if form is None:
+        raise InvalidArgument(f"{qname} has no relaxed form")
+    return form
+
+
+def _namespace(qname: str) -> str:
+    return "" if QUANTITIES[qname].shape == "BL" else qname
+
+
+def relaxed_value(qname: str, inst: Instance, assignment: dict[str, tuple[int, int]], *, weights: bool = False) -> float:
+    """The quantity's relaxed form at the instance's point with the distinguished tokens placed by ``assignment``
+    (role -> (column, slot); B = 1)."""
+    if inst.B != 1:
+        raise InvalidArgument(f"relaxed_value needs one instance (B = 1), got B = {inst.B}")
+    expr = _form(qname)(RelaxedInstance(_ImageBuilder(inst, assignment, weights), _namespace(qname)))  # type: ignore[arg-type]
+    value = sp.sympify(expr).xreplace({t_sym: sp.Rational(1, inst.L)})
+    return float(sp.re(sp.N(value, DIGITS)))
+
+
+def _dominates(role: Role, r: Token, k: Token) -> bool:
+    assert role.dominates is not None
+    value = sp.N(sp.sympify(role.dominates(r, k)), DIGITS)
+    return bool(value.is_real and value >= 0) or value == 0
+
+
+def _patterns(names: list[str]) -> Iterator[list[int]]:
+    """Every set partition of ``names``: the class of each name, classes numbered in order of first appearance."""
+    def rec(k: int, classes: list[int], n: int) -> Iterator[list[int]]:
+        if k == len(names):
+            yield list(classes)
+            return
+        for c in range(n + 1):
+            yield from rec(k + 1, [*classes, c], max(n, c + 1))
+
+    yield from rec(0, [], 0)
+
+
+def image_values(qname: str, inst: Instance, *, weights: bool = False) -> list[tuple[dict[str, tuple[int, int]], float, bool]]:
+    """Every placement of the quantity's distinguished tokens (each pattern of them, each class on a column holding
+    enough tokens), its relaxed value, and whether it satisfies the constraints (a maximum's token is a maximum)."""
+    try:
+        roles = _roles(qname, inst, weights)
+    except (Declined, Unsupported):  # the form has no reading in this model (logits under softmax weights)
+        return []
+    counts = inst.counts[0] if inst.counts is not None else np.ones(inst.K, dtype=np.int64)
+    model = _Model(inst, weights)
+    present = [j for j in range(inst.K) if counts[j] > 0]
+    out: list[tuple[dict[str, tuple[int, int]], float, bool]] = []
+    tried = 0
+    for classes in _patterns([r.name for r in roles]):
+        n = max(classes, default=-1) + 1
+        for cols in itertools.product(present, repeat=n):
+            tried += 1
+            if tried > MAX_ASSIGNMENTS:
+                return out
+            if any(cols.count(c) > counts[c] for c in set(cols)):
+                continue
+            slot = {}
+            place = {}
+            for c in range(n):
+                slot[c] = sum(1 for d in range(c) if cols[d] == cols[c])
+            for r, c in zip(roles, classes):
+                place[r.name] = (cols[c], slot[c])
+            ok = True
+            for r, c in zip(roles, classes):
+                if r.dominates is not None:
+                    mine = model.token(cols[c], "r")
+                    ok = ok and all(_dominates(r, mine, model.token(j, "k")) for j in present)
+            try:
+                out.append((place, relaxed_value(qname, inst, place, weights=weights), ok))
+            except (Declined, Unsupported):  # the form has no reading in this model (logits under softmax weights)
+                return []
+    return out
+
+
+__all__ = ["image_values", "relaxed_value"]
+
+
+# -- a statement's relaxed problems at an instance's point --------------------------------------------------------
+def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.Symbol, float] | None:
+    """The point of ``problem`` (built with one atom per column that keeps tokens besides the distinguished ones) that
+    is the instance ``inst`` (B = 1) with the problem's distinguished tokens on ``columns`` (one per token of its
+    pattern), or None when that placement is not one of this problem's (too few tokens on a column, another number
+    of other columns)."""
+    info = problem.realisation
+    counts = inst.counts[0] if inst.counts is not None else np.ones(inst.K, dtype=np.int64)
+    rest = counts.astype(np.int64).copy()
+    for c in columns:
+        rest[c] -= 1
+    if np.any(rest < 0) or len(columns) != len(info["role_coordinates"]):
+        return None
+    others = [c for c in range(inst.K) if rest[c] > 0]
+    if len(others) != len(info["atom_coordinates"]):
+        return None
+    values: dict[sp.Symbol, float] = {}
+    k, L = len(columns), inst.L
+    for coord in problem.coordinates:
+        if coord.kind == "length":
+            values[coord.symbol] = 1.0 / L
+        elif coord.kind == "parameter":
+            name = str(coord.symbol)
+            values[coord.symbol] = (float(inst.param("a")[0]) / float(inst.param("T")[0]) if name == "beta"
+                                    else float(inst.param(name)[0]))
+    assert inst.logits is not None
+    logits, alpha = inst.logits[0], inst.alpha[0]
+    if info["weights_model"]:
+        left = 1.0
+        for sym, c in zip(info["role_coordinates"], columns):
+            values[sym] = float(alpha[c]) / left if left > 0 else 0.0
+            left -= float(alpha[c])
+        masses = [rest[c] * float(alpha[c]) / left for c in others] if left > 0 else [0.0] * len(others)
+        for sym, c in zip(info["atom_coordinates"], others):
+            values[sym] = float(alpha[c]) / left if left > 0 else 0.0
+    elif info.get("reference") is not None:  # log F values over the reference token's (LogFValues)
+        n = inst.normaliser
+        assert isinstance(n, RatioNormaliser)
+        lam = n.log_F_values(inst.logits, inst.L)[0]
+        kind, where = info["reference"]
+        extremes = n.log_F_range(inst.param("a")) if info["points"] or kind == "point" \
+            else (np.zeros(1), np.zeros(1))  # read only at points
+        ref = (float(lam[columns[where]]) if kind == "role" else float(lam[others[where]]) if kind == "atom"
+               else float(extremes[0][0]))
+        for sym, c in zip(info["role_coordinates"], columns):
+            values[sym] = float(lam[c]) - ref
+        for sym, c in zip(info["atom_coordinates"], others):
+            values[sym] = float(lam[c]) - ref
+        for sym, which in info["points"]:
+            values[sym] = float(extremes[1 if which == "max" else 0][0]) - ref
+        if info.get("bracket"):  # every token between the smallest and the largest: D = Delta sigma
+            kind, where = info["bracket"]["top"]
+            top = (values[info["role_coordinates"][where]] if kind == "role" else
+                   float(extremes[1][0]) - ref)
+            for d, sigma in info["bracket"]["sigma"].items():
+                if d in values:
+                    values[sigma] = values[d] / top if top > 0 else 0.0
+        masses = [rest[c] / (L - k) for c in others] if L > k else [0.0] * len(others)
+    elif info.get("points"):  # the extremes of F on [-a, a] over logits: where F attains them is not computed here
+        return None
+    else:
+        scale = float(sp.N(sp.sympify(info["scale"]).xreplace({s_: v for s_, v in values.items()}
+                                                               | {sp.Symbol("T", positive=True): float(inst.param("T")[0])})))
+
+        def coordinate(c: int) -> float:
+            if info["bounded"]:
+                a = float(inst.param("a")[0])
+                return float(logits[c]) / a if a > 0 else 0.0
+            z = float(logits[c]) / scale
+            return float(1.0 / (1.0 + np.exp(-z))) if z >= 0 else float(np.exp(z) / (1.0 + np.exp(z)))
+
+        for sym, c in zip(info["role_coordinates"], columns):
+            values[sym] = coordinate(c)
+        for sym, c in zip(info["atom_coordinates"], others):
+            values[sym] = coordinate(c)
+        masses = [rest[c] / (L - k) for c in others] if L > k else [0.0] * len(others)
+    left = 1.0
+    for w, m in zip(info["sticks"], masses):
+        values[w] = m / left if left > 0 else 0.0
+        left -= m
+    return values
+
+
+def _satisfied(constraint: sp.Expr, subs: dict[sp.Symbol, sp.Float]) -> bool:
+    """``constraint >= 0`` at the point, evaluated at 90 digits from exact doubles: a tie is 0 to about 1e-80 of the
+    size of its terms, a violation is not (relative: features as small as 1e-35 have squares of 1e-70)."""
+    terms = sp.Add.make_args(sp.expand(constraint)) if constraint.is_Add else (constraint,)
+    values = [sp.re(sp.N(term.xreplace(subs), DIGITS)) for term in terms]
+    return bool(sum(values) >= -sp.Float("1e-60", DIGITS) * max(sum(abs(v) for v in values), sp.Float("1e-300")))
+
+
+class Placement(NamedTuple):
+    """One relaxed problem's margin at one placement of its distinguished tokens on an instance's columns."""
+
+    value: float
+    ok: bool  # the placement satisfies the problem's constraints
+    exact: bool  # the problem's margin is the instance's (else at most it)
+    key: tuple[int, int, int, int]  # (conjunct, strategy, group, alternative) in the relaxation
+
+
+def relaxed_margins(statement: Any, inst: Instance) -> list[Placement]:
+    """Every relaxed problem's margin at every placement of its distinguished tokens on the instance's columns: the
+    value oracle of :func:`attnbounds.theory.deciding.prover.relax.relax` as a whole. The smallest satisfying margin of the
+    exact problems is the instance's; a strategy that bounds it (a maximum read at another token, F's extremes over
+    the tokens) is sound when one of its groups has, in every alternative, a satisfying margin at most the
+    instance's."""
+    counts = inst.counts[0] if inst.counts is not None else np.ones(inst.K, dtype=np.int64)
+    out: list[Placement] = []
+    for n_atoms in range(0, inst.K + 1):
+        for key, problem in _relaxed(statement, n_atoms):
+            k = len(problem.realisation["role_coordinates"])
+            for columns in itertools.product(range(inst.K), repeat=k):
+                point = problem_image(problem, inst, list(columns))
+                if point is None or any(counts[c] == 0 for c in columns):
+                    continue
+                for sym in problem.margin.free_symbols - set(point):  # a parameter divided out of the core
+                    point[sym] = float(inst.param(str(sym))[0])
+                subs = {s_: sp.Float(v, DIGITS) for s_, v in point.items()}
+                value = float(sp.re(sp.N(problem.margin.xreplace(subs), DIGITS)))
+                ok = all(_satisfied(con, subs) for con in problem.constraints)
+                out.append(Placement(value, ok, problem.exact, key))
+    return out
+
+
+_RELAXED: dict[tuple[str, str, int], list[tuple[tuple[int, int, int, int], Any]]] = {}
+
+
+def _relaxed(statement: Any, atoms: int) -> list[tuple[tuple[int, int, int, int], Any]]:
+    """The statement's relaxed problems with ``atoms`` atoms, each with its place in the relaxation (kept: building
+    them is sympy's work)."""
+    from attnbounds.theory.deciding.prover.relax import relax
+
+    key = (statement.id, sp.srepr(statement.relation), atoms)
+    if key not in _RELAXED:
+        _RELAXED[key] = [((c, s_, g, a), problem)
+                         for c, per in enumerate(relax(statement, atoms=atoms).strategies)
+                         for s_, strategy in enumerate(per) for g, group in enumerate(strategy)
+                         for a, problem in enumerate(group.alternatives)]
+    return _RELAXED[key]

@@ -1,0 +1,1291 @@
+"""The relaxed space of a statement: every instance of every length is a point of it, with the same margin.
+
+Most quantities depend on an instance only through a few *distinguished tokens* (the token ``i`` of a per-token
+relation, the token attaining a maximum, the two tokens of a Jacobian entry) and a few *totals* over all tokens
+(``(1/L) sum_j F(l_j)``, ...). With ``t = 1/L`` in ``[0, 1/L_min]`` (``t = 0`` is the limit ``L -> oo``) a
+statement's margin is then a function of
+
+- ``t``, the parameters (``T``, ``a``, the normaliser's own, the statement's), each in its box;
+- the distinguished tokens' coordinates (a logit, through a compactifying change of variable when logits are
+  unbounded), under every *pattern* of which of them are the same token;
+- the other ``L - k`` tokens, as any probability distribution on the token box: when the margin reads ``n``
+  linearly independent functions of a token through totals, ``n`` atoms suffice on a connected box
+  (Fenchel-Bunt; ``n + 1`` when constraints may disconnect it, Caratheodory), with weights on a simplex
+  (stick-breaking coordinates).
+
+Each quantity declares how it reads an instance in these terms: its ``relaxed`` form on its specification
+(:mod:`attnbounds.theory.mathematics.quantities`), written against :class:`RelaxedInstance`. Each hypothesis says what it
+means for the space (its ``relax`` rule, :class:`Space`); a statement with a hypothesis or a quantity that has no
+such rule is not relaxed (:class:`Declined`, with the reason), and keeps the search's verdict.
+
+The map from instances to points (:meth:`RelaxedInstance.image`) is what the value oracle checks: the relaxed
+form evaluated at an instance's own point equals the quantity on that instance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+import sympy as sp
+
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.intervals import Unsupported
+from attnbounds.theory.mathematics.normalisers import L_sym, RatioNormaliser, derivative, l_sym, sigmoid, softplus
+from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin
+from attnbounds.theory.deciding.prover.bnb import branch_and_bound
+from attnbounds.theory.deciding.prover.program import compile_program, exact_rational, run_rigorous
+from attnbounds.theory.mathematics.quantities import QUANTITIES
+from attnbounds.theory.mathematics.statement import Statement, conjuncts
+
+INF = math.inf
+#: the relaxed length variable t = 1/L
+t_sym = sp.Symbol("t", nonnegative=True)
+#: roles a statement may distinguish (their patterns are enumerated: Bell numbers)
+MAX_ROLES = 5
+#: independent token functions the totals may read (atoms are that many, plus one when constrained)
+MAX_MOMENTS = 6
+#: work (operations) spent deciding whether log F is monotone in the logit
+MONOTONE_WORK = 2_000_000
+
+
+class Declined(AttnBoundsError):
+    """The statement has no relaxation (a hypothesis or quantity the prover does not read, ...): the reason."""
+
+
+@dataclass(frozen=True)
+class Coordinate:
+    """One coordinate of the relaxed space: its symbol, its box (the closure: ``t = 0``, unbounded ends) and what
+    it stands for."""
+
+    symbol: sp.Symbol
+    lo: float
+    hi: float
+    kind: str  # "length", "parameter", "role", "atom", "weight"
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": str(self.symbol), "lo": _num(self.lo), "hi": _num(self.hi), "kind": self.kind, "text": self.text}
+
+
+def _num(x: float) -> float | str:
+    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+
+@dataclass
+class Token:
+    """A token of the relaxed instance: its coordinates, logit ``l``, ``lam = log F(l)`` and ``g = (log F)'(l)``;
+    in the weights model (softmax over unbounded logits) its ``weight`` itself, and no logit (``l`` None: softmax
+    weights determine the logits only up to a common shift)."""
+
+    name: str
+    coordinates: list[Coordinate]
+    l: sp.Expr | None
+    lam: sp.Expr
+    g: sp.Expr
+    weight: sp.Expr | None = None
+
+    @property
+    def F(self) -> sp.Expr:
+        return sp.exp(self.lam)
+
+
+# -- the normaliser universe and the token model -------------------------------------------------------------
+@dataclass
+class Space:
+    """What the statement's hypotheses say about the relaxed space (their ``relax`` rules write here)."""
+
+    statement: Statement
+    log_F: sp.Expr | None = None  # log F over l_sym, L_sym and parameter symbols
+    normaliser_params: dict[str, float] = field(default_factory=dict)  # fixed values (T excluded)
+    normaliser_text: str = ""
+    name: str = "relaxed"
+    bounded_logits: bool = False
+    selection: bool = False
+    min_length: int = 1
+    boxes: dict[str, tuple[float, float]] = field(default_factory=dict)  # parameter boxes (closure)
+    understood: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    pending: list[tuple[Callable[[RatioNormaliser], bool], str]] = field(default_factory=list)
+
+    # rules the hypotheses call -----------------------------------------------------------------------------
+    def normaliser(self, log_F: sp.Expr, params: dict[str, float], text: str, name: str = "relaxed") -> None:
+        """The weights come from ``F = exp(log_F)`` with these parameter values (``T`` free)."""
+        log_F = sp.sympify(log_F)
+        self.name = name
+        if self.log_F is not None and sp.simplify(self.log_F - log_F) != 0:
+            self.problems.append(f"two normalisers ({self.normaliser_text}; {text})")
+        self.log_F = log_F
+        self.normaliser_params = {k: float(v) for k, v in params.items() if k != "T"}
+        self.normaliser_text = text
+        self._bound("T", 0.0, INF)  # a temperature is > 0
+
+    def make(self, T: float) -> RatioNormaliser:
+        """The universe's normaliser at temperature ``T`` (its other parameters at their values)."""
+        assert self.log_F is not None
+        return RatioNormaliser(self.name, self.log_F, {**self.normaliser_params, "T": float(T)})
+
+    def softmax(self) -> None:
+        """``log F = l / T + c`` (the constant c cancels in the weights)."""
+        T = sp.Symbol("T")
+        if self.log_F is None:
+            self.normaliser(l_sym / T, {}, "softmax, log F = l/T", name="softmax")
+            return
+        slope = sp.diff(self.log_F, l_sym)
+        if l_sym in slope.free_symbols or sp.simplify(slope * T - 1) != 0:
+            self.problems.append(f"the statement's normaliser ({self.normaliser_text}) is not a softmax")
+
+    def normaliser_property(self, holds: Callable[[RatioNormaliser], bool], text: str) -> None:
+        """A property of F the prover checks on the universe's ``log F`` once it is known (it then holds on every
+        instance); alone, with no hypothesis fixing log F, it ranges over every such F (not relaxed)."""
+        self.pending.append((holds, text))
+
+    def check_properties(self) -> None:
+        """Decide the pending properties on the universe's log F (after every hypothesis is read)."""
+        for holds, text in self.pending:
+            if self.log_F is None:
+                self.problems.append(f"'{text}' alone ranges over every such F (the prover reads one log F)")
+            elif not holds(RatioNormaliser("relaxed", self.log_F, {**self.normaliser_params, "T": 1.0})):
+                self.problems.append(f"the normaliser {self.normaliser_text} does not satisfy '{text}'")
+
+    def bound_logits(self) -> None:
+        """Every logit lies in ``[-a, a]``."""
+        self.bounded_logits = True
+
+    def top_n(self) -> None:
+        """The selection I_N holds N largest weights: two populations of tokens, every selected one at least as heavy
+        as every other one."""
+        self.selection = True
+
+    def require_length(self, n: int) -> None:
+        self.min_length = max(self.min_length, int(n))
+
+    def parameter_formula(self, formula: sp.Basic) -> None:
+        """A conjunction of bounds on one parameter (``T > 0``, ``1 <= N <= L``): the parameter's box."""
+        parts = list(formula.args) if isinstance(formula, sp.And) else [formula]
+        for rel in parts:
+            if not isinstance(rel, sp.core.relational.Relational):
+                self.problems.append(f"cannot read the bound {rel}")
+                continue
+            lhs, rhs = rel.lhs, rel.rhs
+            if isinstance(rel, (sp.GreaterThan, sp.StrictGreaterThan)):
+                lhs, rhs = rhs, lhs  # now lhs <= rhs
+            if isinstance(rhs, sp.Symbol) and lhs.is_number:
+                self._bound(str(rhs), float(lhs), INF)
+            elif isinstance(lhs, sp.Symbol) and rhs.is_number:
+                self._bound(str(lhs), -INF, float(rhs))
+            elif isinstance(lhs, sp.Symbol) and isinstance(rhs, sp.Symbol) and {str(lhs), str(rhs)} == {"N", "L"}:
+                continue  # N <= L: the selection's structure
+            else:
+                self.problems.append(f"cannot read the bound {rel}")
+
+    def _bound(self, name: str, lo: float, hi: float) -> None:
+        if name == "L":
+            self.require_length(int(math.ceil(lo)))
+            if hi < INF:
+                self.boxes["L"] = (max(self.boxes.get("L", (1, INF))[0], lo), min(self.boxes.get("L", (1, INF))[1], hi))
+            return
+        old = self.boxes.get(name, (-INF, INF))
+        self.boxes[name] = (max(old[0], lo), min(old[1], hi))
+
+
+def _t_scaled(log_F: sp.Expr) -> bool:
+    """Whether log F depends on the logit and T only through l / T (the logit coordinate then absorbs T)."""
+    T = sp.Symbol("T")
+    if T not in log_F.free_symbols and any(s.name == "T" for s in log_F.free_symbols):
+        T = next(s for s in log_F.free_symbols if s.name == "T")
+    z = sp.Dummy("z")
+    scaled = log_F.xreplace({l_sym: z * T})
+    return T not in sp.simplify(scaled).free_symbols
+
+
+def _plain(expr: sp.Expr) -> sp.Expr:
+    """Parameter symbols without assumptions (the relaxed space's coordinates are plain real symbols)."""
+    return expr.xreplace({s: sp.Symbol(s.name, real=True) for s in expr.free_symbols
+                          if isinstance(s, sp.Symbol) and s not in (l_sym, L_sym)})
+
+
+class TokenModel:
+    """A token's coordinates and features under the space's normaliser and logit domain.
+
+    Bounded logits: ``l = a u`` with ``u`` in ``[-1, 1]``. Unbounded logits: ``l = S log(s / (1 - s))`` with ``s``
+    in ``[0, 1]`` (``S = T`` when log F reads ``l / T`` only, else 1): a bounded change of variable, so that
+    suprema approached as logits go to infinity are in the (closed) relaxed space; F's features are then
+    simplified symbolically, so that they usually extend continuously to ``s = 0`` and ``s = 1``.
+    """
+
+    def __init__(self, space: Space, params: dict[str, sp.Expr], length: sp.Expr, boxes: list[Coordinate]):
+        assert space.log_F is not None
+        self.boxes = boxes
+        self.space = space
+        self.params = params
+        self.length = length
+        log_F = _plain(space.log_F)
+        subs = {sp.Symbol(k, real=True): v for k, v in params.items()}
+        self.log_F = _exact_floats(log_F.xreplace(subs).xreplace({L_sym: length}))
+        self.dlog_F = _exact_floats(_plain(derivative(space.log_F, l_sym)).xreplace(subs).xreplace({L_sym: length}))
+        self.scaled = _t_scaled(space.log_F)
+        self.count = 0
+        self._monotone: int | None = None
+        T = params.get("T", sp.Symbol("T"))
+        slope = sp.diff(self.log_F, l_sym)
+        #: softmax over unbounded logits: every point of the open simplex is the weights of some logits, so the
+        #: tokens are their weights (roles by stick-breaking, the others as a mass-weighted distribution of weights)
+        self.weights = (not space.bounded_logits and not space.selection and l_sym not in slope.free_symbols
+                        and sp.simplify(slope * T - 1) == 0)
+        self.T = T
+
+    def describe(self) -> str:
+        if self.weights:
+            return ("softmax over unbounded logits: the weights themselves (distinguished tokens by stick-breaking, "
+                    "the others as a mass-weighted distribution of their weights)")
+        if self.space.bounded_logits:
+            return "logits l = a u, u in [-1, 1]"
+        return "logits l = " + ("T" if self.scaled else "") + " log(s / (1 - s)), s in [0, 1] (compactified)"
+
+    def new_weighted(self, name: str, kind: str, left: sp.Expr) -> tuple[Token, sp.Expr]:
+        """The weights model: a distinguished token taking the share ``b`` of the weight ``left`` not yet given out
+        (``kind`` role), or an atom of the others (``kind`` atom: a weight ``left * y``, ``y`` the fraction of the
+        others' total); returns the token and what is left."""
+        if kind == "role":
+            b = sp.Symbol(f"b_{name}", nonnegative=True)
+            w = left * b
+            coord = Coordinate(b, 0.0, 1.0, kind, f"share of {name} in the weight left")
+            return Token(name, [coord], None, sp.log(w), 1 / self.T, w), left * (1 - b)
+        y = sp.Symbol(f"y_{name}", nonnegative=True)
+        w = left * y
+        coord = Coordinate(y, 0.0, 1.0, kind, f"weight of a token of {name} over the others' total")
+        return Token(name, [coord], None, sp.log(w), 1 / self.T, w), left
+
+    def at_end(self, side: int) -> Token:
+        """The token box's end ``l = +a`` (``side`` 1) or ``-a`` (-1), as a token without coordinates."""
+        if not self.space.bounded_logits:
+            raise Declined("the ends of the logit box are at infinity without logits-bounded")
+        l = side * self.params["a"]
+        return Token(f"end{'+' if side > 0 else '-'}", [], l, self.log_F.xreplace({l_sym: l}),
+                     self.dlog_F.xreplace({l_sym: l}))
+
+    def monotone(self) -> int:
+        """+1 when log F increases with the logit on the whole box for every parameter value in ``boxes`` (certified
+        by a small branch and bound on ``(log F)' >= 0``), -1 when it decreases, 0 otherwise."""
+        if self._monotone is None:
+            tok = self.new("mono", "role")
+            self.count -= 1
+            self._monotone = 0
+            for sign in (1, -1):
+                core, _ = strip_positive(sign * tok.g)
+                L_lo, L_hi = self.space.boxes.get("L", (1.0, INF))
+                length = Coordinate(t_sym, 0.0 if not math.isfinite(L_hi) else 1.0 / L_hi, 1.0 / max(L_lo, 1.0),
+                                    "length", "t = 1/L")  # a length-aware F reads L
+                coords = [*tok.coordinates, *(c for c in [*self.boxes, length] if c.symbol in core.free_symbols)]
+                if not core.free_symbols <= {c.symbol for c in coords}:
+                    continue
+                problem = Problem("monotone", 0, "log F", coords, core, [], False, core, [], {}, 0, 0, {}, "")
+                if branch_and_bound(problem, MONOTONE_WORK).status == "proved":
+                    self._monotone = sign
+                    break
+        return self._monotone
+
+    @property
+    def span(self) -> tuple[float, float]:
+        """The range of a token's coordinate (u over a, or the compactified s)."""
+        return (-1.0, 1.0) if self.space.bounded_logits else (0.0, 1.0)
+
+    def new(self, name: str, kind: str, within: tuple[sp.Expr, sp.Expr] | None = None) -> Token:
+        """A token with its own coordinate; ``within = (lo, hi)`` (expressions of other coordinates) makes its
+        coordinate ``lo + (hi - lo) sigma`` with ``sigma`` in [0, 1] its own (a token of one side of a threshold)."""
+        self.count += 1
+        bounded = self.space.bounded_logits
+        base = sp.Symbol(f"{'u' if bounded else 's'}_{name}", real=True)
+        if within is None:
+            lo, hi = self.span
+            coord = Coordinate(base, lo, hi, kind, f"logit of {name} over a" if bounded else
+                               f"sigmoid of the logit of {name}" + (" over T" if self.scaled else ""))
+            c: sp.Expr = base
+        else:
+            sigma = sp.Symbol(f"sigma_{name}", real=True)
+            coord = Coordinate(sigma, 0.0, 1.0, kind, f"place of {name} between {within[0]} and {within[1]}")
+            c = within[0] + (within[1] - within[0]) * sigma
+        if bounded:
+            l = self.params["a"] * c
+            return Token(name, [coord], l, self.log_F.xreplace({l_sym: l}), self.dlog_F.xreplace({l_sym: l}))
+        scale = self.params["T"] if self.scaled else sp.Integer(1)
+        l = scale * sp.log(base / (1 - base))
+        lam = _compact(self.log_F.xreplace({l_sym: l}), base).xreplace({base: c})
+        g = _compact(self.dlog_F.xreplace({l_sym: l}), base).xreplace({base: c})
+        return Token(name, [coord], l.xreplace({base: c}), lam, g)
+
+
+#: what a token of the log-F-values model has instead of a logit and a slope: a relation that reads one declines
+NO_LOGIT, NO_SLOPE = sp.Symbol("_no_logit", real=True), sp.Symbol("_no_slope", real=True)
+
+
+class LogFValues:
+    """The tokens as their values ``lam = log F`` alone, each a real coordinate ``D`` (what it exceeds a reference
+    token's by, :func:`_anchor`): for a relation that reads F only through ratios of its values (the weights, Lemma
+    1's C_1 and C_2), every instance is a point (``D`` its log F's differences, the extremes of F on [-a, a] free
+    points beyond the tokens'), so a proof holds for every F, monotone or not. Ties are ``D = 0``, faces of the
+    space. A point is not realised as logits (F need not be onto the reals): a negative box refutes nothing here."""
+
+    weights = False
+    scaled = False
+
+    def __init__(self, model: TokenModel):
+        self.T = model.T
+        self.space = model.space
+        self.count = 0
+
+    def describe(self) -> str:
+        return "log F values: each token its log F over a reference token's (F read through ratios only)"
+
+    def monotone(self) -> int:
+        return 0  # the extremes of F on [-a, a] are free points (or the tokens')
+
+    def at_end(self, side: int) -> Token:
+        raise Declined("the ends of the logit box in the log-F-values model")
+
+    def new(self, name: str, kind: str, within: tuple[sp.Expr, sp.Expr] | None = None) -> Token:
+        if within is not None:
+            raise Declined("a token beyond a threshold in the log-F-values model")
+        self.count += 1
+        d = sp.Symbol(f"D_{name}", real=True)
+        return Token(name, [Coordinate(d, -INF, INF, kind, f"log F of {name} over the reference token's")], NO_LOGIT,
+                     d, NO_SLOPE)
+
+
+def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], reference: Token
+            ) -> tuple[sp.Expr, list[sp.Expr]]:
+    """The log-F-values model's margin and constraints with ``reference``'s log F at 0: sound when they read log F
+    only through differences (a common shift ``c`` of every token's ``D`` cancels, as sympy's own simplification
+    shows; else Declined), and when they read no logit or slope."""
+    read = margin.free_symbols.union(*(con.free_symbols for con in constraints))
+    if read & {NO_LOGIT, NO_SLOPE}:
+        raise Declined("the relation reads a logit or a slope, not only log F")
+    c = sp.Symbol("_shift", real=True)
+    shift = {tok.lam: tok.lam + c for tok in tokens}
+    for expr in (margin, *constraints):
+        if expr.xreplace(shift).has(c):
+            raise Declined("the relation reads log F itself, not only its differences")
+    zero = {reference.lam: sp.Integer(0)}
+    return margin.xreplace(zero), [con.xreplace(zero) for con in constraints]
+
+
+def _propagate_orders(coords: list[Coordinate], constraints: list[sp.Expr]) -> list[Coordinate]:
+    """The coordinates' ends tightened by the constraints that order them: ``D >= 0`` (``-D >= 0``) is a lower
+    (upper) end 0, ``D_x - D_y >= 0`` gives ``D_x`` at least ``D_y``'s lower end and ``D_y`` at most ``D_x``'s
+    upper one (to a fixed point). Sound: no point satisfying the constraints is cut."""
+    lo = {c.symbol: c.lo for c in coords}
+    hi = {c.symbol: c.hi for c in coords}
+    orders: list[tuple[sp.Symbol, sp.Symbol]] = []  # (x, y): x >= y
+    for con in constraints:
+        if isinstance(con, sp.Symbol) and con in lo:
+            lo[con] = max(lo[con], 0.0)
+        elif isinstance(-con, sp.Symbol) and -con in lo:
+            hi[-con] = min(hi[-con], 0.0)
+        elif isinstance(con, sp.Add) and len(con.args) == 2:
+            pos = [a for a in con.args if isinstance(a, sp.Symbol)]
+            neg = [-a for a in con.args if isinstance(-a, sp.Symbol)]
+            if len(pos) == 1 and len(neg) == 1 and pos[0] in lo and neg[0] in lo:
+                orders.append((pos[0], neg[0]))
+    for _ in range(len(coords) + 1):
+        changed = False
+        for x, y in orders:
+            if lo[y] > lo[x]:
+                lo[x], changed = lo[y], True
+            if hi[x] < hi[y]:
+                hi[y], changed = hi[x], True
+        if not changed:
+            break
+    return [dataclasses.replace(c, lo=lo[c.symbol], hi=hi[c.symbol]) if (lo[c.symbol], hi[c.symbol]) != (c.lo, c.hi)
+            else c for c in coords]
+
+
+def _extreme_of(role: "Role") -> str:
+    """Whether a point stands for the largest ("max") or smallest ("min") log F on the box: it dominates a token of
+    smaller log F."""
+    assert role.dominates is not None
+    probe = role.dominates(Token("p", [], None, sp.Integer(1), sp.Integer(0)), Token("k", [], None, sp.Integer(0),
+                                                                                   sp.Integer(0)))
+    return "max" if sp.sympify(probe).is_positive else "min"
+
+
+def _anchor_problem(b: "_Builder", margin: sp.Expr, constraints: list[sp.Expr], owners: list[str | None],
+                    roles: list[Token], atoms: list[Token]) -> tuple[sp.Expr, list[sp.Expr], dict[str, Any]]:
+    """:func:`_anchor` at the reference token: the token (or point) of the smallest log F when a role or point says
+    which (every other ``D`` is then >= 0), else the first distinguished token, else the first atom. When a token or
+    point of the largest log F is known too, it is ``Delta >= 0`` and every other token ``D = Delta sigma`` with
+    ``sigma`` in [0, 1]: both extremes' constraints then hold by construction and are dropped. Returns the margin,
+    the constraints and what the realisation needs: where the reference is (``("role", k)``, ``("atom", j)``,
+    ``("point", "min")``), the bracket (the top and each token's sigma), the new coordinates."""
+    points = list(b.points.values())
+
+    def extreme(which: str) -> tuple[tuple[str, Any], Token, str] | None:
+        for name, role in b.roles.items():
+            if role.extreme == which and role.dominates is not None and _extreme_of(role) == which:
+                tok = b.token_of_role[name]
+                return ("role", roles.index(tok)), tok, name
+        for role, p in points:
+            if _extreme_of(role) == which:
+                return ("point", which), p, role.name
+        return None
+
+    bottom, top = extreme("min"), extreme("max")
+    if bottom is not None:
+        ref, token, _ = bottom
+    elif roles or atoms:
+        ref, token = (("role", 0), roles[0]) if roles else (("atom", 0), atoms[0])
+    else:
+        raise Declined("no token to anchor log F at")
+    everyone = [*roles, *atoms, *(p for _, p in points)]
+    margin, constraints = _anchor(margin, constraints, everyone, token)
+    out: dict[str, Any] = {"reference": ref, "coordinates": [], "bracket": None}
+    if bottom is not None and top is not None:
+        delta = top[1].lam if top[1] is not token else sp.Integer(0)
+        sigmas: dict[sp.Symbol, sp.Symbol] = {}
+        subs: dict[sp.Expr, sp.Expr] = {}
+        for tok in everyone:
+            if tok is token or tok is top[1]:
+                continue
+            sigma = sp.Symbol(f"sigma_{tok.name}", real=True)
+            sigmas[tok.lam] = sigma
+            subs[tok.lam] = delta * sigma
+            out["coordinates"].append(Coordinate(sigma, 0.0, 1.0, "token", f"place of {tok.name}'s log F between "
+                                                                          "the smallest and the largest"))
+        keep = [k for k, owner in enumerate(owners) if owner not in (bottom[2], top[2])]
+        margin = margin.xreplace(subs)
+        constraints = [constraints[k].xreplace(subs) for k in keep]
+        out["bracket"] = {"top": top[0], "sigma": sigmas}
+        if isinstance(delta, sp.Symbol):
+            out["ends"] = {delta: (0.0, INF)}
+    return margin, constraints, out
+
+
+def _compact(expr: sp.Expr, s: sp.Symbol) -> sp.Expr:
+    """``expr`` at ``l = S log(s/(1-s))``, simplified so that it is finite at s = 0, 1 where it can be: sigmoid
+    and softplus of the logit become rational in s."""
+    rewritten = expr.replace(lambda e: isinstance(e, sigmoid), lambda e: e.rewrite(sp.exp)) \
+                    .replace(lambda e: isinstance(e, softplus), lambda e: e.rewrite(sp.log))
+    out = sp.simplify(sp.powsimp(sp.expand_log(rewritten, force=True), force=True))
+    return out
+
+
+# -- what a quantity's relaxed form reads ------------------------------------------------------------------------
+@dataclass
+class Role:
+    """A token a quantity's relaxed form singles out (the maximum, the minimum, ...): its name and what makes it so."""
+    name: str
+    #: ``dominates(r, k) >= 0`` for every other token k: the constraint that makes r the token of a maximum
+    dominates: Callable[[Token, Token], sp.Expr] | None = None
+    #: "max" / "min": the quantity is the largest / smallest of its value at every token (its value at any other
+    #: token is then a lower / upper bound of it)
+    extreme: str | None = None
+
+
+@dataclass
+class _Total:
+    symbol: sp.Symbol
+    fn: Callable[[Token], sp.Expr]
+    exclude: tuple[str, ...]
+    selected: bool | None = None
+
+
+class RelaxedInstance:
+    """The relaxed instance a quantity's ``relaxed`` form reads (the analogue of a ball form's ExactInstance).
+
+    ``t`` is ``1/L``; :meth:`param` a parameter; :meth:`role` a distinguished token (per-token quantities share the
+    role ``i``; a quantity of one value per instance names its own, as ``rx.role("top", dominates=...)``);
+    :meth:`total` ``(1/L) sum_j fn(token_j)`` over all tokens (or all but some roles); :meth:`weight` the weight
+    ``alpha`` of a role.
+    """
+
+    def __init__(self, builder: "_Builder", namespace: str = ""):
+        self._b = builder
+        self._ns = namespace
+
+    @property
+    def t(self) -> sp.Expr:
+        return t_sym
+
+    def param(self, name: str) -> sp.Expr:
+        return self._b.param(name)
+
+    def role(self, name: str, *, dominates: Callable[[Token, Token], sp.Expr] | None = None,
+             extreme: str | None = None) -> Token:
+        """A distinguished token; ``dominates(r, k) >= 0`` (optional) must hold against every other token ``k``
+        (the token of a maximum: ``lambda r, k: r.lam - k.lam``); ``extreme`` says whether the quantity is the
+        largest ("max") or smallest ("min") of its value at every token."""
+        full = f"{self._ns}.{name}" if self._ns else name
+        return self._b.role(Role(full, dominates, extreme))
+
+    def point(self, name: str, *, dominates: Callable[[Token, Token], sp.Expr]) -> Token:
+        """A point of the token box that is not a token (where F attains its extremes on [-a, a], say): it is
+        constrained against every token (``dominates(p, k) >= 0``), never counted among them."""
+        return self._b.point(Role(name, dominates))
+
+    def log_F_extremes(self, tokens_move: int = 0) -> tuple[sp.Expr, sp.Expr]:
+        """``(min, max)`` of log F over the logit box ``[-a, a]``: at its ends when log F is monotone in the logit
+        (certified); else, when the quantity moves by the sign ``tokens_move`` if the extremes over the tokens replace
+        those over the box and the margin moves the other way with it (sound: the margin only decreases), the tokens
+        of the smallest and largest log F; else two points of the box that are not tokens, constrained to be at most
+        / at least every token's log F."""
+        b = self._b
+        if not b.space.bounded_logits:
+            raise Declined("the extremes of F over [-a, a] need the hypothesis logits-bounded")
+        side = b.model.monotone()
+        if side:
+            lo, hi = b.model.at_end(-side), b.model.at_end(side)
+            return lo.lam, hi.lam
+        if tokens_move and getattr(b, "margin_signs", {}).get(self._ns, 0) * tokens_move < 0:
+            b.bounded_by_tokens = True
+            top = b.role(Role("F.max", lambda p, k: p.lam - k.lam, "max"))
+            bottom = b.role(Role("F.min", lambda p, k: k.lam - p.lam, "min"))
+            return bottom.lam, top.lam
+        top = self.point("F.max", dominates=lambda p, k: p.lam - k.lam)
+        bottom = self.point("F.min", dominates=lambda p, k: k.lam - p.lam)
+        return bottom.lam, top.lam
+
+    @property
+    def bounded_logits(self) -> bool:
+        """Whether every logit lies in ``[-a, a]`` (the hypothesis ``logits-bounded``)."""
+        return self._b.space.bounded_logits
+
+    def same(self, a: Token, b: Token) -> bool:
+        return a is b
+
+    def total(self, fn: Callable[[Token], sp.Expr], exclude: Sequence[Token] = (), *, selected: bool | None = None
+              ) -> sp.Expr:
+        """``(1/L) sum_j fn(token_j)`` over every token (but ``exclude``), or over the selected ones (``selected``
+        True) or the others (False) of the top-N selection."""
+        return self._b.total(fn, tuple(tok.name for tok in exclude), selected)
+
+    def weight(self, tok: Token) -> sp.Expr:
+        """``alpha = F(l) / sum_j F(l_j) = t / total(F / F(l))`` (the ratio form: no large numbers), or the token's
+        weight itself in the weights model."""
+        if tok.weight is not None:
+            return tok.weight
+        return t_sym / self.total(lambda other: sp.exp(other.lam - tok.lam))
+
+
+class _Builder:
+    """One pass over a statement's quantities under one pattern of roles (see :func:`relax`)."""
+
+    def __init__(self, space: Space, pattern: dict[str, int] | None, parameters: dict[str, sp.Expr],
+                 param_coords: list[Coordinate], model: "TokenModel", aliases: dict[str, str] | None = None,
+                 margin_signs: dict[str, int] | None = None):
+        self.space = space
+        self.param_coords = param_coords
+        self.pattern = dict(pattern or {})
+        self.parameters = parameters
+        self.roles: dict[str, Role] = {}
+        self.tokens: dict[int, Token] = {}
+        self.token_of_role: dict[str, Token] = {}
+        self.totals: list[_Total] = []
+        self.points: dict[str, tuple[Role, Token]] = {}
+        self.model = model
+        self.left: sp.Expr = sp.Integer(1)  # the weights model: the weight not given to a distinguished token
+        self.aliases: dict[str, str] = dict(aliases or {})
+        #: per quantity, the sign with which the margin moves with it (0: unknown), and whether a quantity was read
+        #: with F's extremes over the tokens (the problem's margin is then at most the instance's)
+        self.margin_signs: dict[str, int] = dict(margin_signs or {})
+        self.bounded_by_tokens = False
+
+    def param(self, name: str) -> sp.Expr:
+        if name not in self.parameters:
+            raise Declined(f"the relaxation has no coordinate for the parameter {name!r}")
+        return self.parameters[name]
+
+    def role(self, role: Role) -> Token:
+        if role.name in self.aliases:  # the quantity read at another distinguished token (a bound of it)
+            return self.token_of_role[self.aliases[role.name]]
+        if role.name in self.token_of_role:
+            return self.token_of_role[role.name]
+        self.roles[role.name] = role
+        cls = self.pattern.setdefault(role.name, max(self.pattern.values(), default=-1) + 1)
+        if cls not in self.tokens:
+            if self.model.weights:
+                self.tokens[cls], self.left = self.model.new_weighted(f"r{cls}", "role", self.left)
+            else:
+                self.tokens[cls] = self.model.new(f"r{cls}", "role")
+        self.token_of_role[role.name] = self.tokens[cls]
+        return self.tokens[cls]
+
+    @contextlib.contextmanager
+    def sealed(self) -> Iterator[None]:
+        """While totals' bodies are evaluated: a body reads tokens and constants, never another total."""
+        self._sealed = True
+        try:
+            yield
+        finally:
+            self._sealed = False
+
+    def point(self, role: Role) -> Token:
+        if role.name not in self.points:
+            self.points[role.name] = (role, self.model.new(f"p{len(self.points)}", "point"))
+        return self.points[role.name][1]
+
+    def total(self, fn: Callable[[Token], sp.Expr], exclude: tuple[str, ...], selected: bool | None = None) -> sp.Expr:
+        if getattr(self, "_sealed", False):
+            raise Declined("a quantity's relaxed form takes a total inside a total's body: compute the inner total "
+                           "first and read it as a constant")
+        if selected is not None and not self.space.selection:
+            raise Declined("a total over the selection, and no hypothesis says which tokens it holds (top-N)")
+        sym = sp.Symbol(f"_total{len(self.totals)}", real=True)
+        self.totals.append(_Total(sym, fn, exclude, selected))
+        return sym
+
+
+# -- the relaxation of one statement ------------------------------------------------------------------------------
+@dataclass
+class Problem:
+    """One conjunct of a statement under one pattern of its roles: prove ``core >= 0`` (``> 0`` when strict) on the
+    box of ``coordinates`` where ``constraints`` (each ``>= 0``) may hold."""
+
+    statement_id: str
+    conjunct: int
+    pattern: str
+    coordinates: list[Coordinate]
+    core: sp.Expr
+    constraints: list[sp.Expr]
+    strict: bool
+    margin: sp.Expr  # the margin itself (rhs - lhs), before positive factors were divided out
+    stripped: list[str]  # the positive factors divided out ("t", "1/T", ...)
+    roles: dict[str, str]  # role -> token of the pattern
+    atoms: int
+    moments: int
+    parameters: dict[str, sp.Expr]
+    model: str
+    #: absolute values replaced by their argument's sign on the whole box (each certified there): (argument, sign)
+    signs: list[tuple[sp.Expr, int]] = field(default_factory=list)
+    #: whether the margin is the instance's at its point (False: at most it, a maximum read at another token or F's
+    #: extremes over the tokens; a proof still proves the statement)
+    exact: bool = True
+    #: how a point becomes an instance: the logits of the distinguished tokens and the atoms, the atoms' masses (or,
+    #: in the weights model, their token counts), the range of L
+    realisation: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def symbols(self) -> list[sp.Symbol]:
+        return [c.symbol for c in self.coordinates]
+
+    def describe(self) -> str:
+        return (f"conjunct {self.conjunct}, {self.pattern}: {len(self.coordinates)} coordinates ("
+                + ", ".join(f"{c.symbol} in [{c.lo:g}, {c.hi:g}]" for c in self.coordinates) + f"); {self.atoms} atom(s) "
+                f"for {self.moments} total(s) of the other tokens; {self.model}")
+
+
+@dataclass
+class Group:
+    """The instances of one conjunct under one pattern of its distinguished tokens: proved when one of the
+    ``alternatives`` (relaxed problems of them all) closes."""
+
+    conjunct: int
+    pattern: str
+    alternatives: list[Problem]
+
+
+@dataclass
+class Relaxation:
+    """A statement's relaxation: for each conjunct, strategies tried in turn, each a list of groups that must all be
+    proved (the first: quantities of a maximum on the margin's favourable side read at another distinguished token;
+    the last: every distinguished token with its constraints)."""
+
+    statement: Statement
+    strategies: list[list[list[Group]]]  # per conjunct, its strategies
+    space: Space
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[Problem]:
+        return [p for per in self.strategies for strategy in per for g in strategy for p in g.alternatives]
+
+    def describe(self) -> str:
+        return "\n".join(p.describe() for p in self.problems)
+
+
+def _partitions(items: list[str]) -> Iterator[dict[str, int]]:
+    """Every set partition of ``items`` as item -> class index (classes numbered in order of first item)."""
+    if not items:
+        yield {}
+        return
+    first, rest = items[0], items[1:]
+    for part in _partitions(rest):
+        classes = sorted(set(part.values()))
+        for c in classes:  # join an existing class
+            yield {first: c, **part}
+        yield {first: len(classes), **part}  # or a class of its own
+
+
+def _space(statement: Statement) -> Space:
+    space = Space(statement)
+    for h in statement.hypotheses:
+        rule = h.relax
+        if rule is None:
+            raise Declined(f"the hypothesis {h.id!r} has no relaxation ({h.description})")
+        rule(space)
+        space.understood.append(h.id)
+    space.check_properties()
+    if space.problems:
+        raise Declined("; ".join(space.problems))
+    if space.log_F is None:
+        raise Declined("no normaliser of the form F / sum F is fixed by the hypotheses (softmax, or normaliser(<name>) "
+                       "with a log F): the relaxation reads the weights through one log F")
+    for name, value in statement.fixed.items():
+        space.boxes[name] = (float(value), float(value))
+    for name, (lo, hi) in statement.ranges.items():
+        if name == "L":
+            space.require_length(int(math.ceil(lo)))
+            space.boxes["L"] = (float(lo), float(hi))
+        else:
+            old = space.boxes.get(name, (-INF, INF))
+            space.boxes[name] = (max(old[0], float(lo)), min(old[1], float(hi)))
+    return space
+
+
+def _parameter_coordinates(statement: Statement, space: Space) -> tuple[dict[str, sp.Expr], list[Coordinate]]:
+    """A coordinate (or a fixed value) for every parameter the statement or its normaliser reads."""
+    names = set(statement.parameters()) | {"T"} | set(statement.defaults)
+    if space.bounded_logits:
+        names.add("a")
+    names -= {"L", "N"}
+    assert space.log_F is not None
+    out: dict[str, sp.Expr] = {}
+    coords: list[Coordinate] = []
+    for name in sorted(names):
+        if name in space.normaliser_params and name not in space.boxes:
+            out[name] = _exact(space.normaliser_params[name])
+            continue
+        default = statement.defaults.get(name)
+        if default is not None and not isinstance(default, str) and name not in space.boxes:
+            out[name] = _exact(float(default))
+            continue
+        lo, hi = space.boxes.get(name, (-INF, INF))
+        if lo > hi:
+            raise Declined(f"the parameter {name} has an empty box [{lo:g}, {hi:g}]")
+        if lo == hi:
+            out[name] = _exact(lo)
+            continue
+        sym = _symbol(name, lo, _positive_domain(statement, name) or name == "T")
+        out[name] = sym
+        coords.append(Coordinate(sym, lo, hi, "parameter", f"the parameter {name}"))
+    for name, value in space.normaliser_params.items():
+        out.setdefault(name, _exact(value))
+    if space.selection:  # N = 1 + rho (L - 1): every whole N in [1, L] for every L
+        nu = sp.Symbol("nu", positive=True)  # > 0 on every instance (N >= 1): a factor of it divides out
+        coords.append(Coordinate(nu, 0.0, 1.0, "parameter", "nu = N / L, the share of the selection (N >= 1: nu >= t)"))
+        out["N"] = nu / t_sym
+    a, T = out.get("a"), out.get("T")
+    if space.bounded_logits and isinstance(a, sp.Symbol) and isinstance(T, sp.Symbol) and _t_scaled(space.log_F):
+        # F reads l / T = (a / T) u: one coordinate beta = a / T for both (a = beta T wherever a appears)
+        ca = next(c for c in coords if c.symbol == a)
+        cT = next(c for c in coords if c.symbol == T)
+        beta = sp.Symbol("beta", nonnegative=True)
+        lo_b = ca.lo / cT.hi if math.isfinite(cT.hi) else 0.0
+        hi_b = INF if cT.lo <= 0 or not math.isfinite(ca.hi) else ca.hi / cT.lo
+        coords = [c for c in coords if c.symbol != a] + [Coordinate(beta, lo_b, hi_b, "parameter", "beta = a / T")]
+        out["a"] = beta * T
+    return out, coords
+
+
+def _symbol(name: str, lo: float, positive: bool) -> sp.Symbol:
+    """A parameter's coordinate symbol, with the sign sympy may use when it simplifies (> 0, >= 0, real)."""
+    if positive and lo >= 0:
+        return sp.Symbol(name, positive=True)
+    if lo >= 0:
+        return sp.Symbol(name, nonnegative=True)
+    return sp.Symbol(name, real=True)
+
+
+def _exact(value: float) -> sp.Expr:
+    return sp.Integer(int(value)) if float(value).is_integer() else sp.Rational(value)
+
+
+def _relation_env(statement: Statement, rx: RelaxedInstance, builder: _Builder, conjunct: sp.Rel) -> dict[sp.Basic, sp.Expr]:
+    env: dict[sp.Basic, sp.Expr] = {}
+    aliased = {name.split(".", 1)[0] for name in builder.aliases}
+    # in a fixed order (sympy's sets are not); a quantity read at another's token after that one
+    for sym in sorted(conjunct.free_symbols, key=lambda s_: (statement.bindings.get(str(s_)) in aliased, str(s_))):
+        name = str(sym)
+        qname = statement.bindings.get(name)
+        if qname is None:
+            env[sym] = 1 / t_sym if name == "L" else builder.param(name)
+            continue
+        if "selection" in QUANTITIES[qname].needs and not builder.space.selection:
+            raise Declined(f"{qname} reads the selection I_N, and no hypothesis says which tokens it holds (top-N)")
+        q = QUANTITIES[qname]
+        form = q.forms.get("relaxed")
+        if form is None:
+            raise Declined(f"the quantity {qname} has no relaxed form")
+        if q.shape == "BN":
+            raise Declined(f"{qname} is a per-selected-token quantity (not relaxed yet)")
+        try:
+            env[sym] = form(RelaxedInstance(builder, "" if q.shape == "BL" else qname))
+        except Unsupported as exc:
+            raise Declined(f"{qname}: {exc}") from None
+    return env
+
+
+def _moments(bodies: list[sp.Expr], token_symbols: set[sp.Symbol]) -> list[sp.Expr]:
+    """The distinct functions of a generic token that ``bodies`` are linear combinations of (raises Declined when a
+    body does not split into constant times token function)."""
+    found: list[sp.Expr] = []
+    for body in bodies:
+        expanded = sp.expand(sp.powsimp(body, force=True), power_exp=True, mul=True, multinomial=True, log=False,
+                             power_base=False, deep=False)
+        for term in sp.Add.make_args(expanded):
+            _, dep = term.as_independent(*token_symbols, as_Add=False)
+            if dep == 1:
+                continue
+            if not dep.free_symbols <= token_symbols:
+                raise Declined(f"a total reads {body}, which does not split into a constant times a function of the "
+                               f"token (the others' distribution is not captured by finitely many averages)")
+            _, dep = dep.as_coeff_Mul()
+            if not any(sp.simplify(dep - f) == 0 for f in found):
+                found.append(dep)
+    return found
+
+
+def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
+    """The relaxed problems of ``statement`` (one per conjunct and pattern of roles); :class:`Declined` says why not.
+    ``atoms`` (the value oracle's) gives the others that many atoms instead of as many as the totals need."""
+    if statement.kind != "deterministic":
+        raise Declined("an expectation over random draws (the relaxation reads deterministic quantities)")
+    if statement.relation.atoms(sp.Sum):
+        raise Declined("a sum over the selected tokens (not relaxed yet)")
+    space = _space(statement)
+    parameters, param_coords = _parameter_coordinates(statement, space)
+    model = TokenModel(space, parameters, 1 / t_sym, param_coords)
+    strategies: list[list[list[Group]]] = []
+    for c, conjunct in enumerate(conjuncts(statement.relation)):
+        strict = isinstance(conjunct, sp.StrictLessThan)
+        per: list[list[Group]] = []
+        signs = _margin_signs(statement, conjunct)
+        # first the tokens as their log F values alone (when the relation reads F only through ratios of its
+        # values); then over logits, with F's extremes over the tokens where the margin allows it (when some quantity
+        # reads them: a bound of the margin, its roles constrained among tokens only), then exactly
+        plans: list[tuple[Any, dict[str, int]]] = [(model, signs), (model, {})]
+        if not model.weights and not space.selection:
+            plans.insert(0, (LogFValues(model), {}))
+        for plan_model, margin_signs in plans:
+            discovery = _Builder(space, None, parameters, param_coords, plan_model, margin_signs=margin_signs)
+            try:
+                _relation_env(statement, RelaxedInstance(discovery), discovery, conjunct)
+                if margin_signs and not discovery.bounded_by_tokens:
+                    continue
+                per += _strategies(statement, space, c, conjunct, strict, parameters, param_coords, plan_model,
+                                   atoms, discovery)
+            except Declined:
+                if plan_model is model:
+                    raise
+        strategies.append(per)
+    return Relaxation(statement, strategies, space)
+
+
+def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, strict: bool,
+                parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: "TokenModel",
+                atoms: int | None, discovery: "_Builder") -> list[list[Group]]:
+    """The strategies of one conjunct with the roles ``discovery`` found: maxima on the margin's favourable side
+    read at another distinguished token (when there are such), then every role with its constraints."""
+    roles = list(discovery.roles)
+    if len(roles) > MAX_ROLES:
+        raise Declined(f"{len(roles)} distinguished tokens (at most {MAX_ROLES})")
+
+    def build(pattern: dict[str, int], aliases: dict[str, str] | None = None) -> Problem:
+        return _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, aliases,
+                        atoms, discovery.margin_signs)
+
+    per: list[list[Group]] = []
+    favourable = _favourable(statement, conjunct, discovery)
+    if favourable:  # quantities of a maximum read at the other distinguished tokens: no constraint, no extra token
+        rest = [r for r in roles if r not in favourable]
+        groups = []
+        for pattern in _partitions(rest):
+            choices = [dict(zip(favourable, combo)) for combo in _substitutes(favourable, pattern, discovery)]
+            alternatives = [build(pattern, aliases) for aliases in choices]
+            groups.append(Group(c, _pattern_text(pattern) + " (maxima read at a distinguished token)", alternatives))
+        if all(g.alternatives for g in groups):
+            per.append(groups)
+    per.append([Group(c, _pattern_text(p), [build(p)]) for p in _partitions(roles)])
+    return per
+
+
+def _pattern_text(pattern: dict[str, int]) -> str:
+    return "roles " + (", ".join(f"{r} = r{k}" for r, k in sorted(pattern.items())) if pattern else "none")
+
+
+def _favourable(statement: Statement, conjunct: sp.Rel, discovery: "_Builder") -> list[str]:
+    """The distinguished tokens of maxima (minima) that the margin increases (decreases) with, linearly with a
+    coefficient of certain sign whatever the values of the other quantities and parameters: reading such a quantity at
+    any other token gives a margin no larger, so a proof with it proves the statement (several at once too: each
+    coefficient keeps its sign at the others' substituted values). Only quantities with one distinguished token."""
+    margin = conjunct.rhs - conjunct.lhs
+    signs = _signed_symbols(statement, conjunct)
+    out = []
+    by_quantity: dict[str, list[Role]] = {}
+    for role in discovery.roles.values():
+        by_quantity.setdefault(role.name.split(".", 1)[0] if "." in role.name else "", []).append(role)
+    for sym in sorted(conjunct.free_symbols, key=str):
+        qname = statement.bindings.get(str(sym))
+        roles = by_quantity.get(qname or "", []) if qname else []
+        if len(roles) != 1 or roles[0].extreme not in ("max", "min") or roles[0].dominates is None:
+            continue
+        coef = sp.diff(margin, sym)
+        if sp.diff(coef, sym) != 0:  # linear in the quantity
+            continue
+        coef = coef.xreplace(signs)
+        if (roles[0].extreme == "max" and coef.is_nonnegative is True) or (
+                roles[0].extreme == "min" and coef.is_nonpositive is True):
+            out.append(roles[0].name)
+    return out
+
+
+def _margin_signs(statement: Statement, conjunct: sp.Rel) -> dict[str, int]:
+    """Per quantity of the conjunct, +1 (-1) when the margin is nondecreasing (nonincreasing) in it whatever the values
+    of the others (the sign of its derivative certain under the symbols' signs), else 0."""
+    margin = conjunct.rhs - conjunct.lhs
+    signs = _signed_symbols(statement, conjunct)
+    out: dict[str, int] = {}
+    for sym in sorted(conjunct.free_symbols, key=str):
+        qname = statement.bindings.get(str(sym))
+        if qname is None:
+            continue
+        coef = sp.diff(margin, sym).xreplace(signs)
+        sign = 1 if coef.is_nonnegative is True else -1 if coef.is_nonpositive is True else 0
+        out[qname] = sign if out.get(qname, sign) == sign else 0
+    return out
+
+
+def _signed_symbols(statement: Statement, conjunct: sp.Rel) -> dict[sp.Symbol, sp.Symbol]:
+    """The conjunct's symbols as symbols carrying the signs sympy may reason with: nonnegative quantities (their
+    specifications say so), positive or nonnegative parameters (their domains); the others real."""
+    out = {}
+    for sym in conjunct.free_symbols:
+        name = str(sym)
+        qname = statement.bindings.get(name)
+        if qname is not None:
+            nonneg = QUANTITIES[qname].nonnegative
+            out[sym] = sp.Symbol(name, nonnegative=True) if nonneg else sp.Symbol(name, real=True)
+        elif name == "L":
+            out[sym] = sp.Symbol(name, positive=True)
+        else:
+            out[sym] = sp.Symbol(name, positive=True) if _positive_domain(statement, name) else sp.Symbol(name, real=True)
+    return out
+
+
+def _substitutes(favourable: list[str], pattern: dict[str, int], discovery: "_Builder") -> Iterator[tuple[str, ...]]:
+    """For each favourable role, a role of another quantity to read it at (one per class of the pattern)."""
+    classes: dict[int, str] = {}
+    for role, k in sorted(pattern.items()):
+        classes.setdefault(k, role)
+    targets = list(classes.values())
+    if not targets:
+        return iter(())
+    return itertools.product(targets, repeat=len(favourable))
+
+
+def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, strict: bool, pattern: dict[str, int],
+             parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: TokenModel,
+             aliases: dict[str, str] | None = None, atoms_override: int | None = None,
+             margin_signs: dict[str, int] | None = None) -> Problem:
+    b = _Builder(space, pattern, parameters, param_coords, model, aliases, margin_signs)
+    env = _relation_env(statement, RelaxedInstance(b), b, conjunct)
+    lhs, rhs = (_exact_floats(_opaque(side.xreplace(env))) for side in (conjunct.lhs, conjunct.rhs))
+    k = len(b.tokens)
+    # the totals: t * (the roles not excluded) + (1 - k t) * (the atoms), atoms enough for the functions read
+    lam_x, g_x, l_x = (sp.Symbol(f"_{n}_x", real=True) for n in ("lam", "g", "l"))
+    if b.model.weights:  # a token is its weight exp(lam); g = 1/T for all; the weight itself sums to the others' total
+        feature_token = Token("x", [], None, lam_x, 1 / b.model.T, sp.exp(lam_x))
+    else:
+        feature_token = Token("x", [], l_x, lam_x, g_x)  # a generic token with its features as plain symbols
+    constrained = any(r.dominates for r in b.roles.values())
+    with b.sealed():
+        bodies = [tot.fn(feature_token) for tot in b.totals]
+    token_features = {lam_x, g_x, l_x}
+    moments = _moments(bodies, token_features)
+    if b.model.weights:  # in mass-weighted terms exp(lam) is the constant 1: the total mass, not a moment
+        moments = [m for m in moments if sp.simplify(m - sp.exp(lam_x)) != 0]
+    if len(moments) > MAX_MOMENTS:
+        raise Declined(f"the totals read {len(moments)} independent functions of a token (at most {MAX_MOMENTS})")
+    n_atoms = max(1, len(moments) + (1 if constrained and moments else 0)) if moments else 0
+    if atoms_override is not None:
+        n_atoms = atoms_override
+    threshold: Coordinate | None = None
+    side = 0
+    if space.selection:
+        if b.tokens:
+            raise Declined("distinguished tokens and the top-N selection together (which side each is on is not "
+                           "relaxed yet)")
+        side = b.model.monotone()  # log F monotone in the logit: the selection is the tokens beyond a threshold
+        n_atoms = max(n_atoms, 1) + (0 if side or atoms_override is not None else 1)
+        if side:
+            lo_c, hi_c = b.model.span
+            threshold = Coordinate(sp.Symbol("theta", real=True), lo_c, hi_c, "parameter",
+                                   "the threshold between the selected tokens and the others")
+    if b.model.weights:
+        atoms = [b.model.new_weighted(f"o{j}", "atom", b.left)[0] for j in range(n_atoms)]
+    elif threshold is not None:  # the others below the threshold (above, when log F decreases)
+        lo_c, hi_c = b.model.span
+        span = (sp.Integer(int(lo_c)), threshold.symbol) if side > 0 else (threshold.symbol, sp.Integer(int(hi_c)))
+        atoms = [b.model.new(f"o{j}", "atom", span) for j in range(n_atoms)]
+    else:
+        atoms = [b.model.new(f"o{j}", "atom") for j in range(n_atoms)]
+    masses, sticks = _simplex(n_atoms, "w")
+    sel_atoms: list[Token] = []
+    sel_masses: list[sp.Expr] = []
+    if space.selection:  # the selected tokens: a distribution of their own, each at least as heavy as every other
+        if threshold is not None:
+            lo_c, hi_c = b.model.span
+            span = (threshold.symbol, sp.Integer(int(hi_c))) if side > 0 else (sp.Integer(int(lo_c)), threshold.symbol)
+            sel_atoms = [b.model.new(f"s{j}", "atom", span) for j in range(n_atoms)]
+        else:
+            sel_atoms = [b.model.new(f"s{j}", "atom") for j in range(n_atoms)]
+        sel_masses, sel_sticks = _simplex(n_atoms, "v")
+        sticks = sticks + sel_sticks
+    nu = parameters["N"] * t_sym if space.selection else None  # N / L
+    role_tokens = dict(b.tokens)
+    subs: dict[sp.Symbol, sp.Expr] = {}
+    with b.sealed():
+        for tot in b.totals:
+            excluded = set(tot.exclude)
+            part_roles = sp.Add(*[tot.fn(tok) for tok in role_tokens.values() if tok.name not in excluded])
+            if b.model.weights:  # (1/L) sum over tokens: an atom of mass m and weight w holds m * left / w tokens
+                per_atom = [b.left / a.weight * tot.fn(a) for a in atoms]  # type: ignore[operator]
+                if per_atom and all(sp.simplify(x - per_atom[0]) == 0 for x in per_atom[1:]):
+                    part_atoms = per_atom[0]  # the same for every atom: the masses sum to 1
+                else:
+                    part_atoms = sp.Add(*[m * x for m, x in zip(masses, per_atom)])
+                subs[tot.symbol] = t_sym * (part_roles + part_atoms)
+            elif nu is not None:  # N selected tokens (the share nu of all), L - N others
+                part_sel = nu * sp.Add(*[m * tot.fn(a) for m, a in zip(sel_masses, sel_atoms)])
+                part_out = (1 - nu) * sp.Add(*[m * tot.fn(a) for m, a in zip(masses, atoms)])
+                subs[tot.symbol] = part_sel if tot.selected else part_out if tot.selected is False else part_sel + part_out
+            else:  # the others are L - k tokens: the share 1 - k t of all of them
+                part_atoms = sp.Add(*[m * tot.fn(a) for m, a in zip(masses, atoms)])
+                subs[tot.symbol] = t_sym * part_roles + (1 - k * t_sym) * part_atoms
+    margin = _substitute(rhs - lhs, subs)
+    constraints = []
+    owners: list[str | None] = []  # the role or point each constraint says is extreme
+    for role in b.roles.values():
+        tok = b.token_of_role[role.name]
+        for other in [*role_tokens.values(), *atoms]:
+            if other is tok:
+                continue
+            if role.dominates is not None:
+                constraints.append(_substitute(role.dominates(tok, other), subs))
+                owners.append(role.name)
+    for role, point in b.points.values():
+        for other in [*role_tokens.values(), *atoms]:
+            if role.dominates is not None:
+                constraints.append(_substitute(role.dominates(point, other), subs))
+                owners.append(role.name)
+    if space.selection:
+        constraints.append(parameters["N"] * t_sym - t_sym)  # N >= 1: nu >= t
+        owners.append(None)
+    for sel in sel_atoms if threshold is None else ():  # top-N: every selected token at least as heavy as the others
+        for other in atoms:
+            constraints.append(sel.lam - other.lam)
+            owners.append(None)
+    anchored: dict[str, Any] = {}
+    if isinstance(b.model, LogFValues):
+        margin, constraints, anchored = _anchor_problem(b, margin, constraints, owners, list(role_tokens.values()),
+                                                        atoms)
+    core, stripped = strip_positive(margin)
+    constraints = [strip_positive(con)[0] for con in constraints]
+    L_lo, L_hi = space.boxes.get("L", (1.0, INF))
+    L_lo = max(L_lo, float(space.min_length), float(k), 1.0)
+    t_hi = 1.0 / L_lo
+    t_lo = 0.0 if not math.isfinite(L_hi) else 1.0 / L_hi
+    if t_lo > t_hi:
+        raise Declined(f"no length L >= {L_lo:g} in the range of L")
+    coords = [Coordinate(t_sym, t_lo, t_hi, "length", "t = 1/L")] if core.has(t_sym) or any(
+        con.has(t_sym) for con in constraints) else []
+    used = core.free_symbols | set().union(*(con.free_symbols for con in constraints))
+    coords += [pc for pc in param_coords if pc.symbol in used]
+    if threshold is not None and threshold.symbol in used:
+        coords.append(threshold)
+    for tok in role_tokens.values():
+        coords += [co for co in tok.coordinates if co.symbol in used]
+    for a in [*atoms, *sel_atoms]:
+        coords += [co for co in a.coordinates if co.symbol in used]
+    for _, point in b.points.values():
+        coords += [co for co in point.coordinates if co.symbol in used]
+    coords += [Coordinate(w, 0.0, 1.0, "weight", f"stick-breaking share {w}") for w in sticks if w in used]
+    all_coords = [*coords, *(co for tok in [*role_tokens.values(), *atoms, *sel_atoms, *(p for _, p in b.points.values())]
+                             for co in tok.coordinates if co.symbol not in {c.symbol for c in coords})]
+    if anchored:
+        coords += [co for co in anchored["coordinates"] if co.symbol in used]
+        ends = anchored.get("ends", {})
+        coords = [dataclasses.replace(co, lo=max(co.lo, ends[co.symbol][0]), hi=min(co.hi, ends[co.symbol][1]))
+                  if co.symbol in ends else co for co in coords]
+        coords = _propagate_orders(coords, constraints)
+    known = {co.symbol for co in coords}
+    unknown = used - known
+    if unknown:
+        raise Declined(f"the margin reads symbols with no coordinate: {', '.join(sorted(map(str, unknown)))}")
+    signs: list[tuple[sp.Expr, int]] = []
+    core = refine_abs(core, coords, signs)
+    constraints = [refine_abs(con, coords, signs) for con in constraints]
+    # a sign used to drop an absolute value is part of the proof even when what it read simplified away: keep the
+    # coordinates it reads, so that the certificate's replay can re-check it on their box
+    fact_symbols = set().union(*(a.free_symbols for a, _ in signs)) if signs else set()
+    coords += [c for c in all_coords if c.symbol in fact_symbols and c.symbol not in {k.symbol for k in coords}]
+    names = {r: b.token_of_role[r].name for r in b.roles}
+    text = "roles " + (", ".join(f"{r} = {tok}" for r, tok in sorted(names.items())) if names else "none")
+    if b.aliases:
+        text += "; " + ", ".join(f"{r} read at {target}" for r, target in sorted(b.aliases.items()))
+    if b.bounded_by_tokens:
+        text += "; F's extremes on [-a, a] bounded by the tokens'"
+    T = parameters.get("T", sp.Integer(1))
+    logit = (lambda tok: T * tok.lam) if b.model.weights else (lambda tok: tok.l)
+    realisation = {"roles": [logit(tok) for tok in role_tokens.values()], "atoms": [logit(a) for a in atoms],
+                   "role_names": {r: [t_.name for t_ in role_tokens.values()].index(tok.name)
+                                  for r, tok in b.token_of_role.items()},
+                   "role_coordinates": [tok.coordinates[0].symbol for tok in role_tokens.values()],
+                   "atom_coordinates": [a.coordinates[0].symbol for a in atoms], "sticks": sticks,
+                   "scale": (parameters.get("T", sp.Integer(1)) if model.scaled else sp.Integer(1)),
+                   "bounded": space.bounded_logits,
+                   "selected_atoms": [logit(a) for a in sel_atoms], "selected_masses": sel_masses,
+                   "N": parameters.get("N") if space.selection else None,
+                   "others_logit": T * sp.log(b.left) if b.model.weights else None, "constrained": constrained,
+                   "masses": masses, "weights_model": b.model.weights, "L_range": (L_lo, L_hi),
+                   "atom_counts": [m / a.coordinates[0].symbol for m, a in zip(masses, atoms)] if b.model.weights else [],
+                   "reference": anchored.get("reference"), "bracket": anchored.get("bracket"),
+                   "points": [(p.coordinates[0].symbol, _extreme_of(role)) for role, p in b.points.values()]}
+    return Problem(statement.id, c, text, coords, core, constraints, strict, margin, stripped, names, n_atoms,
+                   len(moments), parameters, model.describe(), signs, not (b.aliases or b.bounded_by_tokens),
+                   realisation)
+
+
+def _exact_floats(expr: sp.Expr) -> sp.Expr:
+    """Every float of the relation as the exact rational it is (what certification reads: 0.026 is the double
+    nearest 0.026), so that the prover's algebra is exact."""
+    return expr.xreplace({f: sp.Rational(exact_rational(f)) for f in expr.atoms(sp.Float)})
+
+
+def _opaque(expr: sp.Expr) -> sp.Expr:
+    """sympy's Min, Max and Abs as the opaque functions (:mod:`attnbounds.theory.mathematics.opaque`): they have derivatives the
+    prover can differentiate, and sympy does not re-simplify them at every rebuild."""
+    def nest(fn: Any, args: tuple[sp.Expr, ...]) -> sp.Expr:
+        out = args[0]
+        for a in args[1:]:
+            out = fn(out, a)
+        return out
+
+    expr = expr.replace(lambda e: isinstance(e, sp.Min), lambda e: nest(OMin, e.args))
+    expr = expr.replace(lambda e: isinstance(e, sp.Max), lambda e: nest(OMax, e.args))
+    return expr.replace(lambda e: isinstance(e, sp.Abs), lambda e: OAbs(e.args[0]))
+
+
+def refine_abs(expr: sp.Expr, coords: list[Coordinate], signs: list[tuple[sp.Expr, int]]) -> sp.Expr:
+    """``|x| = x`` or ``-x`` where the sign of ``x`` on the whole box is certain (rigorous interval arithmetic,
+    ``mpmath.iv``): sympy cannot know that a coordinate in [0, 1] makes ``|b - 1| = 1 - b``, and the factored
+    forms the prover tries need it. Each replacement is appended to ``signs`` (the certificate re-checks it)."""
+
+    syms = [c.symbol for c in coords]
+    lo = [c.lo for c in coords]
+    hi = [c.hi for c in coords]
+
+    def sign(arg: sp.Expr) -> int:
+        if not arg.free_symbols <= set(syms):
+            return 0
+        try:
+            (a, b), = run_rigorous(compile_program([arg], syms), lo, hi, "mpmath.iv")
+        except (AttnBoundsError, TypeError, ValueError):
+            return 0
+        return 1 if a >= 0 else -1 if b <= 0 else 0
+
+    def fix(node: sp.Expr) -> sp.Expr:
+        arg = node.args[0]
+        k = sign(arg)
+        if k:
+            signs.append((arg, k))
+            return arg if k > 0 else -arg
+        return node
+
+    return expr.replace(lambda e: isinstance(e, (sp.Abs, OAbs)), fix)
+
+
+def _simplex(n: int, name: str) -> tuple[list[sp.Expr], list[sp.Symbol]]:
+    """``n`` masses on the simplex by stick-breaking (``n - 1`` coordinates in [0, 1]: a cube, no constraint)."""
+    sticks = [sp.Symbol(f"{name}_{j}", real=True) for j in range(max(n - 1, 0))]
+    masses: list[sp.Expr] = []
+    left: sp.Expr = sp.Integer(1)
+    for stick in sticks:
+        masses.append(left * stick)
+        left = left * (1 - stick)
+    if n:
+        masses.append(left)
+    return masses, sticks
+
+
+def _substitute(expr: sp.Expr, subs: dict[sp.Symbol, sp.Expr]) -> sp.Expr:
+    """Replace total placeholders until none is left (a total's body may read another total)."""
+    for _ in range(len(subs) + 1):
+        new = expr.xreplace(subs)
+        if new == expr:
+            return new
+        expr = new
+    return expr
+
+
+def strip_positive(margin: sp.Expr) -> tuple[sp.Expr, list[str]]:
+    """The margin divided by its factors that are positive on the whole (open) space: powers of ``t`` (the order
+    at which the margin vanishes as L -> oo), of positive parameters, ``exp`` of anything, positive numbers. The
+    sign of what is left is the sign of the margin wherever ``t > 0`` (every instance)."""
+    expr = sp.factor_terms(_abs_out(margin))
+    stripped: list[str] = []
+    if not isinstance(expr, sp.Mul):
+        return expr, stripped
+    keep = []
+    for f in expr.args:
+        if _positive_factor(f):
+            stripped.append(str(f))
+        else:
+            keep.append(f)
+    return sp.Mul(*keep), stripped
+
+
+def _positive_factor(f: sp.Expr) -> bool:
+    """Whether ``f`` is > 0 wherever the relaxed space is open: a positive number, ``exp`` of anything, a power of
+    ``t`` or of a parameter whose domain is ``> 0``."""
+    base, exp_ = f.as_base_exp()
+    if f.is_number:
+        return bool(f.is_positive)
+    if isinstance(f, sp.exp):
+        return True
+    return (base == t_sym or (isinstance(base, sp.Symbol) and base.is_positive is True)) and bool(exp_.is_number)
+
+
+def _abs_out(expr: sp.Expr) -> sp.Expr:
+    """``|c x| = c |x|`` for the positive factors c of an absolute value (so that they can be divided out)."""
+    def pull(node: sp.Expr) -> sp.Expr:
+        factors = sp.Mul.make_args(sp.factor_terms(node.args[0]))
+        pos = [f for f in factors if _positive_factor(f)]
+        if not pos:
+            return node
+        rest = sp.Mul(*[f for f in factors if not _positive_factor(f)])
+        return sp.Mul(*pos) * (rest if rest.is_number and rest.is_nonnegative else OAbs(rest))
+
+    return expr.replace(lambda e: isinstance(e, OAbs), pull)
+
+
+def _positive_domain(statement: Statement, sym: sp.Symbol | str) -> bool:
+    """Whether the statement's hypotheses make this parameter > 0 (its domain formula)."""
+    for h in statement.hypotheses:
+        formula = getattr(h, "formula", None)
+        if formula is None or getattr(h, "relax", None) is None:
+            continue
+        parts = list(formula.args) if isinstance(formula, sp.And) else [formula]
+        for rel in parts:
+            if isinstance(rel, sp.StrictGreaterThan) and str(rel.lhs) == str(sym) and rel.rhs.is_number and rel.rhs >= 0:
+                return True
+            if isinstance(rel, sp.StrictLessThan) and str(rel.rhs) == str(sym) and rel.lhs.is_number and rel.lhs >= 0:
+                return True
+    return False
+
+
+__all__ = ["Coordinate", "Declined", "Group", "Problem", "Relaxation", "RelaxedInstance", "Space", "Token", "relax",
+           "strip_positive", "t_sym"]

@@ -1,0 +1,382 @@
+"""One instance in interval arithmetic: what every quantity's ``ball`` form reads (certification's reference).
+
+:func:`exact_instance` turns one float instance into balls: the inputs (logits, ``x``, ``q``,
+``k``, parameters) are exact doubles and the counts exact integers; the weights are recomputed
+from their definition (``F(l_k) / sum_j m_j F(l_j)`` from the normaliser's sympy ``log F``, ``m_j``
+the counts); each quantity's ``ball`` form (registered on its specification, :mod:`attnbounds.theory.mathematics.quantities`)
+then recomputes it from its definition, with straightforward loops over columns (object arrays of
+balls), independently of the vectorised float kernels. A dense instance is the case of counts 1.
+
+Also here: ``log F`` and its extrema on balls (Lemma 1), and a rigorous spectral norm of a ball matrix.
+"""
+
+from __future__ import annotations
+
+import math
+
+import functools
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, cast
+
+import numpy as np
+import sympy as sp
+
+from attnbounds.theory.mathematics.errors import InvalidArgument
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.intervals import BallEvaluator, MpmathOps, Ops, PrecisionLoss, Unsupported, backend
+from attnbounds.theory.mathematics.normalisers import (Entmax15, RatioNormaliser, ReluNormalised, SigmoidAttention, Sparsemax,
+                                           derivative, l_sym)
+
+#: pieces allowed when bracketing min F and max F on [-a, a] (Lemma 1 constants)
+F_RANGE_PIECES = 4000
+
+
+@dataclass
+class ExactInstance:
+    """One instance in balls (see module docstring). Arrays are numpy object arrays of balls over columns.
+
+    ``counts`` are the exact integer token counts per column (1 for a dense instance), ``m`` the same
+    as exact balls; ``sel`` / ``out`` index the selected / non-selected columns that hold tokens.
+    """
+
+    ops: Ops
+    inst: Instance
+    L: int
+    N: int | None
+    counts: list[int]
+    alpha: np.ndarray
+    logits: np.ndarray | None
+    x: np.ndarray | None
+    q: np.ndarray | None
+    k: np.ndarray | None
+    mask: np.ndarray | None
+    params: dict[str, Any]
+    arrays: dict[str, np.ndarray]
+    weights: str
+    logit_source: str | None
+    notes: list[str] = field(default_factory=list)
+    methods: set[str] = field(default_factory=set)
+    level: float | None = None
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def K(self) -> int:
+        return len(self.counts)
+
+    @property
+    def m(self) -> np.ndarray:
+        """The counts as exact balls, an object array over columns."""
+        if "m" not in self.cache:
+            self.cache["m"] = np.array([self.ops.num(c) for c in self.counts], dtype=object)
+        return self.cache["m"]
+
+    @property
+    def present(self) -> np.ndarray:
+        return np.array([c > 0 for c in self.counts], dtype=bool)
+
+    @property
+    def sel(self) -> np.ndarray:
+        """Selected columns holding tokens, increasing."""
+        return np.flatnonzero(self._need_mask() & self.present)
+
+    @property
+    def out(self) -> np.ndarray:
+        """Non-selected columns holding tokens, increasing."""
+        return np.flatnonzero(~self._need_mask() & self.present)
+
+    def _need_mask(self) -> np.ndarray:
+        if self.mask is None:
+            raise InvalidArgument("this quantity needs a selection size N; pass N=... when building the instance")
+        return self.mask
+
+    def num(self, value: float | int) -> Any:
+        return self.ops.num(value)
+
+    @property
+    def length(self) -> Any:
+        """L as a ball (what arithmetic reads; ``L`` itself is the integer the structure is built from).
+        A family of instances growing with a parameter (:mod:`attnbounds.theory.deciding.limits`) sets it to an expression."""
+        return self.cache["length"] if "length" in self.cache else self.num(self.L)
+
+    @property
+    def size_N(self) -> Any:
+        """N as a ball (see :attr:`length`)."""
+        if "size_N" in self.cache:
+            return self.cache["size_N"]
+        if self.N is None:
+            raise InvalidArgument("this statement needs N; pass N=... when building the instance")
+        return self.num(self.N)
+
+    def param(self, name: str) -> Any:
+        if name == "L":
+            return self.length
+        if name == "N":
+            return self.size_N
+        if name not in self.params:
+            raise InvalidArgument(f"this statement needs parameter {name!r}; the instance has: "
+                                  f"{', '.join(sorted(self.params)) or 'none'}")
+        return self.params[name]
+
+    def float_param(self, name: str, default: float) -> float:
+        return float(self.inst.params[name][0]) if name in self.inst.params else default
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def need_x(self) -> np.ndarray:
+        if self.x is None:
+            raise InvalidArgument("this quantity needs token vectors x of shape (B, L, d); pass x=... to the instance")
+        return self.x
+
+    def need_logits(self) -> np.ndarray:
+        if self.logits is None:
+            raise InvalidArgument("this quantity needs logits; build the instance with from_logits or from_qk")
+        return self.logits
+
+    def weighted_total(self, values: np.ndarray, columns: np.ndarray | None = None) -> Any:
+        """``sum_k m_k values_k`` over ``columns`` (default: every column), exactly in balls."""
+        idx = np.arange(self.K) if columns is None else columns
+        if len(idx) == 0:
+            return self.ops.zero()
+        return self.ops.total(self.m[idx] * values[idx]) if values.ndim == 1 else \
+            (self.m[idx][:, None] * values[idx]).sum(axis=0)
+
+
+def _first(value: Any) -> float:
+    return float(np.ravel(np.asarray(value, dtype=np.float64))[0])
+
+
+def _log_F_symbol(expr: sp.Expr) -> sp.Symbol:
+    return next((s for s in expr.free_symbols if s.name == "l"), l_sym)
+
+
+def ratio_env(ops: Ops, normaliser: RatioNormaliser, L: Any) -> dict[str, Any]:
+    """Parameter values of a ratio normaliser as exact balls (plus ``L``, an integer or a ball)."""
+    return {"L": ops.num(L) if isinstance(L, int) else L, **{name: ops.num(_first(v)) for name, v in normaliser.values.items()}}
+
+
+@functools.lru_cache(maxsize=64)
+def _log_F_expr(log_F_expr: sp.Expr, derivative_form: bool) -> sp.Expr:
+    return derivative(log_F_expr, _log_F_symbol(log_F_expr)) if derivative_form else log_F_expr
+
+
+def log_F(ops: Ops, normaliser: RatioNormaliser, L: Any, l: Any, derivative: bool = False) -> Any:
+    """``log F(l)`` (or ``(log F)'(l)``) on balls, evaluated from the normaliser's sympy expression."""
+    expr = _log_F_expr(normaliser.log_F, derivative)
+    env = ratio_env(ops, normaliser, L)
+    env["l"] = l
+    value = BallEvaluator(ops, env)(expr)
+    if not isinstance(value, np.ndarray) and isinstance(l, np.ndarray):
+        value = np.array([value] * len(l), dtype=object)  # expression constant in l
+    return value
+
+
+def _share(ops: Ops, v: np.ndarray, total: Any) -> np.ndarray:
+    """``v / total``; with symbolic counts (:mod:`attnbounds.theory.deciding.limits`) through one reciprocal (sympy compares
+    the terms of every quotient it builds: quadratic in the columns)."""
+    return v / total if ops.name in ("arb", "mpmath") else v * (ops.num(1) / total)
+
+
+def weights_from_logits(ex: ExactInstance, logits: np.ndarray) -> np.ndarray:
+    """The normaliser's per-token weights at the given logits (balls), ``F_k / sum_j m_j F_j``.
+
+    For a ratio normaliser F is taken relative to the column of the largest float ``log F``: ``exp(log F_j - log
+    F_r)``, exactly 1 on the columns whose given logit equals that column's (equal logits, equal F), so that one
+    token, or equal logits, give weights without rounding (a strict bound's equality case is then decided)."""
+    ops, n = ex.ops, ex.inst.normaliser
+    one = ops.num(1)
+    if isinstance(n, RatioNormaliser):
+        lf = log_F(ops, n, ex.length, logits)
+        if ops.name not in ("arb", "mpmath"):  # symbolic counts (limits): no float to pick a column by
+            F = ops.map(ops.exp, lf)
+            return _share(ops, F, ex.weighted_total(F))
+        # ties are read from the instance's own given logits (exact doubles), never from shifted ones
+        given = ex.inst.logits[0] if ex.logit_source == "given" and logits is ex.logits and ex.inst.logits is not None \
+            else None
+        lf = np.atleast_1d(lf)
+        approx = np.array([ops.upper_float(v) for v in lf])
+        r = int(np.argmax(np.where(np.isfinite(approx), approx, -np.inf)))
+        F = np.array([one if given is not None and given[j] == given[r] else ops.exp(lf[j] - lf[r])
+                      for j in range(len(lf))], dtype=object)
+        return F / ex.weighted_total(F)
+    if isinstance(n, ReluNormalised):
+        T = ops.num(_first(n.T))
+        F = ops.map(lambda v: ops.max2(v / T, ops.zero()), logits)
+        S = ex.weighted_total(F)
+        if not ops.positive(S):
+            raise Unsupported("relu normaliser: the sum of relu(l / T) is not certainly positive")
+        return F / S
+    if isinstance(n, SigmoidAttention):
+        T = ops.num(_first(n.T))
+        return ops.map(lambda v: one / (one + ops.exp(-v / T)), logits)
+    raise Unsupported(f"no certified weights for normaliser {n!r} at shifted logits")
+
+
+def exact_instance(inst: Instance, ops: Ops) -> ExactInstance:
+    """Balls for the single instance ``inst`` (``B == 1``), weights recomputed from their definition."""
+    if inst.B != 1:
+        raise InvalidArgument(f"exact_instance needs a single instance (B=1), got B={inst.B}; use inst.take(i)")
+    counts = [1] * inst.K if inst.counts is None else [int(c) for c in inst.counts[0]]
+    x = None if inst.x is None else ops.array(inst.x[0])
+    q = None if inst.q is None else ops.array(inst.q[0])
+    k = None if inst.k is None else ops.array(inst.k[0])
+    logits, source = None, None
+    if inst.logits is not None:
+        logits, source = ops.array(inst.logits[0]), "given"
+        if q is not None and k is not None and np.array_equal(np.einsum("d,ld->l", cast(np.ndarray, inst.q)[0], cast(np.ndarray, inst.k)[0]), inst.logits[0]):
+            logits, source = (k * q[None, :]).sum(axis=-1), "q.k"
+    params = {name: ops.num(float(v[0])) for name, v in inst.params.items()}
+    arrays = {name: ops.array(v[0]) for name, v in inst.arrays.items()}
+    mask = None if inst.N is None else inst.mask[0]
+    ex = ExactInstance(ops, inst, inst.L, inst.N, counts, np.empty(0, dtype=object), logits, x, q, k, mask, params,
+                       arrays, "", source)
+    n = inst.normaliser
+    if logits is not None and isinstance(n, (RatioNormaliser, ReluNormalised, SigmoidAttention)):
+        ex.alpha = weights_from_logits(ex, logits)
+        ex.alpha[~ex.present] = ops.zero()  # padding columns hold no token: weight 0, as in the float forms
+        ex.weights = f"recomputed from the logits ({source}) by {type(n).__name__} {getattr(n, 'name', '')}".rstrip()
+    else:
+        given = ops.array(inst.alpha[0])
+        if n is None or n.normalising:
+            ex.alpha = _share(ops, given, ex.weighted_total(given))
+            ex.weights = "given weights, renormalised exactly onto the simplex"
+            if isinstance(n, (Sparsemax, Entmax15)):
+                ex.note(f"{type(n).__name__} weights are taken as given (renormalised), not recomputed: the "
+                        "certificate is about these weights, whatever map produced them")
+        else:
+            ex.alpha = given
+            ex.weights = "given weights, as they are"
+    if inst.counts is not None:
+        ex.note(f"token classes: {inst.K} columns standing for L = {inst.L} tokens (exact integer counts)")
+    return ex
+
+
+# -- Lemma 1: extrema of F on [-a, a] --------------------------------------------------------------------
+def _log_F_extrema_on(normaliser: RatioNormaliser, L: int, A: Fraction, bits: int) -> tuple[Any, Any]:
+    """``(min log F, max log F)`` over ``[-A, A]`` as ``mpmath.iv`` intervals (see :func:`F_extrema`)."""
+    values = tuple(sorted((k, _first(v)) for k, v in normaliser.values.items()))
+    return _log_F_extrema_cached(normaliser.name, normaliser.log_F, values, L, A, bits)
+
+
+@functools.lru_cache(maxsize=1024)
+def _log_F_extrema_cached(name: str, log_F_expr: sp.Expr, values: tuple[tuple[str, float], ...], L: int, A: Fraction,
+                          bits: int) -> tuple[Any, Any]:
+    normaliser = RatioNormaliser(name, log_F_expr, dict(values))
+    iv = cast(MpmathOps, backend("mpmath"))  # backend("mpmath") is always MpmathOps
+    with iv.precision(bits):
+        point = lambda f: iv.from_fraction(f)  # noqa: E731
+        lf = lambda x: log_F(iv, normaliser, L, x)  # noqa: E731
+        dlf = lambda x: log_F(iv, normaliser, L, x, derivative=True)  # noqa: E731
+        tol = (A + 1) / 2**40
+        candidates, stack, pieces = [], [(-A, A)], 0
+        while stack:
+            lo, hi = stack.pop()
+            pieces += 1
+            if pieces > F_RANGE_PIECES:
+                raise Unsupported(f"could not bracket the extrema of F on [-a, a] within {F_RANGE_PIECES} pieces")
+            if lo == hi:
+                candidates.append(lf(point(lo)))
+                continue
+            piece = iv.hull(point(lo), point(hi))
+            d = dlf(piece)
+            if iv.is_finite(d) and (iv.positive(d) or iv.negative(d)):
+                candidates += [lf(point(lo)), lf(point(hi))]
+            elif hi - lo < tol:
+                mid = point((lo + hi) / 2)  # mean-value form: width ~ |(log F)''| w^2 near a critical point
+                candidates.append(lf(mid) + d * (piece - mid))
+            else:
+                stack += [(lo, (lo + hi) / 2), ((lo + hi) / 2, hi)]
+        if not all(iv.is_finite(c) for c in candidates):
+            raise Unsupported("log F is not finite on [-a, a]")
+        arr = np.array(candidates, dtype=object)
+        return iv.minimum(arr), iv.maximum(arr)
+
+
+def F_extrema(ops: Ops, normaliser: RatioNormaliser, L: int, a: Any) -> tuple[Any, Any]:
+    """Balls enclosing ``min log F`` and ``max log F`` over ``[-a, a]``.
+
+    Branch and bound in endpoint interval arithmetic (``mpmath.iv``: midpoint-radius balls are
+    useless on wide pieces, where ``exp`` spans many orders of magnitude): a piece on which the
+    enclosure of ``(log F)'`` excludes 0 is monotone, so its extrema are at its endpoints
+    (evaluated at points); a piece that may hold a critical point is bisected until it is tiny,
+    and then its mean-value enclosure is a candidate. The minimum over candidates of the lower
+    ends (upper ends) brackets the true minimum; likewise the maximum. When ``a`` itself is only
+    known to lie in a ball, the ranges at both ends of that ball are joined (they are monotone in a).
+    """
+    iv = cast(MpmathOps, backend("mpmath"))  # backend("mpmath") is always MpmathOps
+    ends = {ops.to_fraction(ops.lower(a)), ops.to_fraction(ops.upper(a))}
+    if min(ends) < 0:
+        raise InvalidArgument(f"a must be >= 0, got {ops.text(a)}")
+    lows, highs = [], []
+    for A in sorted(ends):
+        lo, hi = _log_F_extrema_on(normaliser, L, A, ops.bits)
+        lows.append(lo)
+        highs.append(hi)
+
+    def convert(b: Any) -> Any:
+        lo, hi = iv._ends(b)
+        return ops.hull(ops.dyadic(*iv.signed_man_exp(lo)), ops.dyadic(*iv.signed_man_exp(hi)))
+
+    return (ops.hull(convert(lows[0]), convert(lows[-1])), ops.hull(convert(highs[0]), convert(highs[-1])))
+
+
+# -- matrices ------------------------------------------------------------------------------------------
+def matmul(ops: Ops, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``A @ B`` for object arrays of balls (through ``arb_mat`` when the backend is arb)."""
+    if ops.name == "arb":
+        from flint import arb_mat
+
+        C = arb_mat(A.tolist()) * arb_mat(B.tolist())
+        return np.array(C.tolist(), dtype=object).reshape(A.shape[0], B.shape[1])
+    return A.dot(B)
+
+
+def _disc_bound(ops: Ops, M: np.ndarray, shift: float = 0.0) -> float:
+    """A double >= ``max_i (|M_ii - shift| ... )``: ``max_i (M_ii - shift + sum_{j != i} |M_ij|)`` when
+    ``shift`` is 0, else ``max_i (|M_ii - shift| + sum_{j != i} |M_ij|)``; from (mid, rad) doubles, rounded up."""
+    n = M.shape[0]
+    mid = np.empty((n, n))
+    rad = np.empty((n, n))
+    for idx, v in np.ndenumerate(M):
+        mid[idx], rad[idx] = ops.mid_rad(v)
+    off = np.abs(mid) + rad
+    np.fill_diagonal(off, 0.0)
+    diag = np.abs(np.diag(mid) - shift) if shift else np.diag(mid)
+    total = diag + np.diag(rad) + off.sum(1)
+    return float(np.max(total)) * (1 + (n + 4) * 2.0**-52) + 5e-324  # float sums rounded up
+
+
+def spectral_norm(ops: Ops, J: np.ndarray) -> Any:
+    """A ball enclosing ``||J||_2``.
+
+    Lower end: the Rayleigh quotient ``||J w|| / ||w||`` at the float top eigenvector ``w`` of
+    ``J^T J``. Upper end: with ``W`` the float eigenvector matrix (exact as given),
+    ``lambda_max(J^T J) = lambda_max(W^T J^T J W) / theta``, ``theta`` in the spectrum of ``W^T W``
+    (Ostrowski); both are bounded by Gershgorin discs (the disc sums of the ball matrices are taken
+    from their midpoints and radii in doubles, rounded up).
+    """
+    mid = np.array([[ops._to_float(v) for v in row] for row in J])
+    if not np.all(np.isfinite(mid)):
+        raise PrecisionLoss("the Jacobian is not finite at this precision")
+    top = float(np.abs(mid).max()) if mid.size else 0.0
+    shift = -math.frexp(top)[1] if top > 0 else 0  # J scaled by 2^shift to O(1), exactly: J^T J and the disc
+    if shift:                                      # sums in doubles under- or overflow beyond 1e+-154
+        mid = mid * 2.0**shift
+        J = J * ops.num(2.0**shift)
+        return spectral_norm(ops, J) * ops.num(2.0**-shift)
+    try:
+        _, V = np.linalg.eigh(mid.T @ mid)
+    except np.linalg.LinAlgError as exc:
+        raise PrecisionLoss(f"the float eigenvectors of the Jacobian did not converge: {exc}") from None
+    W = ops.array(V)
+    JW = matmul(ops, J, W)
+    lower = ops.norm(JW[:, -1]) / ops.norm(W[:, -1])
+    B = matmul(ops, JW.T.copy(), JW)
+    G = matmul(ops, W.T.copy(), W)
+    theta = 1.0 - _disc_bound(ops, G, shift=1.0)
+    if theta <= 0:
+        raise PrecisionLoss("the float eigenvectors are too far from orthogonal to bound the spectral norm")
+    upper = ops.sqrt(ops.num(max(_disc_bound(ops, B), 0.0)) / ops.num(theta))
+    return ops.hull(ops.lower(lower), ops.upper(upper))

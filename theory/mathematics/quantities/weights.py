@@ -1,0 +1,138 @@
+"""The weights of paper eq. (3) and their summaries, in float, ball and torch forms side by side."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from attnbounds.theory.mathematics.balls import ExactInstance
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.intervals import Unsupported
+from attnbounds.theory.mathematics.opaque import OAbs
+from attnbounds.theory.mathematics.quantities import _float as F
+from attnbounds.theory.mathematics.quantities.spec import define
+
+alpha_i = define("alpha_i", "BL", "attention weight of every token", definition="alpha_i = F(l_i) / sum_j F(l_j)",
+                 reference="eq. (3)", needs=(), cost="weights",
+                 magnitude=lambda inst: inst.alpha * (1 + F.exponent_size(inst)), nonnegative=True)
+
+
+@alpha_i.float_form
+def _alpha_i(inst: Instance) -> np.ndarray:
+    return inst.alpha
+
+
+@alpha_i.ball_form
+def _alpha_i_ball(ex: ExactInstance) -> np.ndarray:
+    return ex.alpha
+
+
+@alpha_i.torch_form
+def _alpha_i_torch(st: Any) -> Any:
+    return st.alpha
+
+
+@alpha_i.relaxed_form
+def _alpha_i_relaxed(rx: Any) -> Any:
+    return rx.weight(rx.role("i"))
+
+
+alpha_min = define("alpha_min", "B", "smallest weight min_i alpha_i", definition="min_i alpha_i", reference="Lemma 2",
+                   needs=(), cost="weights", nonnegative=True)
+
+
+@alpha_min.float_form
+def _alpha_min(inst: Instance) -> np.ndarray:
+    return F.masked_min(inst.alpha, inst.present)
+
+
+@alpha_min.ball_form
+def _alpha_min_ball(ex: ExactInstance) -> Any:
+    return ex.ops.minimum(ex.alpha[ex.present])
+
+
+@alpha_min.torch_form
+def _alpha_min_torch(st: Any) -> Any:
+    return st.masked(st.alpha, st.present, "min")
+
+
+@alpha_min.relaxed_form
+def _alpha_min_relaxed(rx: Any) -> Any:
+    return rx.weight(rx.role("min", dominates=lambda r, k: k.lam - r.lam, extreme="min"))
+
+
+alpha_max = define("alpha_max", "B", "largest weight max_i alpha_i", definition="max_i alpha_i", reference="Lemma 2",
+                   needs=(), cost="weights", nonnegative=True)
+
+
+@alpha_max.float_form
+def _alpha_max(inst: Instance) -> np.ndarray:
+    return F.masked_max(inst.alpha, inst.present)
+
+
+@alpha_max.ball_form
+def _alpha_max_ball(ex: ExactInstance) -> Any:
+    return ex.ops.maximum(ex.alpha[ex.present])
+
+
+@alpha_max.torch_form
+def _alpha_max_torch(st: Any) -> Any:
+    return st.masked(st.alpha, st.present, "max")
+
+
+@alpha_max.relaxed_form
+def _alpha_max_relaxed(rx: Any) -> Any:
+    return rx.weight(rx.role("max", dominates=lambda r, k: r.lam - k.lam, extreme="max"))
+
+
+abar_N = define("abar_N", "B", "selected mass abar_N = sum_{i in I_N} alpha_i", definition="sum_{i in I_N} alpha_i",
+                reference="Theorem 1", needs=("selection",), cost="weights", nonnegative=True)
+
+
+@abar_N.float_form
+def _abar(inst: Instance) -> np.ndarray:
+    return F.selected_weight(inst).sum(-1)
+
+
+@abar_N.ball_form
+def _abar_ball(ex: ExactInstance) -> Any:
+    return ex.weighted_total(ex.alpha, ex.sel)
+
+
+@abar_N.torch_form
+def _abar_torch(st: Any) -> Any:
+    return (st.alpha * st.mult * st.mask).sum(-1)
+
+
+@abar_N.relaxed_form
+def _abar_relaxed(rx: Any) -> Any:
+    return rx.total(lambda k: k.F, selected=True) / rx.total(lambda k: k.F)
+
+
+logit_absmax = define("logit_absmax", "B", "max_i |l_i|, the tightest a with l_i in [-a, a]",
+                      definition="max_i |l_i|", reference="Lemma 1", needs=("logits",), cost="weights", nonnegative=True)
+
+
+@logit_absmax.float_form
+def _absmax(inst: Instance) -> np.ndarray:
+    return F.masked_max(np.abs(F.need_logits(inst)), inst.present)
+
+
+@logit_absmax.ball_form
+def _absmax_ball(ex: ExactInstance) -> Any:
+    return ex.ops.maximum(ex.ops.map(ex.ops.abs, ex.need_logits()[ex.present]))
+
+
+@logit_absmax.torch_form
+def _absmax_torch(st: Any) -> Any:
+    return st.masked(st.logits.abs(), st.present, "max")
+
+
+@logit_absmax.relaxed_form
+def _absmax_relaxed(rx: Any) -> Any:
+    tok = rx.role("absmax", dominates=lambda r, k: r.l**2 - k.l**2 if r.l is not None and k.l is not None else 0,
+                  extreme="max")
+    if tok.l is None:
+        raise Unsupported("softmax weights fix the logits only up to a shift: max |l_i| is not a function of them")
+    return OAbs(tok.l)
