@@ -4,6 +4,7 @@
     python bench/bench_empirical.py --windows 32 --nulls random-init,shuffled,uniform   # the whole default run
     python bench/bench_empirical.py --queries last --windows 32 --nulls none   # the previous default protocol
     python bench/bench_empirical.py --overhead               # hooks vs a plain forward pass
+    python bench/bench_empirical.py --sample 16              # the experiments on every 16th query of 3 layers (1 min)
 
 The model is GPT-2 small's architecture (12 layers x 12 heads, n_embd 768, 1024 positions, vocabulary 50257)
 with random weights, built here from a GPT2Config and saved to a temporary folder (no download). The text is
@@ -80,6 +81,57 @@ def protocol_time(args: argparse.Namespace) -> dict[str, Any]:
             "default_run": "32 windows of the model and 4 of each of the 3 nulls"}
 
 
+def sampled(every: int, layers: tuple[int, ...] = (0, 5, 11)) -> dict[str, Any]:
+    """The experiments (the full protocol, every query) on every ``every``-th query position of some layers of one
+    window, in this process; the per-window time is extrapolated from two runs: one row per layer (the per-record
+    work: pairwise distances, sampled checks) and every ``every``-th row (the per-row work, scaled by ``every``)."""
+    import numpy as np
+    import torch
+
+    from attnbounds.empirical import kernels
+    from attnbounds.empirical.config import Protocol
+    from attnbounds.empirical.extract import Extractor
+    from attnbounds.empirical.rows import RecordRows, plan
+    from attnbounds.empirical.tasks import consumers
+
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        from attnbounds.empirical.modelload import from_dir
+
+        model = from_dir(str(gpt2_small_random(Path(tmp) / "gpt2-random")))
+    n_layer, n_head = model.config.n_layer, model.config.n_head
+    ids = torch.randint(0, model.config.vocab_size, (1, model.config.n_positions), generator=torch.Generator().manual_seed(1))
+    records: list[Any] = []
+    t0 = time.perf_counter()
+    with Extractor(model, lambda rec: records.append(rec) if rec.layer in layers else None) as ex:
+        ex.run(ids)
+    forward = time.perf_counter() - t0
+    proto = Protocol.full()
+
+    def seconds(stride: int) -> dict[str, float]:
+        exps = consumers(proto, n_layer, n_head)
+        out = {e.name: 0.0 for e in exps}
+        for rec in records:
+            rr = RecordRows(rec)
+            for e in exps:
+                rows = {k: v for k, v in plan(e.spec, e.Ls, rr.T, True).items() if k[0] % stride == stride - 1}
+                t = time.perf_counter()
+                with kernels.one_thread():
+                    e.consume(rr, rows)
+                out[e.name] += time.perf_counter() - t
+        return out
+
+    T = int(ids.shape[1])
+    fixed, rows = seconds(T), seconds(every)
+    scale = n_layer / len(records)
+    per_window = {k: scale * (fixed[k] + every * max(rows[k] - fixed[k], 0.0)) for k in rows}
+    return {"model": "GPT-2 small shape (12 x 12 heads, n_embd 768), random weights", "layers": list(layers),
+            "every": every, "window": T, "one_row_per_layer_s": fixed, "sampled_rows_s": rows,
+            "per_window_extrapolated_s": per_window, "forward_s": forward,
+            "per_window_total_extrapolated_s": sum(per_window.values()) + forward,
+            "threads": torch.get_num_threads(), "numpy": np.__version__}
+
+
 def overhead(batch: int, length: int, repeats: int) -> dict[str, Any]:
     """Median wall times (s) of plain and extracting forwards on the GPT-2 small shape, interleaved, and their ratio."""
     import torch
@@ -121,9 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-windows", type=int, default=1, help="windows per task (1: the windows spread over workers)")
     p.add_argument("--progress", action="store_true")
     p.add_argument("--overhead", action="store_true", help="only the extraction overhead")
+    p.add_argument("--sample", type=int, default=0, metavar="K",
+                   help="only the experiments, on every K-th query of 3 layers of one window (extrapolated)")
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    report = overhead(4, 1024, 5) if args.overhead else protocol_time(args)
+    report = overhead(4, 1024, 5) if args.overhead else sampled(args.sample) if args.sample else protocol_time(args)
     print(json.dumps(report, indent=1))
     return 0
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from attnbounds.empirical import kernels
 from attnbounds.empirical.config import Protocol
 from attnbounds.empirical.nulls import VARIANTS, random_init, uniform_attention
 from attnbounds.empirical.rows import QuerySpec, RecordRows, plan
@@ -129,10 +130,11 @@ def batch_task(job: Job, item: tuple[int, int, np.ndarray]) -> dict[str, Any]:
 
     def consumer(rec: Any) -> None:
         rr = RecordRows(uniform_attention(rec) if uniform else rec)
-        for e in exps:
-            t = time.perf_counter()
-            e.consume(rr, plan(e.spec, e.Ls, rr.T, prefixes))
-            seconds[e.name] += time.perf_counter() - t
+        with kernels.one_thread():  # row-sized products (the forward passes keep their threads)
+            for e in exps:
+                t = time.perf_counter()
+                e.consume(rr, plan(e.spec, e.Ls, rr.T, prefixes))
+                seconds[e.name] += time.perf_counter() - t
 
     t1 = time.perf_counter()
     with lock, Extractor(model, consumer) as ex:

@@ -102,3 +102,18 @@ def test_g_fd_equals_the_float_form() -> None:
         for j, e in enumerate(eps):
             inst = Instance.from_logits(logits, softmax(T=t), arrays={"v": v}, eps=e)
             np.testing.assert_allclose(g[:, i, j], compute("g_fd", inst), rtol=1e-11, atol=1e-14)
+
+
+def test_one_thread_runs_torch_on_one_thread_and_restores_it_after_an_error() -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with pytest.raises(RuntimeError, match="inside"):
+            with kernels.one_thread():
+                assert torch.get_num_threads() == 1
+                raise RuntimeError("inside")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
