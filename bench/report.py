@@ -80,9 +80,9 @@ def main() -> None:
         records = json.loads(args.records.read_text())
         big.write_text(json.dumps(records * args.copies))
         size = os.path.getsize(big) / 2**20
-        streamed = _peak_mib(f"from attnbounds.theory import records as rec\n"
+        streamed = _peak_mib(f"from attnbounds.theory.io import records as rec\n"
                              f"text = rec.verdict_table(rec.iter_load({str(big)!r}))")
-        whole = _peak_mib(f"import json\nfrom attnbounds.theory import records as rec\n"
+        whole = _peak_mib(f"import json\nfrom attnbounds.theory.io import records as rec\n"
                           f"data = json.loads(open({str(big)!r}).read())\n"
                           f"text = rec.verdict_table([rec.Record.from_json(d) for d in data])")
         print(f"table: a {size:.0f} MB file of {n * args.copies} records, peak {streamed:.0f} MiB reading one record "

@@ -70,7 +70,7 @@ def test_wheel_installs_as_attnbounds_only(tmp_path: Path) -> None:
     sources = {f"{d}/{p.relative_to(ROOT / d).as_posix()}" for d in ("theory", "empirical", "proofs")
                for p in (ROOT / d).rglob("*.py")}
     assert sources <= installed, f"modules the wheel leaves out (pyproject's package list): {sorted(sources - installed)}"
-    stored = run("from attnbounds.theory import counterexamples as c; print(c.DIRECTORY, len(c.stored_ids()))")
+    stored = run("from attnbounds.theory.io import counterexamples as c; print(c.DIRECTORY, len(c.stored_ids()))")
     assert stored.returncode == 0, stored.stderr
     where, count = stored.stdout.split()
     assert where.startswith(str(target)) and int(count) == len(list((ROOT / "theory" / "data" / "counterexamples")
