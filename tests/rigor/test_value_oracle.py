@@ -170,7 +170,7 @@ def _check_torch(name: str, inst: Instance) -> int:
     if not QUANTITIES[name].has("torch"):
         return 0
     torch = pytest.importorskip("torch")
-    from attnbounds.theory.deciding.search.torch_eval import state_of
+    from attnbounds.theory.mathematics.quantities.torch_state import state_of
 
     value = _float(name, inst)
     if value is None or name in ESTIMATES and "E_dtilde" not in name:
@@ -251,7 +251,7 @@ def test_subset_expectations_in_torch_take_each_rows_class_counts(name):
     tokens come from one class in row 0 and from two classes in row 1): the torch form reads each row's own."""
     torch = pytest.importorskip("torch")
     from attnbounds.theory.mathematics.normalisers import softmax
-    from attnbounds.theory.deciding.search.torch_eval import state_of
+    from attnbounds.theory.mathematics.quantities.torch_state import state_of
 
     x = np.array([[[1.0, 0.0], [0.0, 2.0], [-1.0, 1.0]]] * 2)
     inst = Instance.from_logits(np.array([[3.0, 2.0, 1.0], [1.0, 3.0, 2.0]]), softmax(1.0), x=x, N=2,

@@ -20,6 +20,7 @@ from attnbounds.theory.mathematics.families import needs
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.normalisers import Normaliser, RatioNormaliser, make, softmax
 from attnbounds.theory.mathematics.quantities import QUANTITIES
+from attnbounds.theory.mathematics.quantities import torch_state
 from attnbounds.theory.mathematics.quantities._subsets import enumerable
 from attnbounds.theory.deciding.search import random_search, torch_eval
 from attnbounds.theory.deciding.search.budget import Plan
@@ -151,7 +152,7 @@ class _Problem:
             return self.vars["logT"].exp()
         return torch.full((self.base.B,), self.T_fixed, dtype=torch.float64)
 
-    def state(self) -> torch_eval.State:
+    def state(self) -> torch_state.State:
         torch = self.torch
         T = self.T()
         q, k = self.value("q"), self.value("k")
@@ -161,7 +162,7 @@ class _Problem:
             log_F, dlog_F = (lambda lg: lg), (lambda lg: torch.ones_like(lg))
         else:
             normaliser = cast(RatioNormaliser, make(self.name, T=self.T_fixed, **self.extra))
-            log_F, dlog_F = torch_eval.ratio_fns(normaliser, T)
+            log_F, dlog_F = torch_state.ratio_fns(normaliser, T)
             if not self.free_T:  # Lemma 1's constants: the extrema of log F may be interior
                 critical = self.critical_points(normaliser)
         counts = self.base.counts
@@ -174,7 +175,7 @@ class _Problem:
         params = dict(self.params)
         if not self.weights_only:
             params["T"] = T
-        return torch_eval.State(alpha=weights(logits), logits=logits, N=self.base.N, params=params,
+        return torch_state.State(alpha=weights(logits), logits=logits, N=self.base.N, params=params,
                                 x=self.value("x"), q=q, k=k, v=self.value("v"), weights_fn=weights, log_F=log_F,
                                 dlog_F=dlog_F, critical_points=critical, counts=counts,
                                 selection=None if counts is None else torch.as_tensor(self.base.mask))

@@ -25,6 +25,7 @@ from attnbounds.theory.mathematics.normalisers import RatioNormaliser
 from attnbounds.theory.mathematics.opaque import OAbs
 from attnbounds.theory.mathematics.quantities import _float as F
 from attnbounds.theory.mathematics.quantities.spec import define
+from attnbounds.theory.mathematics.quantities.torch_state import State
 
 _L2 = "Lemma 2 (Jacobian of a general normaliser)"
 _C3 = "Corollary 3 (softmax)"
@@ -199,10 +200,10 @@ def _j_spec_ball(ex: ExactInstance) -> Any:
 
 
 @J_spectral.torch_form
-def _j_spec_torch(st: Any) -> Any:
+def _j_spec_torch(st: State) -> Any:
     import torch
 
-    a, g, m = st.alpha * st.present, st.dlog_F(st.logits) * st.present, st.mult
+    a, g, m = st.alpha * st.present, st.dlog_F_of(st.logits) * st.present, st.mult
     w = m.sqrt() * a
     diag = a * (st.others(a) - (m - 1) * a)  # a_k - m_k a_k^2 from the other tokens' weight, without cancellation
     red = (torch.diag_embed(diag) - w[:, :, None] * w[:, None, :] * (1 - torch.eye(st.K, dtype=a.dtype))) * g[:, None, :]
@@ -240,8 +241,8 @@ def _j_frob_ball(ex: ExactInstance) -> Any:
 
 
 @J_frobenius.torch_form
-def _j_frob_torch(st: Any) -> Any:
-    a, g, m = st.alpha * st.present, st.dlog_F(st.logits) * st.present, st.mult
+def _j_frob_torch(st: State) -> Any:
+    a, g, m = st.alpha * st.present, st.dlog_F_of(st.logits) * st.present, st.mult
     return ((m * (a * g) ** 2 * (st.others(a) ** 2 + st.others(a * a))).sum(-1) + st.TINY).sqrt()
 
 
@@ -280,8 +281,8 @@ def _j_row_ball(ex: ExactInstance) -> Any:
 
 
 @J_row.torch_form
-def _j_row_torch(st: Any) -> Any:
-    a, g = st.alpha * st.present, st.dlog_F(st.logits) * st.present
+def _j_row_torch(st: State) -> Any:
+    a, g = st.alpha * st.present, st.dlog_F_of(st.logits) * st.present
     row = a * ((st.others(a) * g) ** 2 + st.others((a * g) ** 2) + st.TINY).sqrt()
     return st.masked(row, st.present, "max")
 
@@ -341,10 +342,10 @@ def _j_entry_relaxed(rx: Any) -> Any:
 
 
 @J_entry.torch_form
-def _j_entry_torch(st: Any) -> Any:
+def _j_entry_torch(st: State) -> Any:
     import torch
 
-    a, g, m = st.alpha, st.dlog_F(st.logits), st.mult
+    a, g, m = st.alpha, st.dlog_F_of(st.logits), st.mult
     diag = st.masked(a * st.others(a * st.present) * g.abs(), st.present, "max")  # 1 - a_i without cancellation
     off = a[:, :, None] * (a * g).abs()[:, None, :]
     eye = torch.eye(st.K, dtype=torch.bool)[None]
@@ -405,10 +406,10 @@ def _g_fd_ball(ex: ExactInstance) -> Any:
 
 
 @g_fd.torch_form
-def _g_fd_torch(st: Any) -> Any:
+def _g_fd_torch(st: State) -> Any:
     eps = st.param("eps")
     v = st.v / (st.mult * st.v * st.v).sum(-1, keepdim=True).add(st.TINY).sqrt()
-    diff = st.weights_fn(st.logits + eps[:, None] * v) - st.alpha
+    diff = st.weights_of(st.logits + eps[:, None] * v) - st.alpha
     return ((st.mult * diff * diff).sum(-1) + st.TINY).sqrt() / eps
 
 
@@ -430,8 +431,8 @@ def _df_max_ball(ex: ExactInstance) -> Any:
 
 
 @dF_max.torch_form
-def _df_max_torch(st: Any) -> Any:
-    return st.masked((st.alpha * st.dlog_F(st.logits)).abs(), st.present, "max")
+def _df_max_torch(st: State) -> Any:
+    return st.masked((st.alpha * st.dlog_F_of(st.logits)).abs(), st.present, "max")
 
 
 @dF_max.relaxed_form
@@ -456,7 +457,7 @@ def _f_l2_ball(ex: ExactInstance) -> Any:
 
 
 @F_l2.torch_form
-def _f_l2_torch(st: Any) -> Any:
+def _f_l2_torch(st: State) -> Any:
     return ((st.mult * st.alpha**2).sum(-1) + st.TINY).sqrt()
 
 
@@ -481,8 +482,8 @@ def _df_l2_ball(ex: ExactInstance) -> Any:
 
 
 @dF_l2.torch_form
-def _df_l2_torch(st: Any) -> Any:
-    return ((st.mult * (st.alpha * st.dlog_F(st.logits)) ** 2).sum(-1) + st.TINY).sqrt()
+def _df_l2_torch(st: State) -> Any:
+    return ((st.mult * (st.alpha * st.dlog_F_of(st.logits)) ** 2).sum(-1) + st.TINY).sqrt()
 
 
 @dF_l2.relaxed_form
@@ -509,8 +510,8 @@ def _g_absmax_ball(ex: ExactInstance) -> Any:
 
 
 @g_absmax.torch_form
-def _g_absmax_torch(st: Any) -> Any:
-    return st.masked(st.dlog_F(st.logits).abs(), st.present, "max")
+def _g_absmax_torch(st: State) -> Any:
+    return st.masked(st.dlog_F_of(st.logits).abs(), st.present, "max")
 
 
 @g_absmax.relaxed_form

@@ -14,6 +14,7 @@ from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.mathematics.normalisers import RatioNormaliser
 from attnbounds.theory.mathematics.quantities import _float as F
 from attnbounds.theory.mathematics.quantities.spec import define
+from attnbounds.theory.mathematics.quantities.torch_state import State
 
 _REFERENCE = "Lemma 1 (extrema of F on the compact [-a, a])"
 
@@ -38,7 +39,7 @@ def _log_F_range_ball(ex: ExactInstance) -> tuple[Any, Any]:
     return ex.cache["F_range"]
 
 
-def _log_F_range_torch(st: Any) -> tuple[Any, Any]:
+def _log_F_range_torch(st: State) -> tuple[Any, Any]:
     """log F at -a, a and at the critical points of log F inside ``[-a, a]`` (the extrema of a smooth F)."""
     import torch
 
@@ -46,7 +47,7 @@ def _log_F_range_torch(st: Any) -> tuple[Any, Any]:
     crit = torch.as_tensor(np.asarray(st.critical_points, dtype=np.float64))
     pts = torch.cat([-a[:, None], a[:, None], crit.expand(a.shape[0], crit.numel())], dim=1)
     inside = pts.abs() <= a[:, None]
-    lf = st.log_F(torch.where(inside, pts, a[:, None]))
+    lf = st.log_F_of(torch.where(inside, pts, a[:, None]))
     lo = torch.where(inside, lf, torch.full_like(lf, float("inf"))).min(-1).values
     hi = torch.where(inside, lf, torch.full_like(lf, -float("inf"))).max(-1).values
     return lo, hi
@@ -80,7 +81,7 @@ def _c1_ball(ex: ExactInstance) -> Any:
 
 
 @C_1.torch_form
-def _c1_torch(st: Any) -> Any:
+def _c1_torch(st: State) -> Any:
     lo, hi = _log_F_range_torch(st)
     return (lo - hi).exp()
 
@@ -116,7 +117,7 @@ def _c2_ball(ex: ExactInstance) -> Any:
 
 
 @C_2.torch_form
-def _c2_torch(st: Any) -> Any:
+def _c2_torch(st: State) -> Any:
     lo, hi = _log_F_range_torch(st)
     return (hi - lo).exp()
 
@@ -151,7 +152,7 @@ def _delta_own_ball(ex: ExactInstance) -> np.ndarray:
 
 
 @Delta_own.torch_form
-def _delta_own_torch(st: Any) -> Any:
+def _delta_own_torch(st: State) -> Any:
     return st.norm(st.q)[:, None] * st.norm(st.k)
 
 
@@ -170,5 +171,5 @@ def _delta_max_ball(ex: ExactInstance) -> Any:
 
 
 @Delta_max.torch_form
-def _delta_max_torch(st: Any) -> Any:
+def _delta_max_torch(st: State) -> Any:
     return st.masked(_delta_own_torch(st), st.present, "max")

@@ -15,6 +15,7 @@ from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.mathematics.quantities.spec import define
+from attnbounds.theory.mathematics.quantities.torch_state import State
 
 #: the most heads the float and torch forms accept (the domain of H; the interval form takes up to 10000)
 MAX_HEADS_ENUMERATED = 20
@@ -61,7 +62,7 @@ def _coverage_ball(ex: ExactInstance) -> Any:
 
 
 @coverage_enum.torch_form
-def _coverage_torch(st: Any) -> Any:
+def _coverage_torch(st: State) -> Any:
     import torch
 
     p, H = st.param("p"), _heads(st.param("H").detach().numpy(), MAX_HEADS_ENUMERATED)

@@ -193,7 +193,7 @@ class Quantity:
         return self._register("ball", fn)
 
     def torch_form(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """Register ``fn(state) -> tensor`` on a :class:`~attnbounds.theory.deciding.search.torch_eval.State`."""
+        """Register ``fn(state) -> tensor`` on a :class:`~attnbounds.theory.mathematics.quantities.torch_state.State`."""
         return self._register("torch", fn)
 
     def relaxed_form(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:

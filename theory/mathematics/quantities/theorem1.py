@@ -19,6 +19,7 @@ from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.quantities import _float as F
 from attnbounds.theory.mathematics.quantities import _subsets
 from attnbounds.theory.mathematics.quantities.spec import MonteCarlo, define, hoeffding_halfwidth, mc_settings
+from attnbounds.theory.mathematics.quantities.torch_state import State
 
 _FIXED = "Theorem 1 (fixed top-N set)"
 _RANDOM = "Theorem 1 (random N-subset)"
@@ -65,7 +66,7 @@ def _max_norm_ball(ex: ExactInstance) -> Any:
 
 
 @max_norm.torch_form
-def _max_norm_torch(st: Any) -> Any:
+def _max_norm_torch(st: State) -> Any:
     return st.masked(st.norm(st.x), st.mask & st.present, "max")
 
 
@@ -85,7 +86,7 @@ def _x_max_ball(ex: ExactInstance) -> Any:
 
 
 @x_max.torch_form
-def _x_max_torch(st: Any) -> Any:
+def _x_max_torch(st: State) -> Any:
     return st.masked(st.norm(st.x), st.present, "max")
 
 
@@ -152,7 +153,7 @@ def _d1_ball(ex: ExactInstance) -> Any:
 
 
 @d_1.torch_form
-def _d1_torch(st: Any) -> Any:
+def _d1_torch(st: State) -> Any:
     import torch
 
     d = st.norm(st.x[:, :, None, :] - st.x[:, None, :, :])
@@ -187,7 +188,7 @@ def _context_distance_ball(ex: ExactInstance) -> np.ndarray:
 
 
 @context_distance.torch_form
-def _context_distance_torch(st: Any) -> Any:
+def _context_distance_torch(st: State) -> Any:
     return st.norm(st.alpha[..., None] * st.x - st.context()[:, None, :])
 
 
@@ -212,7 +213,7 @@ def _dtilde_r1_ball(ex: ExactInstance) -> Any:
 
 
 @dtilde_R1.torch_form
-def _dtilde_r1_torch(st: Any) -> Any:
+def _dtilde_r1_torch(st: State) -> Any:
     return (st.norm(st.alpha[..., None] * st.x - st.context()[:, None, :]) * st.mult * (~st.mask)).sum(-1)
 
 
@@ -236,7 +237,7 @@ def _dtilde_r2_ball(ex: ExactInstance) -> Any:
 
 
 @dtilde_R2.torch_form
-def _dtilde_r2_torch(st: Any) -> Any:
+def _dtilde_r2_torch(st: State) -> Any:
     sign = 1 - 2 * st.mask.double()
     return st.norm(((st.alpha * st.mult * sign)[..., None] * st.x).sum(1))
 
@@ -257,7 +258,7 @@ def _a_norm_ball(ex: ExactInstance) -> Any:
 
 
 @A_norm.torch_form
-def _a_norm_torch(st: Any) -> Any:
+def _a_norm_torch(st: State) -> Any:
     return (st.mult * st.alpha * st.norm(st.x)).sum(-1)
 
 
@@ -283,7 +284,7 @@ def _m_norm_ball(ex: ExactInstance) -> Any:
 
 
 @m_norm.torch_form
-def _m_norm_torch(st: Any) -> Any:
+def _m_norm_torch(st: State) -> Any:
     return st.norm(((st.alpha * st.mult)[..., None] * st.x).sum(1))
 
 
@@ -317,7 +318,7 @@ def _jensen_ball(ex: ExactInstance, coefficient: str, xbar: str) -> Any:
 
 
 def _jensen_torch(st: Any, coefficient: str, xbar: str) -> Any:
-    L, N, a = st.L, st.N, st.alpha
+    L, N, a = st.L, st.top_N, st.alpha
     rho = N / (L - 1)
     c = a * (1 + rho) if coefficient == "scaled" else a + rho
     xb = rho * ((a * st.mult)[..., None] * st.x).sum(1) if xbar == "weighted" else (st.mult[..., None] * st.x).sum(1) / L
@@ -388,10 +389,10 @@ def _gap_bound_ball(ex: ExactInstance) -> Any:
 
 
 @jensen_gap_bound.torch_form
-def _gap_bound_torch(st: Any) -> Any:
+def _gap_bound_torch(st: State) -> Any:
     import torch
 
-    L, N = st.L, st.N
+    L, N = st.L, st.top_N
     if L <= 2 or N >= L - 1:
         return torch.zeros(st.B, dtype=torch.float64)
     y = st.alpha[..., None] * st.x

@@ -22,6 +22,7 @@ from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import Ops, Unsupported
 from attnbounds.theory.mathematics.quantities import _float as F
 from attnbounds.theory.mathematics.quantities.spec import MonteCarlo, define, hoeffding_halfwidth, mc_settings
+from attnbounds.theory.mathematics.quantities.torch_state import State
 
 _REF = "Theorem 2 (geometric separability)"
 #: the longest context whose sphere expectations are sampled (token by token)
@@ -74,7 +75,7 @@ def _xi_ball(ex: ExactInstance) -> np.ndarray:
 
 
 @xi.torch_form
-def _xi_torch(st: Any) -> Any:
+def _xi_torch(st: State) -> Any:
     M, delta = st.param("M")[:, None], st.param("delta")[:, None]
     w = st.alpha * st.mult * st.mask
     P = w.sum(-1, keepdim=True) - st.alpha
@@ -102,11 +103,11 @@ def _c_other_ball(ex: ExactInstance) -> np.ndarray:
 
 
 @C_other.torch_form
-def _c_other_torch(st: Any) -> Any:
+def _c_other_torch(st: State) -> Any:
     w = st.alpha * st.mult * st.mask
     P = w.sum(-1, keepdim=True) - st.alpha
     Q = (w * st.alpha).sum(-1, keepdim=True) - st.alpha**2
-    return (P**2 - Q).clamp(min=0.0) if st.N > 2 else P * 0.0
+    return (P**2 - Q).clamp(min=0.0) if st.top_N > 2 else P * 0.0
 
 
 # -- N_s for the instance's own token vectors -----------------------------------------------------------------

@@ -12,6 +12,7 @@ from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.mathematics.opaque import OAbs
 from attnbounds.theory.mathematics.quantities import _float as F
 from attnbounds.theory.mathematics.quantities.spec import define
+from attnbounds.theory.mathematics.quantities.torch_state import State
 
 alpha_i = define("alpha_i", "BL", "attention weight of every token", definition="alpha_i = F(l_i) / sum_j F(l_j)",
                  reference="eq. (3)", needs=(), cost="weights",
@@ -29,7 +30,7 @@ def _alpha_i_ball(ex: ExactInstance) -> np.ndarray:
 
 
 @alpha_i.torch_form
-def _alpha_i_torch(st: Any) -> Any:
+def _alpha_i_torch(st: State) -> Any:
     return st.alpha
 
 
@@ -53,7 +54,7 @@ def _alpha_min_ball(ex: ExactInstance) -> Any:
 
 
 @alpha_min.torch_form
-def _alpha_min_torch(st: Any) -> Any:
+def _alpha_min_torch(st: State) -> Any:
     return st.masked(st.alpha, st.present, "min")
 
 
@@ -77,7 +78,7 @@ def _alpha_max_ball(ex: ExactInstance) -> Any:
 
 
 @alpha_max.torch_form
-def _alpha_max_torch(st: Any) -> Any:
+def _alpha_max_torch(st: State) -> Any:
     return st.masked(st.alpha, st.present, "max")
 
 
@@ -101,7 +102,7 @@ def _abar_ball(ex: ExactInstance) -> Any:
 
 
 @abar_N.torch_form
-def _abar_torch(st: Any) -> Any:
+def _abar_torch(st: State) -> Any:
     return (st.alpha * st.mult * st.mask).sum(-1)
 
 
@@ -125,7 +126,7 @@ def _absmax_ball(ex: ExactInstance) -> Any:
 
 
 @logit_absmax.torch_form
-def _absmax_torch(st: Any) -> Any:
+def _absmax_torch(st: State) -> Any:
     return st.masked(st.logits.abs(), st.present, "max")
 
 
