@@ -94,8 +94,31 @@ def split_top_n(alpha: np.ndarray, counts: np.ndarray, N: int) -> tuple[np.ndarr
     return columns, selection, new_counts
 
 
+class Columns:
+    """The batch's shape read from its weights ``alpha`` ``(B, K)`` and its token counts per column (``None`` for
+    dense rows): shared by :class:`Instance` and the torch backend's
+    :class:`~attnbounds.theory.mathematics.quantities.torch_state.State`."""
+
+    alpha: Any
+    counts: np.ndarray | None
+
+    @property
+    def B(self) -> int:
+        return int(self.alpha.shape[0])
+
+    @property
+    def K(self) -> int:
+        """Columns: tokens (dense) or token classes."""
+        return int(self.alpha.shape[1])
+
+    @property
+    def L(self) -> int:
+        """The number of tokens (the sum of the counts for token classes)."""
+        return self.K if self.counts is None else int(self.counts[0].sum())
+
+
 @dataclass(frozen=True, eq=False)
-class Instance:
+class Instance(Columns):
     """A batch of ``B`` attention instances of common length ``L`` (see module docstring).
 
     Build one with :meth:`from_logits`, :meth:`from_qk` or :meth:`from_weights`; pass ``counts``
@@ -217,20 +240,6 @@ class Instance:
                        selection=selection, _cache={})
 
     # -- views ---------------------------------------------------------------------------------
-    @property
-    def B(self) -> int:
-        return int(self.alpha.shape[0])
-
-    @property
-    def K(self) -> int:
-        """Columns: tokens (dense) or token classes."""
-        return int(self.alpha.shape[1])
-
-    @property
-    def L(self) -> int:
-        """The number of tokens (the sum of the counts for token classes)."""
-        return self.K if self.counts is None else int(self.counts[0].sum())
-
     @property
     def is_classes(self) -> bool:
         return self.counts is not None

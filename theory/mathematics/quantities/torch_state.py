@@ -16,6 +16,7 @@ from typing import Any, Callable, cast
 import numpy as np
 import sympy as sp
 
+from attnbounds.theory.mathematics.instance import Columns
 from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.mathematics.normalisers import L_sym, RatioNormaliser, derivative, l_sym, stable_log
 
@@ -27,7 +28,7 @@ def import_torch() -> Any:
 
 
 @dataclass
-class State:
+class State(Columns):
     """Tensors of one batch: weights and what they are computed from, plus parameters ``(B,)``.
 
     ``mult`` holds the tokens per column (ones for a dense instance); ``selection`` a fixed selection
@@ -51,18 +52,6 @@ class State:
     cache: dict[str, Any] = field(default_factory=dict)
 
     TINY = 1e-300
-
-    @property
-    def B(self) -> int:
-        return int(self.alpha.shape[0])
-
-    @property
-    def K(self) -> int:
-        return int(self.alpha.shape[1])
-
-    @property
-    def L(self) -> int:
-        return self.K if self.counts is None else int(self.counts[0].sum())
 
     @property
     def mult(self) -> Any:
