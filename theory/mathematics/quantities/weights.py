@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -11,7 +11,7 @@ from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.mathematics.opaque import OAbs
 from attnbounds.theory.mathematics.quantities import _float as F
-from attnbounds.theory.mathematics.quantities.spec import define
+from attnbounds.theory.mathematics.quantities.spec import Quantity, define
 from attnbounds.theory.mathematics.quantities.torch_state import State
 
 alpha_i = define("alpha_i", "BL", "attention weight of every token", definition="alpha_i = F(l_i) / sum_j F(l_j)",
@@ -39,52 +39,34 @@ def _alpha_i_relaxed(rx: Any) -> Any:
     return rx.weight(rx.role("i"))
 
 
-alpha_min = define("alpha_min", "B", "smallest weight min_i alpha_i", definition="min_i alpha_i", reference="Lemma 2",
-                   needs=(), cost="weights", nonnegative=True)
+def _extreme_weight(how: Literal["min", "max"]) -> Quantity:
+    """``alpha_min`` (smallest weight) or ``alpha_max`` (largest), with its four forms; Lemma 2."""
+    q = define(f"alpha_{how}", "B", f"{'smallest' if how == 'min' else 'largest'} weight {how}_i alpha_i",
+               definition=f"{how}_i alpha_i", reference="Lemma 2", needs=(), cost="weights", nonnegative=True)
+    masked = F.masked_min if how == "min" else F.masked_max
+    sign = -1 if how == "min" else 1  # the token of the extreme dominates every other: sign * (lam_r - lam_k) >= 0
+
+    @q.float_form
+    def _float(inst: Instance) -> np.ndarray:
+        return masked(inst.alpha, inst.present)
+
+    @q.ball_form
+    def _ball(ex: ExactInstance) -> Any:
+        extreme = ex.ops.minimum if how == "min" else ex.ops.maximum
+        return extreme(ex.alpha[ex.present])
+
+    @q.torch_form
+    def _torch(st: State) -> Any:
+        return st.masked(st.alpha, st.present, how)
+
+    @q.relaxed_form
+    def _relaxed(rx: Any) -> Any:
+        return rx.weight(rx.role(how, dominates=lambda r, k: sign * (r.lam - k.lam), extreme=how))
+
+    return q
 
 
-@alpha_min.float_form
-def _alpha_min(inst: Instance) -> np.ndarray:
-    return F.masked_min(inst.alpha, inst.present)
-
-
-@alpha_min.ball_form
-def _alpha_min_ball(ex: ExactInstance) -> Any:
-    return ex.ops.minimum(ex.alpha[ex.present])
-
-
-@alpha_min.torch_form
-def _alpha_min_torch(st: State) -> Any:
-    return st.masked(st.alpha, st.present, "min")
-
-
-@alpha_min.relaxed_form
-def _alpha_min_relaxed(rx: Any) -> Any:
-    return rx.weight(rx.role("min", dominates=lambda r, k: k.lam - r.lam, extreme="min"))
-
-
-alpha_max = define("alpha_max", "B", "largest weight max_i alpha_i", definition="max_i alpha_i", reference="Lemma 2",
-                   needs=(), cost="weights", nonnegative=True)
-
-
-@alpha_max.float_form
-def _alpha_max(inst: Instance) -> np.ndarray:
-    return F.masked_max(inst.alpha, inst.present)
-
-
-@alpha_max.ball_form
-def _alpha_max_ball(ex: ExactInstance) -> Any:
-    return ex.ops.maximum(ex.alpha[ex.present])
-
-
-@alpha_max.torch_form
-def _alpha_max_torch(st: State) -> Any:
-    return st.masked(st.alpha, st.present, "max")
-
-
-@alpha_max.relaxed_form
-def _alpha_max_relaxed(rx: Any) -> Any:
-    return rx.weight(rx.role("max", dominates=lambda r, k: r.lam - k.lam, extreme="max"))
+alpha_min, alpha_max = _extreme_weight("min"), _extreme_weight("max")
 
 
 abar_N = define("abar_N", "B", "selected mass abar_N = sum_{i in I_N} alpha_i", definition="sum_{i in I_N} alpha_i",
