@@ -69,7 +69,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         old = _old_report(folder)
-        new_s = _seconds(lambda r, o: report.write_report((x.to_json() for x in records.iter_load(r)), o, name=Path(r).name), args.records, folder / "new")
+        new_s = _seconds(lambda r, o: report.write_report(records.iter_load(r), o, name=Path(r).name), args.records, folder / "new")
         if old is not None:
             old_s = _seconds(old.write_report, args.records, folder / "old")  # type: ignore[attr-defined]
             print(f"report: {n} records, {new_s / n:.3f} s per record now, {old_s / n:.3f} s at {BEFORE}: "

@@ -38,13 +38,16 @@ import tempfile
 import xml.etree.ElementTree as ET
 from html.entities import name2codepoint
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from attnbounds.theory.io import atomic, paper
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.notation import short, text_of_record
 from attnbounds.theory.io.serialize import dumps
 from attnbounds.theory.io.terminal import printable
+
+if TYPE_CHECKING:
+    from attnbounds.theory.io.records import Record
 
 #: the verdict badges' colours (background, text)
 COLOURS = {"PROVED": ("#1a7f37", "#fff"), "VERIFIED": ("#0969da", "#fff"), "REFUTED": ("#cf222e", "#fff"),
@@ -834,9 +837,9 @@ def _build_folder(target: Path) -> Path:
     return built
 
 
-def write_report(records: Iterable[dict[str, Any]], out: str | os.PathLike[str], *, name: str,
+def write_report(records: Iterable[Record], out: str | os.PathLike[str], *, name: str,
                  progress: bool = False) -> Path:
-    """Write ``out/index.html`` and its figures for ``records`` (checked record dicts, e.g. from
+    """Write ``out/index.html`` and its figures for ``records`` (checked records, e.g.
     :func:`attnbounds.theory.io.records.iter_load` of the records file ``name``; module docstring); returns the page's
     path. Records are taken one at a time (only their sections are kept). ``progress``: a progress bar (tqdm) on
     stderr."""
@@ -852,7 +855,7 @@ def write_report(records: Iterable[dict[str, Any]], out: str | os.PathLike[str],
             records = tqdm(records, desc="report", unit="record")
         summary: list[tuple[int, str, str, str, Any]] = []
         sources, sections = [], []
-        for k, r in enumerate(records, 1):
+        for k, r in enumerate((record.to_json() for record in records), 1):
             png, caption = plot_png(r, plotter) if plotter is not None else plot_png(r)
             figure = f"fig-{k:03d}.png" if png is not None else None
             if png is not None and figure is not None:

@@ -225,8 +225,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from attnbounds.theory.io import records
     from attnbounds.theory.io.report import write_report
 
-    read = (record.to_json() for record in records.iter_load(args.records))
-    page = write_report(read, args.out, name=Path(args.records).name, progress=not args.quiet)
+    page = write_report(records.iter_load(args.records), args.out, name=Path(args.records).name,
+                        progress=not args.quiet)
     _say(f"report written to {page}")
     return 0
 
