@@ -45,7 +45,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "search": ("attnbounds.theory.deciding.search", "search"),
     "verify": ("attnbounds.theory.running.verify", "verify"),
     "check": ("attnbounds.theory.running.api", "check"),
-    "load_statements": ("attnbounds.theory.io.userbounds", "load"),
+    "load_statements": ("attnbounds.theory.io.userbounds", "load_statements"),
     "hypothesis_catalogue": ("attnbounds.theory.io.userbounds", "hypothesis_catalogue"),
     "assert_bound": ("attnbounds.theory.running.api", "assert_bound"),
     "Record": ("attnbounds.theory.io.records", "Record"),

@@ -20,7 +20,8 @@ from _util import Row, table
 
 from attnbounds.theory.deciding import prover
 from attnbounds.theory.deciding.certify import certify
-from attnbounds.theory.io.userbounds import load_data, registered
+from attnbounds.theory.io.userbounds import load_data
+from attnbounds.theory.mathematics.normalisers import constructors_added
 
 SET = Path(__file__).resolve().parents[1] / "tests" / "quality" / "relaxation_set.toml"
 
@@ -36,7 +37,7 @@ def rows(budget: float) -> list[Row]:
     out: list[Row] = []
     times: list[float] = []
     by_family: dict[str, list[bool]] = {}
-    with registered(ub.normalisers):
+    with constructors_added(ub.normalisers):
         for st in ub.statements:
             start = time.perf_counter()
             result = prover.prove(st, work=prover.work_for(budget))

@@ -69,7 +69,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         old = _old_report(folder)
-        new_s = _seconds(lambda r, o: report.write_report(records.iter_load(r), o, name=Path(r).name), args.records, folder / "new")
+        new_s = _seconds(lambda r, o: report.write_report(records.iter_records(r), o, name=Path(r).name), args.records, folder / "new")
         if old is not None:
             old_s = _seconds(old.write_report, args.records, folder / "old")  # type: ignore[attr-defined]
             print(f"report: {n} records, {new_s / n:.3f} s per record now, {old_s / n:.3f} s at {BEFORE}: "
@@ -81,7 +81,7 @@ def main() -> None:
         big.write_text(json.dumps(records * args.copies))
         size = os.path.getsize(big) / 2**20
         streamed = _peak_mib(f"from attnbounds.theory.io import records as rec\n"
-                             f"text = rec.verdict_table(rec.iter_load({str(big)!r}))")
+                             f"text = rec.verdict_table(rec.iter_records({str(big)!r}))")
         whole = _peak_mib(f"import json\nfrom attnbounds.theory.io import records as rec\n"
                           f"data = json.loads(open({str(big)!r}).read())\n"
                           f"text = rec.verdict_table([rec.Record.from_json(d) for d in data])")

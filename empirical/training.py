@@ -128,7 +128,7 @@ class Vocabulary:
         return {"kept": self.kept.tolist(), "unknown": self.unknown, "size": self.size}
 
     @classmethod
-    def load(cls, folder: Path) -> "Vocabulary | None":
+    def read(cls, folder: Path) -> "Vocabulary | None":
         path = folder / VOCABULARY_FILE
         if not path.is_file():
             return None
@@ -139,7 +139,7 @@ class Vocabulary:
 def model_tokenizer(folder: Path) -> Tokenizer:
     """The tokenizer of a model trained here: GPT-2's BPE, restricted to its vocabulary when it has one."""
     base = offline_gpt2()
-    vocab = Vocabulary.load(folder)
+    vocab = Vocabulary.read(folder)
     return base if vocab is None else vocab.tokenizer(base)
 
 

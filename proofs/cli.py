@@ -34,7 +34,7 @@ def replay_records(path: str, ids: list[str]) -> int:
     from attnbounds.theory.mathematics import registry
 
     failed = checked = 0
-    for rec in records.iter_load(path):
+    for rec in records.iter_records(path):
         if ids and rec.id not in ids:
             continue
         cert = rec.data.get("relaxation")

@@ -11,7 +11,7 @@ from attnbounds.theory.mathematics import normalisers as nm
 def restore_family():
     """The normaliser family as it was before the test (a statements file registers its normalisers for the
     process; check() restores the family itself)."""
-    saved = dict(nm.FAMILY)
+    saved = dict(nm.CONSTRUCTORS)
     yield
-    nm.FAMILY.clear()
-    nm.FAMILY.update(saved)
+    nm.CONSTRUCTORS.clear()
+    nm.CONSTRUCTORS.update(saved)

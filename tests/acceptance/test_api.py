@@ -29,9 +29,9 @@ pytestmark = pytest.mark.usefixtures("restore_family")
 
 
 def test_check_leaves_the_normaliser_family_as_it_was():
-    before = dict(nm.FAMILY)
+    before = dict(nm.CONSTRUCTORS)
     attnbounds.check("alpha_i <= 1", normaliser=softpick, budget=0.2)
-    assert nm.FAMILY == before
+    assert nm.CONSTRUCTORS == before
 
 
 def softpick(logits, T):
@@ -76,7 +76,7 @@ def test_record_api_json_cite_and_the_same_record_as_the_cli(tmp_path):
     f = tmp_path / "b.toml"
     f.write_text('[[statement]]\nid = "mine.weights"\nrelation = "alpha_i <= 1"\n'
                  'citation = "user bound mine.weights"\n')
-    other = verify(statements=userbounds.load(f).statements, budget_s=0.5, seed=1, progress=False)[0]
+    other = verify(statements=userbounds.load_statements(f).statements, budget_s=0.5, seed=1, progress=False)[0]
     assert other.content_hash == r.content_hash
 
 
@@ -175,7 +175,7 @@ def test_a_callable_that_disagrees_with_its_log_F_or_is_malformed_is_refused():
         attnbounds.check("alpha_i <= 1", normaliser=42, budget=0.3)
     with pytest.raises(InvalidArgument, match="unknown normaliser 'softmaxx'; .*built-in: .*softmax"):
         attnbounds.check("alpha_i <= 1", normaliser="softmaxx", budget=0.3)
-    assert "wrong" not in nm.FAMILY
+    assert "wrong" not in nm.CONSTRUCTORS
 
 
 # -- fixed, ranges, closed claims ----------------------------------------------------------------------------------
@@ -183,7 +183,7 @@ def test_fixed_parameters_in_toml_decide_the_multihead_coverage(tmp_path):
     f = tmp_path / "heads.toml"
     f.write_text('[[statement]]\nid = "heads2"\nrelation = "coverage_enum >= 0.99"\nfixed = { p = 0.8, H = 2 }\n\n'
                  '[[statement]]\nid = "heads3"\nrelation = "coverage_enum >= 0.99"\nfixed = { p = 0.8, H = 3 }\n')
-    recs = {r.id: r for r in verify(statements=userbounds.load(f).statements, budget_s=1, progress=False)}
+    recs = {r.id: r for r in verify(statements=userbounds.load_statements(f).statements, budget_s=1, progress=False)}
     two, three = recs["heads2"], recs["heads3"]
     assert two.verdict == "REFUTED" and three.verdict in ("VERIFIED", "PROVED")
     params = two.counterexample["instance"]["params"]
@@ -213,7 +213,7 @@ def test_ranges_and_the_normaliser_key_in_toml_and_a_builtin_normaliser_keeps_it
     f = tmp_path / "r.toml"
     f.write_text('[[statement]]\nid = "long"\nrelation = "alpha_i <= 2/L"\nnormaliser = "softmax"\n'
                  'ranges = { L = [21, 1000000], T = [0.01, 10] }\n')
-    (r,) = verify(statements=userbounds.load(f).statements, budget_s=0.5, progress=False)
+    (r,) = verify(statements=userbounds.load_statements(f).statements, budget_s=0.5, progress=False)
     assert r.verdict == "REFUTED" and 21 <= r.counterexample["L"] <= 1_000_000
     assert r.data["statement"]["ranges"] == {"L": [21.0, 1_000_000.0], "T": [0.01, 10.0]}
     assert any(h["id"] == "normaliser(softmax)" for h in r.data["hypotheses"])
@@ -265,7 +265,7 @@ def test_closed_claims_are_decided_exactly():
 def test_closed_claims_in_toml_and_relations_decided_whatever_the_values(tmp_path):
     f = tmp_path / "c.toml"
     f.write_text('[[statement]]\nid = "c"\nrelation = "2 <= 1"\n')
-    (r,) = verify(statements=userbounds.load(f).statements, progress=False)
+    (r,) = verify(statements=userbounds.load_statements(f).statements, progress=False)
     assert r.verdict == "REFUTED" and r.data["closed_claim"]["conjuncts"][0]["lhs"] == "2"
     with pytest.raises(InvalidArgument, match="is True whatever the values .*evaluates to True"):
         attnbounds.check("J_spectral <= J_spectral + 1")

@@ -68,9 +68,9 @@ def test_statements_given_twice_are_read_together_and_clashes_are_refused(tmp_pa
     out = tmp_path / "r.json"
     assert main(["verify", "--statements", str(a), "--statements", str(b), "--budget", "0.3", "--quiet",
                  "--json", str(out)]) == 0
-    from attnbounds.theory.io.records import load
+    from attnbounds.theory.io.records import load_records
 
-    assert {r.id: r.verdict for r in load(out)} == {"mine.a": "VERIFIED", "mine.b": "REFUTED"}
+    assert {r.id: r.verdict for r in load_records(out)} == {"mine.a": "VERIFIED", "mine.b": "REFUTED"}
     capsys.readouterr()
     assert main(["verify", "--statements", str(a), "--statements", str(c), "--budget", "0.3", "--quiet"]) == 2
     err = capsys.readouterr().err

@@ -24,6 +24,7 @@ from attnbounds.theory.io import userbounds
 from attnbounds.theory.mathematics import callables
 from attnbounds.theory.running import api
 from attnbounds.theory.mathematics.errors import InvalidArgument
+from attnbounds.theory.mathematics.normalisers import constructors_added
 
 pytestmark = pytest.mark.usefixtures("restore_family")
 
@@ -83,7 +84,7 @@ def test_the_spread_reaches_long_rows_large_logits_and_extreme_temperatures():
         return torch.softmax(logits / T, dim=-1)
 
     user = api.statement("alpha_i <= 1", normaliser={"name": "rec", "torch": recording, "log_F": "l/T"})
-    with userbounds.registered(user.normalisers):
+    with constructors_added(user.normalisers):
         callables.Confirmer.of(user.statements[0]).spread(0)
     assert max(seen["L"]) >= 10**5 and 4096 in seen["L"] and 1 in seen["L"]
     assert min(seen["T"]) <= 1e-4 and max(seen["T"]) >= 1e3 and seen["absmax"] >= 999

@@ -9,7 +9,7 @@ import attnbounds.theory.running.verify as verify_mod
 from tests._fakesearch import no_proof, random_search
 from attnbounds.theory.io import records as rec
 from attnbounds.theory.running.cli import main
-from attnbounds.theory.mathematics.normalisers import FAMILY
+from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user_bounds.toml"
 
@@ -18,10 +18,10 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user_bounds.toml"
 def fake_search(monkeypatch):
     monkeypatch.setattr(verify_mod, "default_search", lambda: random_search)
     monkeypatch.setattr(verify_mod, "default_prover", no_proof)
-    saved = dict(FAMILY)
+    saved = dict(CONSTRUCTORS)
     yield
-    FAMILY.clear()
-    FAMILY.update(saved)  # a statements file registers its normalisers: undo it for the other tests
+    CONSTRUCTORS.clear()
+    CONSTRUCTORS.update(saved)  # a statements file registers its normalisers: undo it for the other tests
 
 
 def test_verify_writes_valid_records_and_prints_a_table(tmp_path, capsys):
@@ -74,7 +74,7 @@ def test_search_prints_details(capsys):
 def test_cite_from_records_and_by_running(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert main(["verify", "corollary3[frobenius]", "--budget", "1", "--json", str(out), "--quiet"]) == 0
-    record = rec.load(out)[0]
+    record = rec.load_records(out)[0]
     capsys.readouterr()
     assert main(["cite", "corollary3[frobenius]", "--records", str(out)]) == 0
     text = capsys.readouterr().out
@@ -167,7 +167,7 @@ def test_json_through_a_symlink_replaces_the_file_it_points_to(tmp_path, cache, 
     assert main(["verify", "multihead", "--budget", "1", "--quiet", "--json", str(link)]) == 0
     assert main(["verify", "multihead", "--budget", "1", "--quiet", "--json", str(dangling)]) == 0
     assert link.is_symlink() and dangling.is_symlink()  # links stay links
-    assert [r.id for r in rec.load(real)] == ["multihead"] == [r.id for r in rec.load(tmp_path / "fresh" / "made.json")]
+    assert [r.id for r in rec.load_records(real)] == ["multihead"] == [r.id for r in rec.load_records(tmp_path / "fresh" / "made.json")]
     assert sorted(p.name for p in real.parent.iterdir()) == ["latest.json"]  # no temporary file left behind
 
 

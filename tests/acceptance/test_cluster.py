@@ -60,16 +60,16 @@ def test_local_cluster_gives_the_same_records_as_in_process():
 
 
 def _families_seen(name: str) -> bool:
-    from attnbounds.theory.mathematics.normalisers import FAMILY
+    from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS
 
-    return name in FAMILY
+    return name in CONSTRUCTORS
 
 
 def test_a_users_normaliser_travels_to_the_workers():
     """The statements file registers its normaliser in the driver only; workers get it with each task."""
-    from attnbounds.theory.mathematics.normalisers import FAMILY
+    from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS
 
-    bounds = userbounds.load(EXAMPLE)
+    bounds = userbounds.load_statements(EXAMPLE)
     try:
         with parallel.runner("processes:2") as run:
             assert run.map(_families_seen, ["gauss_tilt"] * 4) == [True] * 4
@@ -81,7 +81,7 @@ def test_a_users_normaliser_travels_to_the_workers():
                        scheduler="processes:2")
     finally:
         for name in bounds.normalisers:
-            FAMILY.pop(name, None)
+            CONSTRUCTORS.pop(name, None)
     assert _hashes(here) == _hashes(there)
     assert _hashes(alone) == {ids[0]: _hashes(here)[ids[0]]}
 

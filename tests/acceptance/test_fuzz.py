@@ -32,7 +32,7 @@ import pytest
 import sympy as sp
 import torch
 from hypothesis import HealthCheck, event, given, settings
-from hypothesis import strategies as st
+from hypothesis import strategies as hs
 
 import attnbounds
 import attnbounds.theory.running.verify as verify_mod
@@ -42,7 +42,7 @@ from attnbounds.theory.mathematics import families, registry
 from attnbounds.theory.deciding.certify import certify
 from attnbounds.theory.running.cli import main
 from attnbounds.theory.mathematics.errors import AttnBoundsError
-from attnbounds.theory.mathematics.normalisers import FAMILY
+from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS
 from attnbounds.theory.mathematics.quantities import QUANTITIES
 
 #: seconds one case may take (loading a file; one command with the stand-in search): they take well under a second,
@@ -71,38 +71,38 @@ SPECIAL_NUMBERS = ["0", "1", "-1", "2", "0.5", "1e300", "1e-300", "1e308", "1e30
                    "Rational(1, 10**300)**1024", "(3/2)**1000", "Rational(1, 3)**600", "exp(709)", "exp(-1000)"]
 
 
-def _number(hostile: bool) -> st.SearchStrategy[str]:
-    plain = st.one_of(st.integers(-20, 20).map(str), st.sampled_from(["0.5", "1.5", "1e-3", "100", "Rational(1, 3)"]))
+def _number(hostile: bool) -> hs.SearchStrategy[str]:
+    plain = hs.one_of(hs.integers(-20, 20).map(str), hs.sampled_from(["0.5", "1.5", "1e-3", "100", "Rational(1, 3)"]))
     if not hostile:
         return plain
-    return st.one_of(plain, st.sampled_from(SPECIAL_NUMBERS), st.floats(allow_nan=False, allow_infinity=False).map(repr))
+    return hs.one_of(plain, hs.sampled_from(SPECIAL_NUMBERS), hs.floats(allow_nan=False, allow_infinity=False).map(repr))
 
 
-def _atom(hostile: bool, extra: tuple[str, ...] = ()) -> st.SearchStrategy[str]:
-    clean = [st.sampled_from(PER_INSTANCE), st.sampled_from(PER_TOKEN), st.sampled_from(["T", "L", "N", "pi", "E"]),
+def _atom(hostile: bool, extra: tuple[str, ...] = ()) -> hs.SearchStrategy[str]:
+    clean = [hs.sampled_from(PER_INSTANCE), hs.sampled_from(PER_TOKEN), hs.sampled_from(["T", "L", "N", "pi", "E"]),
              _number(hostile)]
     if extra:
-        clean.append(st.sampled_from(extra))
+        clean.append(hs.sampled_from(extra))
     if hostile:
-        clean += [st.sampled_from(PARAMETERS), st.sampled_from(JUNK_NAMES)]
-    return st.one_of(*clean)
+        clean += [hs.sampled_from(PARAMETERS), hs.sampled_from(JUNK_NAMES)]
+    return hs.one_of(*clean)
 
 
-def _sum(children: st.SearchStrategy[str], hostile: bool) -> st.SearchStrategy[str]:
-    body = st.one_of(st.sampled_from(PER_SELECTED).map(lambda q: f"{q}[i]"), children,
-                     st.tuples(st.sampled_from(PER_SELECTED), children).map(lambda t: f"({t[0]}[i] * {t[1]})"))
+def _sum(children: hs.SearchStrategy[str], hostile: bool) -> hs.SearchStrategy[str]:
+    body = hs.one_of(hs.sampled_from(PER_SELECTED).map(lambda q: f"{q}[i]"), children,
+                     hs.tuples(hs.sampled_from(PER_SELECTED), children).map(lambda t: f"({t[0]}[i] * {t[1]})"))
     wrong = ["(i, 0, N)", "(i, 1, L)", "(i, 1, 3)", "(j, 1, N)", "(i, N, 1)"] if hostile else []
-    return st.tuples(body, st.sampled_from(["(i, 1, N)"] * 6 + wrong)).map(lambda t: f"Sum({t[0]}, {t[1]})")
+    return hs.tuples(body, hs.sampled_from(["(i, 1, N)"] * 6 + wrong)).map(lambda t: f"Sum({t[0]}, {t[1]})")
 
 
 def _extender(hostile: bool) -> Any:
     functions = ["exp", "log", "sqrt", "Abs", "abs", "Min", "Max", "min", "max"] + (["Rational"] if hostile else [])
 
-    def extend(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-        return st.one_of(
-            st.tuples(children, st.sampled_from(["+", "-", "*", "/", "**"]), children).map(
+    def extend(children: hs.SearchStrategy[str]) -> hs.SearchStrategy[str]:
+        return hs.one_of(
+            hs.tuples(children, hs.sampled_from(["+", "-", "*", "/", "**"]), children).map(
                 lambda t: f"({t[0]} {t[1]} {t[2]})"),
-            st.tuples(st.sampled_from(functions), st.lists(children, min_size=0 if hostile else 1, max_size=3)).map(
+            hs.tuples(hs.sampled_from(functions), hs.lists(children, min_size=0 if hostile else 1, max_size=3)).map(
                 lambda t: f"{t[0]}({', '.join(t[1])})" if t[0] in ("Min", "Max", "min", "max") or not t[1]
                 else f"{t[0]}({t[1][0]})"),
             children.map(lambda c: f"-{c}"),
@@ -112,88 +112,88 @@ def _extender(hostile: bool) -> Any:
     return extend
 
 
-def expressions(hostile: bool, extra: tuple[str, ...] = ()) -> st.SearchStrategy[str]:
-    return st.recursive(_atom(hostile, extra), _extender(hostile), max_leaves=8)
+def expressions(hostile: bool, extra: tuple[str, ...] = ()) -> hs.SearchStrategy[str]:
+    return hs.recursive(_atom(hostile, extra), _extender(hostile), max_leaves=8)
 
 
-def relations(hostile: bool, extra: tuple[str, ...] = ()) -> st.SearchStrategy[str]:
+def relations(hostile: bool, extra: tuple[str, ...] = ()) -> hs.SearchStrategy[str]:
     e = expressions(hostile, extra)
     ops = ["<=", ">="] + (["<", "==", "!="] if hostile else [])
-    single = st.tuples(e, st.sampled_from(ops), e).map(" ".join)
-    out = st.one_of(single, single, st.lists(single, min_size=2, max_size=3).map(lambda rs: " & ".join(f"({r})" for r in rs)))
-    return st.one_of(out, e, st.text(max_size=30)) if hostile else out
+    single = hs.tuples(e, hs.sampled_from(ops), e).map(" ".join)
+    out = hs.one_of(single, single, hs.lists(single, min_size=2, max_size=3).map(lambda rs: " & ".join(f"({r})" for r in rs)))
+    return hs.one_of(out, e, hs.text(max_size=30)) if hostile else out
 
 
-def any_relation() -> st.SearchStrategy[str]:
+def any_relation() -> hs.SearchStrategy[str]:
     """Three in four drawn from the clean grammar (they mostly parse), the rest hostile."""
-    return st.one_of(relations(False), relations(False), relations(False), relations(True))
+    return hs.one_of(relations(False), relations(False), relations(False), relations(True))
 
 
-def _value() -> st.SearchStrategy[Any]:
+def _value() -> hs.SearchStrategy[Any]:
     """TOML values of every type (for keys that expect another one)."""
-    return st.one_of(st.text(max_size=12), st.integers(-2**63, 2**63 - 1), st.floats(), st.booleans(),
-                     st.lists(st.integers(), max_size=2), st.dictionaries(st.sampled_from(["a", "b"]), st.integers(),
+    return hs.one_of(hs.text(max_size=12), hs.integers(-2**63, 2**63 - 1), hs.floats(), hs.booleans(),
+                     hs.lists(hs.integers(), max_size=2), hs.dictionaries(hs.sampled_from(["a", "b"]), hs.integers(),
                                                                           max_size=2))
 
 
-@st.composite
+@hs.composite
 def statement_tables(draw: Any, k: int) -> dict[str, Any]:
     """A ``[[statement]]`` table: well-formed (three in four) or hostile in its keys, types and expressions."""
-    if draw(st.sampled_from([True, True, True, False])):
+    if draw(hs.sampled_from([True, True, True, False])):
         table: dict[str, Any] = {"id": f"fuzz.{k}", "relation": draw(relations(False))}
-        if draw(st.booleans()):
-            table["hypotheses"] = draw(st.lists(st.sampled_from(HYPOTHESES), unique=True, max_size=2))
-        if draw(st.sampled_from([False, False, False, True])):
-            table["defaults"] = {"c0": draw(st.sampled_from([0.5, 2, "abar_N", "T"]))}
-            table["relation"] = f"({table['relation']}) & (c0 >= 0)" if draw(st.booleans()) else table["relation"]
+        if draw(hs.booleans()):
+            table["hypotheses"] = draw(hs.lists(hs.sampled_from(HYPOTHESES), unique=True, max_size=2))
+        if draw(hs.sampled_from([False, False, False, True])):
+            table["defaults"] = {"c0": draw(hs.sampled_from([0.5, 2, "abar_N", "T"]))}
+            table["relation"] = f"({table['relation']}) & (c0 >= 0)" if draw(hs.booleans()) else table["relation"]
         return table
-    aliases = draw(st.dictionaries(st.sampled_from(["D", "X", "exp", "i", "T", "1x", "d_1"]),
-                                   st.one_of(st.sampled_from(sorted(QUANTITIES)), _value()), max_size=2))
-    defaults = draw(st.dictionaries(st.sampled_from(["a", "c0", "T", "N", "i", "sqrt", "alpha_i"]),
-                                    st.one_of(st.floats(), st.integers(), st.sampled_from(sorted(QUANTITIES)), _value()),
+    aliases = draw(hs.dictionaries(hs.sampled_from(["D", "X", "exp", "i", "T", "1x", "d_1"]),
+                                   hs.one_of(hs.sampled_from(sorted(QUANTITIES)), _value()), max_size=2))
+    defaults = draw(hs.dictionaries(hs.sampled_from(["a", "c0", "T", "N", "i", "sqrt", "alpha_i"]),
+                                    hs.one_of(hs.floats(), hs.integers(), hs.sampled_from(sorted(QUANTITIES)), _value()),
                                     max_size=2))
-    declared = draw(st.lists(st.sampled_from(["c0", "c1", "lambda", "i", "exp", "b"]), max_size=2))
+    declared = draw(hs.lists(hs.sampled_from(["c0", "c1", "lambda", "i", "exp", "b"]), max_size=2))
     extra = tuple(n for n in (*aliases, *defaults, *declared) if isinstance(n, str))
-    table = {"id": draw(st.one_of(st.just(f"fuzz.{k}"), st.text(max_size=8), _value()))}
-    form = draw(st.sampled_from(["relation", "relation", "relation", "lhs-rhs", "both", "none"]))
+    table = {"id": draw(hs.one_of(hs.just(f"fuzz.{k}"), hs.text(max_size=8), _value()))}
+    form = draw(hs.sampled_from(["relation", "relation", "relation", "lhs-rhs", "both", "none"]))
     if form in ("relation", "both"):
-        table["relation"] = draw(st.one_of(relations(True, extra), relations(False, extra), _value()))
+        table["relation"] = draw(hs.one_of(relations(True, extra), relations(False, extra), _value()))
     if form in ("lhs-rhs", "both"):
         table["lhs"], table["rhs"] = draw(expressions(True, extra)), draw(expressions(False, extra))
     optional = {
-        "hypotheses": st.one_of(st.lists(st.sampled_from([*HYPOTHESES, "nope"]), max_size=3), _value()),
-        "where": st.just(aliases), "defaults": st.just(defaults), "parameters": st.one_of(st.just(declared), _value()),
-        "kind": st.one_of(st.sampled_from(["deterministic", "expectation", "probable"]), _value()),
-        "title": st.one_of(st.text(max_size=20), _value()), "citation": st.text(max_size=20),
-        "notes": st.text(max_size=20), "expectation_over": st.text(max_size=10), "colour": _value(),
+        "hypotheses": hs.one_of(hs.lists(hs.sampled_from([*HYPOTHESES, "nope"]), max_size=3), _value()),
+        "where": hs.just(aliases), "defaults": hs.just(defaults), "parameters": hs.one_of(hs.just(declared), _value()),
+        "kind": hs.one_of(hs.sampled_from(["deterministic", "expectation", "probable"]), _value()),
+        "title": hs.one_of(hs.text(max_size=20), _value()), "citation": hs.text(max_size=20),
+        "notes": hs.text(max_size=20), "expectation_over": hs.text(max_size=10), "colour": _value(),
     }
-    for key in draw(st.lists(st.sampled_from(sorted(optional)), unique=True, max_size=5)):
+    for key in draw(hs.lists(hs.sampled_from(sorted(optional)), unique=True, max_size=5)):
         table[key] = draw(optional[key])
     return table
 
 
-@st.composite
+@hs.composite
 def normaliser_tables(draw: Any) -> dict[str, Any]:
-    params = draw(st.dictionaries(st.sampled_from(["T", "b", "c", "l", "sigmoid", "exp"]),
-                                  st.one_of(st.floats(), st.integers(-5, 5), _value()), max_size=2))
+    params = draw(hs.dictionaries(hs.sampled_from(["T", "b", "c", "l", "sigmoid", "exp"]),
+                                  hs.one_of(hs.floats(), hs.integers(-5, 5), _value()), max_size=2))
     names = ["l", "L", "softplus(l)", "sigmoid(l)", *[p for p in params if isinstance(p, str)]]
-    table = {"name": draw(st.one_of(st.sampled_from(["mine", "softmax", "x-y", "tilt"]), _value())),
-             "log_F": draw(st.one_of(st.recursive(st.one_of(st.sampled_from(names), _number(True)), _extender(True),
+    table = {"name": draw(hs.one_of(hs.sampled_from(["mine", "softmax", "x-y", "tilt"]), _value())),
+             "log_F": draw(hs.one_of(hs.recursive(hs.one_of(hs.sampled_from(names), _number(True)), _extender(True),
                                                   max_leaves=6), _value())),
              "params": params}
-    return {k: v for k, v in table.items() if draw(st.booleans()) or k != "params"}
+    return {k: v for k, v in table.items() if draw(hs.booleans()) or k != "params"}
 
 
-@st.composite
+@hs.composite
 def documents(draw: Any) -> dict[str, Any]:
     doc: dict[str, Any] = {}
-    n = draw(st.sampled_from([1, 1, 1, 2, 2, 3, 0]))
+    n = draw(hs.sampled_from([1, 1, 1, 2, 2, 3, 0]))
     if n:
         doc["statement"] = [draw(statement_tables(k)) for k in range(n)]
-    if draw(st.sampled_from([False, False, False, True])):
-        doc["normaliser"] = [draw(normaliser_tables()) for _ in range(draw(st.integers(1, 2)))]
-    if draw(st.sampled_from([False] * 9 + [True])):
-        doc[draw(st.sampled_from(["title", "statement", "normaliser"]))] = draw(_value())
+    if draw(hs.sampled_from([False, False, False, True])):
+        doc["normaliser"] = [draw(normaliser_tables()) for _ in range(draw(hs.integers(1, 2)))]
+    if draw(hs.sampled_from([False] * 9 + [True])):
+        doc[draw(hs.sampled_from(["title", "statement", "normaliser"]))] = draw(_value())
     return doc
 
 
@@ -224,24 +224,24 @@ def to_toml(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@st.composite
+@hs.composite
 def statements_files(draw: Any) -> bytes:
     """Mostly well-formed TOML from the grammar; sometimes mutated, truncated or raw bytes."""
     text = to_toml(draw(documents())).encode("utf-8")
-    how = draw(st.sampled_from(["as is"] * 12 + ["mutated", "truncated", "bytes"]))
+    how = draw(hs.sampled_from(["as is"] * 12 + ["mutated", "truncated", "bytes"]))
     if how == "mutated":
-        at = draw(st.integers(0, len(text)))
-        text = text[:at] + draw(st.binary(min_size=1, max_size=8)) + text[at:]
+        at = draw(hs.integers(0, len(text)))
+        text = text[:at] + draw(hs.binary(min_size=1, max_size=8)) + text[at:]
     elif how == "truncated":
-        text = text[:draw(st.integers(0, len(text)))]
+        text = text[:draw(hs.integers(0, len(text)))]
     elif how == "bytes":
-        text = draw(st.binary(max_size=200))
+        text = draw(hs.binary(max_size=200))
     return text
 
 
-def clean_files() -> st.SearchStrategy[bytes]:
+def clean_files() -> hs.SearchStrategy[bytes]:
     """One statement from the clean grammar (it mostly loads), with or without hypotheses."""
-    return st.tuples(relations(False), st.lists(st.sampled_from(HYPOTHESES), unique=True, max_size=2)).map(
+    return hs.tuples(relations(False), hs.lists(hs.sampled_from(HYPOTHESES), unique=True, max_size=2)).map(
         lambda t: to_toml({"statement": [{"id": "fuzz", "relation": t[0], "hypotheses": t[1]}]}).encode())
 
 
@@ -277,12 +277,12 @@ def agree_on_real_instances(statement: Any, seed: int = 0) -> int:
 
 @contextlib.contextmanager
 def family_restored() -> Iterator[None]:
-    saved = dict(FAMILY)
+    saved = dict(CONSTRUCTORS)
     try:
         yield
     finally:
-        FAMILY.clear()
-        FAMILY.update(saved)
+        CONSTRUCTORS.clear()
+        CONSTRUCTORS.update(saved)
 
 
 @settings(max_examples=examples(), **FUZZ)
@@ -293,7 +293,7 @@ def test_statements_files_are_accepted_or_refused_quickly_and_read_alike(content
         path.write_bytes(content)
         start = time.perf_counter()
         try:
-            loaded = userbounds.load(path)
+            loaded = userbounds.load_statements(path)
         except AttnBoundsError as exc:
             assert str(exc) and "Traceback" not in str(exc)
             loaded = None
@@ -313,7 +313,7 @@ def test_accepted_relations_read_alike_in_float_and_in_balls(relation: str) -> N
         path.write_text(to_toml({"statement": [{"id": "fuzz", "relation": relation, "hypotheses": ["simplex"]}]}))
         start = time.perf_counter()
         try:
-            statement = userbounds.load(path, register=False).statements[0]
+            statement = userbounds.load_statements(path, register=False).statements[0]
         except AttnBoundsError:
             statement = None
         assert time.perf_counter() - start < TIME_LIMIT
@@ -353,28 +353,28 @@ PATHS = ["good.toml", "binary.toml", "folder", "afile", "fifo", "devnull-link", 
 IDS = ["lemma1", "multihead", "corollary3[spectral]", "user.naive-context-distance", "fuzz.0", "nope", "[", ""]
 
 
-@st.composite
+@hs.composite
 def command_lines(draw: Any) -> list[str]:
-    command = draw(st.sampled_from(["verify", "verify", "search", "cite", "list", "table", "prove", "empirical",
+    command = draw(hs.sampled_from(["verify", "verify", "search", "cite", "list", "table", "prove", "empirical",
                                     "bogus", ""]))
     if command in ("prove", "empirical"):  # their own parsers; only cases that end before real work
-        return [command, draw(st.sampled_from(["--help", "--bogus", "--out"]))]
+        return [command, draw(hs.sampled_from(["--help", "--bogus", "--out"]))]
     argv = [command] if command else []
-    numbers = st.one_of(_number(True), st.sampled_from(["nan", "inf", "-inf", "1e308", "86400", "86401", "abc", "0x10"]))
+    numbers = hs.one_of(_number(True), hs.sampled_from(["nan", "inf", "-inf", "1e308", "86400", "86401", "abc", "0x10"]))
     options = {
-        "--budget": numbers, "--seed": st.one_of(st.integers(-5, 2**70).map(str), numbers),
-        "--statements": st.sampled_from(PATHS), "--json": st.sampled_from(PATHS), "--records": st.sampled_from(PATHS),
-        "--readme": st.sampled_from(PATHS), "--quiet": st.none(), "--short": st.none(), "--bogus": st.none(),
+        "--budget": numbers, "--seed": hs.one_of(hs.integers(-5, 2**70).map(str), numbers),
+        "--statements": hs.sampled_from(PATHS), "--json": hs.sampled_from(PATHS), "--records": hs.sampled_from(PATHS),
+        "--readme": hs.sampled_from(PATHS), "--quiet": hs.none(), "--short": hs.none(), "--bogus": hs.none(),
     }
-    if command in ("verify", "search", "cite") and draw(st.booleans()):
+    if command in ("verify", "search", "cite") and draw(hs.booleans()):
         argv += ["--budget", "0.5"]  # the stand-in search ignores it; other cases draw their own
-    for key in draw(st.lists(st.sampled_from(sorted(options)), unique=True, max_size=4)):
+    for key in draw(hs.lists(hs.sampled_from(sorted(options)), unique=True, max_size=4)):
         value = draw(options[key])
         argv += [key] if value is None else [key, value]
     if command in ("search", "cite", "table"):
-        argv.insert(1, draw(st.sampled_from(IDS if command != "table" else PATHS)))
+        argv.insert(1, draw(hs.sampled_from(IDS if command != "table" else PATHS)))
     elif command in ("verify", "list"):
-        argv[1:1] = draw(st.lists(st.sampled_from(IDS), max_size=2))
+        argv[1:1] = draw(hs.lists(hs.sampled_from(IDS), max_size=2))
     return argv
 
 
@@ -428,7 +428,7 @@ def test_command_lines_end_in_time_with_0_or_2_and_touch_only_their_output(argv:
 
 @pytest.mark.slow
 @settings(max_examples=examples(0.2), **FUZZ)
-@given(content=st.one_of(clean_files(), clean_files(), statements_files()))
+@given(content=hs.one_of(clean_files(), clean_files(), statements_files()))
 def test_accepted_statements_survive_the_real_search(content: bytes) -> None:
     """The real search (random, gradient through torch, hypothesis, shrinking) on accepted statements: any internal
     error it meets makes the verdict UNDECIDED (never VERIFIED), and nothing crashes the record."""
@@ -438,7 +438,7 @@ def test_accepted_statements_survive_the_real_search(content: bytes) -> None:
         path = Path(folder) / "mine.toml"
         path.write_bytes(content)
         try:
-            loaded = userbounds.load(path)
+            loaded = userbounds.load_statements(path)
         except AttnBoundsError:
             event("refused")
             return
@@ -455,15 +455,15 @@ def test_accepted_statements_survive_the_real_search(content: bytes) -> None:
 PY_NAMES = ["alpha_i", "alpha_max", "L", "T", "N", "c0", "ᵀ", "𝐋", "ａlpha_i", "ﬁ"]
 
 
-@st.composite
+@hs.composite
 def python_statements(draw: Any) -> str:
     """A trusted ``.py`` statements file building one :class:`Statement` in Python: a relation from the grammar
     (strict ones included) over symbols that may be look-alikes, bindings and defaults that may not match."""
-    relation = draw(relations(False)).replace("<=", draw(st.sampled_from(["<=", "<"])))
-    relation = relation.replace(">=", draw(st.sampled_from([">=", ">"])))
-    bound = draw(st.lists(st.sampled_from([*PER_INSTANCE, *PER_TOKEN]), unique=True, min_size=1, max_size=3))
-    aliases = draw(st.dictionaries(st.sampled_from(PY_NAMES), st.sampled_from(sorted(QUANTITIES)), max_size=1))
-    defaults = draw(st.dictionaries(st.sampled_from(["c0", "ᵀ", "T"]), st.sampled_from([0.5, 2.0]), max_size=1))
+    relation = draw(relations(False)).replace("<=", draw(hs.sampled_from(["<=", "<"])))
+    relation = relation.replace(">=", draw(hs.sampled_from([">=", ">"])))
+    bound = draw(hs.lists(hs.sampled_from([*PER_INSTANCE, *PER_TOKEN]), unique=True, min_size=1, max_size=3))
+    aliases = draw(hs.dictionaries(hs.sampled_from(PY_NAMES), hs.sampled_from(sorted(QUANTITIES)), max_size=1))
+    defaults = draw(hs.dictionaries(hs.sampled_from(["c0", "ᵀ", "T"]), hs.sampled_from([0.5, 2.0]), max_size=1))
     if aliases:
         relation = f"({relation}) & ({next(iter(aliases))} >= 0)"
     bindings = {**{q: q for q in bound}, **aliases}
@@ -485,7 +485,7 @@ def test_python_statements_are_accepted_or_refused_and_read_alike(source: str) -
         path = Path(folder) / "mine.py"
         path.write_text(source, encoding="utf-8")
         try:
-            loaded = userbounds.load(path)
+            loaded = userbounds.load_statements(path)
         except AttnBoundsError as exc:
             assert str(exc) and "Traceback" not in str(exc)
             event("refused")
@@ -562,18 +562,18 @@ def _relations() -> list[tuple[str, dict[str, Any], Any]]:
     ]
 
 
-@st.composite
+@hs.composite
 def misbehaving(draw: Any) -> tuple[Misbehaving, str | None]:
-    m = Misbehaving(scale=draw(st.sampled_from([1.0, 1.0, 0.5, 2.0])), clip=draw(st.sampled_from([None, None, 8.0])),
-                    inplace=draw(st.sampled_from([None, "div_", "scribble"])), off_graph=draw(st.booleans()),
-                    failure=draw(st.sampled_from([None, None, "raise", "nan", "float32", "list", "block"])),
-                    when=draw(st.sampled_from([("L>", 64), ("L>", 300), ("T<", 1e-3), ("calls", 120)])))
-    log_F = draw(st.sampled_from([None, None, f"{m.scale}*l/T", "l/T"]))  # "l/T" mismatches scale 2 and clipping
+    m = Misbehaving(scale=draw(hs.sampled_from([1.0, 1.0, 0.5, 2.0])), clip=draw(hs.sampled_from([None, None, 8.0])),
+                    inplace=draw(hs.sampled_from([None, "div_", "scribble"])), off_graph=draw(hs.booleans()),
+                    failure=draw(hs.sampled_from([None, None, "raise", "nan", "float32", "list", "block"])),
+                    when=draw(hs.sampled_from([("L>", 64), ("L>", 300), ("T<", 1e-3), ("calls", 120)])))
+    log_F = draw(hs.sampled_from([None, None, f"{m.scale}*l/T", "l/T"]))  # "l/T" mismatches scale 2 and clipping
     return m, log_F
 
 
 @settings(max_examples=examples(0.3), **FUZZ)
-@given(case=misbehaving(), which=st.integers(0, len(_relations()) - 1), seed=st.integers(0, 3))
+@given(case=misbehaving(), which=hs.integers(0, len(_relations()) - 1), seed=hs.integers(0, 3))
 def test_misbehaving_callables_end_in_a_verdict_about_themselves(case: tuple[Misbehaving, str | None], which: int,
                                                                  seed: int) -> None:
     """Accepted or refused (InvalidArgument) when loaded, never a traceback or an ERROR record; a REFUTED holds

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from hypothesis import event, given, settings
-from hypothesis import strategies as st
+from hypothesis import strategies as hs
 
 from attnbounds.theory.io import records as rec
 from attnbounds.theory.running.cli import main
@@ -33,15 +33,15 @@ ODD_STRINGS = ["", "inf", "-inf", "nan", "NaN", "1e308", "\x1b[2J\x07", "\u202ee
                "LessThan(Symbol('x'), Pow(Integer(10), Integer(1000000000)))", "__import__('os')", "PROVED", "null"]
 
 
-def odd_values() -> st.SearchStrategy[Any]:
-    leaves = st.one_of(
-        st.none(), st.booleans(), st.integers(), st.sampled_from([0, -1, 2**63, 10**40, -(10**40)]),
-        st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([1e308, -1e308, 5e-324, -0.0]),
-        st.text(max_size=12), st.sampled_from(ODD_STRINGS))
-    nested = st.recursive(leaves, lambda c: st.one_of(st.lists(c, max_size=4), st.dictionaries(st.text(max_size=6), c,
+def odd_values() -> hs.SearchStrategy[Any]:
+    leaves = hs.one_of(
+        hs.none(), hs.booleans(), hs.integers(), hs.sampled_from([0, -1, 2**63, 10**40, -(10**40)]),
+        hs.floats(allow_nan=False, allow_infinity=False), hs.sampled_from([1e308, -1e308, 5e-324, -0.0]),
+        hs.text(max_size=12), hs.sampled_from(ODD_STRINGS))
+    nested = hs.recursive(leaves, lambda c: hs.one_of(hs.lists(c, max_size=4), hs.dictionaries(hs.text(max_size=6), c,
                                                                                             max_size=3)), max_leaves=10)
-    deep = st.integers(20, 120).map(lambda n: _deep(n))
-    return st.one_of(leaves, nested, deep)
+    deep = hs.integers(20, 120).map(lambda n: _deep(n))
+    return hs.one_of(leaves, nested, deep)
 
 
 def _deep(n: int) -> Any:
@@ -51,39 +51,39 @@ def _deep(n: int) -> Any:
     return value
 
 
-@st.composite
+@hs.composite
 def mutations(draw: Any, base: list[dict[str, Any]]) -> tuple[str, bool]:
     """A mutated records file's text, and whether its hashes were recomputed."""
     records = copy.deepcopy(base)
-    for _ in range(draw(st.integers(1, 3))):
-        node: Any = records[draw(st.integers(0, len(records) - 1))]
-        for _ in range(draw(st.integers(0, 6))):  # walk in
+    for _ in range(draw(hs.integers(1, 3))):
+        node: Any = records[draw(hs.integers(0, len(records) - 1))]
+        for _ in range(draw(hs.integers(0, 6))):  # walk in
             keys = list(node) if isinstance(node, dict) else list(range(len(node))) if isinstance(node, list) else []
             keys = [k for k in keys if isinstance(node[k], (dict, list)) and node[k]]
             if not keys:
                 break
-            node = node[draw(st.sampled_from(keys))]
-        how = draw(st.sampled_from(["replace", "replace", "replace", "delete", "add"]))
+            node = node[draw(hs.sampled_from(keys))]
+        how = draw(hs.sampled_from(["replace", "replace", "replace", "delete", "add"]))
         if isinstance(node, dict) and node:
-            key = draw(st.sampled_from(sorted(node)))
+            key = draw(hs.sampled_from(sorted(node)))
             if how == "delete":
                 del node[key]
             elif how == "add":
-                node[draw(st.text(max_size=8))] = draw(odd_values())
+                node[draw(hs.text(max_size=8))] = draw(odd_values())
             else:
                 node[key] = draw(odd_values())
         elif isinstance(node, list) and node:
-            index = draw(st.integers(0, len(node) - 1))
+            index = draw(hs.integers(0, len(node) - 1))
             if how == "delete":
                 del node[index]
             else:
                 node[index] = draw(odd_values())
-    whole = draw(st.sampled_from(["as is"] * 8 + ["duplicated", "none", "cut"]))
+    whole = draw(hs.sampled_from(["as is"] * 8 + ["duplicated", "none", "cut"]))
     if whole == "duplicated":
         records = records + records
     elif whole == "none":
         records = []
-    hashed = draw(st.booleans()) or draw(st.booleans())
+    hashed = draw(hs.booleans()) or draw(hs.booleans())
     if hashed:
         for r in records:
             if isinstance(r, dict):
@@ -91,7 +91,7 @@ def mutations(draw: Any, base: list[dict[str, Any]]) -> tuple[str, bool]:
                     rehash(r)
     text = json.dumps(records)
     if whole == "cut":
-        text = text[:draw(st.integers(0, len(text)))]
+        text = text[:draw(hs.integers(0, len(text)))]
     return text, hashed
 
 
@@ -152,7 +152,7 @@ def test_a_valid_file_loads_and_every_mutation_kind_is_exercised(base: list[dict
     """The unmutated records pass every command (the fuzzer starts from valid input)."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "records.json"
-        rec.save(path, [rec.Record.from_json(r) for r in base])
+        rec.save_records(path, [rec.Record.from_json(r) for r in base])
         for argv in (["report", str(path), "--out", str(Path(folder) / "site"), "--quiet"], ["table", str(path)],
                      ["table", str(path), "--erratum"], ["cite", base[0]["id"], "--records", str(path)]):
             assert _run(argv)[0] == 0, argv

@@ -44,10 +44,10 @@ def test_lookalike_names_are_refused_in_toml_and_in_python_statements(tmp_path):
     f.write_text('[[statement]]\nid = "mine"\nrelation = "d_ｍax <= 1"\nwhere = { "d_ｍax" = "alpha_max" }\n',
                  encoding="utf-8")
     with pytest.raises(InvalidArgument, match=NFKC):
-        userbounds.load(f)
+        userbounds.load_statements(f)
     f.write_text('[[normaliser]]\nname = "ﬂat"\nlog_F = "l/T"\n', encoding="utf-8")
     with pytest.raises(InvalidArgument, match=NFKC):
-        userbounds.load(f)
+        userbounds.load_statements(f)
     with pytest.raises(InvalidArgument, match=NFKC):
         Statement("py", "py", sp.Le(sp.Symbol("alpha_i"), sp.Symbol("ᴸ")), Citation("mine"), bindings={"alpha_i": "alpha_i"})
 
@@ -87,7 +87,7 @@ def test_strict_closed_claims_and_toml_relations(tmp_path):
     assert attnbounds.check("1 - 0.5**3 > 0.87", budget=0.2).verdict == "PROVED"
     f = tmp_path / "strict.toml"
     f.write_text('[[statement]]\nid = "mine.strict"\nrelation = "alpha_max < 1"\nhypotheses = ["softmax"]\n')
-    user = userbounds.load(f)
+    user = userbounds.load_statements(f)
     assert user.statements[0].strict == (True,)
     rec = attnbounds.verify(statements=user.statements, budget_s=0.5, progress=False)[0]
     assert rec.verdict == "REFUTED"

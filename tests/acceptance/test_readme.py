@@ -56,7 +56,7 @@ def test_table_command_round_trips(tmp_path: Path) -> None:
     st = registry.get("multihead")
     record = verify_statement(st, budget_s=0.2, seed=0)
     path = tmp_path / "records.json"
-    rec.save(path, [record])
+    rec.save_records(path, [record])
     doc = tmp_path / "doc.md"
     doc.write_text(f"intro\n{rec.TABLE_START}\nold\n{rec.TABLE_END}\noutro\n")
     from attnbounds.theory.running.cli import main

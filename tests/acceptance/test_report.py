@@ -60,7 +60,7 @@ def records_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from attnbounds.theory.running.verify import verify
 
     path = tmp_path_factory.mktemp("records") / "records.json"
-    rec.save(path, verify(IDS, budget_s=0.1, seed=0, progress=False))
+    rec.save_records(path, verify(IDS, budget_s=0.1, seed=0, progress=False))
     return path
 
 
@@ -170,7 +170,7 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path, capsys) -> None:
     from tests._fakesearch import no_proof, random_search
 
     records_file = tmp_path / "good.json"  # a valid records file, made quickly with the stand-in search
-    rec.save(records_file, verify(["multihead"], budget_s=0.1, progress=False, search=random_search, prover=no_proof))
+    rec.save_records(records_file, verify(["multihead"], budget_s=0.1, progress=False, search=random_search, prover=no_proof))
     not_json = tmp_path / "a.json"
     not_json.write_text("{not json")
     not_records = tmp_path / "b.json"
@@ -237,7 +237,7 @@ def test_token_class_counterexamples_show_their_number_of_tokens(tmp_path: Path)
         inst["L"] = inst.pop("classes")
     old["id"] = old["statement"]["id"] = "user.half-old"
     path = tmp_path / "records.json"
-    rec.save(path, [record, rec.Record.from_json(edited(old))])
+    rec.save_records(path, [record, rec.Record.from_json(edited(old))])
     assert main(["report", str(path), "--out", str(tmp_path / "site"), "--quiet"]) == 0
     page = (tmp_path / "site" / "index.html").read_text()
     for sid in ("user.half", "user.half-old"):
@@ -253,7 +253,7 @@ def test_numbers_are_readable_and_exact_a_hover_away(tmp_path: Path) -> None:
     for info in data["search"]["by_method"].values():  # a method that found nothing
         info.update(best_ratio="-inf", best_margin="inf")
     path = tmp_path / "records.json"
-    rec.save(path, [rec.Record.from_json(edited(data))])
+    rec.save_records(path, [rec.Record.from_json(edited(data))])
     assert main(["report", str(path), "--out", str(tmp_path / "site"), "--quiet"]) == 0
     page = (tmp_path / "site" / "index.html").read_text()
     assert 'title="1.5323036060398776e-05">1.532e-05</span>' in page
@@ -273,7 +273,7 @@ def test_ctrl_c_while_writing_leaves_out_as_it_was(where: str, tmp_path: Path, m
     from attnbounds.theory.io import report
 
     path = tmp_path / "records.json"
-    rec.save(path, quick_records(["multihead", "theorem1.fixed[R1,g2]", "corollary3[spectral]", "lemma1"]))
+    rec.save_records(path, quick_records(["multihead", "theorem1.fixed[R1,g2]", "corollary3[spectral]", "lemma1"]))
     out = tmp_path / "site"
     assert main(["report", str(path), "--out", str(out), "--quiet"]) == 0
     before = _tree(out)
@@ -292,10 +292,10 @@ def test_ctrl_c_while_writing_leaves_out_as_it_was(where: str, tmp_path: Path, m
             return real(*args, **kwargs)
         return plot
 
-    target = {"reading": ("iter_load", interrupt), "plot-1": ("plot_png", nth_plot(1)),
+    target = {"reading": ("iter_records", interrupt), "plot-1": ("plot_png", nth_plot(1)),
               "plot-3": ("plot_png", nth_plot(3)), "page": ("page", interrupt), "swap": ("_swap_into_place", interrupt)}
     name, replacement = target[where]
-    monkeypatch.setattr(rec if name == "iter_load" else report, name, replacement)
+    monkeypatch.setattr(rec if name == "iter_records" else report, name, replacement)
     for folder in (out, tmp_path / "new"):
         calls["n"] = 0
         assert main(["report", str(path), "--out", str(folder), "--quiet"]) == 130
@@ -315,7 +315,7 @@ def test_a_real_ctrl_c_leaves_out_whole(tmp_path: Path) -> None:
     import time
 
     path = tmp_path / "records.json"
-    rec.save(path, quick_records(["multihead", "theorem1.fixed[R1,g2]", "corollary3[spectral]", "lemma1"] * 3))
+    rec.save_records(path, quick_records(["multihead", "theorem1.fixed[R1,g2]", "corollary3[spectral]", "lemma1"] * 3))
     assert main(["report", str(path), "--out", str(tmp_path / "expected"), "--quiet"]) == 0
     new = _tree(tmp_path / "expected")
     out = tmp_path / "site"

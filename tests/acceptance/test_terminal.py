@@ -142,7 +142,7 @@ def test_table_erratum_groups_the_readings_by_result(tmp_path: Path, capsys: pyt
     ids = ["theorem1.fixed[R1,g1]", "theorem1.fixed[R1,g2]", "theorem1.fixed[R1,g2,corrected]", "multihead"]
     path = tmp_path / "records.json"
     records = quick_records(ids)
-    rec.save(path, records)
+    rec.save_records(path, records)
     assert main(["table", str(path), "--erratum"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| [")]
     assert len(rows) == 2 and "Theorem 1 (fixed top-N set)" in rows[0] and "Discussion (multi-head remark)" in rows[1]
@@ -159,7 +159,7 @@ def test_table_erratum_groups_the_readings_by_result(tmp_path: Path, capsys: pyt
 def test_search_replay_recertifies_the_recorded_counterexample(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = quick_records(["theorem1.fixed[R1,g2]", "multihead"])
     path = tmp_path / "records.json"
-    rec.save(path, records)
+    rec.save_records(path, records)
     assert records[0].verdict == "REFUTED"
     assert main(["search", "theorem1.fixed[R1,g2]", "--replay", str(path)]) == 0
     out = capsys.readouterr().out

@@ -28,10 +28,10 @@ def _write(tmp_path, text: str, name: str = "mine.toml") -> Path:
 
 
 def test_example_file_loads_and_verifies():
-    ub = userbounds.load(EXAMPLES / "user_bounds.toml")
+    ub = userbounds.load_statements(EXAMPLES / "user_bounds.toml")
     assert [s.id for s in ub.statements] == ["user.softmax-jacobian-half", "user.naive-context-distance",
                                              "user.uniform-within-factor"]
-    assert "gauss_tilt" in nm.FAMILY and nm.FAMILY["gauss_tilt"]().positive
+    assert "gauss_tilt" in nm.CONSTRUCTORS and nm.CONSTRUCTORS["gauss_tilt"]().positive
     recs = {r.id: r for r in verify(statements=ub.statements, budget_s=1, progress=False, search=random_search,
                                     prover=no_proof)}
     assert recs["user.naive-context-distance"].verdict == "REFUTED"
@@ -40,7 +40,7 @@ def test_example_file_loads_and_verifies():
 
 
 def test_user_statement_semantics_match_the_paper_reading():
-    ub = userbounds.load(EXAMPLES / "user_bounds.toml")
+    ub = userbounds.load_statements(EXAMPLES / "user_bounds.toml")
     mine = ub.get("user.softmax-jacobian-half")
     assert mine.bindings == {"J_spectral": "J_spectral"} and mine.kind == "deterministic"
     inst = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0))  # the equality case of ||J|| <= 1/(2T)
@@ -53,7 +53,7 @@ def test_user_statement_semantics_match_the_paper_reading():
 
 
 def test_user_normaliser_weights_and_roundtrip():
-    ub = userbounds.load(EXAMPLES / "user_bounds.toml")
+    ub = userbounds.load_statements(EXAMPLES / "user_bounds.toml")
     n = ub.normalisers["gauss_tilt"](T=0.5, b=0.2)
     logits = np.array([[-1.0, 0.3, 2.0]])
     F = np.exp(logits / 0.5 - 0.2 * logits**2)
@@ -67,8 +67,8 @@ def test_user_normaliser_weights_and_roundtrip():
 
 
 def test_python_form():
-    ub = userbounds.load(EXAMPLES / "user_bounds.py")
-    assert [s.id for s in ub.statements] == ["user.py.row-norm"] and "softer" in nm.FAMILY
+    ub = userbounds.load_statements(EXAMPLES / "user_bounds.py")
+    assert [s.id for s in ub.statements] == ["user.py.row-norm"] and "softer" in nm.CONSTRUCTORS
     inst = Instance.from_logits(np.array([[0.0, 0.0, 1.0]]), nm.softmax(0.3))
     assert certify(ub.statements[0], inst).status == "holds"
 
@@ -84,7 +84,7 @@ parameters = ["c0"]
 defaults = { c0 = 1.0 }
 hypotheses = ["simplex", "top-N"]
 """)
-    st = userbounds.load(p).get("mine.sum")
+    st = userbounds.load_statements(p).get("mine.sum")
     assert st.bindings == {"X": "xi"} and st.defaults == {"c0": 1.0}
     inst = Instance.from_logits(np.array([[1.0, 0.5, -1.0]]), nm.softmax(1.0), N=2, M=1.0, delta=0.0)
     c = certify(st, inst)  # xi_i <= P_i M <= M: holds
@@ -112,30 +112,30 @@ hypotheses = ["simplex", "top-N"]
 def test_errors_name_the_offending_key(tmp_path, text, message):
     with pytest.raises(AttnBoundsError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")
                        .replace(")", r"\)").replace(".", r"\.")):
-        userbounds.load(_write(tmp_path, text))
+        userbounds.load_statements(_write(tmp_path, text))
 
 
 def test_file_kinds(tmp_path):
     with pytest.raises(AttnBoundsError, match="does not exist"):
-        userbounds.load(tmp_path / "none.toml")
+        userbounds.load_statements(tmp_path / "none.toml")
     with pytest.raises(AttnBoundsError, match="use a .toml file"):
-        userbounds.load(_write(tmp_path, "x", "mine.yaml"))
+        userbounds.load_statements(_write(tmp_path, "x", "mine.yaml"))
     with pytest.raises(AttnBoundsError, match="declares no"):
-        userbounds.load(_write(tmp_path, ""))
+        userbounds.load_statements(_write(tmp_path, ""))
 
 
 def test_toml_text_is_never_executed(tmp_path):
     marker = tmp_path / "pwned"
     payload = f'__import__("pathlib").Path("{marker}").touch()'
     with pytest.raises(AttnBoundsError):
-        userbounds.load(_write(tmp_path, f'[[statement]]\nid = "x"\nrelation = \'{payload} <= d_1\'\n'))
+        userbounds.load_statements(_write(tmp_path, f'[[statement]]\nid = "x"\nrelation = \'{payload} <= d_1\'\n'))
     with pytest.raises(AttnBoundsError):
-        userbounds.load(_write(tmp_path, f'[[normaliser]]\nname = "evil"\nlog_F = \'{payload}\'\n'))
+        userbounds.load_statements(_write(tmp_path, f'[[normaliser]]\nname = "evil"\nlog_F = \'{payload}\'\n'))
     assert not marker.exists()
 
 
 def test_expectation_kind_is_inferred(tmp_path):
-    st = userbounds.load(_write(tmp_path, '[[statement]]\nid = "e"\nrelation = "E_dtilde_R1 <= 2*A_norm"\n')).get("e")
+    st = userbounds.load_statements(_write(tmp_path, '[[statement]]\nid = "e"\nrelation = "E_dtilde_R1 <= 2*A_norm"\n')).get("e")
     assert st.kind == "expectation" and set(st.bindings.values()) == {"E_dtilde_R1", "A_norm"}
     assert isinstance(st.relation, sp.Le)
 
@@ -146,7 +146,7 @@ def _statement_file(tmp_path, relation: str, extra: str = "") -> Path:
 
 
 def test_a_sum_without_per_token_values_counts_n_times_and_is_refuted(tmp_path):
-    st = userbounds.load(_statement_file(tmp_path, "J_spectral <= N/Sum(4*T, (i, 1, N))",
+    st = userbounds.load_statements(_statement_file(tmp_path, "J_spectral <= N/Sum(4*T, (i, 1, N))",
                                          'hypotheses = ["softmax"]\n')).get("u")
     inst = Instance.from_logits(np.zeros((1, 3)), nm.softmax(1.0), N=2)  # rhs = N / (4 T N) = 1/4 < ||J|| = 1/3
     assert st.evaluate(inst).margin[0] < 0 and certify(st, inst).status == "violated"
@@ -173,14 +173,14 @@ def test_a_sum_without_per_token_values_counts_n_times_and_is_refuted(tmp_path):
 ])
 def test_statements_that_cannot_be_read_alike_are_refused_with_the_part_named(tmp_path, relation, message):
     with pytest.raises(AttnBoundsError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        userbounds.load(_statement_file(tmp_path, relation))
+        userbounds.load_statements(_statement_file(tmp_path, relation))
 
 
 def test_the_self_check_catches_evaluators_that_read_a_formula_differently(tmp_path, monkeypatch):
     from attnbounds.theory.mathematics import statement as statement_mod
 
     path = _statement_file(tmp_path, "J_spectral <= N/Sum(4*T, (i, 1, N))")
-    userbounds.load(path)
+    userbounds.load_statements(path)
 
     def unweighted(self, env):  # the float evaluator of the issue: a Sum body without token values counted once
         local = dict(env)
@@ -190,7 +190,7 @@ def test_the_self_check_catches_evaluators_that_read_a_formula_differently(tmp_p
 
     monkeypatch.setattr(statement_mod.Compiled, "__call__", unweighted)
     with pytest.raises(AttnBoundsError, match="disagree on the right side"):
-        userbounds.load(path)
+        userbounds.load_statements(path)
 
 
 def test_python_statements_are_self_checked_too(tmp_path):
@@ -198,9 +198,9 @@ def test_python_statements_are_self_checked_too(tmp_path):
             "J, T = sp.symbols('J T')\n"
             "STATEMENTS = [Statement('u.sin', 'sin', sp.Le(J, sp.sin(T)), Citation('t'), bindings={'J': 'J_spectral'})]\n")
     with pytest.raises(AttnBoundsError, match=r"the certifier cannot evaluate .*sin"):
-        userbounds.load(_write(tmp_path, text, "mine.py"))
+        userbounds.load_statements(_write(tmp_path, text, "mine.py"))
     with pytest.raises(AttnBoundsError, match="failed to run: ZeroDivisionError"):
-        userbounds.load(_write(tmp_path, "1/0\n", "broken.py"))
+        userbounds.load_statements(_write(tmp_path, "1/0\n", "broken.py"))
 
 
 def test_every_reading_of_the_paper_passes_the_self_check():
@@ -230,7 +230,7 @@ def test_every_reading_of_the_paper_passes_the_self_check():
 ])
 def test_malformed_declarations_are_refused_not_crashed_on(tmp_path, text, message):
     with pytest.raises(AttnBoundsError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        userbounds.load(_write(tmp_path, text))
+        userbounds.load_statements(_write(tmp_path, text))
 
 
 def test_unreadable_statements_files_are_refused_with_a_reason(tmp_path):
@@ -239,25 +239,25 @@ def test_unreadable_statements_files_are_refused_with_a_reason(tmp_path):
     binary = tmp_path / "binary.toml"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
     with pytest.raises(AttnBoundsError, match="not UTF-8 text"):
-        userbounds.load(binary)
+        userbounds.load_statements(binary)
     latin = tmp_path / "latin.toml"
     latin.write_bytes('[[statement]]\nid = "caf\xe9"\n'.encode("latin-1"))
     with pytest.raises(AttnBoundsError, match="not UTF-8 text"):
-        userbounds.load(latin)
+        userbounds.load_statements(latin)
     folder = tmp_path / "folder.toml"
     folder.mkdir()
     with pytest.raises(AttnBoundsError, match="is a directory"):
-        userbounds.load(folder)
+        userbounds.load_statements(folder)
     fifo = tmp_path / "fifo.toml"
     os.mkfifo(fifo)
     with pytest.raises(AttnBoundsError, match="not a regular file"):
-        userbounds.load(fifo)  # reading it would block for ever
+        userbounds.load_statements(fifo)  # reading it would block for ever
     big = tmp_path / "big.toml"
     big.write_text("# " + "x" * userbounds.MAX_FILE_BYTES)
     with pytest.raises(AttnBoundsError, match="bytes; at most"):
-        userbounds.load(big)
+        userbounds.load_statements(big)
     with pytest.raises(AttnBoundsError, match="empty string"):
-        userbounds.load("")
+        userbounds.load_statements("")
 
 
 def test_loading_is_bounded_in_time():
@@ -280,7 +280,7 @@ def test_loading_is_bounded_in_time():
 def test_a_function_of_a_sum_is_evaluated_not_rebuilt_with_the_sum_as_zero(tmp_path):
     """``log(Sum(...))``: finding which conjuncts hold per token once rebuilt the relation with every Sum set
     to 0, and sympy refuses ``log(0) <= ...`` (zoo): every evaluation failed, the search saw only errors."""
-    st = userbounds.load(_statement_file(tmp_path, "log(Sum(xi[i], (i, 1, N))) <= 15*L")).get("u")
+    st = userbounds.load_statements(_statement_file(tmp_path, "log(Sum(xi[i], (i, 1, N))) <= 15*L")).get("u")
     inst = Instance.from_logits(np.array([[1.0, 0.5, -1.0]]), nm.softmax(1.0), N=2, M=1.0, delta=0.0, r=0.5)
     assert np.isfinite(st.evaluate(inst).margin).all() and certify(st, inst).status == "holds"
 
@@ -290,7 +290,7 @@ def test_a_function_of_a_sum_is_evaluated_not_rebuilt_with_the_sum_as_zero(tmp_p
 def test_relations_sympy_decides_alone_are_refused_saying_so(tmp_path, relation, verdict):
     """(A closed claim such as ``2 <= 1``, with no quantity at all, is decided exactly instead: test_api.py.)"""
     with pytest.raises(AttnBoundsError, match=f"is {verdict} whatever the values"):
-        userbounds.load(_statement_file(tmp_path, relation))
+        userbounds.load_statements(_statement_file(tmp_path, relation))
 
 
 @pytest.mark.parametrize("relation, hypothesis", [("A_norm <= 2*A_norm", "unit-direction"),  # KeyError 'v' once
@@ -299,5 +299,5 @@ def test_hypotheses_the_statement_gives_no_input_for_are_refused(tmp_path, relat
     """Found by the fuzzer: a hypothesis reading an input none of the quantities asks for failed on every
     instance the search built (a KeyError for unit-direction): now refused when loading, naming it."""
     with pytest.raises(AttnBoundsError, match=f"hypothesis '{hypothesis}' cannot be checked"):
-        userbounds.load(_statement_file(tmp_path, relation, f'hypotheses = ["{hypothesis}"]\n'))
-    userbounds.load(_statement_file(tmp_path, "g_fd <= 10", 'hypotheses = ["unit-direction"]\n'))  # v is there
+        userbounds.load_statements(_statement_file(tmp_path, relation, f'hypotheses = ["{hypothesis}"]\n'))
+    userbounds.load_statements(_statement_file(tmp_path, "g_fd <= 10", 'hypotheses = ["unit-direction"]\n'))  # v is there

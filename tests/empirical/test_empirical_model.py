@@ -145,7 +145,7 @@ def test_restricted_vocabulary_maps_unseen_tokens_to_one_id(small_text_path: Pat
     monkeypatch.setenv("ATTNBOUNDS_CACHE", str(tmp_path))
     src = resolve_text(small_text_path)
     lm = training.load_or_train(src, "standin", spec=replace(SMALL_SPEC, vocabulary="train-split"), progress=False)
-    vocab = training.Vocabulary.load(Path(lm.path))
+    vocab = training.Vocabulary.read(Path(lm.path))
     assert vocab is not None and lm.model.config.vocab_size == vocab.size and vocab.size % 64 == 0
     ids = lm.tokenizer.encode("the prince said Zyzzyva")
     assert max(ids) == vocab.unknown and min(ids) >= 0 and "restricted to" in lm.tokenizer.name

@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 
 from attnbounds.theory.mathematics import registry
 from attnbounds.theory.deciding.certify import Certificate, certify
-from attnbounds.theory.io.counterexamples import load, path_for, recertify, write
+from attnbounds.theory.io.counterexamples import path_for, recertify, stored, write
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.deciding.search import search
 from attnbounds.theory.mathematics.statement import Statement
@@ -102,7 +102,7 @@ def refresh_one(st: Statement, args: argparse.Namespace) -> str:
     if spec is not None:
         provenance["spec"] = spec
     write(st, inst, cert, provenance)
-    if load(st.id) is None or recertify(st.id).status != "violated":
+    if stored(st.id) is None or recertify(st.id).status != "violated":
         raise RuntimeError(f"{st.id}: the written counterexample does not re-certify; this is a bug")
     return f"written ({cert.method}{', statistical' if cert.statistical else ''})"
 

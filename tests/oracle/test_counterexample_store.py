@@ -11,12 +11,12 @@ from attnbounds.theory.mathematics.errors import AttnBoundsError
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.normalisers import make
 
-from attnbounds.theory.io.counterexamples import load, recertify, stored_ids, write
+from attnbounds.theory.io.counterexamples import recertify, stored, stored_ids, write
 
 
 @pytest.mark.parametrize("statement_id", stored_ids())
 def test_stored_counterexample_is_a_searched_certified_violation(statement_id: str) -> None:
-    cx = load(statement_id)
+    cx = stored(statement_id)
     assert cx is not None and statement_id in registry.ids()
     assert cx.instance.B == 1
     assert cx.record["certificate"]["status"] == "violated"

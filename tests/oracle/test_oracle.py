@@ -40,7 +40,7 @@ from attnbounds.theory.mathematics.statement import Statement, conjuncts
 
 from attnbounds.pytest_plugin import ReadingStats
 from attnbounds.theory.io.counterexamples import Counterexample
-from attnbounds.theory.io.counterexamples import load as load_counterexample
+from attnbounds.theory.io.counterexamples import stored as stored_counterexample
 from attnbounds.theory.io.counterexamples import recertify
 from tests.oracle.check import CertifiedViolation, check_batch, mc_level
 
@@ -60,7 +60,7 @@ def _param(statement: Statement) -> Any:
 
 
 def _run(statement: Statement, stats: ReadingStats) -> None:
-    cx = load_counterexample(statement.id)
+    cx = stored_counterexample(statement.id)
     level = mc_level(settings.default.max_examples)
 
     def check(case: families.Spec | Instance) -> None:
@@ -289,7 +289,7 @@ def test_a_violation_by_1e_12_is_reported(statement_id: str) -> None:
 # -- the replay of stored counterexamples ---------------------------------------------------------------
 def _replaying(monkeypatch: pytest.MonkeyPatch, statement: Statement, inst: Instance) -> ReadingStats:
     fake = Counterexample(statement.id, Path("theory/data/counterexamples/fake.json"), inst, {})
-    monkeypatch.setattr(sys.modules[__name__], "load_counterexample", lambda statement_id: fake)
+    monkeypatch.setattr(sys.modules[__name__], "stored_counterexample", lambda statement_id: fake)
     return ReadingStats(statement.id)
 
 

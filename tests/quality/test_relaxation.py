@@ -24,7 +24,8 @@ from attnbounds.theory.mathematics import registry
 from attnbounds.theory.deciding.certify import certify
 from attnbounds.theory.io.counterexamples import stored_ids
 from tests.planted import long_context_set
-from attnbounds.theory.io.userbounds import load_data, registered
+from attnbounds.theory.io.userbounds import load_data
+from attnbounds.theory.mathematics.normalisers import constructors_added
 
 SET = Path(__file__).with_name("relaxation_set.toml")
 BUDGET = 7.0  # the default budget
@@ -64,7 +65,7 @@ def _check(statement) -> str:
 @pytest.mark.parametrize("sid", FAST)
 def test_fast_statements(sid: str) -> None:
     normalisers, statements = _set()
-    with registered(normalisers):
+    with constructors_added(normalisers):
         statement = next(s for s in statements if s.id == sid)
         status = _check(statement)
     if sid.startswith("true."):
@@ -74,7 +75,7 @@ def test_fast_statements(sid: str) -> None:
 @pytest.mark.slow
 def test_the_whole_set_is_at_least_90_percent_proved_and_never_wrong() -> None:
     normalisers, statements = _set()
-    with registered(normalisers):
+    with constructors_added(normalisers):
         outcome = {s.id: _check(s) for s in statements}
     true = [sid for sid in outcome if sid.startswith("true.")]
     proved = [sid for sid in true if outcome[sid] == "proved"]

@@ -12,7 +12,7 @@ import zlib
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings, strategies as hs
 
 from attnbounds.theory.mathematics import balls as exact, families, normalisers as nm, registry
 from attnbounds.theory.deciding.certify import BAND, Certificate, certify, decide
@@ -53,11 +53,11 @@ def test_theorem1_equality_case_is_never_violated(L, N):
             assert c.margin_lo <= 0 <= c.margin_hi or c.status == "holds"
 
 
-@given(L=st.integers(2, 12), data=st.data())
+@given(L=hs.integers(2, 12), data=hs.data())
 @settings(max_examples=25)
 def test_equality_case_property(L, data):
-    N = data.draw(st.integers(1, L))
-    logits = data.draw(st.lists(st.sampled_from([-1.0, 0.0, 0.5, 3.0]) | st.floats(-5, 5), min_size=L, max_size=L))
+    N = data.draw(hs.integers(1, L))
+    logits = data.draw(hs.lists(hs.sampled_from([-1.0, 0.0, 0.5, 3.0]) | hs.floats(-5, 5), min_size=L, max_size=L))
     inst = _equal_x(L, N, 2, 0, logits)
     assert decide("theorem1.fixed[R1,g1]", inst)[0] in ("holds", "inconclusive")
 
@@ -175,7 +175,7 @@ def test_lemma1_constants_with_an_interior_extremum():
     inst = Instance.from_logits(np.array([[-3.0, 0.5, 1.7, 3.0]]), nm.exp_poly(0.3, 1.0))
     ops = backend()
     with ops.precision(128):
-        ex = exact.exact_instance(inst.with_params(a=3.0), ops)
+        ex = exact.ball_instance(inst.with_params(a=3.0), ops)
         c1, c2 = ball_value("C_1", ex), ball_value("C_2", ex)
     lo, hi = inst.normaliser.log_F_range(3.0)
     fmin, fmax = math.exp(lo[0]), math.exp(hi[0])

@@ -32,14 +32,14 @@ def test_violated_for_every_L_from_L0_and_never_below_the_threshold(planted, top
     assert grows, [r.to_json() for r in results]
     for r in grows:
         assert r.L0 is not None and planted.threshold <= r.L0 <= start, r.to_json()
-        family = next(f for f in limits.families(inst) if f.name == r.family)
+        growth = next(g for g in limits.growths(inst) if g.name == r.growth)
         for L in (r.L0, r.L0 + 1, 10**6, 10**9):  # spot checks of the certificate at full length
             if r.L_max is not None and L > r.L_max:
                 continue
-            t = (L - family.length(0)) // sum(family.growth)
-            if t < 0 or family.length(t) != L:
+            t = (L - growth.length(0)) // sum(growth.growth)
+            if t < 0 or growth.length(t) != L:
                 continue
-            assert certify(planted.statement, family.at(t)).status == "violated", (r.family, L)
+            assert certify(planted.statement, growth.at(t)).status == "violated", (r.growth, L)
 
 
 @pytest.mark.parametrize("planted, top, rest, a", [(weights_lower(0.0, 3.0), -3.0, 3.0, 3.0),

@@ -16,13 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import strategies as hs
 
 from attnbounds.theory.mathematics import registry
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.normalisers import FAMILY, softmax
+from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS, softmax
 from attnbounds.theory.deciding.prover.image import relaxed_margins
-from attnbounds.theory.io.userbounds import load_data, registered
+from attnbounds.theory.io.userbounds import load_data
+from attnbounds.theory.mathematics.normalisers import constructors_added
 
 SET = Path(__file__).resolve().parents[1] / "quality" / "relaxation_set.toml"
 STATEMENTS = ("true.w.bsig.upper", "true.w.bsig.max", "true.w.bsig.min", "true.w.bsig.lemma1", "true.w.softmax.exp",
@@ -42,25 +43,25 @@ def _statement(sid: str):
     return ub.get(sid), ub.normalisers
 
 
-@st.composite
-def _instances(draw: st.DrawFn, normaliser_name: str) -> Instance:
-    K = draw(st.integers(1, 3))
-    base = draw(st.floats(-20, 20))
-    gaps = draw(st.lists(st.one_of(st.floats(-8, 8), st.sampled_from([0.0, 1e-9, -1e-9])), min_size=K, max_size=K))
+@hs.composite
+def _instances(draw: hs.DrawFn, normaliser_name: str) -> Instance:
+    K = draw(hs.integers(1, 3))
+    base = draw(hs.floats(-20, 20))
+    gaps = draw(hs.lists(hs.one_of(hs.floats(-8, 8), hs.sampled_from([0.0, 1e-9, -1e-9])), min_size=K, max_size=K))
     logits = np.array([[base + g for g in gaps]])
-    counts = np.array([[int(round(10 ** draw(st.floats(0, 9 / K)))) for _ in range(K)]])
-    T = 10 ** draw(st.floats(-2, 2))
-    n = softmax(T=T) if normaliser_name == "softmax" else FAMILY[normaliser_name](T=T)
+    counts = np.array([[int(round(10 ** draw(hs.floats(0, 9 / K)))) for _ in range(K)]])
+    T = 10 ** draw(hs.floats(-2, 2))
+    n = softmax(T=T) if normaliser_name == "softmax" else CONSTRUCTORS[normaliser_name](T=T)
     return Instance.from_logits(logits, n, counts=counts)
 
 
 @pytest.mark.parametrize("sid", [*STATEMENTS, *READINGS])
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(data=st.data())
+@given(data=hs.data())
 def test_the_instance_is_a_point_with_its_own_margin(sid: str, data) -> None:
     statement, normalisers = _statement(sid)
     name = next((n for n in ("bsig", "ssm", "cubic", "softplus1") if f".{n}." in sid), "softmax")
-    with registered(normalisers):
+    with constructors_added(normalisers):
         inst = data.draw(_instances(name))
         if "ranges" in sid:
             assume(inst.L <= 10**6 and inst.L >= 2)

@@ -1,4 +1,4 @@
-"""The relaxation prover's reduction against the quantities themselves (the value oracle of the relaxed forms).
+"""The relaxation prover's reduction against the quantities themselves (the cross-check of the relaxed forms).
 
 Soundness of PROVED rests on one fact: every instance of every length is a point of the relaxed space with the same
 margin. For each quantity with a ``relaxed`` form (:mod:`attnbounds.theory.deciding.prover`), on adversarial instances

@@ -2,7 +2,7 @@
 gives what each row alone gives (the search asks about whole batches, the verdict about single instances)."""
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings, strategies as hs
 
 from attnbounds.theory.deciding.boundary import BOUNDARIES, boundaries, interior
 from attnbounds.theory.mathematics.instance import Instance
@@ -28,15 +28,15 @@ def test_named_cases() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 5), st.integers(1, 6), st.data())
-def test_a_batch_reads_like_its_rows(B: int, L: int, data: st.DataObject) -> None:
+@given(hs.integers(1, 5), hs.integers(1, 6), hs.data())
+def test_a_batch_reads_like_its_rows(B: int, L: int, data: hs.DataObject) -> None:
     """Logits and vectors from few values (ties and zeros are common), dense or token classes."""
-    values = st.sampled_from([0.0, 1.0, -1.0, 2.5])
-    logits = np.array(data.draw(st.lists(st.lists(values, min_size=L, max_size=L), min_size=B, max_size=B)))
-    x = np.array(data.draw(st.lists(st.lists(st.lists(values, min_size=2, max_size=2), min_size=L, max_size=L),
+    values = hs.sampled_from([0.0, 1.0, -1.0, 2.5])
+    logits = np.array(data.draw(hs.lists(hs.lists(values, min_size=L, max_size=L), min_size=B, max_size=B)))
+    x = np.array(data.draw(hs.lists(hs.lists(hs.lists(values, min_size=2, max_size=2), min_size=L, max_size=L),
                                     min_size=B, max_size=B)))
-    N = data.draw(st.integers(1, L))
-    counts = data.draw(st.none() | st.lists(st.integers(0, 3), min_size=L, max_size=L).filter(lambda c: sum(c) >= N))
+    N = data.draw(hs.integers(1, L))
+    counts = data.draw(hs.none() | hs.lists(hs.integers(0, 3), min_size=L, max_size=L).filter(lambda c: sum(c) >= N))
     inst = Instance.from_logits(logits, softmax(1.0), x=x, N=N,
                                 counts=None if counts is None else np.tile(counts, (B, 1)))
     rows = [boundaries(inst.take(b))[0] for b in range(B)]

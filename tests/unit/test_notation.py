@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import sympy as sp
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import strategies as hs
 
 from attnbounds.theory.io import paper, prose
 from attnbounds.theory.mathematics import notation, registry
@@ -56,7 +56,7 @@ def test_prose_turns_formulas_into_mathml_and_leaves_words_alone() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(list("<>&\"'/=!|_^{}()[]-+*ab1 \x1b\u202e") + ["alpha", "script", "in", "not", "sqrt",
+@given(hs.lists(hs.sampled_from(list("<>&\"'/=!|_^{}()[]-+*ab1 \x1b\u202e") + ["alpha", "script", "in", "not", "sqrt",
                                                                              "C1", " with ", "&lt;", "<!--"]),
                 max_size=30).map("".join))
 def test_prose_never_lets_markup_through(text: str) -> None:

@@ -82,8 +82,8 @@ def test_canonical_json_is_deterministic():
 
 def test_files_are_written_atomically(tmp_path, refuted, verified):
     path = tmp_path / "out" / "records.json"
-    rec.save(path, [refuted, verified])
-    back = rec.load(path)
+    rec.save_records(path, [refuted, verified])
+    back = rec.load_records(path)
     assert [r.content_hash for r in back] == [refuted.content_hash, verified.content_hash]
     before = path.read_bytes()
     with pytest.raises(AttnBoundsError):
@@ -97,12 +97,12 @@ def test_loading_bad_files_names_the_problem(tmp_path):
     p = tmp_path / "r.json"
     p.write_text("{not json")
     with pytest.raises(AttnBoundsError, match="not JSON"):
-        rec.load(p)
+        rec.load_records(p)
     p.write_text("{}")
     with pytest.raises(AttnBoundsError, match="JSON array"):
-        rec.load(p)
+        rec.load_records(p)
     with pytest.raises(AttnBoundsError, match="does not exist"):
-        rec.load(tmp_path / "missing.json")
+        rec.load_records(tmp_path / "missing.json")
 
 
 def test_citation_sentence_and_bibtex(refuted, verified):

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, strategies as st
+from hypothesis import given, strategies as hs
 
 from attnbounds.theory.mathematics import normalisers as nm
 from attnbounds.theory.mathematics.errors import AttnBoundsError
@@ -75,7 +75,7 @@ def test_weights_given_instance_and_float_text():
     _same(inst, _roundtrip(inst))
 
 
-@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=8))
+@given(hs.lists(hs.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=8))
 def test_float_encoding_is_exact(values):
     arr = np.array(values)
     back = float_from_json(json.loads(json.dumps(float_to_json(arr))), "v")
@@ -91,7 +91,7 @@ def test_hand_written_values_are_accepted_and_disagreement_is_named():
 @pytest.mark.parametrize("mutate, match", [
     (lambda d: d.update(format="other"), "not an attnbounds instance"),
     (lambda d: d.update(extra=1), "unknown keys"),
-    (lambda d: d.update(normaliser={"family": "nope", "params": {}}), "unknown family"),
+    (lambda d: d.update(normaliser={"family": "nope", "params": {}}), "unknown normaliser"),
     (lambda d: d.update(normaliser={"family": "ratio", "name": "evil", "log_F": "__import__('os')", "params": {}}),
      "unknown name '__import__'"),
     (lambda d: d.update(alpha=None), "'alpha'"),

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import find, given, settings
-from hypothesis import strategies as st
+from hypothesis import strategies as hs
 
 from attnbounds.theory.mathematics import families, registry, strategies
 from attnbounds.theory.mathematics.errors import AttnBoundsError
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.normalisers import FAMILY, Normaliser
+from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS, Normaliser
 
 few = settings(max_examples=min(settings.default.max_examples, 15))
 
@@ -20,10 +20,10 @@ def test_temperatures_stay_in_range(T: float) -> None:
     assert strategies.T_RANGE[0] <= T <= strategies.T_RANGE[1]
 
 
-@given(st.data())
-def test_lengths_and_selection_sizes(data: st.DataObject) -> None:
-    lo = data.draw(st.integers(1, strategies.MAX_LENGTH))
-    hi = data.draw(st.integers(lo, strategies.MAX_LENGTH))
+@given(hs.data())
+def test_lengths_and_selection_sizes(data: hs.DataObject) -> None:
+    lo = data.draw(hs.integers(1, strategies.MAX_LENGTH))
+    hi = data.draw(hs.integers(lo, strategies.MAX_LENGTH))
     L = data.draw(strategies.lengths(lo, hi))
     assert lo <= L <= hi
     assert 1 <= data.draw(strategies.selection_sizes(L)) <= L
@@ -61,7 +61,7 @@ def test_queries_keys_bound_every_logit(qka: tuple[np.ndarray, np.ndarray, float
     assert np.allclose(reach, a, rtol=1e-12)  # one key per row at the full norm
 
 
-@given(st.floats(1e-12, 1.0), st.integers(2, 64), strategies.seeds())
+@given(hs.floats(1e-12, 1.0), hs.integers(2, 64), strategies.seeds())
 def test_near_tie_logits_have_the_chosen_gap(gap: float, L: int, seed: int) -> None:
     lg = families.LOGIT_FAMILIES["near-tie"](np.random.default_rng(seed), families.Spec(B=3, L=L, N=1, gap=gap))
     top = -np.sort(-lg, axis=-1)
@@ -74,8 +74,8 @@ def test_dominant_logits_have_one_dominant_entry(lg: np.ndarray) -> None:
     assert np.all(top[:, 0] > top[:, 1])
 
 
-@given(st.sampled_from(sorted(families.EMBEDDING_FAMILIES)), st.data())
-def test_embedding_families_are_what_they_say(family: str, data: st.DataObject) -> None:
+@given(hs.sampled_from(sorted(families.EMBEDDING_FAMILIES)), hs.data())
+def test_embedding_families_are_what_they_say(family: str, data: hs.DataObject) -> None:
     x = data.draw(strategies.embeddings(batch=3, L=6, d=3, family=family, scale=1.0))
     assert x.shape == (3, 6, 3) and np.all(np.isfinite(x))
     if family == "identical":
@@ -100,8 +100,8 @@ def test_outliers_are_one_gaussian_token_made_100_times_longer() -> None:
     assert np.all(np.sort(ratio, axis=-1)[:, :-1] == 1.0)
 
 
-@given(st.data())
-def test_top_n_sets_break_ties_at_random_and_stay_top_n(data: st.DataObject) -> None:
+@given(hs.data())
+def test_top_n_sets_break_ties_at_random_and_stay_top_n(data: hs.DataObject) -> None:
     alpha = np.array([[0.25, 0.25, 0.25, 0.25], [0.4, 0.2, 0.2, 0.2]])
     mask = data.draw(strategies.top_n_sets(alpha, 2))
     assert np.all(mask.sum(-1) == 2) and mask[1, 0]
@@ -122,16 +122,16 @@ def test_top_n_sets_reach_every_tied_choice() -> None:
     assert len(seen) >= 3
 
 
-@given(st.integers(1, 40).flatmap(lambda L: st.tuples(st.just(L), strategies.random_subsets(5, L))))
+@given(hs.integers(1, 40).flatmap(lambda L: hs.tuples(hs.just(L), strategies.random_subsets(5, L))))
 def test_random_subsets_pick_n_tokens(drawn: tuple[int, np.ndarray]) -> None:
     L, mask = drawn
     assert mask.shape == (5, L) and len(set(mask.sum(-1))) == 1 and 1 <= mask.sum(-1)[0] <= L
 
 
-@given(st.data())
-def test_normalisers_come_from_the_family(data: st.DataObject) -> None:
+@given(hs.data())
+def test_normalisers_come_from_the_family(data: hs.DataObject) -> None:
     n = data.draw(strategies.normalisers())
-    assert isinstance(n, Normaliser) and n.name in FAMILY and n.name != "relu"
+    assert isinstance(n, Normaliser) and n.name in CONSTRUCTORS and n.name != "relu"
     w = n.weights(np.linspace(-1, 1, 5)[None])
     assert np.all(np.isfinite(w))
 

@@ -32,7 +32,7 @@ from typing import Any, Literal, cast, get_args
 
 import numpy as np
 
-from attnbounds.theory.mathematics import balls as exact_mod
+from attnbounds.theory.mathematics import balls
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
@@ -140,7 +140,7 @@ def _structure(st: Statement) -> tuple[tuple[str, ...], tuple[Any, ...], tuple[t
     return tuple(sorted(st.symbols())), conj, terms
 
 
-def ball_environment(st: Statement, ex: exact_mod.ExactInstance) -> tuple[dict[str, Any], dict[str, Any]]:
+def ball_environment(st: Statement, ex: balls.BallInstance) -> tuple[dict[str, Any], dict[str, Any]]:
     """Balls of the statement's symbols: per-selected-token quantities (over the selected columns) apart."""
     env: dict[str, Any] = {}
     selected: dict[str, Any] = {}
@@ -183,7 +183,7 @@ def conjunct_balls(st: Statement, c: int, ops: Ops, env: dict[str, Any], selecte
     return lhs_a, rhs_a
 
 
-def _margin(st: Statement, ex: exact_mod.ExactInstance) -> _Margin:
+def _margin(st: Statement, ex: balls.BallInstance) -> _Margin:
     ops = ex.ops
     env, selected = ball_environment(st, ex)
     weights = ex.m[ex.sel] if ex.mask is not None else None
@@ -253,7 +253,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
     float_only = [h.id for h in st.hypotheses if h.certification == "float"]
     base: dict[str, Any] = dict(statement_id=st.id, weights="", worst={"conjunct": -1, "token": -1}, level=None)
 
-    def finish(status: Status, bits: int, m: _Margin | None, ex: exact_mod.ExactInstance | None, notes: list[str],
+    def finish(status: Status, bits: int, m: _Margin | None, ex: balls.BallInstance | None, notes: list[str],
                method: str) -> Certificate:
         if m is None:
             nan = float("nan")
@@ -282,7 +282,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
         notes: list[str] = []
         with ops.precision(bits):
             try:
-                ex = exact_mod.exact_instance(one, ops)
+                ex = balls.ball_instance(one, ops)
                 for name in defaulted:
                     ex.params[name] = ball_value(st.defaults[name], ex)
                 statuses = {h.id: h.ball(ex, defaulted) for h in st.hypotheses if h.ball is not None}
@@ -321,7 +321,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
             return finish(status, bits, m, ex, notes, _method(ops, ex))
 
 
-def _method(ops: Ops, ex: exact_mod.ExactInstance) -> str:
+def _method(ops: Ops, ex: balls.BallInstance) -> str:
     if "hoeffding" in ex.methods:
         return "hoeffding"
     if "enumeration" in ex.methods:

@@ -1,7 +1,7 @@
-"""For every L beyond a threshold: a statement's margin along a family of token-class instances that grows
-with a parameter ``t >= 0``, as a closed form, its limit as ``t -> oo``, and a certificate.
+"""For every L beyond a threshold: a statement's margin along a growth (token-class instances that grow
+with a parameter ``t >= 0``), as a closed form, its limit as ``t -> oo``, and a certificate.
 
-A :class:`Family` starts from one token-class instance (counts ``m``) and lets the counts grow as
+A :class:`Growth` starts from one token-class instance (counts ``m``) and lets the counts grow as
 ``m + b t`` (``b``: which classes grow: the largest one, or all of them in proportion), so that
 ``L(t) = L + (sum b) t``; logits, token vectors and the selected classes stay as they are (the order
 of the weights does not change with the counts, so the top-N classes stay the top-N classes).
@@ -14,8 +14,8 @@ sympy expression in ``t``. Only quantities whose ball form reads the counts thro
 The certificate: with ``u = 1 / (1 + t)`` in ``(0, 1]`` and ``p`` the order at which the margin vanishes
 (``margin ~ c u^p``), ``G(u) = margin / u^p`` is evaluated in ball arithmetic on pieces of ``[0, u0]``
 (bisected until each enclosure has a sign); ``G < 0`` on all of them certifies "violated for every
-``t >= 1/u0 - 1``", i.e. every ``L >= L0`` of the family, rigorously (no sampling, no monotonicity
-assumption). ``G > 0`` certifies "holds on the whole family". The limit ``c`` (``p = 0``) or the leading
+``t >= 1/u0 - 1``", i.e. every ``L >= L0`` of the growth, rigorously (no sampling, no monotonicity
+assumption). ``G > 0`` certifies "holds on the whole growth". The limit ``c`` (``p = 0``) or the leading
 coefficient, found by sympy at the balls' midpoints, only guides the choice of ``p``.
 """
 
@@ -44,7 +44,7 @@ u = sp.Symbol("u", positive=True)
 MAX_PIECES = 2048
 #: orders of vanishing tried for the margin (margin ~ c u^p)
 MAX_ORDER = 3
-#: interval work one family's analysis may do: evaluations of distinct subexpressions (about 10 us each), so
+#: interval work one growth's analysis may do: evaluations of distinct subexpressions (about 10 us each), so
 #: the analysis is bounded the same way on every machine and in any thread (a record never depends on the clock)
 WORK_LIMIT = 200_000
 #: distinct subexpressions the margin's closed form may have before it is rewritten in u and differentiated
@@ -55,12 +55,12 @@ MAX_EXPAND = 400
 
 
 class WorkLimit(AttnBoundsError):
-    """The analysis of one family needed more than :data:`WORK_LIMIT` (or its closed form exceeds :data:`MAX_NODES`)."""
+    """The analysis of one growth needed more than :data:`WORK_LIMIT` (or its closed form exceeds :data:`MAX_NODES`)."""
 
 
 @dataclass
 class _Work:
-    """Interval work done so far in one family's analysis, against ``limit``."""
+    """Interval work done so far in one growth's analysis, against ``limit``."""
 
     limit: int
     done: int = 0
@@ -187,7 +187,7 @@ class SymbolicOps(Ops):
     def _decide(self, fn: Any, b: Any) -> bool:
         ball = self.ball(b)
         if ball is None:
-            raise Unsupported("a decision on a value that depends on L: no closed form along this family")
+            raise Unsupported("a decision on a value that depends on L: no closed form along this family")  # record text: kept
         return bool(fn(ball))
 
     # -- the Ops interface ---------------------------------------------------------------------------
@@ -276,7 +276,7 @@ class SymbolicOps(Ops):
 
 
 @dataclass(frozen=True)
-class Family:
+class Growth:
     """Token-class instances growing with ``t >= 0``: counts ``m + b t`` from the instance ``base`` (B = 1)."""
 
     base: Instance
@@ -303,36 +303,36 @@ class Family:
                                {k: v for k, v in self.base.params.items()}, counts[None])
 
 
-def families(inst: Instance) -> list[Family]:
-    """The families through a single instance: its largest class grows; every class grows in proportion."""
+def growths(inst: Instance) -> list[Growth]:
+    """The growths through a single instance: its largest class grows; every class grows in proportion."""
     base = inst.take(0)
     counts = np.ones(base.K, dtype=np.int64) if base.counts is None else base.counts[0]
     out = []
     if base.counts is not None or base.K > 1:
         present = counts > 0
         largest = int(np.argmax(np.where(present, counts, -1)))
-        out.append(Family(base, tuple(int(k == largest) for k in range(base.K)),
+        out.append(Growth(base, tuple(int(k == largest) for k in range(base.K)),
                           f"the class of {int(counts[largest])} tokens (column {largest}) grows"))
         g = math.gcd(*[int(c) for c in counts[present]])
         step = tuple(int(c // g) if c > 0 else 0 for c in counts)
         if step != out[0].growth:
-            out.append(Family(base, step, "every class grows in proportion"))
+            out.append(Growth(base, step, "every class grows in proportion"))
     return out
 
 
 def closed_form(statement: Statement) -> bool:
-    """Whether every quantity of the statement has a closed form along token-class families."""
+    """Whether every quantity of the statement has a closed form along growths of token classes."""
     return all(QUANTITIES[q].closed_form for q in statement.bindings.values())
 
 
-def _family_instance(family: Family, ops: SymbolicOps) -> balls.ExactInstance:
-    ex = balls.exact_instance(family.base, ops)  # structure from the base; arithmetic below from t
-    counts = family.counts
-    ex.cache["m"] = np.array([sp.Integer(int(c)) + b * t for c, b in zip(counts, family.growth)], dtype=object)
-    ex.cache["length"] = sp.Integer(int(counts.sum())) + sum(family.growth) * t
-    if family.base.N is not None:
-        ex.cache["size_N"] = sp.Integer(family.base.N) + family.selected_growth() * t
-    n = family.base.normaliser
+def _growth_instance(growth: Growth, ops: SymbolicOps) -> balls.BallInstance:
+    ex = balls.ball_instance(growth.base, ops)  # structure from the base; arithmetic below from t
+    counts = growth.counts
+    ex.cache["m"] = np.array([sp.Integer(int(c)) + b * t for c, b in zip(counts, growth.growth)], dtype=object)
+    ex.cache["length"] = sp.Integer(int(counts.sum())) + sum(growth.growth) * t
+    if growth.base.N is not None:
+        ex.cache["size_N"] = sp.Integer(growth.base.N) + growth.selected_growth() * t
+    n = growth.base.normaliser
     if ex.logits is not None and n is not None:  # recompute the weights with the growing counts
         ex.alpha = balls.weights_from_logits(ex, ex.logits)
         ex.alpha[~ex.present] = sp.Integer(0)
@@ -349,12 +349,12 @@ class Margin:
     rhs: sp.Expr
 
 
-def margins(statement: Statement, family: Family, ops: SymbolicOps) -> list[Margin]:
-    """Every (conjunct, column) margin of the statement along the family, as expressions in ``t``."""
-    ex = _family_instance(family, ops)
-    inst = statement.prepare(family.base)
+def margins(statement: Statement, growth: Growth, ops: SymbolicOps) -> list[Margin]:
+    """Every (conjunct, column) margin of the statement along the growth, as expressions in ``t``."""
+    ex = _growth_instance(growth, ops)
+    inst = statement.prepare(growth.base)
     for name, value in statement.defaults.items():
-        if isinstance(value, str) and name not in family.base.params:
+        if isinstance(value, str) and name not in growth.base.params:
             ex.params[name] = ball_value(value, ex)
     for name, value in inst.params.items():
         ex.params.setdefault(name, ops.num(float(value[0])))
@@ -379,9 +379,9 @@ def margins(statement: Statement, family: Family, ops: SymbolicOps) -> list[Marg
 
 @dataclass
 class LimitResult:
-    """What the analysis concluded along one family (see :func:`analyse`)."""
+    """What the analysis concluded along one growth (see :func:`analyse`)."""
 
-    family: str
+    growth: str  # its description (the key 'family' of the record format)
     status: str  # "violated-for-all" / "-up-to", "holds-for-all" / "-up-to", "limit-only", "unsupported"
     L0: int | None = None
     L_max: int | None = None  # the certificate stops there ("-up-to"); None: every L >= L0
@@ -392,7 +392,7 @@ class LimitResult:
     checked: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"family": self.family, "status": self.status, "L0": self.L0, "L_max": self.L_max, "limit": self.limit,
+        return {"family": self.growth, "status": self.status, "L0": self.L0, "L_max": self.L_max, "limit": self.limit,
                 "relative_slack": self.slack, "order": self.order, "detail": self.detail}
 
 
@@ -501,32 +501,32 @@ def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, work: _Work | None = None,
 
 def analyse(statement: Statement, inst: Instance, *, violated: bool = True, bits: int = 128,
             work_limit: int = WORK_LIMIT, runner: Runner | None = None) -> list[LimitResult]:
-    """The statement along each family through ``inst`` (B = 1): for a violation, the smallest ``L0`` found
-    such that it is certified violated for every ``L >= L0`` of the family; for a tight instance, whether the
-    bound holds on the whole family and its relative slack in the limit. The families are independent pieces of
+    """The statement along each growth through ``inst`` (B = 1): for a violation, the smallest ``L0`` found
+    such that it is certified violated for every ``L >= L0`` of the growth; for a tight instance, whether the
+    bound holds on the whole growth and its relative slack in the limit. The growths are independent pieces of
     work for ``runner`` (:mod:`attnbounds.theory.deciding.parallel`; in-process by default)."""
     if inst.B != 1:
         raise InvalidArgument(f"analyse needs a single instance (B=1), got B={inst.B}")
     if not closed_form(statement):
         missing = sorted({q for q in statement.bindings.values() if not QUANTITIES[q].closed_form})
         return [LimitResult("", "unsupported", detail=f"no closed form along token classes for {', '.join(missing)}")]
-    return (runner or Runner()).map(_family_piece, families(inst), shared=(statement, violated, bits, work_limit),
+    return (runner or Runner()).map(_growth_piece, growths(inst), shared=(statement, violated, bits, work_limit),
                                     label=f"limits {statement.id}")
 
 
-def _family_piece(shared: tuple[Statement, bool, int, int], family: Family) -> LimitResult:
+def _growth_piece(shared: tuple[Statement, bool, int, int], growth: Growth) -> LimitResult:
     statement, violated, bits, work_limit = shared
     ops = SymbolicOps(_Work(work_limit))
     try:
         with ops.precision(bits):
-            return _analyse_family(statement, family, ops, violated)
+            return _analyse_growth(statement, growth, ops, violated)
     except (CannotCertify, AttnBoundsError, NotImplementedError, RecursionError, TypeError, ValueError,
             ZeroDivisionError) as exc:
-        return LimitResult(family.name, "unsupported", detail=f"{type(exc).__name__}: {exc}"[:300])
+        return LimitResult(growth.name, "unsupported", detail=f"{type(exc).__name__}: {exc}"[:300])
 
 
-def _analyse_family(statement: Statement, family: Family, ops: SymbolicOps, violated: bool) -> LimitResult:
-    ms = margins(statement, family, ops)
+def _analyse_growth(statement: Statement, growth: Growth, ops: SymbolicOps, violated: bool) -> LimitResult:
+    ms = margins(statement, growth, ops)
     for m in ms:
         nodes = _size(m.expr)
         if nodes > MAX_NODES:
@@ -538,7 +538,7 @@ def _analyse_family(statement: Statement, family: Family, ops: SymbolicOps, viol
     worst = ms[int(np.argmin(at0))]
     order = _order(worst.expr, ops)
     if order is None:
-        return LimitResult(family.name, "unsupported", detail="sympy found no limit of the margin")
+        return LimitResult(growth.name, "unsupported", detail="sympy found no limit of the margin")
     p, c = order
     rhs_order = _order(worst.rhs, ops)
     slack = None
@@ -552,14 +552,14 @@ def _analyse_family(statement: Statement, family: Family, ops: SymbolicOps, viol
         if sign == 0:
             continue
         t0 = 0 if u0 == 1.0 else math.ceil(1 / u0 - 1)
-        L0 = int(family.length(t0))
-        upto = "" if to_zero else f" up to L = {int(family.length(2**50 / u0)):.3g} (the limit itself is sympy's, not certified)"
+        L0 = int(growth.length(t0))
+        upto = "" if to_zero else f" up to L = {int(growth.length(2**50 / u0)):.3g} (the limit itself is sympy's, not certified)"
         what = "< 0" if sign < 0 else ">= 0"
         status = ("violated" if sign < 0 else "holds") + ("-for-all" if to_zero else "-up-to")
-        L_max = None if to_zero else int(family.length(2**50 / u0))
-        return LimitResult(family.name, status, L0=L0, L_max=L_max, limit=leading, slack=slack, order=p,
+        L_max = None if to_zero else int(growth.length(2**50 / u0))
+        return LimitResult(growth.name, status, L0=L0, L_max=L_max, limit=leading, slack=slack, order=p,
                            detail=f"the margin is certified {what} for every t >= {t0} (L >= {L0}) of the family{upto}")
     status = "limit-only"
     detail = ("sympy's limit says the margin stays negative, but interval evaluation could not certify it"
               if negative else "sympy's limit says the margin stays positive (not certified)")
-    return LimitResult(family.name, status, limit=leading, slack=slack, order=p, detail=detail)
+    return LimitResult(growth.name, status, limit=leading, slack=slack, order=p, detail=detail)

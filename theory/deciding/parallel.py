@@ -206,9 +206,9 @@ class DaskRunner(Runner):
 def _context() -> dict[str, Any]:
     """What a worker needs besides the task's arguments: the user's normaliser families (a statements file
     registers them in this process only) and the ``ATTNBOUNDS_*`` settings (memory limit, cache, ...)."""
-    from attnbounds.theory.mathematics.normalisers import BUILTIN_FAMILIES, FAMILY
+    from attnbounds.theory.mathematics.normalisers import BUILTIN_NAMES, CONSTRUCTORS
 
-    families = {name: make for name, make in FAMILY.items() if name not in BUILTIN_FAMILIES}
+    families = {name: make for name, make in CONSTRUCTORS.items() if name not in BUILTIN_NAMES}
     env = {k: v for k, v in os.environ.items() if k.startswith("ATTNBOUNDS_") and k != "ATTNBOUNDS_SCHEDULER"}
     return {"families": families, "env": env}
 
@@ -221,10 +221,10 @@ class _InContext:
         self.fn, self.context = fn, context
 
     def __call__(self, item: Any, *shared: Any) -> Any:
-        from attnbounds.theory.mathematics.normalisers import FAMILY
+        from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS
 
         _worker_setup()
-        FAMILY.update(self.context["families"])
+        CONSTRUCTORS.update(self.context["families"])
         os.environ.update(self.context["env"])
         os.environ["ATTNBOUNDS_SCHEDULER"] = "none"
         return self.fn(*shared, item)

@@ -56,7 +56,7 @@ def path_for(statement_id: str) -> Path:
     return DIRECTORY / f"{statement_id}.json"
 
 
-def load(statement_id: str) -> Counterexample | None:
+def stored(statement_id: str) -> Counterexample | None:
     """The stored counterexample of ``statement_id``, or None when the reading has none."""
     path = path_for(statement_id)
     if not path.exists():
@@ -81,7 +81,7 @@ def recertify(statement_id: str) -> Any:
     from attnbounds.theory.deciding.certify import certify
     from attnbounds.theory.mathematics.registry import get
 
-    cx = load(statement_id)
+    cx = stored(statement_id)
     return None if cx is None else certify(get(statement_id), cx.instance, 0)
 
 

@@ -385,21 +385,21 @@ def record_markdown(record: Record) -> str:
 MAX_RECORDS_BYTES = 1 << 30
 
 
-def save(path: str | os.PathLike[str], records: Iterable[Record]) -> Path:
+def save_records(path: str | os.PathLike[str], records: Iterable[Record]) -> Path:
     """Write records as one JSON array, atomically."""
     return write_json(path, [r.to_json() for r in records])
 
 
-def load(path: str | os.PathLike[str]) -> list[Record]:
+def load_records(path: str | os.PathLike[str]) -> list[Record]:
     """Read a JSON array of records (as written by :func:`save` or ``attnbounds verify --json``)."""
-    return list(iter_load(path))
+    return list(iter_records(path))
 
 
 def _constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (a record writes non-finite numbers as text)")
 
 
-def iter_load(path: str | os.PathLike[str]) -> Iterator[Record]:
+def iter_records(path: str | os.PathLike[str]) -> Iterator[Record]:
     """The records of a file one at a time, each checked (:meth:`Record.from_json`) as it is read: the file is read
     in pieces and only the record being read is held (a whole file of Python objects takes several times its size).
     :class:`InvalidArgument` naming the file and the problem (not JSON, not an array, an invalid record)."""
@@ -674,7 +674,7 @@ def _code(text: str) -> str:
 
 def verdict_table(records: Iterable[Record]) -> str:
     """A markdown table, one row per record: id, verdict, formula (as the paper writes it), title (what the README
-    shows). ``records`` may be an iterator (:func:`iter_load`): only the rows are kept."""
+    shows). ``records`` may be an iterator (:func:`iter_records`): only the rows are kept."""
     from attnbounds.theory.mathematics.notation import text_of_record
 
     rows = ["| id | verdict | formula | reading |", "|---|---|---|---|"]

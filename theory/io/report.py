@@ -503,7 +503,7 @@ def _instance_rows(inst: dict[str, Any], *, L: bool = True) -> list[tuple[str, s
     if isinstance(norm, dict):
         own = _params(norm.get("params"))
         shown = ", ".join(f"{k} = {_n(v)}" for k, v in own.items())
-        rows.append(("normaliser", f"{_e(norm.get('name', norm.get('family', '')))}({shown})"))
+        rows.append(("normaliser", f"{_e(norm.get('name', norm.get('family', '')))}({shown})"))  # family: its constructor
     extra = {k: v for k, v in _params(inst.get("params")).items() if own.get(k) != v}
     if extra:
         rows.append(("parameters", ", ".join(f"{_e(k)} = {_n(v)}" for k, v in extra.items())))
@@ -552,12 +552,12 @@ def _limits(limits: Any) -> str:
         return ""
     items = []
     for lim in limits:
-        family = f"{_e(lim['family'])}: " if lim.get("family") else ""
+        growth = f"{_e(lim['family'])}: " if lim.get("family") else ""  # the format's key for the growth
         extra = "; ".join(p for p in (f"L0 = {_n(lim['L0'])}" if lim.get("L0") is not None else "",
                                       _e(lim.get("limit") or "")) if p)
-        items.append(f"<li>{family}<strong>{_e(lim.get('status', ''))}</strong>{f' ({extra})' if extra else ''}"
+        items.append(f"<li>{growth}<strong>{_e(lim.get('status', ''))}</strong>{f' ({extra})' if extra else ''}"
                      f" {_e(lim.get('detail', ''))}</li>")
-    return "<p>Along families of growing L:</p><ul>" + "".join(items) + "</ul>"
+    return "<p>Along growing L:</p><ul>" + "".join(items) + "</ul>"
 
 
 def _replay(r: dict[str, Any], records_name: str) -> str:
@@ -840,7 +840,7 @@ def _build_folder(target: Path) -> Path:
 def write_report(records: Iterable[Record], out: str | os.PathLike[str], *, name: str,
                  progress: bool = False) -> Path:
     """Write ``out/index.html`` and its figures for ``records`` (checked records, e.g.
-    :func:`attnbounds.theory.io.records.iter_load` of the records file ``name``; module docstring); returns the page's
+    :func:`attnbounds.theory.io.records.iter_records` of the records file ``name``; module docstring); returns the page's
     path. Records are taken one at a time (only their sections are kept). ``progress``: a progress bar (tqdm) on
     stderr."""
     folder = _out_dir(out)

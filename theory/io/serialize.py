@@ -2,7 +2,8 @@
 
 Every float is written twice: ``hex`` (``float.hex``, the authoritative exact value) and ``values``
 (the shortest decimal that reads back to the same double, for people). Arrays keep their shape as
-nested lists. The normaliser is written by family name and parameters (``theory.normalisers.FAMILY``),
+nested lists. The normaliser is written by its constructor's name (``theory.normalisers.CONSTRUCTORS``; the key is called
+``family`` in the format) and parameters,
 or, for a user's own ratio normaliser, by name, ``log F`` (sympy text) and parameters. The stored
 weights are the instance's own: they are read back as they are, not recomputed, so that a replay on
 another machine (whose ``exp`` may differ in the last bit) sees the same instance.
@@ -30,7 +31,7 @@ import sympy as sp
 
 from attnbounds.theory.mathematics.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.normalisers import BUILTIN_FAMILIES, FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
+from attnbounds.theory.mathematics.normalisers import BUILTIN_NAMES, CONSTRUCTORS, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
 
 FORMAT = "attnbounds.instance"
 VERSION = 1
@@ -86,14 +87,14 @@ def _params_from_json(data: Any, where: str) -> dict[str, Any]:
 
 
 def normaliser_to_json(normaliser: Normaliser | None) -> dict[str, Any] | None:
-    """``{"family", "params"}``, or for a user's ratio normaliser ``{"family": "ratio", "name", "log_F", "params"}``."""
+    """``{"family", "params"}`` (``family``: the constructor's name), or for a user's ratio normaliser ``{"family": "ratio", "name", "log_F", "params"}``."""
     if normaliser is None:
         return None
     name = getattr(normaliser, "name", None)
     params = dict(normaliser.params)
-    if name in BUILTIN_FAMILIES:
+    if name in BUILTIN_NAMES:
         try:
-            rebuilt = FAMILY[name](**params)
+            rebuilt = CONSTRUCTORS[name](**params)
         except (TypeError, AttnBoundsError):
             rebuilt = None
         same = type(rebuilt) is type(normaliser) and (
@@ -107,8 +108,8 @@ def normaliser_to_json(normaliser: Normaliser | None) -> dict[str, Any] | None:
 
     if isinstance(normaliser, CallableNormaliser):  # a Python function: its name only (the weights are stored)
         return {"family": "callable", "name": normaliser.name, "params": _params_to_json(params)}
-    raise InvalidArgument(f"cannot serialise normaliser {normaliser!r}: it is neither in the family "
-                          f"({', '.join(FAMILY)}) nor a RatioNormaliser")
+    raise InvalidArgument(f"cannot serialise normaliser {normaliser!r}: it is neither built by a "
+                          f"constructor ({', '.join(CONSTRUCTORS)}) nor a RatioNormaliser")
 
 
 def normaliser_from_json(data: Any, where: str = "normaliser") -> Normaliser | None:
@@ -118,27 +119,28 @@ def normaliser_from_json(data: Any, where: str = "normaliser") -> Normaliser | N
     if not isinstance(data, dict) or "family" not in data:
         raise InvalidArgument(f"{where}: expected an object with 'family', got {data!r:.80}")
     params = _params_from_json(data.get("params", {}), f"{where}.params")
-    family = data["family"]
-    if family == "ratio":
+    constructor = data["family"]  # the format's name for the constructor
+    if constructor == "ratio":
         from attnbounds.theory.mathematics.exprparse import parse_expression
 
         names = {"l": l_sym, "L": L_sym, "softplus": softplus, "sigmoid": sigmoid,
                  **{p: sp.Symbol(p) for p in params}}
         log_F = parse_expression(data.get("log_F", ""), names, where=f"{where}.log_F")
         return RatioNormaliser(str(data.get("name", "custom")), log_F, params)
-    if family == "callable":  # the function itself is not in the file: its weights are (None when not registered)
+    if constructor == "callable":  # the function itself is not in the file: its weights are (None when not registered)
         from attnbounds.theory.mathematics.callables import CallableNormaliser
 
-        made = FAMILY[data["name"]](**params) if data.get("name") in FAMILY else None
+        made = CONSTRUCTORS[data["name"]](**params) if data.get("name") in CONSTRUCTORS else None
         return made if isinstance(made, CallableNormaliser) else None
-    if family not in FAMILY:
-        raise InvalidArgument(f"{where}: unknown family {family!r}; allowed: ratio, callable, {', '.join(FAMILY)}")
+    if constructor not in CONSTRUCTORS:
+        raise InvalidArgument(f"{where}: unknown normaliser {constructor!r}; allowed: ratio, callable, "
+                              f"{', '.join(CONSTRUCTORS)}")
     if not isinstance(params, dict):
         raise InvalidArgument(f"{where}: bad parameters {params!r}")
     try:
-        return FAMILY[family](**params)
+        return CONSTRUCTORS[constructor](**params)
     except TypeError as exc:
-        raise InvalidArgument(f"{where}: bad parameters {sorted(params)} for family {family!r}: {exc}") from None
+        raise InvalidArgument(f"{where}: bad parameters {sorted(params)} for normaliser {constructor!r}: {exc}") from None
 
 
 def instance_to_json(inst: Instance) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from attnbounds.theory.io import atomic, selfcheck
 from attnbounds.theory.mathematics.callables import Declared, same_normaliser
 from attnbounds.theory.mathematics.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.mathematics.exprparse import FUNCTIONS, check_identifier, free_names, parse_expression
-from attnbounds.theory.mathematics.normalisers import BUILTIN_FAMILIES, FAMILY, L_sym, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
+from attnbounds.theory.mathematics.normalisers import BUILTIN_NAMES, CONSTRUCTORS, L_sym, constructors_added, Normaliser, RatioNormaliser, l_sym, sigmoid, softplus
 from attnbounds.theory.mathematics.quantities import QUANTITIES
 from attnbounds.theory.mathematics.hypotheses import Hypothesis
 from attnbounds.theory.mathematics.statement import Citation, Statement
@@ -248,10 +248,10 @@ def _restriction(table: dict[str, Any], where: str, normalisers: dict[str, Calla
     name = table.get("normaliser")
     if name is None:
         return None, None
-    if not isinstance(name, str) or (name not in normalisers and name not in BUILTIN_FAMILIES):
+    if not isinstance(name, str) or (name not in normalisers and name not in BUILTIN_NAMES):
         raise InvalidArgument(f"{where}: key 'normaliser': unknown normaliser {name!r}; declared in this file: "
-                              f"{', '.join(sorted(normalisers)) or 'none'}; built-in: {', '.join(sorted(BUILTIN_FAMILIES))}")
-    maker = normalisers.get(name) or FAMILY[name]
+                              f"{', '.join(sorted(normalisers)) or 'none'}; built-in: {', '.join(sorted(BUILTIN_NAMES))}")
+    maker = normalisers.get(name) or CONSTRUCTORS[name]
     proto = maker()
     return same_normaliser(name, proto, maker if isinstance(maker, Declared) else None), proto
 
@@ -350,7 +350,7 @@ def _parse_statement(table: Any, k: int, path: str,
         own_fixed = {k: v for k, v in fixed.items() if k in own_params}
         if own_fixed:  # the statement's normaliser at the parameter values it fixes
             name = table["normaliser"]
-            maker = dict(normalisers or {}).get(name) or FAMILY[name]
+            maker = dict(normalisers or {}).get(name) or CONSTRUCTORS[name]
             restrict = same_normaliser(name, maker(**own_fixed), maker if isinstance(maker, Declared) else None)
         hyps.append(restrict)
     estimate = any(QUANTITIES[q].estimate for q in bindings.values())
@@ -381,7 +381,7 @@ def _parse_normaliser(table: Any, k: int, path: str, python: bool = False) -> tu
     unknown = set(table) - keys
     if unknown:
         raise InvalidArgument(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(keys)}")
-    if name in BUILTIN_FAMILIES:
+    if name in BUILTIN_NAMES:
         raise InvalidArgument(f"{where}: name {name!r} is a built-in normaliser; choose another")
     fn = table.get("torch")
     if fn is not None and "log_F" not in table:  # a callable without log F: searched in float, never certified
@@ -481,23 +481,6 @@ def _load_toml(path: Path) -> UserBounds:
     return load_data(data, str(path))
 
 
-@contextlib.contextmanager
-def registered(normalisers: dict[str, Callable[..., Normaliser]]) -> Iterator[None]:
-    """The normalisers join :data:`~attnbounds.theory.mathematics.normalisers.FAMILY` inside the block only (the search draws them
-    there); the family is restored afterwards."""
-    from attnbounds.theory.mathematics import families
-
-    before = dict(FAMILY)
-    FAMILY.update(normalisers)
-    families._family_parameters.cache_clear()
-    try:
-        yield
-    finally:
-        FAMILY.clear()
-        FAMILY.update(before)
-        families._family_parameters.cache_clear()
-
-
 def load_data(data: dict[str, Any], path: str, *, python: bool = False) -> UserBounds:
     """What a statements file declares, from its parsed tables (``{"statement": [...], "normaliser": [...]}``):
     the one loading path of ``--statements`` files and of :func:`attnbounds.check` (``python`` also allows a
@@ -515,11 +498,11 @@ def load_data(data: dict[str, Any], path: str, *, python: bool = False) -> UserB
         if name in out.normalisers:
             raise InvalidArgument(f"{path}: normaliser {name!r} is declared twice")
         out.normalisers[name] = make
-    with registered(out.normalisers):
+    with constructors_added(out.normalisers):
         for k, table in enumerate(_tables(data, "statement", Path(path))):
             with time_limit(LOAD_SECONDS, f"{path}: statement #{k}"):
                 st = _parse_statement(table, k, str(path), out.normalisers)
-                from attnbounds.theory.deciding.closed import is_closed
+                from attnbounds.theory.deciding.closed_claims import is_closed
 
                 if not is_closed(st):
                     selfcheck.check(st, _where(str(path), k, st.id))
@@ -550,7 +533,7 @@ def _load_python(path: Path) -> UserBounds:
             selfcheck.check_hypotheses(st, f"{path}: STATEMENTS[{k}] ({st.id!r})")
         out.statements.append(st)
     for name, value in dict(namespace.get("NORMALISERS", {})).items():
-        if name in BUILTIN_FAMILIES:
+        if name in BUILTIN_NAMES:
             raise InvalidArgument(f"{path}: NORMALISERS: {name!r} is a built-in normaliser; choose another")
         if isinstance(value, RatioNormaliser):
             value = (lambda base: lambda **kw: base._with({**base.values, **kw}))(value)
@@ -560,9 +543,9 @@ def _load_python(path: Path) -> UserBounds:
     return out
 
 
-def load(path: str | Path, *, register: bool = True) -> UserBounds:
+def load_statements(path: str | Path, *, register: bool = True) -> UserBounds:
     """Read a statements file (``.toml``, or ``.py`` for trusted files); ``register`` adds its
-    normalisers to :data:`attnbounds.theory.mathematics.normalisers.FAMILY`, so the search draws them too."""
+    normalisers to :data:`attnbounds.theory.mathematics.normalisers.CONSTRUCTORS`, so the search draws them too."""
     p = Path(path)
     if not str(path):
         raise InvalidArgument("statements file: expected a path, got an empty string")
@@ -591,7 +574,7 @@ def load(path: str | Path, *, register: bool = True) -> UserBounds:
         raise InvalidArgument(f"{p}: declares no [[statement]] and no [[normaliser]]")
     if register:
         for name, make in out.normalisers.items():
-            FAMILY[name] = make
+            CONSTRUCTORS[name] = make
     return out
 
 
@@ -602,7 +585,7 @@ def load_all(paths: list[str | Path] | tuple[str | Path, ...]) -> UserBounds:
         raise InvalidArgument("statements files: expected at least one path")
     out: UserBounds | None = None
     for path in paths:
-        one = load(path)
+        one = load_statements(path)
         if out is None:
             out = one
             continue

@@ -1,6 +1,6 @@
 """One instance in interval arithmetic: what every quantity's ``ball`` form reads (certification's reference).
 
-:func:`exact_instance` turns one float instance into balls: the inputs (logits, ``x``, ``q``,
+:func:`ball_instance` turns one float instance into balls: the inputs (logits, ``x``, ``q``,
 ``k``, parameters) are exact doubles and the counts exact integers; the weights are recomputed
 from their definition (``F(l_k) / sum_j m_j F(l_j)`` from the normaliser's sympy ``log F``, ``m_j``
 the counts); each quantity's ``ball`` form (registered on its specification, :mod:`attnbounds.theory.mathematics.quantities`)
@@ -33,7 +33,7 @@ F_RANGE_PIECES = 4000
 
 
 @dataclass
-class ExactInstance:
+class BallInstance:
     """One instance in balls (see module docstring). Arrays are numpy object arrays of balls over columns.
 
     ``counts`` are the exact integer token counts per column (1 for a dense instance), ``m`` the same
@@ -96,7 +96,7 @@ class ExactInstance:
     @property
     def length(self) -> Any:
         """L as a ball (what arithmetic reads; ``L`` itself is the integer the structure is built from).
-        A family of instances growing with a parameter (:mod:`attnbounds.theory.deciding.limits`) sets it to an expression."""
+        A growth of instances with a parameter (:mod:`attnbounds.theory.deciding.limits`) sets it to an expression."""
         return self.cache["length"] if "length" in self.cache else self.num(self.L)
 
     @property
@@ -179,7 +179,7 @@ def _share(ops: Ops, v: np.ndarray, total: Any) -> np.ndarray:
     return v / total if ops.name in ("arb", "mpmath") else v * (ops.num(1) / total)
 
 
-def weights_from_logits(ex: ExactInstance, logits: np.ndarray) -> np.ndarray:
+def weights_from_logits(ex: BallInstance, logits: np.ndarray) -> np.ndarray:
     """The normaliser's per-token weights at the given logits (balls), ``F_k / sum_j m_j F_j``.
 
     For a ratio normaliser F is taken relative to the column of the largest float ``log F``: ``exp(log F_j - log
@@ -214,10 +214,10 @@ def weights_from_logits(ex: ExactInstance, logits: np.ndarray) -> np.ndarray:
     raise Unsupported(f"no certified weights for normaliser {n!r} at shifted logits")
 
 
-def exact_instance(inst: Instance, ops: Ops) -> ExactInstance:
+def ball_instance(inst: Instance, ops: Ops) -> BallInstance:
     """Balls for the single instance ``inst`` (``B == 1``), weights recomputed from their definition."""
     if inst.B != 1:
-        raise InvalidArgument(f"exact_instance needs a single instance (B=1), got B={inst.B}; use inst.take(i)")
+        raise InvalidArgument(f"ball_instance needs a single instance (B=1), got B={inst.B}; use inst.take(i)")
     counts = [1] * inst.K if inst.counts is None else [int(c) for c in inst.counts[0]]
     x = None if inst.x is None else ops.array(inst.x[0])
     q = None if inst.q is None else ops.array(inst.q[0])
@@ -230,7 +230,7 @@ def exact_instance(inst: Instance, ops: Ops) -> ExactInstance:
     params = {name: ops.num(float(v[0])) for name, v in inst.params.items()}
     arrays = {name: ops.array(v[0]) for name, v in inst.arrays.items()}
     mask = None if inst.N is None else inst.mask[0]
-    ex = ExactInstance(ops, inst, inst.L, inst.N, counts, np.empty(0, dtype=object), logits, x, q, k, mask, params,
+    ex = BallInstance(ops, inst, inst.L, inst.N, counts, np.empty(0, dtype=object), logits, x, q, k, mask, params,
                        arrays, "", source)
     n = inst.normaliser
     if logits is not None and isinstance(n, (RatioNormaliser, ReluNormalised, SigmoidAttention)):

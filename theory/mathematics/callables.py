@@ -375,7 +375,7 @@ def disagreement(n: CallableNormaliser, ratio: RatioNormaliser, logits: np.ndarr
 
 @dataclasses.dataclass(frozen=True, eq=False)  # hashed by identity: the user's function need not be hashable
 class Declared:
-    """A normaliser declared with both a ``log F`` and its torch function: the family member makes the ratio
+    """A normaliser declared with both a ``log F`` and its torch function: its constructor makes the ratio
     normaliser (what the search and the certifier read); :class:`Confirmer` holds the verdict to the function."""
 
     name: str
@@ -561,9 +561,8 @@ class Confirmer:
 @contextlib.contextmanager
 def judged_by_callable(statement: Statement) -> Iterator[Statement]:
     """The statement about a :class:`Declared` normaliser, about its torch function alone (no log F: searched in
-    float, never certified); its family member makes the callable inside the block."""
-    from attnbounds.theory.mathematics import families
-    from attnbounds.theory.mathematics.normalisers import FAMILY
+    float, never certified); inside the block the normaliser's name builds the callable."""
+    from attnbounds.theory.mathematics.normalisers import constructors_added
 
     found = _declared(statement)
     if found is None:
@@ -571,14 +570,5 @@ def judged_by_callable(statement: Statement) -> Iterator[Statement]:
     k, declared = found
     hyps = list(statement.hypotheses)
     hyps[k] = same_normaliser(declared.name, declared.as_callable())
-    before = FAMILY.get(declared.name)
-    FAMILY[declared.name] = declared.as_callable
-    families._family_parameters.cache_clear()
-    try:
+    with constructors_added({declared.name: declared.as_callable}):
         yield dataclasses.replace(statement, hypotheses=tuple(hyps))
-    finally:
-        if before is None:
-            FAMILY.pop(declared.name, None)
-        else:
-            FAMILY[declared.name] = before
-        families._family_parameters.cache_clear()

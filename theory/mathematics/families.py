@@ -5,6 +5,11 @@ statement into an :class:`~attnbounds.theory.mathematics.instance.Instance` batc
 needs (logits or query/keys, token vectors, sphere parameters, a finite-difference direction,
 head parameters). Hypothesis strategies draw specs; the search draws many specs; both get
 arrays built here from one seed, so a counterexample is reproducible from ``(spec, seed)``.
+
+In this package a *family* is one of these generators (:data:`LOGIT_FAMILIES`, :data:`EMBEDDING_FAMILIES`,
+:data:`CLASS_FAMILIES`); normalisers are built by their constructors
+(:data:`~attnbounds.theory.mathematics.normalisers.CONSTRUCTORS`), and the limit analysis follows growths
+(:class:`~attnbounds.theory.deciding.limits.Growth`).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import numpy as np
 from attnbounds.theory.mathematics.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.mathematics.hypotheses import smallest_length
 from attnbounds.theory.mathematics.instance import MAX_LENGTH, Instance, top_n_mask
-from attnbounds.theory.mathematics.normalisers import FAMILY, Normaliser, RatioNormaliser, make
+from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS, Normaliser, RatioNormaliser, constructor_parameters, make
 from attnbounds.theory.mathematics.quantities import COSTS, QUANTITIES, Cost, sphere_embeddings
 from attnbounds.theory.mathematics.statement import Statement
 from attnbounds.theory.mathematics.validation import integer_in, positive
@@ -40,7 +45,7 @@ class Spec:
     x_scale: float = 1.0
     normaliser: str = "softmax"
     T: float = 1.0
-    normaliser_params: tuple[tuple[str, float], ...] = ()  # extra family parameters, e.g. (("b", 0.3),)
+    normaliser_params: tuple[tuple[str, float], ...] = ()  # the normaliser's parameters besides T, e.g. (("b", 0.3),)
     M: float = 1.0
     delta_rel: float = 0.0  # delta as a fraction of the largest comfortably feasible separation
     r_rel: float = 1.0  # r as a multiple of M * abar_N
@@ -279,7 +284,7 @@ def build(statement: Statement, spec: Spec) -> Instance:
                       **({"H": int(fixed["H"])} if "H" in fixed else {}),
                       **({"logit_scale": fixed["a"]} if "a" in fixed and fixed["a"] > 0 else {}))
     own = {k: v for k, v in spec.normaliser_params}
-    own.update({k: fixed[k] for k in fixed if k in _family_parameters(spec.normaliser)})
+    own.update({k: fixed[k] for k in fixed if k in constructor_parameters(spec.normaliser)})
     normaliser = make(spec.normaliser, T=spec.T, **own)
     classes = spec.K > 0
     cols = spec.K if classes else spec.L
@@ -329,43 +334,37 @@ def build(statement: Statement, spec: Spec) -> Instance:
     return Instance.from_logits(logits, normaliser, arrays=arrays, **kwargs, **params)
 
 
-@functools.lru_cache(maxsize=None)
-def _family_parameters(name: str) -> frozenset[str]:
-    """The parameters of a family member besides ``T`` (e.g. ``b`` of exp_poly)."""
-    return frozenset(make(name).params) - {"T"}
-
-
 def admissible_normalisers(statement: Statement) -> list[str]:
-    """Family members that satisfy the statement's hypotheses on the normaliser (computed, not listed), and the
+    """The normalisers (names in :data:`~attnbounds.theory.mathematics.normalisers.CONSTRUCTORS`) that satisfy the statement's hypotheses on the normaliser (computed, not listed), and the
     statement's own normaliser when it names one (a ``normaliser(<name>)`` hypothesis: :mod:`attnbounds.theory.mathematics.callables`).
 
     The ReLU normaliser is left out: its weights are undefined when every logit is <= 0.
     """
     checks = tuple(h for h in statement.hypotheses if h.names is not None)
     # a statement about one normaliser draws it whatever its other hypotheses say (they then fail on the instances:
-    # NOT-APPLICABLE, never assumed); otherwise the members satisfying those on the normaliser (its form or weights)
+    # NOT-APPLICABLE, never assumed); otherwise the normalisers satisfying those on the normaliser (its form or weights)
     checks = checks or tuple(h for h in statement.hypotheses if h.normaliser is not None)
     fixed = tuple(sorted((k, float(np.ravel(np.asarray(v, dtype=np.float64))[0])) for k, v in statement.fixed.items()
                          if np.size(v) == 1))
-    out = list(_admissible(checks, tuple(FAMILY.items()), fixed))
+    out = list(_admissible(checks, tuple(CONSTRUCTORS.items()), fixed))
     if not out:
-        raise InvalidArgument(f"{statement.id}: no member of the normaliser family satisfies its hypotheses on the "
-                              f"normaliser ({', '.join(h.id for h in checks) or 'none'}); family: {', '.join(FAMILY)}")
+        raise InvalidArgument(f"{statement.id}: no normaliser satisfies its hypotheses on the normaliser "
+                              f"({', '.join(h.id for h in checks) or 'none'}); normalisers: {', '.join(CONSTRUCTORS)}")
     return out
 
 
 @functools.lru_cache(maxsize=64)
-def _admissible(checks: tuple, family: tuple, fixed: tuple = ()) -> tuple[str, ...]:
-    """The members of ``family`` (the family's items: a user's file may add members) passing ``checks``, each built
+def _admissible(checks: tuple, constructors: tuple, fixed: tuple = ()) -> tuple[str, ...]:
+    """The names of ``constructors`` (the items of :data:`CONSTRUCTORS`: a user's file may add some) passing ``checks``, each built
     with the statement's ``fixed`` values of its own parameters, as the search draws it (cached: sympy decides
     positivity, about 20 ms per call)."""
     out = []
     restricted = any(h.names is not None for h in checks)
-    for name, _ in family:
+    for name, _ in constructors:
         if name == "relu" and not restricted:  # undefined when every logit is <= 0; sparsemax gives zero weights
             continue
         try:
-            own = {k: v for k, v in fixed if k in _family_parameters(name)}
+            own = {k: v for k, v in fixed if k in constructor_parameters(name)}
             inst = Instance.from_logits(np.ones((1, 2)), make(name, **own))
         except AttnBoundsError:
             continue

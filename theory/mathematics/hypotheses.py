@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Pro
 import numpy as np
 import sympy as sp
 
-from attnbounds.theory.mathematics.balls import ExactInstance
+from attnbounds.theory.mathematics.balls import BallInstance
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import Ops
 from attnbounds.theory.mathematics.normalisers import Normaliser, RatioNormaliser, SigmoidAttention
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 #: a hypothesis re-checked on one instance in balls: True (certified), False (certainly fails), None (undecided);
 #: the second argument names the parameters whose values the certificate computed from their defaults
-BallCheck = Callable[[ExactInstance, frozenset[str]], "bool | None"]
+BallCheck = Callable[[BallInstance, frozenset[str]], "bool | None"]
 #: what a hypothesis says about the normaliser: its form (``log F``, its identity), or only the weights it gives
 NormaliserPart = Literal["form", "weights"]
 
@@ -219,7 +219,7 @@ def _logits_qk(inst: Instance) -> np.ndarray:
 
 
 # -- re-checks in balls -------------------------------------------------------------------------------
-def _tie_keys(ex: ExactInstance) -> list[Any]:
+def _tie_keys(ex: BallInstance) -> list[Any]:
     """Per token, a key such that equal keys imply exactly equal weights."""
     inst = ex.inst
     if ex.weights.startswith("recomputed") and ex.logit_source == "given":
@@ -229,7 +229,7 @@ def _tie_keys(ex: ExactInstance) -> list[Any]:
     return [float(v) for v in inst.alpha[0]]
 
 
-def _top_n_ball(ex: ExactInstance, defaulted: frozenset[str] = frozenset()) -> bool | None:
+def _top_n_ball(ex: BallInstance, defaulted: frozenset[str] = frozenset()) -> bool | None:
     """True if the selection certainly holds N largest weights (exact ties allowed), False if certainly not."""
     ops, sel, out = ex.ops, ex.sel, ex.out
     if len(out) == 0:
@@ -251,7 +251,7 @@ def _top_n_ball(ex: ExactInstance, defaulted: frozenset[str] = frozenset()) -> b
     return status
 
 
-def _simplex_ball(ex: ExactInstance, defaulted: frozenset[str] = frozenset()) -> bool | None:
+def _simplex_ball(ex: BallInstance, defaulted: frozenset[str] = frozenset()) -> bool | None:
     ops = ex.ops
     if ex.weights.startswith("recomputed") and isinstance(ex.inst.normaliser, SigmoidAttention):
         total = ex.weighted_total(ex.alpha) - ops.num(1)
@@ -263,7 +263,7 @@ def _simplex_ball(ex: ExactInstance, defaulted: frozenset[str] = frozenset()) ->
     return True
 
 
-def _logits_qk_ball(ex: ExactInstance, defaulted: frozenset[str] = frozenset()) -> bool | None:
+def _logits_qk_ball(ex: BallInstance, defaulted: frozenset[str] = frozenset()) -> bool | None:
     """``l_i = <q, k_i>`` exactly: True when the certificate computes the logits from q and k (or the given
     logits equal those products exactly), False when a logit certainly differs, None when undecided."""
     if ex.logit_source == "q.k":
@@ -287,7 +287,7 @@ def nonnegative_status(ops: Ops, b: Any) -> bool | None:
     return True if ops.nonnegative(b) else (False if ops.negative(b) else None)
 
 
-def _logits_bounded_ball(ex: ExactInstance, defaulted: frozenset[str] = frozenset()) -> bool | None:
+def _logits_bounded_ball(ex: BallInstance, defaulted: frozenset[str] = frozenset()) -> bool | None:
     """Every logit within ``[-a, a]``; True when ``a`` defaulted to ``max_i |l_i|`` (it holds by its definition)."""
     if "a" in defaulted:
         return True

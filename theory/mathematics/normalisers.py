@@ -1,4 +1,4 @@
-"""The family of normalisers ``F`` of paper eq. (3): ``alpha_i = F(l_i, theta) / sum_j F(l_j, theta)``.
+"""The normalisers ``F`` of paper eq. (3): ``alpha_i = F(l_i, theta) / sum_j F(l_j, theta)``.
 
 Ratio normalisers are defined by one sympy expression for ``log F(l; theta, L)``; their
 weights, closed-form Jacobian and torch version are all generated from it, and the hypotheses
@@ -12,8 +12,9 @@ Every kernel works on a batch ``logits`` of shape ``(B, L)`` and is stable for
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import sympy as sp
@@ -558,7 +559,7 @@ def scalable_softmax(s: float = 0.4, T: Any = 1.0) -> RatioNormaliser:
 
 
 #: name -> constructor with keyword parameters, for CLI, strategies and user files.
-FAMILY: dict[str, Callable[..., Normaliser]] = {
+CONSTRUCTORS: dict[str, Callable[..., Normaliser]] = {
     "softmax": softmax,
     "softplus": softplus_shift,
     "exp_poly": exp_poly,
@@ -569,12 +570,33 @@ FAMILY: dict[str, Callable[..., Normaliser]] = {
     "entmax15": Entmax15,
     "sigmoid": SigmoidAttention,
 }
-#: the names above: a statements file or a Python callable registers more in FAMILY for its process
-BUILTIN_FAMILIES: frozenset[str] = frozenset(FAMILY)
+#: the names above: a statements file or a Python callable registers more in CONSTRUCTORS for its process
+BUILTIN_NAMES: frozenset[str] = frozenset(CONSTRUCTORS)
+
+
+@functools.lru_cache(maxsize=None)
+def constructor_parameters(name: str) -> frozenset[str]:
+    """The parameters of the normaliser built by ``name`` besides ``T`` (e.g. ``b`` of exp_poly)."""
+    return frozenset(make(name).params) - {"T"}
+
+
+@contextlib.contextmanager
+def constructors_added(added: Mapping[str, Callable[..., Normaliser]]) -> Iterator[None]:
+    """``added`` join (or replace names in) :data:`CONSTRUCTORS` inside the block only (the search draws them
+    there); the constructors are restored afterwards."""
+    before = dict(CONSTRUCTORS)
+    CONSTRUCTORS.update(added)
+    constructor_parameters.cache_clear()
+    try:
+        yield
+    finally:
+        CONSTRUCTORS.clear()
+        CONSTRUCTORS.update(before)
+        constructor_parameters.cache_clear()
 
 
 def make(name: str, **params: Any) -> Normaliser:
-    """Build a normaliser of the family by name."""
-    if name not in FAMILY:
-        raise InvalidArgument(f"unknown normaliser {name!r}; allowed: {', '.join(FAMILY)}")
-    return FAMILY[name](**params)
+    """Build a normaliser by its constructor's name (:data:`CONSTRUCTORS`)."""
+    if name not in CONSTRUCTORS:
+        raise InvalidArgument(f"unknown normaliser {name!r}; allowed: {', '.join(CONSTRUCTORS)}")
+    return CONSTRUCTORS[name](**params)

@@ -9,7 +9,7 @@ Building blocks (each a hypothesis ``SearchStrategy``):
 
 - :func:`log_uniform`, :func:`temperatures` (log-uniform over ``[1e-4, 1e3]``), :func:`lengths`
   (``1..4096``), :func:`selection_sizes` (``N`` in ``1..L``), :func:`seeds`;
-- :func:`normalisers` (members of the family, with their own parameters, filtered by a
+- :func:`normalisers` (the built-in and registered normalisers, with their own parameters, filtered by a
   statement's hypotheses);
 - :func:`logits` (every family of :data:`attnbounds.theory.mathematics.families.LOGIT_FAMILIES`), :func:`near_tie_logits`
   (the two largest at a chosen gap), :func:`dominant_logits`, :func:`queries_keys` (logits bounded
@@ -42,14 +42,14 @@ from typing import Any
 
 import numpy as np
 from hypothesis import assume
-from hypothesis import strategies as st
+from hypothesis import strategies as hs
 
 from attnbounds.theory.mathematics import families
 from attnbounds.theory.mathematics.errors import InvalidArgument, NotApplicable
 from attnbounds.theory.mathematics.families import EMBEDDING_FAMILIES, LOGIT_FAMILIES, Spec
 from attnbounds.theory.mathematics.hypotheses import smallest_length
 from attnbounds.theory.mathematics.instance import Instance, top_n_mask
-from attnbounds.theory.mathematics.normalisers import FAMILY, Normaliser, RatioNormaliser, make
+from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS, Normaliser, RatioNormaliser, make
 from attnbounds.theory.mathematics.quantities import COSTS, sphere_embeddings as _rejection_sphere
 from attnbounds.theory.mathematics.statement import Statement
 
@@ -67,7 +67,7 @@ MAX_LENGTH = 4096
 #: embedding dimensions drawn (small ones make ties and collinearity likely)
 DIMENSIONS = (1, 2, 3, 4, 8, 16, 64)
 
-# family parameters (besides T) of the normalisers: name -> (low, high, log-scale?)
+# the normalisers' own parameters (besides T): name -> (low, high, log-scale?)
 _NORMALISER_PARAMS: dict[str, dict[str, tuple[float, float, bool]]] = {
     "softplus": {"c": (1e-3, 10.0, True)},
     "exp_poly": {"b": (1e-4, 10.0, True)},
@@ -77,68 +77,68 @@ _NORMALISER_PARAMS: dict[str, dict[str, tuple[float, float, bool]]] = {
 
 
 # -- scalars --------------------------------------------------------------------------------------
-def log_uniform(lo: float, hi: float) -> st.SearchStrategy[float]:
+def log_uniform(lo: float, hi: float) -> hs.SearchStrategy[float]:
     """Floats in ``[lo, hi]`` (``0 < lo <= hi``) uniform in ``log10`` (hypothesis favours the ends)."""
     if not (0 < lo <= hi and math.isfinite(hi)):
         raise InvalidArgument(f"log_uniform needs 0 < lo <= hi < inf, got lo={lo!r}, hi={hi!r}")
     a, b = math.log10(lo), math.log10(hi)
-    return st.floats(a, b, allow_nan=False).map(lambda e: min(max(10.0**e, lo), hi))
+    return hs.floats(a, b, allow_nan=False).map(lambda e: min(max(10.0**e, lo), hi))
 
 
-def temperatures(lo: float = T_RANGE[0], hi: float = T_RANGE[1]) -> st.SearchStrategy[float]:
+def temperatures(lo: float = T_RANGE[0], hi: float = T_RANGE[1]) -> hs.SearchStrategy[float]:
     """Softmax temperatures, log-uniform over ``[lo, hi]`` (default ``[1e-4, 1e3]``)."""
     return log_uniform(lo, hi)
 
 
-def lengths(min_L: int = 1, max_L: int = MAX_LENGTH) -> st.SearchStrategy[int]:
+def lengths(min_L: int = 1, max_L: int = MAX_LENGTH) -> hs.SearchStrategy[int]:
     """Sequence lengths in ``[min_L, max_L]``: small ones, powers of two (and neighbours), any."""
     if not 1 <= min_L <= max_L:
         raise InvalidArgument(f"lengths needs 1 <= min_L <= max_L, got min_L={min_L}, max_L={max_L}")
     special = sorted({v for k in range(13) for v in (2**k - 1, 2**k, 2**k + 1) if min_L <= v <= max_L} | {max_L})
-    return st.one_of(st.integers(min_L, min(max_L, min_L + 15)), st.sampled_from(special), st.integers(min_L, max_L))
+    return hs.one_of(hs.integers(min_L, min(max_L, min_L + 15)), hs.sampled_from(special), hs.integers(min_L, max_L))
 
 
-def selection_sizes(L: int) -> st.SearchStrategy[int]:
+def selection_sizes(L: int) -> hs.SearchStrategy[int]:
     """``N`` in ``1..L``, with the edge cases ``1``, ``L - 1`` and ``L`` likely."""
     if L < 1:
         raise InvalidArgument(f"selection_sizes needs L >= 1, got L={L}")
-    return st.one_of(st.sampled_from(sorted({1, max(L - 1, 1), L})), st.integers(1, L))
+    return hs.one_of(hs.sampled_from(sorted({1, max(L - 1, 1), L})), hs.integers(1, L))
 
 
-def seeds() -> st.SearchStrategy[int]:
+def seeds() -> hs.SearchStrategy[int]:
     """Seeds for ``numpy.random.default_rng``."""
-    return st.integers(0, 2**32 - 1)
+    return hs.integers(0, 2**32 - 1)
 
 
 # -- normalisers ------------------------------------------------------------------------------------
 def _admissible(statement: Statement | None) -> tuple[str, ...]:
     if statement is None:
-        return tuple(n for n in FAMILY if n != "relu")  # relu weights are undefined when every logit is <= 0
+        return tuple(n for n in CONSTRUCTORS if n != "relu")  # relu weights are undefined when every logit is <= 0
     names = tuple(families.admissible_normalisers(statement))
     if not names:
-        raise InvalidArgument(f"no member of the normaliser family satisfies the hypotheses of {statement.id}")
+        raise InvalidArgument(f"no normaliser satisfies the hypotheses of {statement.id}")
     return names
 
 
-def normaliser_names(statement: Statement | None = None) -> st.SearchStrategy[str]:
-    """Names of family members satisfying ``statement``'s hypotheses on the normaliser (all but relu if None)."""
-    return st.sampled_from(_admissible(statement))
+def normaliser_names(statement: Statement | None = None) -> hs.SearchStrategy[str]:
+    """Names of the normalisers satisfying ``statement``'s hypotheses on the normaliser (all but relu if None)."""
+    return hs.sampled_from(_admissible(statement))
 
 
-def normaliser_params(name: str) -> st.SearchStrategy[tuple[tuple[str, float], ...]]:
-    """The family parameters of normaliser ``name`` other than ``T`` (e.g. ``b`` of exp_poly)."""
-    if name not in FAMILY:
-        raise InvalidArgument(f"unknown normaliser {name!r}; allowed: {', '.join(FAMILY)}")
+def normaliser_params(name: str) -> hs.SearchStrategy[tuple[tuple[str, float], ...]]:
+    """The parameters of normaliser ``name`` other than ``T`` (e.g. ``b`` of exp_poly)."""
+    if name not in CONSTRUCTORS:
+        raise InvalidArgument(f"unknown normaliser {name!r}; allowed: {', '.join(CONSTRUCTORS)}")
     ranges = _NORMALISER_PARAMS.get(name, {})
-    parts = [(log_uniform(lo, hi) if log else st.floats(lo, hi)).map(lambda v, k=k: (k, v))  # type: ignore[misc]  # lambda with loop-bound default
+    parts = [(log_uniform(lo, hi) if log else hs.floats(lo, hi)).map(lambda v, k=k: (k, v))  # type: ignore[misc]  # lambda with loop-bound default
              for k, (lo, hi, log) in ranges.items()]
-    return st.tuples(*parts)
+    return hs.tuples(*parts)
 
 
-@st.composite
-def normalisers(draw: st.DrawFn, statement: Statement | None = None,
-                T: st.SearchStrategy[float] | None = None) -> Normaliser:
-    """A :class:`~attnbounds.theory.mathematics.normalisers.Normaliser` of the family: name, temperature and its own parameters."""
+@hs.composite
+def normalisers(draw: hs.DrawFn, statement: Statement | None = None,
+                T: hs.SearchStrategy[float] | None = None) -> Normaliser:
+    """A :class:`~attnbounds.theory.mathematics.normalisers.Normaliser`: name, temperature and its own parameters."""
     name = draw(normaliser_names(statement))
     return make(name, T=draw(T if T is not None else temperatures()), **dict(draw(normaliser_params(name))))
 
@@ -150,24 +150,24 @@ def _spec(**fields: Any) -> Spec:
     return Spec(**fields)
 
 
-@st.composite
-def logits(draw: st.DrawFn, batch: int = 8, L: int | None = None, family: str | None = None,
+@hs.composite
+def logits(draw: hs.DrawFn, batch: int = 8, L: int | None = None, family: str | None = None,
            scale: float | None = None, gap: float | None = None) -> np.ndarray:
     """Logits ``(batch, L)`` from one of :data:`~attnbounds.theory.mathematics.families.LOGIT_FAMILIES` (drawn when None)."""
     L = draw(lengths(1, 64)) if L is None else L
-    family = draw(st.sampled_from(sorted(LOGIT_FAMILIES))) if family is None else family
+    family = draw(hs.sampled_from(sorted(LOGIT_FAMILIES))) if family is None else family
     scale = draw(log_uniform(1e-3, 1e2)) if scale is None else scale
     gap = draw(log_uniform(1e-12, 1.0)) if gap is None else gap
     spec = _spec(B=batch, L=L, logits=family, logit_scale=scale, gap=gap)
     return LOGIT_FAMILIES[family](np.random.default_rng(draw(seeds())), spec)
 
 
-def near_tie_logits(batch: int = 8, L: int | None = None, gap: float | None = None) -> st.SearchStrategy[np.ndarray]:
+def near_tie_logits(batch: int = 8, L: int | None = None, gap: float | None = None) -> hs.SearchStrategy[np.ndarray]:
     """Logits whose two largest entries differ by exactly ``gap`` (drawn log-uniform in [1e-12, 1] when None)."""
     return logits(batch, L, "near-tie", gap=gap)
 
 
-def dominant_logits(batch: int = 8, L: int | None = None, scale: float | None = None) -> st.SearchStrategy[np.ndarray]:
+def dominant_logits(batch: int = 8, L: int | None = None, scale: float | None = None) -> hs.SearchStrategy[np.ndarray]:
     """Logits with one entry ``10 * scale`` above Gaussian noise: one weight takes almost all the mass."""
     return logits(batch, L, "dominant", scale=scale)
 
@@ -183,8 +183,8 @@ def _bounded_qk(rng: np.random.Generator, batch: int, L: int, d: int, a: float) 
     return q, k * scale[..., None]
 
 
-@st.composite
-def queries_keys(draw: st.DrawFn, batch: int = 8, L: int | None = None, d: int | None = None,
+@hs.composite
+def queries_keys(draw: hs.DrawFn, batch: int = 8, L: int | None = None, d: int | None = None,
                  a: float | None = None) -> tuple[np.ndarray, np.ndarray, float]:
     """``(q (batch, d), k (batch, L, d), a)`` with every logit ``|q . k_i| <= a``.
 
@@ -195,14 +195,14 @@ def queries_keys(draw: st.DrawFn, batch: int = 8, L: int | None = None, d: int |
     (Corollary 1's two readings).
     """
     L = draw(lengths(1, 64)) if L is None else L
-    d = draw(st.sampled_from(DIMENSIONS)) if d is None else d
+    d = draw(hs.sampled_from(DIMENSIONS)) if d is None else d
     a = draw(log_uniform(1e-3, 1e2)) if a is None else a
     q, k = _bounded_qk(np.random.default_rng(draw(seeds())), batch, L, d, a)
     return q, k, float(a)
 
 
-@st.composite
-def embeddings(draw: st.DrawFn, batch: int = 8, L: int | None = None, d: int | None = None,
+@hs.composite
+def embeddings(draw: hs.DrawFn, batch: int = 8, L: int | None = None, d: int | None = None,
                family: str | None = None, scale: float | None = None, mask: np.ndarray | None = None) -> np.ndarray:
     """Token vectors ``(batch, L, d)`` from one of :data:`~attnbounds.theory.mathematics.families.EMBEDDING_FAMILIES`.
 
@@ -214,8 +214,8 @@ def embeddings(draw: st.DrawFn, batch: int = 8, L: int | None = None, d: int | N
     if mask is not None:
         batch, L = mask.shape
     L = draw(lengths(1, 64)) if L is None else L
-    d = draw(st.sampled_from(DIMENSIONS)) if d is None else d
-    family = draw(st.sampled_from(sorted(EMBEDDING_FAMILIES))) if family is None else family
+    d = draw(hs.sampled_from(DIMENSIONS)) if d is None else d
+    family = draw(hs.sampled_from(sorted(EMBEDDING_FAMILIES))) if family is None else family
     scale = draw(log_uniform(1e-6, 1e3)) if scale is None else scale
     rng = np.random.default_rng(draw(seeds()))
     if mask is None:
@@ -236,8 +236,8 @@ def _min_pairwise_distance(x: np.ndarray) -> np.ndarray:
 SEPARATION_SAFETY = 1e-9
 
 
-@st.composite
-def sphere_embeddings(draw: st.DrawFn, batch: int = 4, L: int | None = None, d: int | None = None,
+@hs.composite
+def sphere_embeddings(draw: hs.DrawFn, batch: int = 4, L: int | None = None, d: int | None = None,
                       M: float | None = None, delta: float | None = None) -> tuple[np.ndarray, float, float]:
     """``(x (batch, L, d), M, delta)``: points uniform on the sphere of radius M, pairwise ``>= delta``.
 
@@ -250,11 +250,11 @@ def sphere_embeddings(draw: st.DrawFn, batch: int = 4, L: int | None = None, d: 
     with distances computed from the differences ``x_i - x_j`` directly.
     """
     L = draw(lengths(1, 64)) if L is None else L
-    d = draw(st.sampled_from([v for v in DIMENSIONS if v >= 2])) if d is None else d
+    d = draw(hs.sampled_from([v for v in DIMENSIONS if v >= 2])) if d is None else d
     M = draw(log_uniform(1e-2, 1e2)) if M is None else M
     top = families.feasible_delta(L, d, M)
     if delta is None:
-        delta = draw(st.floats(0.0, 1.0)) * top
+        delta = draw(hs.floats(0.0, 1.0)) * top
     elif not 0 <= delta <= top:
         raise InvalidArgument(f"delta={delta!r} is not a comfortably feasible separation for L={L}, d={d}, "
                               f"M={M!r}: allowed 0 <= delta <= {top!r} (theory.families.feasible_delta)")
@@ -272,8 +272,8 @@ def _random_masks(rng: np.random.Generator, batch: int, L: int, N: int) -> np.nd
     return mask
 
 
-@st.composite
-def random_subsets(draw: st.DrawFn, batch: int, L: int, N: int | None = None) -> np.ndarray:
+@hs.composite
+def random_subsets(draw: hs.DrawFn, batch: int, L: int, N: int | None = None) -> np.ndarray:
     """Boolean masks ``(batch, L)`` of uniform random N-subsets (N drawn in 1..L when None)."""
     N = draw(selection_sizes(L)) if N is None else N
     if not 1 <= N <= L:
@@ -281,8 +281,8 @@ def random_subsets(draw: st.DrawFn, batch: int, L: int, N: int | None = None) ->
     return _random_masks(np.random.default_rng(draw(seeds())), batch, L, N)
 
 
-@st.composite
-def top_n_sets(draw: st.DrawFn, alpha: np.ndarray, N: int) -> np.ndarray:
+@hs.composite
+def top_n_sets(draw: hs.DrawFn, alpha: np.ndarray, N: int) -> np.ndarray:
     """Masks of N largest weights per row of ``alpha`` ``(B, L)``, ties broken at random (all are valid I_N)."""
     alpha = np.asarray(alpha, dtype=np.float64)
     if alpha.ndim != 2 or not 1 <= N <= alpha.shape[1]:
@@ -310,8 +310,8 @@ def _needs(statement: Statement | None) -> set[str]:
     return families.needs(statement) if statement is not None else {"x", "sphere", "fd", "heads"}
 
 
-@st.composite
-def specs(draw: st.DrawFn, statement: Statement | None = None, *, batch: int | None = None,
+@hs.composite
+def specs(draw: hs.DrawFn, statement: Statement | None = None, *, batch: int | None = None,
           max_L: int | None = None) -> Spec:
     """A :class:`~attnbounds.theory.mathematics.families.Spec` for ``statement``: only the fields it uses are drawn.
 
@@ -333,22 +333,22 @@ def specs(draw: st.DrawFn, statement: Statement | None = None, *, batch: int | N
     f["T"] = draw(temperatures())
     f["logit_scale"] = draw(log_uniform(1e-3, 1e2))
     if "qk" in need or "x" in need or "sphere" in need:
-        f["d"] = draw(st.sampled_from([v for v in DIMENSIONS if v >= 2] if "sphere" in need else DIMENSIONS))
+        f["d"] = draw(hs.sampled_from([v for v in DIMENSIONS if v >= 2] if "sphere" in need else DIMENSIONS))
     if "qk" not in need:
-        f["logits"] = draw(st.sampled_from(list(LOGIT_FAMILIES)))
+        f["logits"] = draw(hs.sampled_from(list(LOGIT_FAMILIES)))
         if f["logits"] in ("near-tie", "two-level"):
             f["gap"] = draw(log_uniform(1e-12, 1.0))
     if "x" in need:
-        f["embeddings"] = draw(st.sampled_from(list(EMBEDDING_FAMILIES)))
+        f["embeddings"] = draw(hs.sampled_from(list(EMBEDDING_FAMILIES)))
         f["x_scale"] = draw(log_uniform(1e-6, 1e3))
     if "sphere" in need:
         f.update(M=draw(log_uniform(1e-2, 1e2)), r_rel=draw(log_uniform(1e-2, 10**1.5)),
-                 delta_rel=draw(st.floats(0.0, 1.0)),
-                 mc_draws=draw(st.sampled_from([256, 1024])))
+                 delta_rel=draw(hs.floats(0.0, 1.0)),
+                 mc_draws=draw(hs.sampled_from([256, 1024])))
     if "fd" in need:
         f["eps"] = draw(log_uniform(1e-8, 10.0))
     if "heads" in need:
-        f.update(p=draw(st.floats(0.0, 1.0)), H=draw(st.integers(1, 10)))
+        f.update(p=draw(hs.floats(0.0, 1.0)), H=draw(hs.integers(1, 10)))
     f["seed"] = draw(seeds())
     return Spec(**f)
 
@@ -378,8 +378,8 @@ def _build_any(spec: Spec, selection: np.ndarray | None, with_qk: bool) -> Insta
         eps=spec.eps, p=spec.p, H=spec.H)
 
 
-@st.composite
-def attention_instance(draw: st.DrawFn, statement: Statement | None = None, *, batch: int | None = None,
+@hs.composite
+def attention_instance(draw: hs.DrawFn, statement: Statement | None = None, *, batch: int | None = None,
                        max_L: int | None = None, selection: str = "top-N") -> Instance:
     """An :class:`~attnbounds.theory.mathematics.instance.Instance` batch for ``statement`` (or for any statement when None).
 
@@ -395,12 +395,12 @@ def attention_instance(draw: st.DrawFn, statement: Statement | None = None, *, b
         raise InvalidArgument(f"selection must be 'top-N', 'random' or 'any', got {selection!r}")
     spec = draw(specs(statement, batch=batch, max_L=max_L))
     if selection == "any":
-        selection = draw(st.sampled_from(["top-N", "random"]))
+        selection = draw(hs.sampled_from(["top-N", "random"]))
     mask = None
     if selection == "random":
         mask = draw(random_subsets(spec.B, spec.L, spec.N))
     if statement is None:
-        return _build_any(spec, mask, draw(st.booleans()))
+        return _build_any(spec, mask, draw(hs.booleans()))
     inst = families.build(statement, spec)
     inst = inst if mask is None else replace(inst, selection=mask, _cache={})
     if selection == "random":
@@ -410,26 +410,26 @@ def attention_instance(draw: st.DrawFn, statement: Statement | None = None, *, b
     return inst if ok.all() else inst.take(np.flatnonzero(ok))
 
 
-# -- instances for any quantity: the value oracle's inputs ------------------------------------------------
-#: logit families the value oracle draws (each with the scales that stress a kernel)
+# -- instances for any quantity: the inputs of the cross-check of forms ------------------------------------------------
+#: logit families the cross-check of forms draws (each with the scales that stress a kernel)
 ADVERSARIAL_LOGITS = ("gaussian", "near-tie", "dominant", "equal", "extreme", "two-level")
 
 
-@st.composite
-def token_counts(draw: st.DrawFn, K: int, max_count: int = 10**6, batch: int = 1) -> np.ndarray:
+@hs.composite
+def token_counts(draw: hs.DrawFn, K: int, max_count: int = 10**6, batch: int = 1) -> np.ndarray:
     """Token counts ``(batch, K)`` of K classes, log-uniform in ``[1, max_count]`` (some rows with a class of
     count 0, padding), every row summing to the same L (the first row's counts, permuted per row)."""
     rng = np.random.default_rng(draw(seeds()))
     base = np.maximum(1, np.round(10 ** rng.uniform(0, math.log10(max_count), K))).astype(np.int64)
-    if K > 1 and draw(st.booleans()):
+    if K > 1 and draw(hs.booleans()):
         base[int(rng.integers(0, K))] = 0  # padding: a class without tokens
         if base.sum() == 0:
             base[0] = 1
     return np.stack([rng.permutation(base) for _ in range(batch)])
 
 
-@st.composite
-def adversarial_instance(draw: st.DrawFn, *, max_L: int = 1024, classes: bool | None = None, batch: int = 3,
+@hs.composite
+def adversarial_instance(draw: hs.DrawFn, *, max_L: int = 1024, classes: bool | None = None, batch: int = 3,
                          ratio_only: bool = False, qk: bool | None = None, max_count: int = 10**6) -> Instance:
     """An instance carrying what every quantity reads (logits or query/keys, x, N, sphere parameters ``M``,
     ``delta``, ``r``, a finite-difference direction ``v`` and step ``eps``, head parameters ``p``, ``H``,
@@ -440,40 +440,40 @@ def adversarial_instance(draw: st.DrawFn, *, max_L: int = 1024, classes: bool | 
     """
     rng = np.random.default_rng(draw(seeds()))
     if classes is None:
-        classes = draw(st.booleans())
+        classes = draw(hs.booleans())
     if classes:
-        K = draw(st.integers(1, 6))
+        K = draw(hs.integers(1, 6))
         counts = draw(token_counts(K, max_count, batch))
         L = int(counts[0].sum())
     else:
-        K = L = draw(st.one_of(st.integers(1, 8), st.sampled_from(sorted({v for v in (16, 31, 64, 127, 256, 1024)
+        K = L = draw(hs.one_of(hs.integers(1, 8), hs.sampled_from(sorted({v for v in (16, 31, 64, 127, 256, 1024)
                                                                          if v <= max_L}) or [1])))
         counts = None
-    names = [n for n in FAMILY if n != "relu" and (not ratio_only or isinstance(make(n), RatioNormaliser))]
+    names = [n for n in CONSTRUCTORS if n != "relu" and (not ratio_only or isinstance(make(n), RatioNormaliser))]
     if classes:
         names = [n for n in names if n not in ("sparsemax", "entmax15")] or names
-    name = draw(st.sampled_from(names))
+    name = draw(hs.sampled_from(names))
     params = dict(draw(normaliser_params(name)))
-    if name == "exp_poly" and draw(st.booleans()):
+    if name == "exp_poly" and draw(hs.booleans()):
         params["b"] = draw(log_uniform(0.05, 1.0))  # maximum of F inside a moderate [-a, a]
-    T = draw(st.one_of(temperatures(), st.sampled_from([1e-8, 1e-4, 1e-2, 1.0, 1e3, 1e6])))
+    T = draw(hs.one_of(temperatures(), hs.sampled_from([1e-8, 1e-4, 1e-2, 1.0, 1e3, 1e6])))
     normaliser = make(name, T=T, **params)
-    family = draw(st.sampled_from(ADVERSARIAL_LOGITS))
-    scale = draw(st.one_of(log_uniform(1e-3, 1e3), st.sampled_from([1e3, 832.3, 1.0])))
+    family = draw(hs.sampled_from(ADVERSARIAL_LOGITS))
+    scale = draw(hs.one_of(log_uniform(1e-3, 1e3), hs.sampled_from([1e3, 832.3, 1.0])))
     gap = draw(log_uniform(1e-12, 1.0))
     spec = _spec(B=batch, L=K, N=1, logits=family, logit_scale=scale, gap=gap)
     lg = np.clip(LOGIT_FAMILIES[family](rng, spec), -1e3, 1e3)
-    depth = draw(st.sampled_from([0.0, 0.0, 0.0, 50.0, 160.0, 350.0, 600.0, 700.0]))
+    depth = draw(hs.sampled_from([0.0, 0.0, 0.0, 50.0, 160.0, 350.0, 600.0, 700.0]))
     if depth:  # graded: the other tokens' F down to exp(-depth) of the top one (weights, Jacobians of 1e-20 to 1e-300)
         lg = np.clip(lg.max(-1, keepdims=True) - T * depth * rng.random(lg.shape) ** 0.5, -1e3, 1e3)
-    d = draw(st.sampled_from([1, 2, 3, 5]))
-    use_qk = draw(st.booleans()) if qk is None else qk
+    d = draw(hs.sampled_from([1, 2, 3, 5]))
+    use_qk = draw(hs.booleans()) if qk is None else qk
     q = k = None
     if use_qk:
         q, k = _bounded_qk(rng, batch, K, d, min(scale, 1e3))
         lg = np.einsum("bd,bkd->bk", q, k)
-    N = draw(st.integers(1, L)) if L < 64 else draw(st.one_of(st.integers(1, 8), st.integers(1, L)))
-    x_family = draw(st.sampled_from(sorted(EMBEDDING_FAMILIES)))
+    N = draw(hs.integers(1, L)) if L < 64 else draw(hs.one_of(hs.integers(1, 8), hs.integers(1, L)))
+    x_family = draw(hs.sampled_from(sorted(EMBEDDING_FAMILIES)))
     mask = np.zeros((batch, K), dtype=bool)
     mask[:, : max(1, min(K, N))] = True
     x = EMBEDDING_FAMILIES[x_family](rng, _spec(B=batch, L=K, d=d, embeddings=x_family), mask) * draw(log_uniform(1e-3, 1e3))
@@ -482,10 +482,10 @@ def adversarial_instance(draw: st.DrawFn, *, max_L: int = 1024, classes: bool | 
     v = v / np.sqrt((mult * v * v).sum(-1, keepdims=True))
     M = draw(log_uniform(1e-2, 1e2))
     dim = max(d, 2)
-    extra = dict(M=M, delta=draw(st.floats(0.0, 1.0)) * families.feasible_delta(L, dim, M) if L <= 4096 else 0.0,
+    extra = dict(M=M, delta=draw(hs.floats(0.0, 1.0)) * families.feasible_delta(L, dim, M) if L <= 4096 else 0.0,
                  r=draw(log_uniform(1e-3, 10.0)) * M, dim=dim, mc_draws=64, seed=int(rng.integers(0, 2**31)),
-                 eps=draw(log_uniform(1e-8, 10.0)), p=draw(st.floats(0.0, 1.0)), H=draw(st.integers(0, 12)))
-    extra["a"] = float(np.max(np.abs(lg))) * (1 + draw(st.sampled_from([0.0, 0.5])))
+                 eps=draw(log_uniform(1e-8, 10.0)), p=draw(hs.floats(0.0, 1.0)), H=draw(hs.integers(0, 12)))
+    extra["a"] = float(np.max(np.abs(lg))) * (1 + draw(hs.sampled_from([0.0, 0.5])))
     try:
         if use_qk:
             return Instance.from_qk(q, k, normaliser, x=x, N=N, counts=counts, arrays={"v": v}, **extra)

@@ -75,15 +75,15 @@ def _identifier(text: str) -> str:
 
 def _normaliser_tables(normaliser: Any) -> tuple[dict[str, Any] | None, str | None]:
     """``(normaliser table or None, the name the statement is restricted to or None)``."""
-    from attnbounds.theory.mathematics.normalisers import BUILTIN_FAMILIES, FAMILY, Normaliser, RatioNormaliser
+    from attnbounds.theory.mathematics.normalisers import BUILTIN_NAMES, CONSTRUCTORS, Normaliser, RatioNormaliser
 
     if normaliser is None:
         return None, None
     if isinstance(normaliser, str):
         return None, normaliser
     if isinstance(normaliser, RatioNormaliser):
-        if normaliser.name in BUILTIN_FAMILIES:
-            proto = FAMILY[normaliser.name]()
+        if normaliser.name in BUILTIN_NAMES:
+            proto = CONSTRUCTORS[normaliser.name]()
             if isinstance(proto, RatioNormaliser) and proto.log_F == normaliser.log_F:
                 return None, normaliser.name  # its parameters besides T are fixed by statement()
             raise InvalidArgument(f"normaliser: {normaliser.name!r} is the name of a built-in normaliser with another "
@@ -95,7 +95,7 @@ def _normaliser_tables(normaliser: Any) -> tuple[dict[str, Any] | None, str | No
             normaliser.name
     if isinstance(normaliser, Normaliser):
         name = getattr(normaliser, "name", "")
-        if name in BUILTIN_FAMILIES:
+        if name in BUILTIN_NAMES:
             return None, name
         raise InvalidArgument(f"normaliser: {normaliser!r} is neither built-in nor a RatioNormaliser; pass its torch "
                               f"function fn(logits, T) -> weights instead")
@@ -105,16 +105,16 @@ def _normaliser_tables(normaliser: Any) -> tuple[dict[str, Any] | None, str | No
         if "name" not in table and fn is not None:
             table["name"] = _identifier(getattr(fn, "__name__", "callable"))
         name = table.get("name")
-        if isinstance(name, str) and name in BUILTIN_FAMILIES:
+        if isinstance(name, str) and name in BUILTIN_NAMES:
             raise InvalidArgument(f"normaliser: name {name!r} is a built-in normaliser; choose another (or pass the "
                                   f"string {name!r} to use the built-in one)")
         return table, name if isinstance(name, str) else None
     if callable(normaliser):
         name = _identifier(getattr(normaliser, "__name__", "callable"))
-        if name in BUILTIN_FAMILIES:
+        if name in BUILTIN_NAMES:
             name = f"{name}_user"
         return {"name": name, "torch": normaliser}, name
-    raise InvalidArgument(f"normaliser must be None, a built-in name ({', '.join(sorted(BUILTIN_FAMILIES))}), a RatioNormaliser, "
+    raise InvalidArgument(f"normaliser must be None, a built-in name ({', '.join(sorted(BUILTIN_NAMES))}), a RatioNormaliser, "
                           f"a table {{'name', 'log_F', 'params', 'torch'}} or a torch function fn(logits, T) -> "
                           f"weights; got {type(normaliser).__name__}")
 
@@ -174,6 +174,7 @@ def check(relation: str, *, hypotheses: Iterable[str] = (), fixed: Mapping[str, 
     :class:`~attnbounds.theory.mathematics.errors.InvalidArgument` naming the value and what is allowed.
     """
     from attnbounds.theory.io import userbounds
+    from attnbounds.theory.mathematics.normalisers import constructors_added
     from attnbounds.theory.running.verify import verify
 
     from attnbounds.theory.io.cachedir import hypothesis_home
@@ -182,7 +183,7 @@ def check(relation: str, *, hypotheses: Iterable[str] = (), fixed: Mapping[str, 
     hypothesis_home()  # hypothesis' files in the attnbounds cache, never in the folder the check runs from
     user = statement(relation, hypotheses=hypotheses, fixed=fixed, ranges=ranges, defaults=defaults,
                      normaliser=normaliser, id=id)
-    with userbounds.registered(user.normalisers):
+    with constructors_added(user.normalisers):
         return verify(None, budget_s=budget_s, seed=seed_, progress=False, statements=user.statements,
                       scheduler="none" if user.normalisers else None)[0]
 

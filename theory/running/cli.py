@@ -86,7 +86,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                      statements=None if user is None else user.statements, scheduler=args.scheduler)
     _stop_if_interrupted()
     if args.json is not None:
-        rec.save(args.json, records)
+        rec.save_records(args.json, records)
     _print_table(records)
     counts: dict[str, int] = {}
     for r in records:
@@ -138,7 +138,7 @@ def _find_record(path: str, statement_id: str) -> Any:
     from attnbounds.theory.io import records as rec
 
     found = None
-    for record in rec.iter_load(path):
+    for record in rec.iter_records(path):
         if found is None and record.id == statement_id:
             found = record
     if found is None:
@@ -210,9 +210,9 @@ def cmd_table(args: argparse.Namespace) -> int:
     from attnbounds.theory.io import records as rec
 
     if args.erratum:
-        text = rec.erratum_table(rec.iter_load(args.records))
+        text = rec.erratum_table(rec.iter_records(args.records))
     else:
-        text = rec.verdict_table(rec.iter_load(args.records))  # read one record at a time: only the rows are kept
+        text = rec.verdict_table(rec.iter_records(args.records))  # read one record at a time: only the rows are kept
     if args.readme:
         rec.update_readme(args.readme, text, erratum=args.erratum)
         _say(f"{'erratum' if args.erratum else 'verdict table'} of {args.records} written into {args.readme}")
@@ -225,7 +225,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from attnbounds.theory.io import records
     from attnbounds.theory.io.report import write_report
 
-    page = write_report(records.iter_load(args.records), args.out, name=Path(args.records).name,
+    page = write_report(records.iter_records(args.records), args.out, name=Path(args.records).name,
                         progress=not args.quiet)
     _say(f"report written to {page}")
     return 0

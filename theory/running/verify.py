@@ -131,7 +131,7 @@ def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed:
 
     ``runner`` (:mod:`attnbounds.theory.deciding.parallel`, in-process by default) runs the independent pieces: the proof
     replay (overlapping the search), the default search's pieces, the tightest instance's certificate
-    (overlapping the search for an interior counterexample) and the limit analysis' families; the record does
+    (overlapping the search for an interior counterexample) and the limit analysis' growths; the record does
     not depend on it."""
     start = time.perf_counter()
     timing: dict[str, Any] = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -148,11 +148,11 @@ def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed:
 def _verify_fields(st: Statement, fields: dict[str, Any], timing: dict[str, Any], decide: Callable[..., tuple[Verdict, str]],
                    source: str, budget_s: float, seed: int) -> tuple[Verdict, str, dict[str, Any]]:
     """The verdict, reason and fields of :func:`verify_statement` (crashes become ERROR, never silence)."""
-    from attnbounds.theory.deciding import closed
+    from attnbounds.theory.deciding import closed_claims
 
     try:
-        if closed.is_closed(st):  # nothing to search: decided exactly
-            verdict, reason = closed.record(st, fields, timing)
+        if closed_claims.is_closed(st):  # nothing to search: decided exactly
+            verdict, reason = closed_claims.record(st, fields, timing)
         else:
             if uncertified(st) is not None:
                 fields["certified"] = False

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import numpy as np
 import sympy as sp
 
-from attnbounds.theory.deciding.closed import sign_of
+from attnbounds.theory.deciding.closed_claims import sign_of
 from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.deciding.limits import differentiate
 from attnbounds.theory.deciding.prover.program import Program, compile_program, run_float, run_rigorous

@@ -1,10 +1,10 @@
-"""An instance as a point of the relaxed space: what the value oracle checks a quantity's relaxed form against.
+"""An instance as a point of the relaxed space: what the cross-check of forms checks a quantity's relaxed form against.
 
 The relaxation is sound because every instance of every length *is* a point of the relaxed space with the same
 margin: ``t = 1/L``, each distinguished token one of the instance's tokens, the other tokens their own
 distribution. :func:`relaxed_value` evaluates a quantity's ``relaxed`` form at such a point (the distinguished
 tokens assigned to columns of a token-class instance, the others the remaining tokens with their counts), in
-floating point; :func:`image_values` does so for every assignment. The value oracle
+floating point; :func:`image_values` does so for every assignment. The cross-check of forms
 (``tests/rigor/test_relaxed_forms.py``) asserts that the quantity's float value on the instance is attained at an
 assignment that satisfies the distinguished tokens' constraints (the token of a maximum is a maximum).
 """
@@ -313,7 +313,7 @@ class Placement(NamedTuple):
 
 def relaxed_margins(statement: Any, inst: Instance) -> list[Placement]:
     """Every relaxed problem's margin at every placement of its distinguished tokens on the instance's columns: the
-    value oracle of :func:`attnbounds.theory.deciding.prover.relax.relax` as a whole. The smallest satisfying margin of the
+    cross-check of forms of :func:`attnbounds.theory.deciding.prover.relax.relax` as a whole. The smallest satisfying margin of the
     exact problems is the instance's; a strategy that bounds it (a maximum read at another token, F's extremes over
     the tokens) is sound when one of its groups has, in every alternative, a satisfying margin at most the
     instance's."""

@@ -18,7 +18,7 @@ Each quantity declares how it reads an instance in these terms: its ``relaxed`` 
 means for the space (its ``relax`` rule, :class:`Space`); a statement with a hypothesis or a quantity that has no
 such rule is not relaxed (:class:`Declined`, with the reason), and keeps the search's verdict.
 
-The map from instances to points (:meth:`RelaxedInstance.image`) is what the value oracle checks: the relaxed
+The map from instances to points (:meth:`RelaxedInstance.image`) is what the cross-check of forms checks: the relaxed
 form evaluated at an instance's own point equals the quantity on that instance.
 """
 
@@ -494,7 +494,7 @@ class _Total:
 
 
 class RelaxedInstance:
-    """The relaxed instance a quantity's ``relaxed`` form reads (the analogue of a ball form's ExactInstance).
+    """The relaxed instance a quantity's ``relaxed`` form reads (the analogue of a ball form's BallInstance).
 
     ``t`` is ``1/L``; :meth:`param` a parameter; :meth:`role` a distinguished token (per-token quantities share the
     role ``i``; a quantity of one value per instance names its own, as ``rx.role("top", dominates=...)``);
@@ -850,7 +850,7 @@ def _moments(bodies: list[sp.Expr], token_symbols: set[sp.Symbol]) -> list[sp.Ex
 
 def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
     """The relaxed problems of ``statement`` (one per conjunct and pattern of roles); :class:`Declined` says why not.
-    ``atoms`` (the value oracle's) gives the others that many atoms instead of as many as the totals need."""
+    ``atoms`` (the cross-check's) gives the others that many atoms instead of as many as the totals need."""
     if statement.kind != "deterministic":
         raise Declined("an expectation over random draws (the relaxation reads deterministic quantities)")
     if statement.relation.atoms(sp.Sum):

@@ -180,7 +180,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     (``by_method[m]["cut"]``; nothing is written when the ceiling does not bite, so records stay deterministic).
     """
     st = _statement(statement)
-    from attnbounds.theory.deciding.closed import is_closed
+    from attnbounds.theory.deciding.closed_claims import is_closed
 
     if is_closed(st):
         raise InvalidArgument(f"{st.id} is a closed claim ({st.formula}: no quantity, no free parameter): there is "

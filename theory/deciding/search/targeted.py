@@ -35,7 +35,7 @@ CLEAR = 1e-6
 
 def instances(statement: Statement) -> Any:
     """A hypothesis strategy of small readable B = 1 instances with what ``statement`` reads."""
-    from hypothesis import strategies as st
+    from hypothesis import strategies as hs
 
     need = needs(statement)
     min_L = max(smallest_length(statement.hypotheses), 2 if need & {"x", "sphere"} else 1)
@@ -49,7 +49,7 @@ def instances(statement: Statement) -> Any:
         lo_T, hi_T = ranges["T"]
         temperatures = tuple(t for t in TEMPERATURES if lo_T <= t <= hi_T) or (float(lo_T), float(hi_T))
 
-    @st.composite
+    @hs.composite
     def draw(draw: Any) -> Instance:
         from hypothesis import reject
 
@@ -59,35 +59,35 @@ def instances(statement: Statement) -> Any:
             reject()
 
     def _draw(draw: Any) -> Instance:
-        L = draw(st.integers(lo_L, hi_L))
-        N = draw(st.integers(1, L))
-        d = draw(st.integers(2 if "sphere" in need else 1, MAX_D))
-        small = lambda shape: np.array(draw(st.lists(st.integers(-4, 4), min_size=int(np.prod(shape)),  # noqa: E731
+        L = draw(hs.integers(lo_L, hi_L))
+        N = draw(hs.integers(1, L))
+        d = draw(hs.integers(2 if "sphere" in need else 1, MAX_D))
+        small = lambda shape: np.array(draw(hs.lists(hs.integers(-4, 4), min_size=int(np.prod(shape)),  # noqa: E731
                                                      max_size=int(np.prod(shape)))), dtype=float).reshape(shape)
-        name = draw(st.sampled_from(names))
-        T = draw(st.sampled_from(temperatures))
+        name = draw(hs.sampled_from(names))
+        T = draw(hs.sampled_from(temperatures))
         normaliser = make(name, T=T)
         kw: dict[str, Any] = {"N": N}
         params: dict[str, Any] = {}
         arrays: dict[str, Any] = {}
         if "x" in need:
-            kw["x"] = small((1, L, d)) * draw(st.sampled_from(SCALES))
+            kw["x"] = small((1, L, d)) * draw(hs.sampled_from(SCALES))
         if "sphere" in need:
-            M = draw(st.sampled_from((1.0, 2.0, 0.5)))
-            delta = draw(st.sampled_from((0.0, 0.5, 0.25, 1.0))) * feasible_delta(L, d, M)
-            rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+            M = draw(hs.sampled_from((1.0, 2.0, 0.5)))
+            delta = draw(hs.sampled_from((0.0, 0.5, 0.25, 1.0))) * feasible_delta(L, d, M)
+            rng = np.random.default_rng(draw(hs.integers(0, 2**16)))
             kw["x"] = sphere_embeddings(rng, (1,), L, d, np.array([M]), np.array([delta]))
-            params.update(M=M, delta=delta, r=draw(st.sampled_from((1.0, 0.5, 2.0, 0.1, 0.25, 4.0, 0.01))) * M,
-                          dim=d, mc_draws=2000, seed=draw(st.integers(0, 2**16)))
+            params.update(M=M, delta=delta, r=draw(hs.sampled_from((1.0, 0.5, 2.0, 0.1, 0.25, 4.0, 0.01))) * M,
+                          dim=d, mc_draws=2000, seed=draw(hs.integers(0, 2**16)))
         if "fd" in need:
             v = small((1, L))
             v[0, 0] = v[0, 0] or 1.0
             arrays["v"] = v / np.linalg.norm(v)
-            params["eps"] = draw(st.sampled_from((1e-3, 1.0, 0.1, 10.0, 1e-6)))
+            params["eps"] = draw(hs.sampled_from((1e-3, 1.0, 0.1, 10.0, 1e-6)))
         if "heads" in need:
-            params.update(p=draw(st.sampled_from((0.8, 0.5, 0.1, 0.9, 0.99, 0.0, 1.0))), H=draw(st.integers(1, 8)))
+            params.update(p=draw(hs.sampled_from((0.8, 0.5, 0.1, 0.9, 0.99, 0.0, 1.0))), H=draw(hs.integers(1, 8)))
         params.update({k: v for k, v in fixed.items() if k in params})  # the statement's fixed values, as given
-        scale = draw(st.sampled_from(SCALES))
+        scale = draw(hs.sampled_from(SCALES))
         if "qk" in need:
             return Instance.from_qk(small((1, d)), small((1, L, d)) * scale, normaliser, arrays=arrays, **kw, **params)
         return Instance.from_logits(small((1, L)) * scale, normaliser, arrays=arrays, **kw, **params)

@@ -38,7 +38,7 @@ def _side(expr: sp.Expr) -> tuple[tuple[str, ...], Callable[..., Any]]:
     return names, sp.lambdify([sp.Symbol(n) for n in names], for_torch(expr), modules=torch_modules(), printer=torch_printer())
 
 
-def gap(statement: Statement, st: State) -> Any:
+def gap(statement: Statement, state: State) -> Any:
     """Per instance the largest normalised gap ``-relative_margin(lhs, rhs)`` over conjuncts and columns.
 
     Positive means violated; maximising it pushes towards (and past) equality.
@@ -48,22 +48,22 @@ def gap(statement: Statement, st: State) -> Any:
     for name in sorted(statement.symbols()):  # a fixed order: autograd sums gradients in graph order
         q = statement.bindings.get(name)
         default = statement.defaults.get(name)
-        if q is None and isinstance(default, str) and name not in st.params:  # a default computed from a quantity
+        if q is None and isinstance(default, str) and name not in state.params:  # a default computed from a quantity
             q = default
-        value = QUANTITIES[q].forms["torch"](st) if q is not None else st.param(name)
+        value = QUANTITIES[q].forms["torch"](state) if q is not None else state.param(name)
         env[name] = value[:, None] if value.ndim == 1 else value
-    if st.N is not None:
-        env["__selected_weights__"] = st.mult * (st.mask & st.present)
+    if state.N is not None:
+        env["__selected_weights__"] = state.mult * (state.mask & state.present)
     worst = None
     for c, rel in enumerate(conjuncts(statement.relation)):
         sides = []
         for expr in (rel.lhs, rel.rhs):
             sides.append(as_tensor(_evaluate(expr, env)))
-        lhs, rhs = torch.broadcast_tensors(*(s.reshape(st.B, -1) if s.ndim else s.expand(st.B, 1) for s in sides))
+        lhs, rhs = torch.broadcast_tensors(*(s.reshape(state.B, -1) if s.ndim else s.expand(state.B, 1) for s in sides))
         g = -relative_margin(lhs, rhs)
         kind = statement._token_kinds[c]
         if lhs.shape[1] > 1 and kind != "none":
-            cols = (st.mask & st.present) if kind == "selected" else st.present
+            cols = (state.mask & state.present) if kind == "selected" else state.present
             g = torch.where(cols, g, torch.full_like(g, -float("inf")))
         g = g.max(-1).values
         worst = g if worst is None else torch.maximum(worst, g)

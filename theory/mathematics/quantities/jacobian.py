@@ -17,7 +17,7 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.theory.mathematics import memory
-from attnbounds.theory.mathematics.balls import ExactInstance, log_F, spectral_norm, weights_from_logits
+from attnbounds.theory.mathematics.balls import BallInstance, log_F, spectral_norm, weights_from_logits
 from attnbounds.theory.mathematics.errors import InvalidArgument, NotApplicable
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import Unsupported
@@ -161,7 +161,7 @@ def _j_spec(inst: Instance) -> np.ndarray:
     return out
 
 
-def _F_parts(ex: ExactInstance) -> tuple[np.ndarray, np.ndarray, Any]:
+def _F_parts(ex: BallInstance) -> tuple[np.ndarray, np.ndarray, Any]:
     """``F(l_k)``, ``F'(l_k) = F (log F)'``, ``S = sum_k m_k F(l_k)`` at the instance's logits."""
     if "F" not in ex.cache:
         n = ex.inst.normaliser
@@ -174,7 +174,7 @@ def _F_parts(ex: ExactInstance) -> tuple[np.ndarray, np.ndarray, Any]:
     return ex.cache["F"]
 
 
-def _token_entries(ex: ExactInstance) -> tuple[np.ndarray, np.ndarray]:
+def _token_entries(ex: BallInstance) -> tuple[np.ndarray, np.ndarray]:
     """``D_k = d alpha_i / d l_i`` (a token i of column k) and ``C_kj = d alpha_i / d l_j`` (tokens i in k,
     j in column j, i != j): ``D_k = F'_k / S - F_k F'_k / S^2``, ``C_kj = - F_k F'_j / S^2`` (quotient rule)."""
     F_, dF, S = _F_parts(ex)
@@ -184,7 +184,7 @@ def _token_entries(ex: ExactInstance) -> tuple[np.ndarray, np.ndarray]:
 
 
 @J_spectral.ball_form
-def _j_spec_ball(ex: ExactInstance) -> Any:
+def _j_spec_ball(ex: BallInstance) -> Any:
     F_, dF, S = _F_parts(ex)
     ops, p = ex.ops, np.flatnonzero(ex.present)
     m = [ex.counts[k] for k in p]
@@ -200,13 +200,13 @@ def _j_spec_ball(ex: ExactInstance) -> Any:
 
 
 @J_spectral.torch_form
-def _j_spec_torch(st: State) -> Any:
+def _j_spec_torch(state: State) -> Any:
     import torch
 
-    a, g, m = st.alpha * st.present, st.dlog_F_of(st.logits) * st.present, st.mult
+    a, g, m = state.alpha * state.present, state.dlog_F_of(state.logits) * state.present, state.mult
     w = m.sqrt() * a
-    diag = a * (st.others(a) - (m - 1) * a)  # a_k - m_k a_k^2 from the other tokens' weight, without cancellation
-    red = (torch.diag_embed(diag) - w[:, :, None] * w[:, None, :] * (1 - torch.eye(st.K, dtype=a.dtype))) * g[:, None, :]
+    diag = a * (state.others(a) - (m - 1) * a)  # a_k - m_k a_k^2 from the other tokens' weight, without cancellation
+    red = (torch.diag_embed(diag) - w[:, :, None] * w[:, None, :] * (1 - torch.eye(state.K, dtype=a.dtype))) * g[:, None, :]
     value = torch.linalg.svdvals(red)[:, 0]
     same = torch.where(m >= 2, (a * g).abs(), torch.zeros_like(a)).max(-1).values
     return torch.maximum(value, same)
@@ -229,7 +229,7 @@ def _j_frob(inst: Instance) -> np.ndarray:
 
 
 @J_frobenius.ball_form
-def _j_frob_ball(ex: ExactInstance) -> Any:
+def _j_frob_ball(ex: BallInstance) -> Any:
     """``||J||_F^2 = sum over ordered token pairs``: every pair of columns ``m_k m_j C_kj^2``, less the
     ``m_k`` pairs of a token with itself counted there, plus the diagonal ``m_k D_k^2``."""
     D, C = _token_entries(ex)
@@ -241,9 +241,9 @@ def _j_frob_ball(ex: ExactInstance) -> Any:
 
 
 @J_frobenius.torch_form
-def _j_frob_torch(st: State) -> Any:
-    a, g, m = st.alpha * st.present, st.dlog_F_of(st.logits) * st.present, st.mult
-    return ((m * (a * g) ** 2 * (st.others(a) ** 2 + st.others(a * a))).sum(-1) + st.TINY).sqrt()
+def _j_frob_torch(state: State) -> Any:
+    a, g, m = state.alpha * state.present, state.dlog_F_of(state.logits) * state.present, state.mult
+    return ((m * (a * g) ** 2 * (state.others(a) ** 2 + state.others(a * a))).sum(-1) + state.TINY).sqrt()
 
 
 @J_frobenius.relaxed_form
@@ -273,7 +273,7 @@ def _j_row(inst: Instance) -> np.ndarray:
 
 
 @J_row.ball_form
-def _j_row_ball(ex: ExactInstance) -> Any:
+def _j_row_ball(ex: BallInstance) -> Any:
     D, C = _token_entries(ex)
     ops, m, p = ex.ops, ex.m, np.flatnonzero(ex.present)
     rows = [ops.sqrt(D[k] * D[k] + ops.total(m[p] * C[k, p] * C[k, p]) - C[k, k] * C[k, k]) for k in p]
@@ -281,10 +281,10 @@ def _j_row_ball(ex: ExactInstance) -> Any:
 
 
 @J_row.torch_form
-def _j_row_torch(st: State) -> Any:
-    a, g = st.alpha * st.present, st.dlog_F_of(st.logits) * st.present
-    row = a * ((st.others(a) * g) ** 2 + st.others((a * g) ** 2) + st.TINY).sqrt()
-    return st.masked(row, st.present, "max")
+def _j_row_torch(state: State) -> Any:
+    a, g = state.alpha * state.present, state.dlog_F_of(state.logits) * state.present
+    row = a * ((state.others(a) * g) ** 2 + state.others((a * g) ** 2) + state.TINY).sqrt()
+    return state.masked(row, state.present, "max")
 
 
 @J_row.relaxed_form
@@ -323,7 +323,7 @@ def _j_entry(inst: Instance) -> np.ndarray:
 
 
 @J_entry.ball_form
-def _j_entry_ball(ex: ExactInstance) -> Any:
+def _j_entry_ball(ex: BallInstance) -> Any:
     D, C = _token_entries(ex)
     ops, p = ex.ops, np.flatnonzero(ex.present)
     values = [ops.abs(D[k]) for k in p]
@@ -342,14 +342,14 @@ def _j_entry_relaxed(rx: Any) -> Any:
 
 
 @J_entry.torch_form
-def _j_entry_torch(st: State) -> Any:
+def _j_entry_torch(state: State) -> Any:
     import torch
 
-    a, g, m = st.alpha, st.dlog_F_of(st.logits), st.mult
-    diag = st.masked(a * st.others(a * st.present) * g.abs(), st.present, "max")  # 1 - a_i without cancellation
+    a, g, m = state.alpha, state.dlog_F_of(state.logits), state.mult
+    diag = state.masked(a * state.others(a * state.present) * g.abs(), state.present, "max")  # 1 - a_i without cancellation
     off = a[:, :, None] * (a * g).abs()[:, None, :]
-    eye = torch.eye(st.K, dtype=torch.bool)[None]
-    ok = st.present[:, :, None] & st.present[:, None, :] & (~eye | (m >= 2)[:, :, None])
+    eye = torch.eye(state.K, dtype=torch.bool)[None]
+    ok = state.present[:, :, None] & state.present[:, None, :] & (~eye | (m >= 2)[:, :, None])
     off = torch.where(ok, off, torch.zeros_like(off)).flatten(1).max(-1).values
     return torch.maximum(diag, off)
 
@@ -392,7 +392,7 @@ def _g_fd(inst: Instance) -> np.ndarray:
 
 
 @g_fd.ball_form
-def _g_fd_ball(ex: ExactInstance) -> Any:
+def _g_fd_ball(ex: BallInstance) -> Any:
     """``||alpha(l + eps v) - alpha(l)|| / eps`` with ``v`` normalised exactly to unit length."""
     if "v" not in ex.arrays:
         raise InvalidArgument("the finite-difference quantity needs a direction: arrays={'v': (B, L) unit vectors}")
@@ -406,11 +406,11 @@ def _g_fd_ball(ex: ExactInstance) -> Any:
 
 
 @g_fd.torch_form
-def _g_fd_torch(st: State) -> Any:
-    eps = st.param("eps")
-    v = st.v / (st.mult * st.v * st.v).sum(-1, keepdim=True).add(st.TINY).sqrt()
-    diff = st.weights_of(st.logits + eps[:, None] * v) - st.alpha
-    return ((st.mult * diff * diff).sum(-1) + st.TINY).sqrt() / eps
+def _g_fd_torch(state: State) -> Any:
+    eps = state.param("eps")
+    v = state.v / (state.mult * state.v * state.v).sum(-1, keepdim=True).add(state.TINY).sqrt()
+    diff = state.weights_of(state.logits + eps[:, None] * v) - state.alpha
+    return ((state.mult * diff * diff).sum(-1) + state.TINY).sqrt() / eps
 
 
 # -- the terms of Lemma 2's bounds ----------------------------------------------------------------------------
@@ -425,14 +425,14 @@ def _df_max(inst: Instance) -> np.ndarray:
 
 
 @dF_max.ball_form
-def _df_max_ball(ex: ExactInstance) -> Any:
+def _df_max_ball(ex: BallInstance) -> Any:
     _, dF, S = _F_parts(ex)
     return ex.ops.maximum(ex.ops.map(ex.ops.abs, dF[ex.present])) / S
 
 
 @dF_max.torch_form
-def _df_max_torch(st: State) -> Any:
-    return st.masked((st.alpha * st.dlog_F_of(st.logits)).abs(), st.present, "max")
+def _df_max_torch(state: State) -> Any:
+    return state.masked((state.alpha * state.dlog_F_of(state.logits)).abs(), state.present, "max")
 
 
 @dF_max.relaxed_form
@@ -452,13 +452,13 @@ def _f_l2(inst: Instance) -> np.ndarray:
 
 
 @F_l2.ball_form
-def _f_l2_ball(ex: ExactInstance) -> Any:
+def _f_l2_ball(ex: BallInstance) -> Any:
     return ex.ops.sqrt(ex.weighted_total(ex.alpha * ex.alpha))
 
 
 @F_l2.torch_form
-def _f_l2_torch(st: State) -> Any:
-    return ((st.mult * st.alpha**2).sum(-1) + st.TINY).sqrt()
+def _f_l2_torch(state: State) -> Any:
+    return ((state.mult * state.alpha**2).sum(-1) + state.TINY).sqrt()
 
 
 @F_l2.relaxed_form
@@ -476,14 +476,14 @@ def _df_l2(inst: Instance) -> np.ndarray:
 
 
 @dF_l2.ball_form
-def _df_l2_ball(ex: ExactInstance) -> Any:
+def _df_l2_ball(ex: BallInstance) -> Any:
     _, dF, S = _F_parts(ex)
     return ex.ops.sqrt(ex.weighted_total(dF * dF)) / S
 
 
 @dF_l2.torch_form
-def _df_l2_torch(st: State) -> Any:
-    return ((st.mult * (st.alpha * st.dlog_F_of(st.logits)) ** 2).sum(-1) + st.TINY).sqrt()
+def _df_l2_torch(state: State) -> Any:
+    return ((state.mult * (state.alpha * state.dlog_F_of(state.logits)) ** 2).sum(-1) + state.TINY).sqrt()
 
 
 @dF_l2.relaxed_form
@@ -501,7 +501,7 @@ def _g_absmax(inst: Instance) -> np.ndarray:
 
 
 @g_absmax.ball_form
-def _g_absmax_ball(ex: ExactInstance) -> Any:
+def _g_absmax_ball(ex: BallInstance) -> Any:
     n = ex.inst.normaliser
     if not isinstance(n, RatioNormaliser):
         raise Unsupported(f"(log F)' is certified for normalisers F / sum F only, not {n!r}")
@@ -510,8 +510,8 @@ def _g_absmax_ball(ex: ExactInstance) -> Any:
 
 
 @g_absmax.torch_form
-def _g_absmax_torch(st: State) -> Any:
-    return st.masked(st.dlog_F_of(st.logits).abs(), st.present, "max")
+def _g_absmax_torch(state: State) -> Any:
+    return state.masked(state.dlog_F_of(state.logits).abs(), state.present, "max")
 
 
 @g_absmax.relaxed_form

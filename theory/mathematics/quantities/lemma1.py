@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnbounds.theory.mathematics.balls import ExactInstance, F_extrema
+from attnbounds.theory.mathematics.balls import BallInstance, F_extrema
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import Unsupported
@@ -30,7 +30,7 @@ def _log_F_range(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
     return F.cached(inst, "logFrange", lambda: _ratio(inst.normaliser).log_F_range(inst.param("a")))
 
 
-def _log_F_range_ball(ex: ExactInstance) -> tuple[Any, Any]:
+def _log_F_range_ball(ex: BallInstance) -> tuple[Any, Any]:
     if "F_range" not in ex.cache:
         n = ex.inst.normaliser
         if not isinstance(n, RatioNormaliser):
@@ -39,15 +39,15 @@ def _log_F_range_ball(ex: ExactInstance) -> tuple[Any, Any]:
     return ex.cache["F_range"]
 
 
-def _log_F_range_torch(st: State) -> tuple[Any, Any]:
+def _log_F_range_torch(state: State) -> tuple[Any, Any]:
     """log F at -a, a and at the critical points of log F inside ``[-a, a]`` (the extrema of a smooth F)."""
     import torch
 
-    a = st.param("a") if "a" in st.params else st.masked(st.logits.abs(), st.present, "max")
-    crit = torch.as_tensor(np.asarray(st.critical_points, dtype=np.float64))
+    a = state.param("a") if "a" in state.params else state.masked(state.logits.abs(), state.present, "max")
+    crit = torch.as_tensor(np.asarray(state.critical_points, dtype=np.float64))
     pts = torch.cat([-a[:, None], a[:, None], crit.expand(a.shape[0], crit.numel())], dim=1)
     inside = pts.abs() <= a[:, None]
-    lf = st.log_F_of(torch.where(inside, pts, a[:, None]))
+    lf = state.log_F_of(torch.where(inside, pts, a[:, None]))
     lo = torch.where(inside, lf, torch.full_like(lf, float("inf"))).min(-1).values
     hi = torch.where(inside, lf, torch.full_like(lf, -float("inf"))).max(-1).values
     return lo, hi
@@ -75,14 +75,14 @@ def _c1(inst: Instance) -> np.ndarray:
 
 
 @C_1.ball_form
-def _c1_ball(ex: ExactInstance) -> Any:
+def _c1_ball(ex: BallInstance) -> Any:
     lo, hi = _log_F_range_ball(ex)
     return ex.ops.exp(lo - hi)
 
 
 @C_1.torch_form
-def _c1_torch(st: State) -> Any:
-    lo, hi = _log_F_range_torch(st)
+def _c1_torch(state: State) -> Any:
+    lo, hi = _log_F_range_torch(state)
     return (lo - hi).exp()
 
 
@@ -111,14 +111,14 @@ def _c2(inst: Instance) -> np.ndarray:
 
 
 @C_2.ball_form
-def _c2_ball(ex: ExactInstance) -> Any:
+def _c2_ball(ex: BallInstance) -> Any:
     lo, hi = _log_F_range_ball(ex)
     return ex.ops.exp(hi - lo)
 
 
 @C_2.torch_form
-def _c2_torch(st: State) -> Any:
-    lo, hi = _log_F_range_torch(st)
+def _c2_torch(state: State) -> Any:
+    lo, hi = _log_F_range_torch(state)
     return (hi - lo).exp()
 
 
@@ -145,15 +145,15 @@ def _delta_own(inst: Instance) -> np.ndarray:
 
 
 @Delta_own.ball_form
-def _delta_own_ball(ex: ExactInstance) -> np.ndarray:
+def _delta_own_ball(ex: BallInstance) -> np.ndarray:
     if ex.q is None or ex.k is None:
         raise InvalidArgument("Corollary 1 needs the query and keys; build the instance with from_qk")
     return ex.ops.norm(ex.q) * ex.ops.norm(ex.k, axis=-1)
 
 
 @Delta_own.torch_form
-def _delta_own_torch(st: State) -> Any:
-    return st.norm(st.q)[:, None] * st.norm(st.k)
+def _delta_own_torch(state: State) -> Any:
+    return state.norm(state.q)[:, None] * state.norm(state.k)
 
 
 Delta_max = define("Delta_max", "B", "||q||_2 max_j ||k_j||_2", definition="||q||_2 max_j ||k_j||_2",
@@ -166,10 +166,10 @@ def _delta_max(inst: Instance) -> np.ndarray:
 
 
 @Delta_max.ball_form
-def _delta_max_ball(ex: ExactInstance) -> Any:
+def _delta_max_ball(ex: BallInstance) -> Any:
     return ex.ops.maximum(_delta_own_ball(ex)[ex.present])
 
 
 @Delta_max.torch_form
-def _delta_max_torch(st: State) -> Any:
-    return st.masked(_delta_own_torch(st), st.present, "max")
+def _delta_max_torch(state: State) -> Any:
+    return state.masked(_delta_own_torch(state), state.present, "max")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from attnbounds.theory.mathematics.balls import ExactInstance
+from attnbounds.theory.mathematics.balls import BallInstance
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import Unsupported
@@ -48,7 +48,7 @@ def _coverage(inst: Instance) -> np.ndarray:
 
 
 @coverage_enum.ball_form
-def _coverage_ball(ex: ExactInstance) -> Any:
+def _coverage_ball(ex: BallInstance) -> Any:
     """``sum_{k >= 1} C(H, k) p^k (1 - p)^(H - k)``: the outcomes grouped by how many heads cover."""
     ops = ex.ops
     p = ex.param("p")
@@ -62,10 +62,10 @@ def _coverage_ball(ex: ExactInstance) -> Any:
 
 
 @coverage_enum.torch_form
-def _coverage_torch(st: State) -> Any:
+def _coverage_torch(state: State) -> Any:
     import torch
 
-    p, H = st.param("p"), _heads(st.param("H").detach().numpy(), MAX_HEADS_ENUMERATED)
+    p, H = state.param("p"), _heads(state.param("H").detach().numpy(), MAX_HEADS_ENUMERATED)
     k = torch.arange(1, MAX_HEADS_ENUMERATED + 1, dtype=p.dtype)
     Ht = torch.as_tensor(H, dtype=p.dtype)[:, None]
     comb = torch.as_tensor([[math.comb(int(h), j) for j in range(1, MAX_HEADS_ENUMERATED + 1)] for h in H], dtype=p.dtype)

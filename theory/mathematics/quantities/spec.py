@@ -14,7 +14,7 @@ certification), and, for expectations, its Monte Carlo protocol. Its implementat
   and totals over all tokens, with ``t = 1/L``), a sympy expression: what the relaxation prover reads.
 
 Search, certification, budgets and strategies read the specification; nothing else keeps a table
-of quantities. ``tests/rigor/test_value_oracle.py`` compares every implementation with every other.
+of quantities. ``tests/rigor/test_cross_check.py`` compares every implementation with every other.
 
 Shapes: ``B`` (one value per instance), ``BL`` (per token: one value per column, "for all i"),
 ``BN`` (per selected token: one value per column, meaningful on the selected columns).
@@ -31,7 +31,7 @@ from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.intervals import Unsupported
 
 if TYPE_CHECKING:
-    from attnbounds.theory.mathematics.balls import ExactInstance
+    from attnbounds.theory.mathematics.balls import BallInstance
     from attnbounds.theory.mathematics.instance import Instance
 
 Shape = Literal["B", "BL", "BN"]
@@ -189,7 +189,7 @@ class Quantity:
         return self._register("float", fn)
 
     def ball_form(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """Register ``fn(ex) -> ball`` (or an object array over columns) on a :class:`~attnbounds.theory.mathematics.balls.ExactInstance`."""
+        """Register ``fn(ex) -> ball`` (or an object array over columns) on a :class:`~attnbounds.theory.mathematics.balls.BallInstance`."""
         return self._register("ball", fn)
 
     def torch_form(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -262,7 +262,7 @@ def interval(name: str, inst: "Instance") -> tuple[np.ndarray, np.ndarray]:
     return out, out
 
 
-def ball_value(name: str, ex: "ExactInstance") -> Any:
+def ball_value(name: str, ex: "BallInstance") -> Any:
     """Quantity ``name`` on the exact instance (cached): a ball, or an object array over columns."""
     q = QUANTITIES.get(name)
     if q is None or "ball" not in q.forms:

@@ -13,7 +13,7 @@ from typing import Any, cast
 import numpy as np
 
 from attnbounds.theory.mathematics import memory
-from attnbounds.theory.mathematics.balls import ExactInstance, matmul
+from attnbounds.theory.mathematics.balls import BallInstance, matmul
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.quantities import _float as F
@@ -61,13 +61,13 @@ def _max_norm(inst: Instance) -> np.ndarray:
 
 
 @max_norm.ball_form
-def _max_norm_ball(ex: ExactInstance) -> Any:
+def _max_norm_ball(ex: BallInstance) -> Any:
     return ex.ops.maximum(ex.ops.norm(ex.need_x()[ex.sel], axis=-1))
 
 
 @max_norm.torch_form
-def _max_norm_torch(st: State) -> Any:
-    return st.masked(st.norm(st.x), st.mask & st.present, "max")
+def _max_norm_torch(state: State) -> Any:
+    return state.masked(state.norm(state.x), state.mask & state.present, "max")
 
 
 # -- the largest token vector ------------------------------------------------------------------------------
@@ -81,13 +81,13 @@ def _x_max(inst: Instance) -> np.ndarray:
 
 
 @x_max.ball_form
-def _x_max_ball(ex: ExactInstance) -> Any:
+def _x_max_ball(ex: BallInstance) -> Any:
     return ex.ops.maximum(ex.ops.norm(ex.need_x()[ex.present], axis=-1))
 
 
 @x_max.torch_form
-def _x_max_torch(st: State) -> Any:
-    return st.masked(st.norm(st.x), st.present, "max")
+def _x_max_torch(state: State) -> Any:
+    return state.masked(state.norm(state.x), state.present, "max")
 
 
 # -- d_1 -----------------------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def _d1(inst: Instance) -> np.ndarray:
 
 
 @d_1.ball_form
-def _d1_ball(ex: ExactInstance) -> Any:
+def _d1_ball(ex: BallInstance) -> Any:
     """Only pairs whose float distance (direct differences, relative error below ``(d + 4) u``) is within a
     relative 1e-6 of the float maximum can attain the maximum; those are recomputed in balls. Any
     non-finite, huge or tiny float value disables the screen (every pair in balls)."""
@@ -153,15 +153,15 @@ def _d1_ball(ex: ExactInstance) -> Any:
 
 
 @d_1.torch_form
-def _d1_torch(st: State) -> Any:
+def _d1_torch(state: State) -> Any:
     import torch
 
-    d = st.norm(st.x[:, :, None, :] - st.x[:, None, :, :])
-    pair = (~st.mask & st.present)[:, :, None] & (st.mask & st.present)[:, None, :]
+    d = state.norm(state.x[:, :, None, :] - state.x[:, None, :, :])
+    pair = (~state.mask & state.present)[:, :, None] & (state.mask & state.present)[:, None, :]
     return torch.where(pair, d, torch.zeros_like(d)).flatten(1).max(-1).values
 
 
-def _context_ball(ex: ExactInstance) -> np.ndarray:
+def _context_ball(ex: BallInstance) -> np.ndarray:
     """``s = sum_{j in I_N} m_j alpha_j x_j``."""
     if "s" not in ex.cache:
         ex.cache["s"] = ex.weighted_total(ex.alpha[:, None] * ex.need_x(), ex.sel) if len(ex.sel) else \
@@ -183,13 +183,13 @@ def _context_distance(inst: Instance) -> np.ndarray:
 
 
 @context_distance.ball_form
-def _context_distance_ball(ex: ExactInstance) -> np.ndarray:
+def _context_distance_ball(ex: BallInstance) -> np.ndarray:
     return ex.ops.norm(ex.alpha[:, None] * ex.need_x() - _context_ball(ex)[None, :], axis=-1)
 
 
 @context_distance.torch_form
-def _context_distance_torch(st: State) -> Any:
-    return st.norm(st.alpha[..., None] * st.x - st.context()[:, None, :])
+def _context_distance_torch(state: State) -> Any:
+    return state.norm(state.alpha[..., None] * state.x - state.context()[:, None, :])
 
 
 # -- dtilde (eq. 7) --------------------------------------------------------------------------------------
@@ -204,7 +204,7 @@ def _dtilde_r1(inst: Instance) -> np.ndarray:
 
 
 @dtilde_R1.ball_form
-def _dtilde_r1_ball(ex: ExactInstance) -> Any:
+def _dtilde_r1_ball(ex: BallInstance) -> Any:
     out = ex.out
     if len(out) == 0:
         return ex.num(0)
@@ -213,8 +213,8 @@ def _dtilde_r1_ball(ex: ExactInstance) -> Any:
 
 
 @dtilde_R1.torch_form
-def _dtilde_r1_torch(st: State) -> Any:
-    return (st.norm(st.alpha[..., None] * st.x - st.context()[:, None, :]) * st.mult * (~st.mask)).sum(-1)
+def _dtilde_r1_torch(state: State) -> Any:
+    return (state.norm(state.alpha[..., None] * state.x - state.context()[:, None, :]) * state.mult * (~state.mask)).sum(-1)
 
 
 dtilde_R2 = define("dtilde_R2", "B", "R2 of eq. (7): ||sum_{i not in I_N} alpha_i x_i - s||_2",
@@ -229,7 +229,7 @@ def _dtilde_r2(inst: Instance) -> np.ndarray:
 
 
 @dtilde_R2.ball_form
-def _dtilde_r2_ball(ex: ExactInstance) -> Any:
+def _dtilde_r2_ball(ex: BallInstance) -> Any:
     x = ex.need_x()
     outside = ex.weighted_total(ex.alpha[:, None] * x, ex.out) if len(ex.out) else \
         np.array([ex.num(0)] * x.shape[1], dtype=object)
@@ -237,9 +237,9 @@ def _dtilde_r2_ball(ex: ExactInstance) -> Any:
 
 
 @dtilde_R2.torch_form
-def _dtilde_r2_torch(st: State) -> Any:
-    sign = 1 - 2 * st.mask.double()
-    return st.norm(((st.alpha * st.mult * sign)[..., None] * st.x).sum(1))
+def _dtilde_r2_torch(state: State) -> Any:
+    sign = 1 - 2 * state.mask.double()
+    return state.norm(((state.alpha * state.mult * sign)[..., None] * state.x).sum(1))
 
 
 # -- Corollary 2 -------------------------------------------------------------------------------------------
@@ -253,13 +253,13 @@ def _a_norm(inst: Instance) -> np.ndarray:
 
 
 @A_norm.ball_form
-def _a_norm_ball(ex: ExactInstance) -> Any:
+def _a_norm_ball(ex: BallInstance) -> Any:
     return ex.ops.total(ex.m * ex.alpha * ex.ops.norm(ex.need_x(), axis=-1))
 
 
 @A_norm.torch_form
-def _a_norm_torch(st: State) -> Any:
-    return (st.mult * st.alpha * st.norm(st.x)).sum(-1)
+def _a_norm_torch(state: State) -> Any:
+    return (state.mult * state.alpha * state.norm(state.x)).sum(-1)
 
 
 m_norm = define("m_norm", "B", "||sum_i alpha_i x_i||_2, the norm of the attention output",
@@ -272,20 +272,20 @@ def _m_norm(inst: Instance) -> np.ndarray:
     return F.norm(F.output(inst), axis=-1)
 
 
-def _output_ball(ex: ExactInstance) -> np.ndarray:
+def _output_ball(ex: BallInstance) -> np.ndarray:
     if "m_vec" not in ex.cache:
         ex.cache["m_vec"] = ex.weighted_total(ex.alpha[:, None] * ex.need_x())
     return ex.cache["m_vec"]
 
 
 @m_norm.ball_form
-def _m_norm_ball(ex: ExactInstance) -> Any:
+def _m_norm_ball(ex: BallInstance) -> Any:
     return ex.ops.norm(_output_ball(ex))
 
 
 @m_norm.torch_form
-def _m_norm_torch(st: State) -> Any:
-    return st.norm(((st.alpha * st.mult)[..., None] * st.x).sum(1))
+def _m_norm_torch(state: State) -> Any:
+    return state.norm(((state.alpha * state.mult)[..., None] * state.x).sum(1))
 
 
 # -- Theorem 1, random subset: the Jensen terms ----------------------------------------------------------------
@@ -305,7 +305,7 @@ def _jensen(inst: Instance, coefficient: str, xbar: str) -> np.ndarray:
     return (L - N) / L * (mult * F.norm(c[..., None] * x - xb[:, None, :], axis=-1)).sum(-1)
 
 
-def _jensen_ball(ex: ExactInstance, coefficient: str, xbar: str) -> Any:
+def _jensen_ball(ex: BallInstance, coefficient: str, xbar: str) -> Any:
     ops = ex.ops
     _need_two(ex.L)
     L, N, one = ex.length, ex.size_N, ops.num(1)
@@ -317,12 +317,12 @@ def _jensen_ball(ex: ExactInstance, coefficient: str, xbar: str) -> Any:
     return (L - N) / L * ops.total(ex.m * terms)
 
 
-def _jensen_torch(st: Any, coefficient: str, xbar: str) -> Any:
-    L, N, a = st.L, st.top_N, st.alpha
+def _jensen_torch(state: State, coefficient: str, xbar: str) -> Any:
+    L, N, a = state.L, state.top_N, state.alpha
     rho = N / (L - 1)
     c = a * (1 + rho) if coefficient == "scaled" else a + rho
-    xb = rho * ((a * st.mult)[..., None] * st.x).sum(1) if xbar == "weighted" else (st.mult[..., None] * st.x).sum(1) / L
-    return (L - N) / L * (st.mult * st.norm(c[..., None] * st.x - xb[:, None, :])).sum(-1)
+    xb = rho * ((a * state.mult)[..., None] * state.x).sum(1) if xbar == "weighted" else (state.mult[..., None] * state.x).sum(1) / L
+    return (L - N) / L * (state.mult * state.norm(c[..., None] * state.x - xb[:, None, :])).sum(-1)
 
 
 for _c in ("scaled", "printed"):
@@ -333,7 +333,7 @@ for _c in ("scaled", "printed"):
                     magnitude=_jensen_scale)
         _q.float_form(lambda inst, c=_c, xb=_xb: _jensen(inst, c, xb))  # type: ignore[misc]  # lambda with loop-bound defaults
         _q.ball_form(lambda ex, c=_c, xb=_xb: _jensen_ball(ex, c, xb))  # type: ignore[misc]  # lambda with loop-bound defaults
-        _q.torch_form(lambda st, c=_c, xb=_xb: _jensen_torch(st, c, xb))  # type: ignore[misc]  # lambda with loop-bound defaults
+        _q.torch_form(lambda state, c=_c, xb=_xb: _jensen_torch(state, c, xb))  # type: ignore[misc]  # lambda with loop-bound defaults
 
 
 # -- the Jensen gap bound --------------------------------------------------------------------------------------
@@ -369,9 +369,9 @@ def _gap_bound(inst: Instance) -> np.ndarray:
 
 
 @jensen_gap_bound.ball_form
-def _gap_bound_ball(ex: ExactInstance) -> Any:
+def _gap_bound_ball(ex: BallInstance) -> Any:
     ops = ex.ops
-    if ex.L <= 2 or cast(int, ex.N) >= ex.L - 1:  # (a family growing in L keeps these: L - N never decreases)
+    if ex.L <= 2 or cast(int, ex.N) >= ex.L - 1:  # (a growth in L keeps these: L - N never decreases)
         return ops.num(0)
     L, N, one, two = ex.length, ex.size_N, ops.num(1), ops.num(2)
     y = ex.alpha[:, None] * ex.need_x()
@@ -389,18 +389,18 @@ def _gap_bound_ball(ex: ExactInstance) -> Any:
 
 
 @jensen_gap_bound.torch_form
-def _gap_bound_torch(st: State) -> Any:
+def _gap_bound_torch(state: State) -> Any:
     import torch
 
-    L, N = st.L, st.top_N
+    L, N = state.L, state.top_N
     if L <= 2 or N >= L - 1:
-        return torch.zeros(st.B, dtype=torch.float64)
-    y = st.alpha[..., None] * st.x
-    mu = (st.mult[..., None] * y).sum(1, keepdim=True) / L
+        return torch.zeros(state.B, dtype=torch.float64)
+    y = state.alpha[..., None] * state.x
+    mu = (state.mult[..., None] * y).sum(1, keepdim=True) / L
     dev = ((y - mu) ** 2).sum(-1)
-    ss = torch.clamp((st.mult * dev).sum(-1, keepdim=True) - dev * (L / (L - 1)), min=0.0)
+    ss = torch.clamp((state.mult * dev).sum(-1, keepdim=True) - dev * (L / (L - 1)), min=0.0)
     fpc = N * (L - 1 - N) / (L - 2)
-    return (L - N) / L * (st.mult * (fpc * ss / (L - 1) + st.TINY).sqrt()).sum(-1)
+    return (L - N) / L * (state.mult * (fpc * ss / (L - 1) + state.TINY).sqrt()).sum(-1)
 
 
 # -- E over random N-subsets -------------------------------------------------------------------------------
@@ -463,7 +463,7 @@ def _expected_dtilde(inst: Instance, reading: str) -> tuple[np.ndarray, np.ndarr
     return mean, half
 
 
-def _expected_dtilde_ball(ex: ExactInstance, reading: str) -> Any:
+def _expected_dtilde_ball(ex: BallInstance, reading: str) -> Any:
     """``E_S[dtilde]`` in balls: the exact sum over count vectors (probabilities from exact integers, or
     rigorous log-Gamma), else the float Monte Carlo mean widened by its rounding and a Hoeffding half-width."""
     L, N, ops = ex.L, ex.N, ex.ops
@@ -513,7 +513,7 @@ def _probabilities_ball(ops: Any, m: tuple[int, ...], C: np.ndarray) -> np.ndarr
                              - log_all) for row in C], dtype=object)
 
 
-def _dtilde_values_ball(ex: ExactInstance, y: np.ndarray, C: np.ndarray, reading: str) -> np.ndarray:
+def _dtilde_values_ball(ex: BallInstance, y: np.ndarray, C: np.ndarray, reading: str) -> np.ndarray:
     """dtilde for every count vector (balls): ``s_c = sum_k c_k y_k`` as one ball matrix product; R1 from
     ``||y_k - s_c||^2 = ||y_k||^2 - 2 <y_k, s_c> + ||s_c||^2`` (rigorous in balls; precision is raised by the
     certifier when the enclosure is too wide), weighted by the non-selected counts ``m_k - c_k``."""
@@ -535,26 +535,27 @@ def _dtilde_values_ball(ex: ExactInstance, y: np.ndarray, C: np.ndarray, reading
     return out
 
 
-def _expected_dtilde_torch(st: Any, reading: str) -> Any:
+def _expected_dtilde_torch(state: State, reading: str) -> Any:
     """The exact expectation over count vectors, per group of rows with the same class counts."""
     import torch
 
     parts, order = [], []
-    for m, rows in st.count_groups():
-        if not _subsets.enumerable(m, st.N):
+    N = state.top_N
+    for m, rows in state.count_groups():
+        if not _subsets.enumerable(m, N):
             raise InvalidArgument("the torch form of E_dtilde enumerates count vectors only")
-        C = _subsets.count_vectors(m, st.N)
+        C = _subsets.count_vectors(m, N)
         P = torch.as_tensor(_subsets.probabilities(m, C))
         Ct = torch.as_tensor(C.astype(np.float64))
         index = torch.as_tensor(rows)
-        y = st.alpha[index][..., None] * st.x[index]
-        mult = st.mult[index]
+        y = state.alpha[index][..., None] * state.x[index]
+        mult = state.mult[index]
         s = torch.einsum("sk,bkd->bsd", Ct, y)
         if reading == "R1":
-            dist = st.norm(y[:, None, :, :] - s[:, :, None, :])  # (B, S, K)
+            dist = state.norm(y[:, None, :, :] - s[:, :, None, :])  # (B, S, K)
             vals = (dist * (mult[:, None, :] - Ct[None])).sum(-1)
         else:
-            vals = st.norm((mult[..., None] * y).sum(1)[:, None, :] - 2 * s)
+            vals = state.norm((mult[..., None] * y).sum(1)[:, None, :] - 2 * s)
         parts.append(vals @ P)
         order.append(rows)
     inverse = np.argsort(np.concatenate(order), kind="stable")
@@ -568,5 +569,5 @@ for _reading, _scale in (("R1", _r1_scale_random), ("R2", lambda inst: 3 * _A(in
                 magnitude=_scale, montecarlo=SUBSETS)
     _q.float_form(lambda inst, r=_reading: _expected_dtilde(inst, r))  # type: ignore[misc]  # lambda with loop-bound defaults
     _q.ball_form(lambda ex, r=_reading: _expected_dtilde_ball(ex, r))  # type: ignore[misc]  # lambda with loop-bound defaults
-    _q.torch_form(lambda st, r=_reading: _expected_dtilde_torch(st, r))  # type: ignore[misc]  # lambda with loop-bound defaults
+    _q.torch_form(lambda state, r=_reading: _expected_dtilde_torch(state, r))  # type: ignore[misc]  # lambda with loop-bound defaults
 

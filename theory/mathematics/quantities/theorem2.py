@@ -16,7 +16,7 @@ from typing import Any, cast
 import numpy as np
 
 from attnbounds.theory.mathematics import memory
-from attnbounds.theory.mathematics.balls import ExactInstance
+from attnbounds.theory.mathematics.balls import BallInstance
 from attnbounds.theory.mathematics.errors import NotApplicable
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import Ops, Unsupported
@@ -36,7 +36,7 @@ def _P_Q(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
     return w.sum(-1, keepdims=True) - a, (w * a).sum(-1, keepdims=True) - a * a
 
 
-def _P_Q_ball(ex: ExactInstance) -> tuple[np.ndarray, np.ndarray]:
+def _P_Q_ball(ex: BallInstance) -> tuple[np.ndarray, np.ndarray]:
     a = ex.alpha[ex.sel]
     return -a + ex.weighted_total(ex.alpha, ex.sel), -(a * a) + ex.weighted_total(ex.alpha * ex.alpha, ex.sel)
 
@@ -68,19 +68,19 @@ def _xi(inst: Instance) -> np.ndarray:
 
 
 @xi.ball_form
-def _xi_ball(ex: ExactInstance) -> np.ndarray:
+def _xi_ball(ex: BallInstance) -> np.ndarray:
     M, delta, ops = ex.param("M"), ex.param("delta"), ex.ops
     P, Q = _P_Q_ball(ex)
     return ops.map(ops.sqrt, P * P * (M * M) - (P * P - Q) * (delta * delta / ops.num(2)))
 
 
 @xi.torch_form
-def _xi_torch(st: State) -> Any:
-    M, delta = st.param("M")[:, None], st.param("delta")[:, None]
-    w = st.alpha * st.mult * st.mask
-    P = w.sum(-1, keepdim=True) - st.alpha
-    Q = (w * st.alpha).sum(-1, keepdim=True) - st.alpha**2
-    return (M**2 * P**2 - delta**2 / 2 * (P**2 - Q)).clamp(min=0.0).add(st.TINY).sqrt()
+def _xi_torch(state: State) -> Any:
+    M, delta = state.param("M")[:, None], state.param("delta")[:, None]
+    w = state.alpha * state.mult * state.mask
+    P = w.sum(-1, keepdim=True) - state.alpha
+    Q = (w * state.alpha).sum(-1, keepdim=True) - state.alpha**2
+    return (M**2 * P**2 - delta**2 / 2 * (P**2 - Q)).clamp(min=0.0).add(state.TINY).sqrt()
 
 
 C_other = define("C_other", "BN", "C_i = sum_{j != k in I_N \\ {i}} alpha_j alpha_k = P_i^2 - Q_i for every selected i, "
@@ -97,17 +97,17 @@ def _c_other(inst: Instance) -> np.ndarray:
 
 
 @C_other.ball_form
-def _c_other_ball(ex: ExactInstance) -> np.ndarray:
+def _c_other_ball(ex: BallInstance) -> np.ndarray:
     P, Q = _P_Q_ball(ex)
     return P * P - Q
 
 
 @C_other.torch_form
-def _c_other_torch(st: State) -> Any:
-    w = st.alpha * st.mult * st.mask
-    P = w.sum(-1, keepdim=True) - st.alpha
-    Q = (w * st.alpha).sum(-1, keepdim=True) - st.alpha**2
-    return (P**2 - Q).clamp(min=0.0) if st.top_N > 2 else P * 0.0
+def _c_other_torch(state: State) -> Any:
+    w = state.alpha * state.mult * state.mask
+    P = w.sum(-1, keepdim=True) - state.alpha
+    Q = (w * state.alpha).sum(-1, keepdim=True) - state.alpha**2
+    return (P**2 - Q).clamp(min=0.0) if state.top_N > 2 else P * 0.0
 
 
 # -- N_s for the instance's own token vectors -----------------------------------------------------------------
@@ -125,7 +125,7 @@ def _classify(ops: Ops, dist: np.ndarray, r: Any) -> tuple[np.ndarray, np.ndarra
     return inside, outside
 
 
-def _counts_ball(ex: ExactInstance) -> tuple[tuple[int, int], tuple[int, int]]:
+def _counts_ball(ex: BallInstance) -> tuple[tuple[int, int], tuple[int, int]]:
     """Bounds (lo, hi) on the relaxed and the full count N_s for the instance's own x."""
     ops = ex.ops
     s = ex.weighted_total(ex.alpha[:, None] * ex.need_x(), ex.sel)
@@ -142,7 +142,7 @@ def _counts_ball(ex: ExactInstance) -> tuple[tuple[int, int], tuple[int, int]]:
     return rel, (0, rel[1])
 
 
-def _cached_counts_ball(ex: ExactInstance) -> tuple[tuple[int, int], tuple[int, int]]:
+def _cached_counts_ball(ex: BallInstance) -> tuple[tuple[int, int], tuple[int, int]]:
     if "Ns" not in ex.cache:
         ex.cache["Ns"] = _counts_ball(ex)
     return ex.cache["Ns"]
@@ -172,7 +172,7 @@ def _r_paper(inst: Instance) -> np.ndarray:
 
 
 @r_paper.ball_form
-def _r_paper_ball(ex: ExactInstance) -> Any:
+def _r_paper_ball(ex: BallInstance) -> Any:
     if len(ex.out) == 0:
         raise Unsupported("r_paper needs a non-selected token (N < L)")
     s = ex.weighted_total(ex.alpha[:, None] * ex.need_x(), ex.sel)
@@ -216,7 +216,7 @@ def _delta_min(inst: Instance) -> np.ndarray:
 
 
 @delta_min.ball_form
-def _delta_min_ball(ex: ExactInstance) -> Any:
+def _delta_min_ball(ex: BallInstance) -> Any:
     if any(c >= 2 for c in ex.counts):
         return ex.num(0)
     p = np.flatnonzero(ex.present)
@@ -316,7 +316,7 @@ def _expected_ns(inst: Instance, which: int) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.full(inst.B, float(hoeffding_halfwidth(1.0, draws, level)))
 
 
-def _feasible(ex: ExactInstance) -> None:
+def _feasible(ex: BallInstance) -> None:
     """Exhibit a configuration with all pairwise distances > delta (so the conditioned law exists)."""
     if "feasible" in ex.cache:
         return
@@ -340,7 +340,7 @@ def _feasible(ex: ExactInstance) -> None:
     ex.cache["feasible"] = True
 
 
-def _token_balls(ex: ExactInstance) -> tuple[np.ndarray, np.ndarray]:
+def _token_balls(ex: BallInstance) -> tuple[np.ndarray, np.ndarray]:
     """Per-token weights (balls) and selection, the columns written out by their counts."""
     reps = np.repeat(np.arange(ex.K), ex.counts)
     return ex.alpha[reps], ex._need_mask()[reps]
@@ -356,7 +356,7 @@ def _norm_bounds(ops: Ops, weights: np.ndarray, M: Any) -> tuple[Any, Any]:
     return ops.max2(ops.zero(), (big - (total - big)) * M), total * M
 
 
-def _sphere_bounds(ex: ExactInstance, which: int) -> tuple[int, int]:
+def _sphere_bounds(ex: BallInstance, which: int) -> tuple[int, int]:
     """Bounds on N_s valid for EVERY configuration on the sphere with separation delta.
 
     Selected ``i``: ``||s - alpha_i x_i|| <= xi_i`` (Theorem 2's expansion) and ``>=`` the reverse-triangle
@@ -394,7 +394,7 @@ def _sphere_bounds(ex: ExactInstance, which: int) -> tuple[int, int]:
     return (0, relaxed[1])
 
 
-def _expected_ns_ball(ex: ExactInstance, which: int) -> Any:
+def _expected_ns_ball(ex: BallInstance, which: int) -> Any:
     """``E[N_s]/N``: bounds valid for every configuration first (exact when they meet); the
     certifier asks for the Monte Carlo refinement (:func:`refine_sphere`) only when they do not decide."""
     ops, N = ex.ops, cast(int, ex.N)
@@ -409,7 +409,7 @@ def _expected_ns_ball(ex: ExactInstance, which: int) -> Any:
     return det
 
 
-def _expected_ns_mc(ex: ExactInstance, which: int) -> Any:
+def _expected_ns_mc(ex: BallInstance, which: int) -> Any:
     """Monte Carlo refinement of :func:`_expected_ns_ball` (statistical, Hoeffding at level 1 - mc_level)."""
     ops, N, L = ex.ops, cast(int, ex.N), ex.L
     draws, seed, beta = mc_settings(ex.inst.params)
@@ -440,7 +440,7 @@ def _expected_ns_mc(ex: ExactInstance, which: int) -> Any:
     return ops.hull(ops.max2(ops.lower(mc), ops.lower(det)), ops.min2(ops.upper(mc), ops.upper(det)))
 
 
-def refine_sphere(ex: ExactInstance) -> bool:
+def refine_sphere(ex: BallInstance) -> bool:
     """Replace undetermined sphere expectations by their Monte Carlo intervals; True if any changed."""
     changed = False
     for which, name in ((0, "E_Ns_relaxed"), (1, "E_Ns_full")):

@@ -211,7 +211,7 @@ def ratio_fns(normaliser: RatioNormaliser, T: Any, L: int | None = None) -> tupl
 
 def state_of(inst: Any, *, recompute_selection: bool = False) -> State:
     """A :class:`State` holding a float instance as float64 tensors (no gradients), for comparing the torch
-    forms with the float forms (value oracle) and for starting gradient ascent. The weights come from the
+    forms with the float forms (the cross-check of forms) and for starting gradient ascent. The weights come from the
     normaliser's torch map (ratio normalisers) or are taken as given; the selection is the instance's own
     unless ``recompute_selection`` (dense instances: the top-N set of the current weights)."""
     torch = import_torch()

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from attnbounds.theory.mathematics.balls import ExactInstance
+from attnbounds.theory.mathematics.balls import BallInstance
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.mathematics.opaque import OAbs
@@ -25,13 +25,13 @@ def _alpha_i(inst: Instance) -> np.ndarray:
 
 
 @alpha_i.ball_form
-def _alpha_i_ball(ex: ExactInstance) -> np.ndarray:
+def _alpha_i_ball(ex: BallInstance) -> np.ndarray:
     return ex.alpha
 
 
 @alpha_i.torch_form
-def _alpha_i_torch(st: State) -> Any:
-    return st.alpha
+def _alpha_i_torch(state: State) -> Any:
+    return state.alpha
 
 
 @alpha_i.relaxed_form
@@ -51,13 +51,13 @@ def _extreme_weight(how: Literal["min", "max"]) -> Quantity:
         return masked(inst.alpha, inst.present)
 
     @q.ball_form
-    def _ball(ex: ExactInstance) -> Any:
+    def _ball(ex: BallInstance) -> Any:
         extreme = ex.ops.minimum if how == "min" else ex.ops.maximum
         return extreme(ex.alpha[ex.present])
 
     @q.torch_form
-    def _torch(st: State) -> Any:
-        return st.masked(st.alpha, st.present, how)
+    def _torch(state: State) -> Any:
+        return state.masked(state.alpha, state.present, how)
 
     @q.relaxed_form
     def _relaxed(rx: Any) -> Any:
@@ -79,13 +79,13 @@ def _abar(inst: Instance) -> np.ndarray:
 
 
 @abar_N.ball_form
-def _abar_ball(ex: ExactInstance) -> Any:
+def _abar_ball(ex: BallInstance) -> Any:
     return ex.weighted_total(ex.alpha, ex.sel)
 
 
 @abar_N.torch_form
-def _abar_torch(st: State) -> Any:
-    return (st.alpha * st.mult * st.mask).sum(-1)
+def _abar_torch(state: State) -> Any:
+    return (state.alpha * state.mult * state.mask).sum(-1)
 
 
 @abar_N.relaxed_form
@@ -103,13 +103,13 @@ def _absmax(inst: Instance) -> np.ndarray:
 
 
 @logit_absmax.ball_form
-def _absmax_ball(ex: ExactInstance) -> Any:
+def _absmax_ball(ex: BallInstance) -> Any:
     return ex.ops.maximum(ex.ops.map(ex.ops.abs, ex.need_logits()[ex.present]))
 
 
 @logit_absmax.torch_form
-def _absmax_torch(st: State) -> Any:
-    return st.masked(st.logits.abs(), st.present, "max")
+def _absmax_torch(state: State) -> Any:
+    return state.masked(state.logits.abs(), state.present, "max")
 
 
 @logit_absmax.relaxed_form

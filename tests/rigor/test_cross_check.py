@@ -1,4 +1,4 @@
-"""The value oracle: every quantity's implementations agree with each other on adversarial instances.
+"""The cross-check of forms: every quantity's implementations agree with each other on adversarial instances.
 
 For every registered quantity (:mod:`attnbounds.theory.mathematics.quantities`):
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import strategies as hs
 
 from attnbounds.theory.mathematics import balls, strategies
 from attnbounds.theory.mathematics.errors import AttnBoundsError
@@ -75,7 +75,7 @@ def _max_L(name: str) -> int:
     return min(COSTS[QUANTITIES[name].cost].test_L, 1024)
 
 
-def _instances(name: str, classes: bool) -> st.SearchStrategy[Instance]:
+def _instances(name: str, classes: bool) -> hs.SearchStrategy[Instance]:
     q = QUANTITIES[name]
     ratio = q.normaliser or "ratio" in q.needs or q.cost == "jacobian"
     max_count = 4096 if q.class_limit else 10**6
@@ -95,13 +95,13 @@ def _ball(name: str, inst: Instance, b: int) -> object | None:
     ops = backend("arb")
     try:
         with ops.precision(128):
-            ex = balls.exact_instance(inst.take(b), ops)
+            ex = balls.ball_instance(inst.take(b), ops)
             return ex, ball_value(name, ex)
     except AttnBoundsError:
         return None
 
 
-def _columns(name: str, inst: Instance, b: int, ex: balls.ExactInstance) -> np.ndarray:
+def _columns(name: str, inst: Instance, b: int, ex: balls.BallInstance) -> np.ndarray:
     """The float columns that the ball form's array covers (selected columns for per-selected-token quantities)."""
     return ex.sel if QUANTITIES[name].shape == "BN" else np.flatnonzero(inst.present[b])
 
@@ -210,8 +210,8 @@ _SETTINGS = settings(max_examples=min(settings.default.max_examples, 12)
 
 @pytest.mark.parametrize("name", sorted(QUANTITIES))
 @_SETTINGS
-@given(data=st.data())
-def test_float_lies_in_the_ball_and_torch_agrees(name: str, data: st.DataObject) -> None:
+@given(data=hs.data())
+def test_float_lies_in_the_ball_and_torch_agrees(name: str, data: hs.DataObject) -> None:
     inst = data.draw(_instances(name, classes=False), label="dense instance")
     checked = _check_float_in_ball(name, inst) + _check_torch(name, inst)
     assume(checked > 0)
@@ -219,8 +219,8 @@ def test_float_lies_in_the_ball_and_torch_agrees(name: str, data: st.DataObject)
 
 @pytest.mark.parametrize("name", sorted(QUANTITIES))
 @_SETTINGS
-@given(data=st.data())
-def test_token_classes_equal_their_tokens(name: str, data: st.DataObject) -> None:
+@given(data=hs.data())
+def test_token_classes_equal_their_tokens(name: str, data: hs.DataObject) -> None:
     inst = data.draw(_instances(name, classes=True), label="class instance")
     value = _float(name, inst)
     assume(value is not None)
@@ -283,7 +283,7 @@ def _graded_exp_poly(rng: np.random.Generator) -> Instance | None:
 
 def test_the_spectral_norm_of_tiny_exp_poly_jacobians_lies_in_its_ball():
     """The slip the graded draws found: the float spectral norm of such Jacobians came out 19 to 31 % low (the
-    diagonal a_k (1 - a_k) was computed as a_k - a_k^2 = 0); it is now in the ball to the oracle's budget."""
+    diagonal a_k (1 - a_k) was computed as a_k - a_k^2 = 0); it is now in the ball to the cross-check's budget."""
     rng = np.random.default_rng(7)
     checked = 0
     for _ in range(60):
