@@ -10,8 +10,7 @@ exact zero is recognised by sympy. The verdict is PROVED when every conjunct hol
 
 from __future__ import annotations
 
-import time
-from typing import Any
+from typing import Any, TypedDict
 
 import sympy as sp
 
@@ -63,7 +62,14 @@ def sign_of(value: sp.Expr) -> tuple[int | None, str]:
     return None, method
 
 
-def decide_conjunct(rel: sp.Rel, written: sp.Basic | None = None) -> dict[str, Any]:
+class ClosedClaim(TypedDict):
+    """What a record says of a closed claim (``closed_claim``): each conjunct decided, the fixed values used."""
+
+    conjuncts: list[dict[str, str]]
+    fixed: dict[str, float]
+
+
+def decide_conjunct(rel: sp.Rel, written: sp.Basic | None = None) -> dict[str, str]:
     """``{relation, lhs, rhs, lhs_decimal, rhs_decimal, margin, status, method}`` for one conjunct ``lhs <= rhs`` (or
     ``lhs < rhs``: strict, an exact 0 margin violates it)."""
     from attnbounds.theory.mathematics.intervals import backend
@@ -88,14 +94,14 @@ def decide_conjunct(rel: sp.Rel, written: sp.Basic | None = None) -> dict[str, A
     return out
 
 
-def decide(statement: Statement) -> tuple[Verdict, str, dict[str, Any]]:
+def decide(statement: Statement) -> tuple[Verdict, str, ClosedClaim]:
     """``(verdict, reason, closed_claim)`` of a closed claim (module docstring)."""
     written = list(statement.relation.args) if isinstance(statement.relation, sp.And) else [statement.relation]
     parts = [decide_conjunct(rel, w) for rel, w in zip(conjuncts(statement.relation), written)]
     failed = [p for p in parts if p["status"] == "violated"]
     open_ = [p for p in parts if p["status"] == "undecided"]
 
-    def show(p: dict[str, Any]) -> str:
+    def show(p: dict[str, str]) -> str:
         return f"{p['relation']}: lhs = {p['lhs']} ({p['lhs_decimal']}), rhs = {p['rhs']} ({p['rhs_decimal']}); {p['method']}"
 
     verdict: Verdict
@@ -105,13 +111,5 @@ def decide(statement: Statement) -> tuple[Verdict, str, dict[str, Any]]:
         verdict, reason = "UNDECIDED", "a closed claim whose sign could not be settled: " + "; ".join(show(p) for p in open_)
     else:
         verdict, reason = "PROVED", "a closed claim, decided exactly: true; " + "; ".join(show(p) for p in parts)
-    return verdict, reason, {"conjuncts": parts, "fixed": {k: float(v) for k, v in sorted(statement.fixed.items())}}
-
-
-def record(statement: Statement, fields: dict[str, Any], timing: dict[str, Any]) -> tuple[Verdict, str]:
-    """Fill ``fields`` (of :func:`attnbounds.theory.running.verify.verify_statement`) for a closed claim; its verdict and reason."""
-    t = time.perf_counter()
-    verdict, reason, info = decide(statement)
-    fields["closed_claim"] = info
-    timing["decide_s"] = time.perf_counter() - t
-    return verdict, reason
+    return verdict, reason, ClosedClaim(conjuncts=parts,
+                                        fixed={k: float(v) for k, v in sorted(statement.fixed.items())})

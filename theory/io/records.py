@@ -100,10 +100,13 @@ _FOUND = {  # what a counterexample (and an interior one) says about itself
     "boundary": _STRS, "shrunk": _BOOL, "smallest_violating_L_seen": _COUNT_OR_NULL, "limit": _LIMITS,
     "certified": _BOOL, "note": _STR, "found": _BOOL, "reason": _STR, "tried": _COUNT,
     "float": {"type": "object", "properties": {k: _NUM for k in ("lhs", "rhs", "margin", "relative_margin")}},
+    "smallest_float_violation_L_seen": {"type": "object", "required": ["L", "certificate", "note"],
+                                        "properties": {"L": _COUNT, "certificate": _STR, "note": _STR}},
 }
 _METHOD = {"type": "object", "properties": {
     "tried": _COUNT, "applicable": _COUNT_OR_NULL, "violations": _COUNT, "L_range": _SPAN, "best_ratio": _NUM_OR_NULL,
-    "best_margin": _NUM_OR_NULL, "stopped": _STR, "errors": _COUNT, "error_messages": _STRS,
+    "best_margin": _NUM_OR_NULL, "stopped": _STR, "errors": _COUNT, "error_messages": _STRS, "skipped": _COUNT,
+    "callable_failures": _COUNT, "callable_failure_messages": _STRS, "cut": _COUNT, "violation_L_min": _COUNT,
     "by_L": {"type": "array", "items": {"type": "array", "minItems": 3, "maxItems": 3, "items": _NUM}}}}
 
 #: JSON Schema (draft 2020-12 subset) of a record; :func:`validate` implements the subset used. Beyond the shape, it
@@ -151,7 +154,8 @@ SCHEMA: dict[str, Any] = {
                            "properties": {"normaliser": _STR, "instances": _INT, "longest_L": _INT, "note": _STR}},
         "closed_claim": {"type": "object", "required": ["conjuncts"], "properties": {
             "conjuncts": {"type": "array", "items": {"type": "object", "required": ["relation", "lhs", "rhs", "method"],
-                                                     "additionalProperties": _STR}}}},
+                                                     "additionalProperties": _STR}},
+            "fixed": {"type": "object", "additionalProperties": _NUM}}},
         "hypotheses": {"type": "array", "items": {"type": "object", "required": ["id", "description"],
                                                   "properties": {"id": _STR, "description": _STR}}},
         "paper": {"type": "object", "required": ["title", "arxiv", "version", "bibtex_key"],
@@ -177,11 +181,12 @@ SCHEMA: dict[str, Any] = {
                       "properties": {"best_ratio": _NUM_OR_NULL, "best_margin": _NUM_OR_NULL,
                                      "witness": {"anyOf": [_NULL, _INSTANCE]},
                                      "certificate": {"anyOf": [_NULL, _CERTIFICATE]},
-                                     "equality": {"type": ["boolean", "null"]}, "limit": _LIMITS}},
+                                     "equality": {"type": ["boolean", "null"]}, "limit": _LIMITS,
+                                     "float_only": _STR}},
         "search": {"type": "object", "required": ["budget_s", "seed", "tried", "by_method", "candidates", "L_range"],
                    "properties": {"budget_s": _NUM, "seed": _INT, "tried": _COUNT,
                                   "by_method": {"type": "object", "additionalProperties": _METHOD},
-                                  "candidates": {"type": "array", "items": _OBJ},
+                                  "candidates": {"type": "array", "items": _OBJ}, "plan": _OBJ,
                                   "L_range": {"type": "object", "additionalProperties": _SPAN}}},
         "software": {"type": "object", "required": ["attnbounds", "python", "numpy", "sympy", "mpmath", "flint", "torch"],
                      "additionalProperties": {"type": ["string", "null"]}},

@@ -35,9 +35,11 @@ from attnbounds.theory.mathematics.errors import AttnBoundsError, CallableFailed
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.memory import blas_threads
 from attnbounds.theory.deciding.parallel import Runner
-from attnbounds.theory.io.records import PAPER, Record, Records, git_state, software
+from attnbounds.theory.io.builder import (CandidatePart, CounterexamplePart, FloatOnlyLength, FloatViolation, InteriorPart,
+                                          LRangePart, RecordBuilder, Source, Timing, TightnessPart, candidate_part)
+from attnbounds.theory.io.records import Record, Records
 from attnbounds.theory.io.serialize import instance_to_json
-from attnbounds.theory.mathematics.statement import PAPER_VERSION, Statement, Verdict
+from attnbounds.theory.mathematics.statement import Statement, Verdict
 
 from attnbounds.theory.deciding.search.tracker import TIMING_KEYS, MethodSummary
 from attnbounds.theory.deciding.search.budget import CEILING, CEILING_GRACE_S, DEFAULT_BUDGET_S, check_budget, deadline_s  # noqa: E402  (one default, re-exported)
@@ -95,81 +97,62 @@ def _applicable(by_method: dict[str, MethodSummary]) -> int | None:
     return int(sum(counts)) if counts else None
 
 
-def _certificate_summary(rank: int, cert: Certificate) -> dict[str, Any]:
-    out = {"rank": rank, "status": cert.status, "method": cert.method, "margin_lo": cert.margin_lo,
-           "margin_hi": cert.margin_hi, "statistical": cert.statistical, "equality": cert.equality()}
-    if not (math.isfinite(cert.margin_lo) and math.isfinite(cert.margin_hi)):  # no margin at all: say why
-        out["why"] = "; ".join(cert.notes)[:300] or "no enclosure of the margin"
-    return out
-
-
-def statement_json(st: Statement, source: str) -> dict[str, Any]:
-    import sympy as sp
-
-    out = {"id": st.id, "title": st.title, "latex": st.latex, "srepr": sp.srepr(st.relation), "formula": st.formula,
-           "where": st.where(), "bindings": dict(sorted(st.bindings.items())),
-           "defaults": {k: (v if isinstance(v, str) else float(v)) for k, v in sorted(st.defaults.items())},
-           "kind": st.kind, "expectation_over": st.expectation_over, "notes": st.notes,
-           "citation": {"numbering": st.citation.numbering, "arxiv": st.citation.arxiv, "version": st.citation.version},
-           "source": source}
-    if st.fixed:  # parameters the search never draws: as given
-        out["fixed"] = {k: float(v) for k, v in sorted(st.fixed.items())}
-    if st.ranges:  # the ranges the search draws within
-        out["ranges"] = {k: [float(lo), float(hi)] for k, (lo, hi) in sorted(st.ranges.items())}
-    return out
-
-
 def _fmt(x: float | None) -> str:
     return "n/a" if x is None or not math.isfinite(x) else f"{x:.4g}"
 
 
-def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0, source: str = "paper",
+def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0, source: Source = "paper",
                      search: SearchFn | None = None, prover: ProverFn | None = None,
                      max_candidates: int = MAX_CANDIDATES, min_tried: int = MIN_TRIED,
-                     runner: Runner | None = None) -> Record:
+                     runner: Runner | None = None, scheduler: str | None = None) -> Record:
     """The record of one statement (module docstring). Crashes become ERROR records, never silence.
 
     ``runner`` (:mod:`attnbounds.theory.deciding.parallel`, in-process by default) runs the independent pieces: the proof
     replay (overlapping the search), the default search's pieces, the tightest instance's certificate
     (overlapping the search for an interior counterexample) and the limit analysis' growths; the record does
-    not depend on it."""
+    not depend on it. ``scheduler``: the name :func:`verify` ran it under, written to ``timing``."""
     start = time.perf_counter()
-    timing: dict[str, Any] = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    fields = _fields(st, source, budget_s, seed)
-    decide = functools.partial(_decide, timing=timing, budget_s=budget_s, seed=seed, search=search,
-                               prover=prover or default_prover, max_candidates=max_candidates, min_tried=min_tried,
-                               runner=runner or Runner())
+    timing: Timing = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if scheduler is not None:
+        timing["scheduler"] = scheduler
+    record = RecordBuilder.start(st, source, budget_s, seed, timing)
+    decide = functools.partial(_decide, budget_s=budget_s, seed=seed, search=search, prover=prover or default_prover,
+                               max_candidates=max_candidates, min_tried=min_tried, runner=runner or Runner())
     with blas_threads(1):  # certificates' linear algebra too (see memory.blas_threads)
-        verdict, reason, fields = _verify_fields(st, fields, timing, decide, source, budget_s, seed)
+        verdict, reason, record = _verdict(st, record, decide, source, budget_s, seed)
     timing["wall_s"] = time.perf_counter() - start
-    return Record.build(**fields, verdict=verdict, reason=reason, timing=timing)
+    return record.build(verdict, reason)
 
 
-def _verify_fields(st: Statement, fields: dict[str, Any], timing: dict[str, Any], decide: Callable[..., tuple[Verdict, str]],
-                   source: str, budget_s: float, seed: int) -> tuple[Verdict, str, dict[str, Any]]:
-    """The verdict, reason and fields of :func:`verify_statement` (crashes become ERROR, never silence)."""
+def _verdict(st: Statement, record: RecordBuilder, decide: Callable[..., tuple[Verdict, str]], source: Source,
+             budget_s: float, seed: int) -> tuple[Verdict, str, RecordBuilder]:
+    """The verdict and reason of :func:`verify_statement`, and the record they were found for (a new one when a
+    declared ``log F`` is refused: the statement is then judged about the function alone). Crashes become ERROR,
+    never silence."""
     from attnbounds.theory.deciding import closed_claims
 
+    timing = record.timing
     try:
         if closed_claims.is_closed(st):  # nothing to search: decided exactly
-            verdict, reason = closed_claims.record(st, fields, timing)
+            t = time.perf_counter()
+            verdict, reason, record.closed_claim = closed_claims.decide(st)
+            timing["decide_s"] = time.perf_counter() - t
         else:
-            if uncertified(st) is not None:
-                fields["certified"] = False
+            record.certified = uncertified(st) is None
             confirm = Confirmer.of(st)  # a normaliser declared with log F and its torch function
             try:
                 if confirm is not None:
                     confirm.spread(seed)
-                verdict, reason = decide(st, fields, confirm=confirm)
+                verdict, reason = decide(st, record, confirm=confirm)
                 if confirm is not None:
-                    fields["callable_check"] = confirm.summary()
+                    record.callable_check = confirm.summary()
             except LogFRefused as refused:  # the verdict must hold for the function: judge it alone
                 with judged_by_callable(st) as alone:
-                    fields = _fields(alone, source, budget_s, seed)
-                    fields["certified"] = False
-                    fields["log_F_refused"] = {"normaliser": confirm.declared.name if confirm else None,
-                                               "reason": str(refused)}
-                    verdict, reason = decide(alone, fields, confirm=None)
+                    record = RecordBuilder.start(alone, source, budget_s, seed, timing)
+                    record.certified = False
+                    record.log_F_refused = {"normaliser": confirm.declared.name if confirm else None,
+                                            "reason": str(refused)}
+                    verdict, reason = decide(alone, record, confirm=None)
                 if refused.failed and verdict == "VERIFIED":  # it fails on part of the range: not everything holds
                     verdict = "UNDECIDED"
                 reason = (f"log_F refused for this run ({refused}); judged as the Python callable alone, without "
@@ -178,20 +161,7 @@ def _verify_fields(st: Statement, fields: dict[str, Any], timing: dict[str, Any]
         verdict = "ERROR"
         reason = f"internal error while verifying: {type(exc).__name__}: {exc}"
         timing["traceback"] = traceback.format_exc(limit=8)
-    return verdict, reason, fields
-
-
-def _fields(st: Statement, source: str, budget_s: float, seed: int) -> dict[str, Any]:
-    """A record's fields before anything is decided."""
-    return {
-        "id": st.id, "statement": statement_json(st, source),
-        "hypotheses": [{"id": h.id, "description": h.description} for h in st.hypotheses],
-        "paper": {**PAPER, "version": PAPER_VERSION}, "proof": None, "counterexample": None,
-        "tightness": {"best_ratio": None, "best_margin": None, "witness": None, "certificate": None, "equality": None},
-        "search": {"budget_s": float(budget_s), "seed": int(seed), "tried": 0, "by_method": {}, "candidates": [],
-                   "L_range": {"dense": None, "classes": None, "all": None}},
-        "software": dict(software()), "git": dict(git_state()),
-    }
+    return verdict, reason, record
 
 
 def _replay(prover: ProverFn, statement_id: str) -> tuple[dict[str, Any] | None, str | None, list[str], float]:
@@ -210,16 +180,17 @@ def _replay(prover: ProverFn, statement_id: str) -> tuple[dict[str, Any] | None,
     return proof, None, [note], time.perf_counter() - t
 
 
-def _decide(st: Statement, fields: dict[str, Any], *, timing: dict[str, Any], budget_s: float, seed: int,
+def _decide(st: Statement, record: RecordBuilder, *, budget_s: float, seed: int,
             search: SearchFn | None, prover: ProverFn, max_candidates: int, min_tried: int,
             runner: Runner, confirm: Confirmer | None) -> tuple[Verdict, str]:
-    """The verdict and reason of a statement that is not a closed claim (module docstring), ``fields`` filled in.
+    """The verdict and reason of a statement that is not a closed claim (module docstring), ``record`` filled in.
     ``confirm``: the torch function a declared normaliser's verdicts must hold for (it raises
     :class:`~attnbounds.theory.mathematics.callables.LogFRefused` on the instances searched, before anything is certified)."""
+    timing = record.timing
     replaying = runner.start(_replay, [st.id], shared=prover, label=f"proof {st.id}")
 
     def proof() -> tuple[str | None, list[str]]:
-        fields["proof"], proved_by, notes, timing["proof_s"] = replaying.results()[0]
+        record.proof, proved_by, notes, timing["proof_s"] = replaying.results()[0]
         return proved_by, notes
 
     if search is None:  # the default search runs its pieces on a cluster's runner too, all under one ceiling
@@ -243,11 +214,10 @@ def _decide(st: Statement, fields: dict[str, Any], *, timing: dict[str, Any], bu
         timing["search.wall_s"] = float(res.wall_s)
     by_method, method_timing = _split_timing(dict(res.by_method))
     timing.update(method_timing)
-    fields["search"].update(tried=int(res.tried), by_method=by_method)
+    search_part = record.search
+    search_part["tried"], search_part["by_method"], search_part["L_range"] = int(res.tried), by_method, _L_range(by_method)
     if getattr(res, "plan", None):
-        fields["search"]["plan"] = dict(res.plan)  # the fixed work the budget bought (deterministic)
-
-    fields["search"]["L_range"] = _L_range(by_method)
+        search_part["plan"] = dict(res.plan)  # the fixed work the budget bought (deterministic)
 
     t = time.perf_counter()
     float_only = uncertified(st)
@@ -269,16 +239,16 @@ def _decide(st: Statement, fields: dict[str, Any], *, timing: dict[str, Any], bu
     if chosen is None and best_certificate is not None:  # the float search saw it hold: the certificate may not
         best_cert = best_certificate.results()[0]  # (a strict bound's equality case, a violation rounding hid)
         if best_cert.status == "violated":
-            summaries.append(_certificate_summary(len(cands), best_cert))
+            summaries.append(candidate_part(len(cands), best_cert))
             chosen = (len(cands), res.best, best_cert)
-    fields["search"]["candidates"] = summaries
+    search_part["candidates"] = summaries
     relaxed = None
     if float_only is None:  # the relaxation prover: PROVED for every L, or a counterexample the search missed
         relaxed = _relaxation(st, budget_s)
-        fields["relaxation"] = relaxed.to_json()
+        record.relaxation = relaxed.to_json()
         if chosen is None and relaxed.status == "refuted" and relaxed.counterexample is not None:
             cert = certify(st, relaxed.counterexample, 0)
-            fields["relaxation"]["counterexample_certificate"] = _certificate_summary(len(summaries), cert)
+            record.relaxation["counterexample_certificate"] = candidate_part(len(summaries), cert)
             if cert.status == "violated":
                 if confirm is not None:  # the function must give the weights the counterexample carries
                     confirm.check([relaxed.counterexample])
@@ -286,31 +256,29 @@ def _decide(st: Statement, fields: dict[str, Any], *, timing: dict[str, Any], bu
                 cands = [*cands, relaxed.counterexample]
                 notes.append("the counterexample was found by the relaxation prover (the search found none)")
     if float_only is not None:
-        return ladder(_float_only_findings(st, fields, timing, res, cands, chosen, float_only, seed=seed,
-                                           budget_s=budget_s, t=t), min_tried)
+        return ladder(_float_only_findings(st, record, res, cands, chosen, float_only, seed=seed, budget_s=budget_s,
+                                           t=t), min_tried)
     if chosen is not None:
         rank, cand, cert = chosen
-        fields["counterexample"] = _counterexample_json(cand, cert, rank, minimal is not None and cand is minimal)
-        fields["counterexample"].update(_shortest_violation(st, cands, summaries, cand, getattr(res, "shortest", None)))
+        cx = record.counterexample = _counterexample_part(cand, cert, rank, minimal is not None and cand is minimal)
+        _shortest_violation(cx, st, cands, summaries, cand, getattr(res, "shortest", None))
         at_limit = cand
-        if fields["counterexample"]["boundary"]:  # also look for a counterexample inside the hypotheses
-            interior = _interior_counterexample(st, cands, chosen, budget_s=budget_s, seed=seed, search=search,
-                                                max_candidates=max_candidates)
-            fields["counterexample"]["interior"] = interior
-            if interior.get("found"):
-                at_limit = interior["_instance"]
+        if cx["boundary"]:  # also look for a counterexample inside the hypotheses
+            cx["interior"], inside = _interior_counterexample(st, cands, chosen, budget_s=budget_s, seed=seed,
+                                                              search=search, max_candidates=max_candidates)
+            if inside is not None:
+                at_limit = inside
                 if confirm is not None:
                     confirm.check([at_limit])
-                del interior["_instance"]
-        fields["counterexample"]["limit"] = _limits(st, at_limit, violated=True, runner=runner)
+        cx["limit"] = _limits(st, at_limit, violated=True, runner=runner)
     if best_certificate is not None:
         best_cert = best_cert or best_certificate.results()[0]
-        fields["tightness"] = _tightness(res, best_cert)
+        tight = record.tightness = _tightness(res, best_cert)
         if chosen is None:
-            fields["tightness"]["limit"] = _limits(st, res.best, violated=False, runner=runner)
+            tight["limit"] = _limits(st, res.best, violated=False, runner=runner)
             ratio = _finite_or_none(res.best_ratio)
             if ratio is not None and ratio > 1 and best_cert.status == "holds":  # re-checked: rounding, not excess
-                fields["tightness"]["float_only"] = (
+                tight["float_only"] = (
                     f"lhs/rhs = {ratio!r} exceeds 1 in float64 only: the certificate of this instance says the bound "
                     f"holds there (margin in [{best_cert.margin_lo_text}, {best_cert.margin_hi_text}])")
     timing["certify_s"] = time.perf_counter() - t
@@ -327,7 +295,8 @@ def _decide(st: Statement, fields: dict[str, Any], *, timing: dict[str, Any], bu
                                     f"{confirm.declared.name!r} can be evaluated on: a verdict about the function "
                                     f"needs the function", contradiction)
         else:
-            refutation = Refutation("REFUTED", _refuted(fields["counterexample"], cert), contradiction)
+            refutation = Refutation("REFUTED", _refuted(cast(CounterexamplePart, record.counterexample), cert),
+                                    contradiction)
     relaxation_proved = relaxed is not None and relaxed.status == "proved"
     relaxation = (relaxed.to_json()["rests_on"] if relaxation_proved and relaxed is not None else
                   f"the relaxation prover: {relaxed.status}: {relaxed.reason}" if relaxed is not None else "")
@@ -337,9 +306,10 @@ def _decide(st: Statement, fields: dict[str, Any], *, timing: dict[str, Any], bu
            f"[{best_cert.margin_lo:.3g}, {best_cert.margin_hi:.3g}]): a strict inequality is false if it is exactly 0, "
            f"and that could not be decided" if best_cert is not None and best_cert.strict else None)
     shown = _fmt(_finite_or_none(res.best_ratio)) + (" (above 1 in float64 only: certified to hold there)"
-                                                      if "float_only" in fields["tightness"] else "")
+                                                      if "float_only" in record.tightness else "")
     findings = Findings(
-        what=_what(res, fields, seed=seed, budget_s=budget_s), tried=int(res.tried), applicable=_applicable(by_method),
+        what=_what(res, record.search["L_range"], seed=seed, budget_s=budget_s), tried=int(res.tried),
+        applicable=_applicable(by_method),
         best=res.best is not None, notes=notes, errors=_errors(by_method), failures=_callable_failures(by_method),
         refutation=refutation, proved_by=proved_by, relaxation=relaxation, relaxation_proved=relaxation_proved,
         declared=declared, undecided=[c for c in summaries if c["status"] == "inconclusive" and not c["equality"]],
@@ -374,7 +344,7 @@ class Findings:
     relaxation: str = ""  # what the relaxation prover said (empty: it did not run)
     relaxation_proved: bool = False
     declared: str = ""  # the torch function a relaxation proof about a declared log F speaks for
-    undecided: list[dict[str, Any]] = field(default_factory=list)  # candidates certified neither way
+    undecided: list[CandidatePart] = field(default_factory=list)  # candidates certified neither way
     tie: str | None = None  # why an equality case of a strict bound leaves it undecided
     nothing: str = "no counterexample"  # what VERIFIED says was not found
     largest: str = ""  # the largest lhs / rhs found, as VERIFIED says it
@@ -423,15 +393,15 @@ def ladder(f: Findings, min_tried: int) -> tuple[Verdict, str]:
     return "VERIFIED", f"{f.nothing} in {what}; largest lhs/rhs found {f.largest}{suffix}"
 
 
-def _refuted(cx: dict[str, Any], cert: Certificate) -> str:
+def _refuted(cx: CounterexamplePart, cert: Certificate) -> str:
     """What a certified counterexample is and where (its contexts, the boundary, the limits along L)."""
     kind = (f"a statistical counterexample (Monte Carlo interval at level {cert.level})" if cert.statistical
             else f"a counterexample certified in {cert.backend} interval arithmetic ({cert.method})")
     where = f" at L = {cx['L']}"
     if cx["boundary"]:
-        found = cx.get("interior", {}).get("found")
+        interior = cx.get("interior", InteriorPart())
         where += (f" on the boundary of the hypotheses ({', '.join(cx['boundary'])}); an interior one at L = "
-                  f"{cx['interior']['L']}" if found else f" on the boundary of the hypotheses "
+                  f"{interior['L']}" if interior.get("found") else f" on the boundary of the hypotheses "
                   f"({', '.join(cx['boundary'])}); no interior one found")
     forall = [lim for lim in cx.get("limit", []) if lim["status"].startswith("violated")]
     if forall:
@@ -441,9 +411,8 @@ def _refuted(cx: dict[str, Any], cert: Certificate) -> str:
     return f"{kind}{where}, margin in [{cert.margin_lo:.6g}, {cert.margin_hi:.6g}]"
 
 
-def _what(res: Any, fields: dict[str, Any], *, seed: int, budget_s: float) -> str:
+def _what(res: Any, L_range: LRangePart, *, seed: int, budget_s: float) -> str:
     """What was searched: how many instances, the seed, the budget, the contexts."""
-    L_range = fields["search"]["L_range"]
     head = f"{int(res.tried)} instances searched (seed {seed}, budget {budget_s:g} s"
     return f"{head}; L from {L_range['all'][0]} to {L_range['all'][1]})" if L_range["all"] else f"{head})"
 
@@ -470,27 +439,24 @@ def _search_notes(by_method: dict[str, MethodSummary], more: list[str] | None = 
     return notes
 
 
-def _tightness(res: Any, cert: Certificate | None) -> dict[str, Any]:
+def _tightness(res: Any, cert: Certificate | None) -> TightnessPart:
     """The tightest instance found (largest lhs / rhs), with its certificate when it has one."""
-    return {"best_ratio": _finite_or_none(res.best_ratio), "best_margin": _finite_or_none(res.best_margin),
-            "witness": instance_to_json(res.best.take(0)),
-            "certificate": None if cert is None else cert.to_json(timing=False),
-            "equality": None if cert is None else _attains(res.best_ratio, cert)}
+    return TightnessPart(best_ratio=_finite_or_none(res.best_ratio), best_margin=_finite_or_none(res.best_margin),
+                         witness=instance_to_json(res.best.take(0)),
+                         certificate=None if cert is None else cert.to_json(timing=False),
+                         equality=None if cert is None else _attains(res.best_ratio, cert))
 
 
 #: a float violation of a statement about a callable must have a relative margin below this (clearly not rounding)
 FLOAT_CLEAR = 1e-9
 
 
-def _float_only_findings(st: Statement, fields: dict[str, Any], timing: dict[str, Any], res: Any,
-                         cands: list[Instance], chosen: Any, why: str, *, seed: int, budget_s: float,
-                         t: float) -> Findings:
+def _float_only_findings(st: Statement, record: RecordBuilder, res: Any, cands: list[Instance], chosen: Any, why: str,
+                         *, seed: int, budget_s: float, t: float) -> Findings:
     """The findings about a normaliser that cannot be certified (a Python callable without log F): a clear float
     violation refutes in float arithmetic only (``certified: false``, the float margin shown); nothing proves, so the
     ladder gives at most VERIFIED."""
-    from attnbounds.theory.deciding.boundary import boundaries
-
-    fields["certified"] = False
+    record.certified = False
     found = None
     unconfirmed: list[str] = []  # candidates the callable did not give the same weights again
     for rank, cand in enumerate(cands):
@@ -511,20 +477,19 @@ def _float_only_findings(st: Statement, fields: dict[str, Any], timing: dict[str
             found = (rank, one, lhs, rhs, margin, rel)
             break
     if res.best is not None:
-        fields["tightness"] = _tightness(res, None)
-    timing["certify_s"] = time.perf_counter() - t
-    by_method = fields["search"]["by_method"]
+        record.tightness = _tightness(res, None)
+    record.timing["certify_s"] = time.perf_counter() - t
+    by_method = record.search["by_method"]
     refutation = None
     if found is not None:
         rank, one, lhs, rhs, margin, rel = found
         cert = chosen[2] if chosen is not None and chosen[0] == rank else certify(st, one, 0)
-        fields["counterexample"] = {
-            "instance": instance_to_json(one), "certificate": cert.to_json(timing=False), "statistical": False,
-            "candidate_rank": rank, "shrunk": rank == 0 and getattr(res, "minimal", None) is not None,
-            "L": int(one.L), "boundary": boundaries(one)[0], "certified": False,
-            "float": {"lhs": lhs, "rhs": rhs, "margin": margin, "relative_margin": rel},
-            "note": ("NOT certified: " + why + "; the certificate above (if any) is about the float weights the "
-                     "callable returned, not about the callable")}
+        cx = record.counterexample = _counterexample_part(one, cert, rank, rank == 0 and getattr(res, "minimal", None)
+                                                          is not None)
+        cx["statistical"], cx["certified"] = False, False
+        cx["float"] = FloatViolation(lhs=lhs, rhs=rhs, margin=margin, relative_margin=rel)
+        cx["note"] = ("NOT certified: " + why + "; the certificate above (if any) is about the float weights the "
+                      "callable returned, not about the callable")
         refutation = Refutation("REFUTED", f"violated in float64 arithmetic only, NOT certified ({why}): at L = "
                                 f"{one.L}, lhs = {lhs:.6g}, rhs = {rhs:.6g}, float margin rhs - lhs = {margin:.6g} "
                                 f"(relative {rel:.3g})", f"candidate {rank} violates it in float64 arithmetic")
@@ -534,7 +499,8 @@ def _float_only_findings(st: Statement, fields: dict[str, Any], timing: dict[str
            f"inequality is false at an equality case, which float arithmetic cannot tell from rounding (not certified: "
            f"{why})" if cands and any(st.strict) else None)
     return Findings(
-        what=_what(res, fields, seed=seed, budget_s=budget_s), tried=int(res.tried), applicable=_applicable(by_method),
+        what=_what(res, record.search["L_range"], seed=seed, budget_s=budget_s), tried=int(res.tried),
+        applicable=_applicable(by_method),
         best=res.best is not None, notes=_search_notes(by_method, unconfirmed), errors=_errors(by_method),
         failures=_callable_failures(by_method, unconfirmed), refutation=refutation, tie=tie,
         nothing="no violation in float64 arithmetic",
@@ -560,13 +526,13 @@ def _callable_failures(by_method: dict[str, MethodSummary], more: list[str] | No
             f"those instances were not checked")
 
 
-def _certified(st: Statement, cands: list[Instance]) -> tuple[tuple[int, Instance, Certificate] | None, list[dict[str, Any]]]:
+def _certified(st: Statement, cands: list[Instance]) -> tuple[tuple[int, Instance, Certificate] | None, list[CandidatePart]]:
     """The first candidate certified violated (deterministic preferred to statistical), and every certificate tried."""
     chosen = statistical = None
     summaries = []
     for rank, cand in enumerate(cands):
         cert = certify(st, cand, 0)
-        summaries.append(_certificate_summary(rank, cert))
+        summaries.append(candidate_part(rank, cert))
         if cert.status == "violated" and not cert.statistical:
             chosen = (rank, cand, cert)
             break
@@ -575,38 +541,40 @@ def _certified(st: Statement, cands: list[Instance]) -> tuple[tuple[int, Instanc
     return chosen or statistical, summaries
 
 
-def _counterexample_json(cand: Instance, cert: Certificate, rank: int, shrunk: bool) -> dict[str, Any]:
+def _counterexample_part(cand: Instance, cert: Certificate, rank: int, shrunk: bool) -> CounterexamplePart:
+    """A counterexample: the instance, its certificate, its rank among the candidates, its boundaries."""
     from attnbounds.theory.deciding.boundary import boundaries
 
-    return {"instance": instance_to_json(cand.take(0)), "certificate": cert.to_json(timing=False),
-            "statistical": cert.statistical, "candidate_rank": rank, "shrunk": shrunk, "L": int(cand.L),
-            "boundary": boundaries(cand.take(0))[0]}
+    return CounterexamplePart(instance=instance_to_json(cand.take(0)), certificate=cert.to_json(timing=False),
+                              statistical=cert.statistical, candidate_rank=rank, shrunk=shrunk, L=int(cand.L),
+                              boundary=boundaries(cand.take(0))[0])
 
 
-def _shortest_violation(st: Statement, cands: list[Instance], summaries: list[dict[str, Any]], chosen: Instance,
-                        shortest: Instance | None) -> dict[str, Any]:
-    """``smallest_violating_L_seen``: the shortest context of a *certified* violation (the counterexample, the
-    candidates certified violated, and the search's shortest float violation when its certificate confirms it); a
-    shorter float violation that the certificate does not confirm is ``smallest_float_violation_L_seen``, labelled."""
+def _shortest_violation(cx: CounterexamplePart, st: Statement, cands: list[Instance], summaries: list[CandidatePart],
+                        chosen: Instance, shortest: Instance | None) -> None:
+    """``cx``'s ``smallest_violating_L_seen``: the shortest context of a *certified* violation (the counterexample,
+    the candidates certified violated, and the search's shortest float violation when its certificate confirms it);
+    a shorter float violation that the certificate does not confirm is ``smallest_float_violation_L_seen``,
+    labelled."""
     Ls = [chosen.L] + [cands[s["rank"]].L for s in summaries if s["status"] == "violated" and s["rank"] < len(cands)]
-    out: dict[str, Any] = {}
     if shortest is not None and shortest.L < min(Ls):
         cert = certify(st, shortest, 0)
         if cert.status == "violated":
             Ls.append(shortest.L)
         else:
-            out["smallest_float_violation_L_seen"] = {
-                "L": int(shortest.L), "certificate": cert.status,
-                "note": "a float64 violation at this length that interval arithmetic does not confirm (rounding or an "
-                        "equality case): not a counterexample"}
-    out["smallest_violating_L_seen"] = int(min(Ls))
-    return out
+            cx["smallest_float_violation_L_seen"] = FloatOnlyLength(
+                L=int(shortest.L), certificate=cert.status,
+                note="a float64 violation at this length that interval arithmetic does not confirm (rounding or an "
+                     "equality case): not a counterexample")
+    cx["smallest_violating_L_seen"] = int(min(Ls))
 
 
 def _interior_counterexample(st: Statement, cands: list[Instance], chosen: tuple[int, Instance, Certificate], *,
-                             budget_s: float, seed: int, search: SearchFn, max_candidates: int) -> dict[str, Any]:
-    """A certified counterexample on no boundary of the hypotheses: among the other candidates first, else from a
-    search that only counts interior violations (half the budget, the next seed)."""
+                             budget_s: float, seed: int, search: SearchFn,
+                             max_candidates: int) -> tuple[InteriorPart, Instance | None]:
+    """A certified counterexample on no boundary of the hypotheses (what the record says, and the instance when one
+    was found): among the other candidates first, else from a search that only counts interior violations (half the
+    budget, the next seed)."""
     from attnbounds.theory.deciding.boundary import interior
 
     others = [c for k, c in enumerate(cands) if k != chosen[0] and bool(interior(c.take(0))[0])]
@@ -616,34 +584,35 @@ def _interior_counterexample(st: Statement, cands: list[Instance], chosen: tuple
         try:
             res = search(st, budget_s=budget_s / 2, seed=seed + 1, progress=False, interior=True)
         except TypeError:  # a replacement search without the interior option
-            return {"found": False, "reason": "the search in use cannot restrict itself to interior instances"}
+            return InteriorPart(found=False, reason="the search in use cannot restrict itself to interior instances"), None
         tried = int(res.tried)
         minimal = getattr(res, "minimal", None)
         found, _ = _certified(st, ([minimal] if minimal is not None else []) + _candidates(res.violations)[:max_candidates])
     if found is None:
-        return {"found": False, "tried": tried, "reason": f"no interior counterexample among the candidates and {tried} "
-                                                          "more instances searched (seed + 1, half the budget)"}
-    _, inst, cert = found
-    out = _counterexample_json(inst, cert, found[0], False)
-    out.update(found=True, tried=tried, _instance=inst)
-    return out
+        return InteriorPart(found=False, tried=tried, reason=f"no interior counterexample among the candidates and "
+                                                             f"{tried} more instances searched (seed + 1, half the budget)"), None
+    rank, inst, cert = found
+    cx = _counterexample_part(inst, cert, rank, False)
+    return InteriorPart(found=True, tried=tried, instance=cx["instance"], certificate=cx["certificate"],
+                        statistical=cx["statistical"], candidate_rank=rank, shrunk=False, L=cx["L"],
+                        boundary=cx["boundary"]), inst
 
 
 def _limits(st: Statement, inst: Instance, *, violated: bool, runner: Runner) -> list[dict[str, Any]]:
-    """The statement along the token-class families through ``inst`` (:mod:`attnbounds.theory.deciding.limits`)."""
+    """The statement along the growths of token classes through ``inst`` (:mod:`attnbounds.theory.deciding.limits`)."""
     from attnbounds.theory.deciding import limits
 
     return [r.to_json() for r in limits.analyse(st, inst.take(0), violated=violated, runner=runner)]
 
 
-def _L_range(by_method: dict[str, MethodSummary]) -> dict[str, list[int] | None]:
+def _L_range(by_method: dict[str, MethodSummary]) -> LRangePart:
     """The contexts searched: dense (``random``, ``gradient``, ``targeted``...), token classes, and all of them."""
     def span(methods: list[str]) -> list[int] | None:
         spans = [by_method[m]["L_range"] for m in methods if m in by_method and "L_range" in by_method[m]]
         return [min(s[0] for s in spans), max(s[1] for s in spans)] if spans else None
 
-    return {"dense": span([m for m in by_method if m != "classes"]), "classes": span(["classes"]),
-            "all": span(list(by_method))}
+    return LRangePart(dense=span([m for m in by_method if m != "classes"]), classes=span(["classes"]),
+                      all=span(list(by_method)))
 
 
 def _candidates(violations: Any) -> list[Instance]:
@@ -707,25 +676,24 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
     else:
         chosen = [s for s in extra if s.id in set(ids)] + [registry.get(i) for i in ids if i not in user_ids]
         extra = []
-    todo = [(s, "user" if s.id in user_ids else "paper") for s in [*chosen, *extra]]
+    todo: list[tuple[Statement, Source]] = [(s, "user" if s.id in user_ids else "paper") for s in [*chosen, *extra]]
     with parallel.runner(scheduler) as run:
         if run.workers > 1 and len(todo) >= min(run.workers, READINGS_AS_TASKS):
-            tasks = [(st, source, budget_s, seed, search, prover) for st, source in todo]
+            tasks = [(st, source, budget_s, seed, search, prover, run.name) for st, source in todo]
             out = run.map(_verify_task, tasks, label="verify", progress=progress)
         else:
             out = _verify_here(todo, budget_s=budget_s, seed=seed, progress=progress, search=search, prover=prover,
                                runner=run)
-        for rec in out:
-            rec.data["timing"]["scheduler"] = run.name
     return Records(out)  # a list that Jupyter shows as the report
 
 
-def _verify_task(args: tuple[Statement, str, float, int, SearchFn | None, ProverFn | None]) -> Record:
-    st, source, budget_s, seed, search, prover = args
-    return verify_statement(st, budget_s=budget_s, seed=seed, source=source, search=search, prover=prover)
+def _verify_task(args: tuple[Statement, Source, float, int, SearchFn | None, ProverFn | None, str]) -> Record:
+    st, source, budget_s, seed, search, prover, scheduler = args
+    return verify_statement(st, budget_s=budget_s, seed=seed, source=source, search=search, prover=prover,
+                            scheduler=scheduler)
 
 
-def _verify_here(todo: list[tuple[Statement, str]], *, budget_s: float, seed: int, progress: bool,
+def _verify_here(todo: list[tuple[Statement, Source]], *, budget_s: float, seed: int, progress: bool,
                  search: SearchFn | None, prover: ProverFn | None, runner: Runner) -> list[Record]:
     """The readings one after another, here; the pieces of each (:func:`verify_statement`) run on ``runner``."""
     out = []
@@ -741,7 +709,7 @@ def _verify_here(todo: list[tuple[Statement, str]], *, budget_s: float, seed: in
             if bar is not None:
                 bar.set_postfix_str(printable(st.id, lines=False))
             out.append(verify_statement(st, budget_s=budget_s, seed=seed, source=source, search=search, prover=prover,
-                                        runner=runner))
+                                        runner=runner, scheduler=runner.name))
             if bar is not None:
                 bar.update(1)
     finally:
