@@ -32,7 +32,7 @@ import sympy as sp
 from attnbounds.theory.mathematics import balls
 from attnbounds.theory.mathematics.errors import AttnBoundsError, CannotCertify, InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import ArbOps, BallEvaluator, Ops, Unsupported
+from attnbounds.theory.mathematics.intervals import ArbOps, Ball, BallEvaluator, Ops, Unsupported
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin
 from attnbounds.theory.mathematics.quantities import QUANTITIES, ball_value
 from attnbounds.theory.deciding.parallel import Runner
@@ -167,7 +167,7 @@ class SymbolicOps(Ops):
         self.work.spend(1)
         return sym
 
-    def ball(self, value: Any) -> Any:
+    def ball(self, value: Any) -> Ball | None:
         """The arb ball of a value that does not depend on ``t`` (None when it does)."""
         if isinstance(value, sp.Symbol) and value in self.consts:
             return self.consts[value]
@@ -177,7 +177,7 @@ class SymbolicOps(Ops):
         self.work.spend(_size(expr))
         return BallEvaluator(self.arb, self._env)(expr)
 
-    def _fold(self, fn_ball: Any, fn_sym: Any, *values: Any) -> Any:
+    def _fold(self, fn_ball: Any, fn_sym: Any, *values: Any) -> Ball:
         args = [self.ball(v) for v in values]
         if all(a is not None for a in args):
             return self.const(fn_ball(*args))
@@ -194,33 +194,33 @@ class SymbolicOps(Ops):
     def to_fraction(self, b: Any) -> Any:
         return self.arb.to_fraction(self._need(b))
 
-    def _need(self, b: Any) -> Any:
+    def _need(self, b: Any) -> Ball:
         ball = self.ball(b)
         if ball is None:
             raise Unsupported("this step needs a number, not an expression in L")
         return ball
 
-    def num(self, value: float | int) -> Any:
+    def num(self, value: float | int) -> Ball:
         if isinstance(value, (int, np.integer)):
             return sp.Integer(int(value))
         return self.const(self.arb.num(value))
 
-    def rational(self, p: int, q: int) -> Any:
+    def rational(self, p: int, q: int) -> Ball:
         return sp.Rational(int(p), int(q))
 
-    def dyadic(self, man: int, exp: int) -> Any:
+    def dyadic(self, man: int, exp: int) -> Ball:
         return self.const(self.arb.dyadic(man, exp))
 
-    def hull(self, lo: Any, hi: Any) -> Any:
+    def hull(self, lo: Any, hi: Any) -> Ball:
         return self.const(self.arb.hull(self._need(lo), self._need(hi)))
 
-    def pi(self) -> Any:
+    def pi(self) -> Ball:
         return sp.pi
 
-    def lower(self, b: Any) -> Any:
+    def lower(self, b: Any) -> Ball:
         return self.const(self.arb.lower(self._need(b)))
 
-    def upper(self, b: Any) -> Any:
+    def upper(self, b: Any) -> Ball:
         return self.const(self.arb.upper(self._need(b)))
 
     def positive(self, b: Any) -> bool:
@@ -247,31 +247,31 @@ class SymbolicOps(Ops):
         ball = self.ball(b)
         return self.arb.text(ball, digits) if ball is not None else str(b)
 
-    def exp(self, b: Any) -> Any:
+    def exp(self, b: Any) -> Ball:
         return self._fold(self.arb.exp, sp.exp, b)
 
-    def log(self, b: Any) -> Any:
+    def log(self, b: Any) -> Ball:
         return self._fold(self.arb.log, sp.log, b)
 
-    def sqrt(self, b: Any) -> Any:
+    def sqrt(self, b: Any) -> Ball:
         return self._fold(self.arb.sqrt, sp.sqrt, b)
 
-    def abs(self, b: Any) -> Any:
+    def abs(self, b: Any) -> Ball:
         return self._fold(self.arb.abs, OAbs, b)
 
-    def min2(self, a: Any, b: Any) -> Any:
+    def min2(self, a: Any, b: Any) -> Ball:
         return self._fold(self.arb.min2, OMin, a, b)
 
-    def max2(self, a: Any, b: Any) -> Any:
+    def max2(self, a: Any, b: Any) -> Ball:
         return self._fold(self.arb.max2, OMax, a, b)
 
-    def ipow(self, b: Any, n: int) -> Any:
+    def ipow(self, b: Any, n: int) -> Ball:
         return self._fold(lambda x: self.arb.ipow(x, n), lambda x: x**n, b)
 
-    def lgamma(self, n: int) -> Any:
+    def lgamma(self, n: int) -> Ball:
         return self.const(self.arb.lgamma(n))
 
-    def total(self, v: Any) -> Any:
+    def total(self, v: Any) -> Ball:
         return sp.Add(*list(np.ravel(v))) if np.size(v) else sp.Integer(0)
 
 

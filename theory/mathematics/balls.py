@@ -17,14 +17,14 @@ import math
 import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, cast
+from typing import Any, cast, overload
 
 import numpy as np
 import sympy as sp
 
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import BallEvaluator, MpmathOps, Ops, PrecisionLoss, Unsupported, backend
+from attnbounds.theory.mathematics.intervals import Ball, BallEvaluator, BallValue, MpmathOps, Ops, PrecisionLoss, Unsupported, backend
 from attnbounds.theory.mathematics.normalisers import (Entmax15, RatioNormaliser, ReluNormalised, SigmoidAttention, Sparsemax,
                                            derivative, l_sym)
 
@@ -90,17 +90,17 @@ class BallInstance:
             raise InvalidArgument("this quantity needs a selection size N; pass N=... when building the instance")
         return self.mask
 
-    def num(self, value: float | int) -> Any:
+    def num(self, value: float | int) -> Ball:
         return self.ops.num(value)
 
     @property
-    def length(self) -> Any:
+    def length(self) -> Ball:
         """L as a ball (what arithmetic reads; ``L`` itself is the integer the structure is built from).
         A growth of instances with a parameter (:mod:`attnbounds.theory.deciding.limits`) sets it to an expression."""
         return self.cache["length"] if "length" in self.cache else self.num(self.L)
 
     @property
-    def size_N(self) -> Any:
+    def size_N(self) -> Ball:
         """N as a ball (see :attr:`length`)."""
         if "size_N" in self.cache:
             return self.cache["size_N"]
@@ -108,7 +108,7 @@ class BallInstance:
             raise InvalidArgument("this statement needs N; pass N=... when building the instance")
         return self.num(self.N)
 
-    def param(self, name: str) -> Any:
+    def param(self, name: str) -> Ball:
         if name == "L":
             return self.length
         if name == "N":
@@ -136,7 +136,8 @@ class BallInstance:
         return self.logits
 
     def weighted_total(self, values: np.ndarray, columns: np.ndarray | None = None) -> Any:
-        """``sum_k m_k values_k`` over ``columns`` (default: every column), exactly in balls."""
+        """``sum_k m_k values_k`` over ``columns`` (default: every column), exactly in balls: a ball for values over
+        the columns, an object array for vectors over the columns (``values`` of two dimensions)."""
         idx = np.arange(self.K) if columns is None else columns
         if len(idx) == 0:
             return self.ops.zero()
@@ -160,6 +161,12 @@ def ratio_env(ops: Ops, normaliser: RatioNormaliser, L: Any) -> dict[str, Any]:
 @functools.lru_cache(maxsize=64)
 def _log_F_expr(log_F_expr: sp.Expr, derivative_form: bool) -> sp.Expr:
     return derivative(log_F_expr, _log_F_symbol(log_F_expr)) if derivative_form else log_F_expr
+
+
+@overload
+def log_F(ops: Ops, normaliser: RatioNormaliser, L: Any, l: np.ndarray, derivative: bool = False) -> np.ndarray: ...
+@overload
+def log_F(ops: Ops, normaliser: RatioNormaliser, L: Any, l: Ball, derivative: bool = False) -> Ball: ...
 
 
 def log_F(ops: Ops, normaliser: RatioNormaliser, L: Any, l: Any, derivative: bool = False) -> Any:
@@ -348,7 +355,7 @@ def _disc_bound(ops: Ops, M: np.ndarray, shift: float = 0.0) -> float:
     return float(np.max(total)) * (1 + (n + 4) * 2.0**-52) + 5e-324  # float sums rounded up
 
 
-def spectral_norm(ops: Ops, J: np.ndarray) -> Any:
+def spectral_norm(ops: Ops, J: np.ndarray) -> Ball:
     """A ball enclosing ``||J||_2``.
 
     Lower end: the Rayleigh quotient ``||J w|| / ||w||`` at the float top eigenvector ``w`` of

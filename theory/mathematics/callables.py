@@ -44,7 +44,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -53,6 +53,9 @@ from attnbounds.theory.mathematics.normalisers import Normaliser, RatioNormalise
 from attnbounds.theory.mathematics.hypotheses import Hypothesis
 from attnbounds.theory.mathematics.statement import Statement
 from attnbounds.theory.mathematics.validation import positive
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 #: the most logits (rows times tokens) a callable is evaluated on at once: token classes are written out token by
 #: token for it (the search draws fewer rows of long classes), and a longer class instance is skipped (NOT-APPLICABLE)
@@ -124,7 +127,7 @@ class CallableNormaliser(Normaliser):
     # no log F: positivity and length independence are unknown, so Normaliser's answer (False) stands and the
     # hypotheses computed from them fail
 
-    def _T_tensor(self, B: int, dtype: Any) -> Any:
+    def _T_tensor(self, B: int, dtype: Any) -> float | Tensor:
         torch = _torch()
         T = np.asarray(self.T, dtype=np.float64)
         return float(T) if T.ndim == 0 else torch.as_tensor(np.broadcast_to(T, (B,)).copy(), dtype=dtype)[:, None]
@@ -132,7 +135,7 @@ class CallableNormaliser(Normaliser):
     def _fail(self, lg: Any, what: str) -> CallableFailed:
         return CallableFailed(f"normaliser {self.name!r} {what} (logits of shape {tuple(lg.shape)})")
 
-    def _call(self, lg: Any) -> Any:
+    def _call(self, lg: Tensor) -> Tensor:
         """``fn`` on copies of a ``(B, L)`` tensor and of T, in a worker thread under :data:`CALL_SECONDS`; its
         output checked (:meth:`_output`) and returned as a float64 tensor. Failures: :class:`CallableFailed`."""
         torch = _torch()
@@ -163,7 +166,7 @@ class CallableNormaliser(Normaliser):
             raise self._fail(lg, f"raised {type(exc).__name__}: {str(exc)[:200]}") from None
         return self._output(done["out"], lg)
 
-    def _output(self, out: Any, lg: Any) -> Any:
+    def _output(self, out: Any, lg: Tensor) -> Tensor:
         """The function's output as a float64 tensor, or :class:`CallableFailed` naming what is wrong with it."""
         torch = _torch()
         if isinstance(out, np.ndarray):
@@ -234,7 +237,7 @@ class CallableNormaliser(Normaliser):
             raise self._fail(lg, "has an autograd Jacobian that is not finite on these logits")
         return out
 
-    def torch_weights(self, logits: Any, counts: Any = None) -> Any:
+    def torch_weights(self, logits: Tensor, counts: Any = None) -> Tensor:
         if counts is not None:
             raise NotApplicable(f"normaliser {self.name!r} (a Python callable) takes dense logits in torch")
         lg = logits if logits.ndim == 2 else logits[None, :]

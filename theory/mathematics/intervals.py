@@ -13,7 +13,7 @@ import contextlib
 import functools
 import math
 from fractions import Fraction
-from typing import Any, Callable, Iterator, Mapping, Protocol, cast
+from typing import Any, Callable, Iterator, Mapping, Protocol, Union, cast, overload
 
 import numpy as np
 import sympy as sp
@@ -42,6 +42,16 @@ class Ball(Protocol):
     def __rtruediv__(self, other: Any) -> "Ball": ...
     def __neg__(self) -> "Ball": ...
     def __pow__(self, other: Any) -> "Ball": ...
+    def __abs__(self) -> "Ball": ...
+    def __lt__(self, other: Any) -> bool: ...
+    def __le__(self, other: Any) -> bool: ...
+    def __gt__(self, other: Any) -> bool: ...
+    def __ge__(self, other: Any) -> bool: ...
+
+
+#: a ball form's value (:mod:`attnbounds.theory.mathematics.quantities`): one ball, or an object array of balls, one per
+#: column
+BallValue = Union[Ball, np.ndarray]
 
 
 class Ops:
@@ -79,10 +89,10 @@ class Ops:
         raise NotImplementedError
 
     # endpoints and decisions ---------------------------------------------------------------------
-    def lower(self, b: Any) -> Any:
+    def lower(self, b: Any) -> Ball:
         raise NotImplementedError
 
-    def upper(self, b: Any) -> Any:
+    def upper(self, b: Any) -> Ball:
         raise NotImplementedError
 
     def positive(self, b: Any) -> bool:
@@ -177,11 +187,17 @@ class Ops:
         raise Unsupported("log-Gamma of large integers needs the arb backend")
 
     # helpers ------------------------------------------------------------------------------------
+    @overload
+    def map(self, fn: Callable[[Any], Any], v: np.ndarray) -> np.ndarray: ...
+    @overload
+    def map(self, fn: Callable[[Any], Any], v: Ball) -> Ball: ...
+
     def map(self, fn: Callable[[Any], Any], v: Any) -> Any:
         """``fn`` elementwise over an object array (or on a single ball)."""
         return np.frompyfunc(fn, 1, 1)(v) if isinstance(v, np.ndarray) else fn(v)
 
-    def map2(self, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+    def map2(self, fn: Callable[[Any, Any], Any], a: BallValue, b: BallValue) -> BallValue:
+        """``fn`` elementwise over object arrays (broadcast), or on two balls."""
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
             return np.frompyfunc(fn, 2, 1)(a, b)
         return fn(a, b)
@@ -205,7 +221,7 @@ class Ops:
     def maximum(self, v: Any) -> Ball:
         return functools.reduce(self.max2, list(np.ravel(v)))
 
-    def norm(self, v: np.ndarray, axis: int = -1) -> Any:
+    def norm(self, v: np.ndarray, axis: int = -1) -> np.ndarray:
         """Euclidean norm along ``axis`` (an object array of balls, or one ball for a vector)."""
         sq = (v * v).sum(axis=axis)
         return self.map(self.sqrt, sq)
@@ -253,10 +269,10 @@ class ArbOps(Ops):
     def pi(self) -> Ball:
         return self.arb.pi()
 
-    def lower(self, b: Any) -> Any:
+    def lower(self, b: Any) -> Ball:
         return b.lower()
 
-    def upper(self, b: Any) -> Any:
+    def upper(self, b: Any) -> Ball:
         return b.upper()
 
     def positive(self, b: Any) -> bool:
@@ -362,10 +378,10 @@ class MpmathOps(Ops):
     def pi(self) -> Ball:
         return self.iv.pi
 
-    def lower(self, b: Any) -> Any:
+    def lower(self, b: Any) -> Ball:
         return self.iv.mpf(self._ends(b)[0])
 
-    def upper(self, b: Any) -> Any:
+    def upper(self, b: Any) -> Ball:
         return self.iv.mpf(self._ends(b)[1])
 
     def positive(self, b: Any) -> bool:
@@ -466,7 +482,7 @@ class BallEvaluator:
             memo[node] = self._eval_node(node, env)
         return memo[node]
 
-    def _number(self, node: sp.Basic) -> Any:
+    def _number(self, node: sp.Basic) -> Ball:
         ops = self.ops
         if isinstance(node, sp.Integer):
             return ops.num(int(node))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 import numpy as np
 import sympy as sp
@@ -22,6 +22,9 @@ from sympy.printing.lambdarepr import LambdaPrinter
 
 from attnbounds.theory.mathematics.errors import InvalidArgument, NotApplicable
 from attnbounds.theory.mathematics.validation import as_float_array, nonnegative, positive
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 #: The logit variable and the sequence length in every ``log F`` expression.
 l_sym = sp.Symbol("l", real=True)
@@ -145,7 +148,7 @@ class Normaliser:
         """``J[b, i, j] = d alpha_i / d l_j``, closed form, shape ``(B, L, L)``."""
         raise NotImplementedError
 
-    def torch_weights(self, logits: Any, counts: Any = None) -> Any:
+    def torch_weights(self, logits: Tensor, counts: Any = None) -> Tensor:
         """The same map in torch (differentiable), for autograd checks and gradient search."""
         raise NotImplementedError
 
@@ -287,7 +290,7 @@ class RatioNormaliser(Normaliser):
         J[:, idx, idx] += ag
         return J
 
-    def torch_weights(self, logits: Any, counts: Any = None) -> Any:
+    def torch_weights(self, logits: Tensor, counts: Any = None) -> Tensor:
         import torch
 
         f = sp.lambdify(self._symbols, self._expr, modules=_torch_modules(), printer=LambdaPrinter({"strict": False}))
@@ -397,7 +400,7 @@ class Sparsemax(SimplexMap):
         J[:, idx, idx] += s
         return J / np.asarray(_column(self.T))[..., None]
 
-    def torch_weights(self, logits: Any, counts: Any = None) -> Any:
+    def torch_weights(self, logits: Tensor, counts: Any = None) -> Tensor:
         import torch
 
         if counts is not None:
@@ -446,7 +449,7 @@ class Entmax15(SimplexMap):
         J[:, idx, idx] += w
         return J / np.asarray(_column(self.T))[..., None]
 
-    def torch_weights(self, logits: Any, counts: Any = None) -> Any:
+    def torch_weights(self, logits: Tensor, counts: Any = None) -> Tensor:
         import torch
 
         if counts is not None:
@@ -477,7 +480,7 @@ class SigmoidAttention(SimplexMap):
         d = a * (1 - a) / _column(self.T)
         return np.einsum("bi,ij->bij", d, np.eye(a.shape[1]))
 
-    def torch_weights(self, logits: Any, counts: Any = None) -> Any:
+    def torch_weights(self, logits: Tensor, counts: Any = None) -> Tensor:
         import torch
 
         return torch.sigmoid(logits / torch.as_tensor(_column(self.T), dtype=logits.dtype))
@@ -517,7 +520,7 @@ class ReluNormalised(SimplexMap):
         J[:, idx, idx] += on
         return J / (tot[:, None, None] * np.asarray(_column(self.T))[..., None])
 
-    def torch_weights(self, logits: Any, counts: Any = None) -> Any:
+    def torch_weights(self, logits: Tensor, counts: Any = None) -> Tensor:
         import torch
 
         f = torch.relu(logits / torch.as_tensor(_column(self.T), dtype=logits.dtype))

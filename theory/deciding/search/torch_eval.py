@@ -11,7 +11,7 @@ evaluator (and certified) before anything is reported.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import sympy as sp
 
@@ -19,6 +19,9 @@ from attnbounds.theory.deciding.margins import relative_margin
 from attnbounds.theory.mathematics.quantities import QUANTITIES
 from attnbounds.theory.mathematics.quantities.torch_state import State, as_tensor, for_torch, import_torch, torch_modules, torch_printer
 from attnbounds.theory.mathematics.statement import Statement, conjuncts, indexed_to_symbol
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 
 def supports(statement: Statement) -> bool:
@@ -38,7 +41,7 @@ def _side(expr: sp.Expr) -> tuple[tuple[str, ...], Callable[..., Any]]:
     return names, sp.lambdify([sp.Symbol(n) for n in names], for_torch(expr), modules=torch_modules(), printer=torch_printer())
 
 
-def gap(statement: Statement, state: State) -> Any:
+def gap(statement: Statement, state: State) -> Tensor:
     """Per instance the largest normalised gap ``-relative_margin(lhs, rhs)`` over conjuncts and columns.
 
     Positive means violated; maximising it pushes towards (and past) equality.
@@ -67,7 +70,7 @@ def gap(statement: Statement, state: State) -> Any:
             g = torch.where(cols, g, torch.full_like(g, -float("inf")))
         g = g.max(-1).values
         worst = g if worst is None else torch.maximum(worst, g)
-    return worst
+    return cast("Tensor", worst)  # a relation has at least one conjunct
 
 
 def _evaluate(expr: sp.Expr, env: dict[str, Any]) -> Any:

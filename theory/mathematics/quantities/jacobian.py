@@ -11,7 +11,7 @@ dense closed-form Jacobian.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
@@ -20,12 +20,17 @@ from attnbounds.theory.mathematics import memory
 from attnbounds.theory.mathematics.balls import BallInstance, log_F, spectral_norm, weights_from_logits
 from attnbounds.theory.mathematics.errors import InvalidArgument, NotApplicable
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import Unsupported
+from attnbounds.theory.mathematics.intervals import BallValue, Unsupported
 from attnbounds.theory.mathematics.normalisers import RatioNormaliser
 from attnbounds.theory.mathematics.opaque import OAbs
 from attnbounds.theory.mathematics.quantities import _float as F
 from attnbounds.theory.mathematics.quantities.spec import define
 from attnbounds.theory.mathematics.quantities.torch_state import State
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from attnbounds.theory.deciding.prover.relax import RelaxedInstance
 
 _L2 = "Lemma 2 (Jacobian of a general normaliser)"
 _C3 = "Corollary 3 (softmax)"
@@ -184,7 +189,7 @@ def _token_entries(ex: BallInstance) -> tuple[np.ndarray, np.ndarray]:
 
 
 @J_spectral.ball_form
-def _j_spec_ball(ex: BallInstance) -> Any:
+def _j_spec_ball(ex: BallInstance) -> BallValue:
     F_, dF, S = _F_parts(ex)
     ops, p = ex.ops, np.flatnonzero(ex.present)
     m = [ex.counts[k] for k in p]
@@ -200,7 +205,7 @@ def _j_spec_ball(ex: BallInstance) -> Any:
 
 
 @J_spectral.torch_form
-def _j_spec_torch(state: State) -> Any:
+def _j_spec_torch(state: State) -> Tensor:
     import torch
 
     a, g, m = state.alpha * state.present, state.dlog_F_of(state.logits) * state.present, state.mult
@@ -229,7 +234,7 @@ def _j_frob(inst: Instance) -> np.ndarray:
 
 
 @J_frobenius.ball_form
-def _j_frob_ball(ex: BallInstance) -> Any:
+def _j_frob_ball(ex: BallInstance) -> BallValue:
     """``||J||_F^2 = sum over ordered token pairs``: every pair of columns ``m_k m_j C_kj^2``, less the
     ``m_k`` pairs of a token with itself counted there, plus the diagonal ``m_k D_k^2``."""
     D, C = _token_entries(ex)
@@ -241,13 +246,13 @@ def _j_frob_ball(ex: BallInstance) -> Any:
 
 
 @J_frobenius.torch_form
-def _j_frob_torch(state: State) -> Any:
+def _j_frob_torch(state: State) -> Tensor:
     a, g, m = state.alpha * state.present, state.dlog_F_of(state.logits) * state.present, state.mult
     return ((m * (a * g) ** 2 * (state.others(a) ** 2 + state.others(a * a))).sum(-1) + state.TINY).sqrt()
 
 
 @J_frobenius.relaxed_form
-def _j_frob_relaxed(rx: Any) -> Any:
+def _j_frob_relaxed(rx: RelaxedInstance) -> sp.Expr:
     """``||J||_F^2 = sum_j alpha_j^2 g_j^2 (1 - 2 alpha_j + ||alpha||^2)`` with ``alpha_j = t F_j / S``, ``S`` the
     total of F: totals of F, F^2, F^2 g^2 and F^3 g^2."""
     t = rx.t
@@ -273,7 +278,7 @@ def _j_row(inst: Instance) -> np.ndarray:
 
 
 @J_row.ball_form
-def _j_row_ball(ex: BallInstance) -> Any:
+def _j_row_ball(ex: BallInstance) -> BallValue:
     D, C = _token_entries(ex)
     ops, m, p = ex.ops, ex.m, np.flatnonzero(ex.present)
     rows = [ops.sqrt(D[k] * D[k] + ops.total(m[p] * C[k, p] * C[k, p]) - C[k, k] * C[k, k]) for k in p]
@@ -281,14 +286,14 @@ def _j_row_ball(ex: BallInstance) -> Any:
 
 
 @J_row.torch_form
-def _j_row_torch(state: State) -> Any:
+def _j_row_torch(state: State) -> Tensor:
     a, g = state.alpha * state.present, state.dlog_F_of(state.logits) * state.present
     row = a * ((state.others(a) * g) ** 2 + state.others((a * g) ** 2) + state.TINY).sqrt()
     return state.masked(row, state.present, "max")
 
 
 @J_row.relaxed_form
-def _j_row_relaxed(rx: Any) -> Any:
+def _j_row_relaxed(rx: RelaxedInstance) -> sp.Expr:
     """Row i: ``alpha_i sqrt((1 - alpha_i)^2 g_i^2 + sum_{j != i} alpha_j^2 g_j^2)``, the sum as ``alpha_i^2 / t``
     times the total of ``(F_j / F_i)^2 g_j^2`` over the other tokens."""
     i = rx.role("row")
@@ -323,7 +328,7 @@ def _j_entry(inst: Instance) -> np.ndarray:
 
 
 @J_entry.ball_form
-def _j_entry_ball(ex: BallInstance) -> Any:
+def _j_entry_ball(ex: BallInstance) -> BallValue:
     D, C = _token_entries(ex)
     ops, p = ex.ops, np.flatnonzero(ex.present)
     values = [ops.abs(D[k]) for k in p]
@@ -332,7 +337,7 @@ def _j_entry_ball(ex: BallInstance) -> Any:
 
 
 @J_entry.relaxed_form
-def _j_entry_relaxed(rx: Any) -> Any:
+def _j_entry_relaxed(rx: RelaxedInstance) -> sp.Expr:
     """The entry (i, j): ``alpha_i (1 - alpha_i) |g_i|`` on the diagonal (one token), ``alpha_i alpha_j |g_j|`` off it."""
     i, j = rx.role("i"), rx.role("j")
     a = rx.weight(i)
@@ -342,7 +347,7 @@ def _j_entry_relaxed(rx: Any) -> Any:
 
 
 @J_entry.torch_form
-def _j_entry_torch(state: State) -> Any:
+def _j_entry_torch(state: State) -> Tensor:
     import torch
 
     a, g, m = state.alpha, state.dlog_F_of(state.logits), state.mult
@@ -392,7 +397,7 @@ def _g_fd(inst: Instance) -> np.ndarray:
 
 
 @g_fd.ball_form
-def _g_fd_ball(ex: BallInstance) -> Any:
+def _g_fd_ball(ex: BallInstance) -> BallValue:
     """``||alpha(l + eps v) - alpha(l)|| / eps`` with ``v`` normalised exactly to unit length."""
     if "v" not in ex.arrays:
         raise InvalidArgument("the finite-difference quantity needs a direction: arrays={'v': (B, L) unit vectors}")
@@ -406,7 +411,7 @@ def _g_fd_ball(ex: BallInstance) -> Any:
 
 
 @g_fd.torch_form
-def _g_fd_torch(state: State) -> Any:
+def _g_fd_torch(state: State) -> Tensor:
     eps = state.param("eps")
     v = state.v / (state.mult * state.v * state.v).sum(-1, keepdim=True).add(state.TINY).sqrt()
     diff = state.weights_of(state.logits + eps[:, None] * v) - state.alpha
@@ -425,18 +430,18 @@ def _df_max(inst: Instance) -> np.ndarray:
 
 
 @dF_max.ball_form
-def _df_max_ball(ex: BallInstance) -> Any:
+def _df_max_ball(ex: BallInstance) -> BallValue:
     _, dF, S = _F_parts(ex)
     return ex.ops.maximum(ex.ops.map(ex.ops.abs, dF[ex.present])) / S
 
 
 @dF_max.torch_form
-def _df_max_torch(state: State) -> Any:
+def _df_max_torch(state: State) -> Tensor:
     return state.masked((state.alpha * state.dlog_F_of(state.logits)).abs(), state.present, "max")
 
 
 @dF_max.relaxed_form
-def _df_max_relaxed(rx: Any) -> Any:
+def _df_max_relaxed(rx: RelaxedInstance) -> sp.Expr:
     r = rx.role("max", dominates=lambda r, k: OAbs(r.g) - sp.exp(k.lam - r.lam) * OAbs(k.g),  # F_r |g_r| >= F_k |g_k|
                 extreme="max")
     return rx.weight(r) * OAbs(r.g)
@@ -452,17 +457,17 @@ def _f_l2(inst: Instance) -> np.ndarray:
 
 
 @F_l2.ball_form
-def _f_l2_ball(ex: BallInstance) -> Any:
+def _f_l2_ball(ex: BallInstance) -> BallValue:
     return ex.ops.sqrt(ex.weighted_total(ex.alpha * ex.alpha))
 
 
 @F_l2.torch_form
-def _f_l2_torch(state: State) -> Any:
+def _f_l2_torch(state: State) -> Tensor:
     return ((state.mult * state.alpha**2).sum(-1) + state.TINY).sqrt()
 
 
 @F_l2.relaxed_form
-def _f_l2_relaxed(rx: Any) -> Any:
+def _f_l2_relaxed(rx: RelaxedInstance) -> sp.Expr:
     return sp.sqrt(rx.t * rx.total(lambda k: k.F**2)) / rx.total(lambda k: k.F)
 
 
@@ -476,18 +481,18 @@ def _df_l2(inst: Instance) -> np.ndarray:
 
 
 @dF_l2.ball_form
-def _df_l2_ball(ex: BallInstance) -> Any:
+def _df_l2_ball(ex: BallInstance) -> BallValue:
     _, dF, S = _F_parts(ex)
     return ex.ops.sqrt(ex.weighted_total(dF * dF)) / S
 
 
 @dF_l2.torch_form
-def _df_l2_torch(state: State) -> Any:
+def _df_l2_torch(state: State) -> Tensor:
     return ((state.mult * (state.alpha * state.dlog_F_of(state.logits)) ** 2).sum(-1) + state.TINY).sqrt()
 
 
 @dF_l2.relaxed_form
-def _df_l2_relaxed(rx: Any) -> Any:
+def _df_l2_relaxed(rx: RelaxedInstance) -> sp.Expr:
     return sp.sqrt(rx.t * rx.total(lambda k: k.F**2 * k.g**2)) / rx.total(lambda k: k.F)
 
 
@@ -501,7 +506,7 @@ def _g_absmax(inst: Instance) -> np.ndarray:
 
 
 @g_absmax.ball_form
-def _g_absmax_ball(ex: BallInstance) -> Any:
+def _g_absmax_ball(ex: BallInstance) -> BallValue:
     n = ex.inst.normaliser
     if not isinstance(n, RatioNormaliser):
         raise Unsupported(f"(log F)' is certified for normalisers F / sum F only, not {n!r}")
@@ -510,10 +515,10 @@ def _g_absmax_ball(ex: BallInstance) -> Any:
 
 
 @g_absmax.torch_form
-def _g_absmax_torch(state: State) -> Any:
+def _g_absmax_torch(state: State) -> Tensor:
     return state.masked(state.dlog_F_of(state.logits).abs(), state.present, "max")
 
 
 @g_absmax.relaxed_form
-def _g_absmax_relaxed(rx: Any) -> Any:
+def _g_absmax_relaxed(rx: RelaxedInstance) -> sp.Expr:
     return OAbs(rx.role("max", dominates=lambda r, k: r.g**2 - k.g**2, extreme="max").g)

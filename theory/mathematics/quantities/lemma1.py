@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
@@ -10,11 +10,16 @@ import sympy as sp
 from attnbounds.theory.mathematics.balls import BallInstance, F_extrema
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import Unsupported
+from attnbounds.theory.mathematics.intervals import BallValue, Unsupported
 from attnbounds.theory.mathematics.normalisers import RatioNormaliser
 from attnbounds.theory.mathematics.quantities import _float as F
 from attnbounds.theory.mathematics.quantities.spec import define
 from attnbounds.theory.mathematics.quantities.torch_state import State
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from attnbounds.theory.deciding.prover.relax import RelaxedInstance
 
 _REFERENCE = "Lemma 1 (extrema of F on the compact [-a, a])"
 
@@ -75,13 +80,13 @@ def _c1(inst: Instance) -> np.ndarray:
 
 
 @C_1.ball_form
-def _c1_ball(ex: BallInstance) -> Any:
+def _c1_ball(ex: BallInstance) -> BallValue:
     lo, hi = _log_F_range_ball(ex)
     return ex.ops.exp(lo - hi)
 
 
 @C_1.torch_form
-def _c1_torch(state: State) -> Any:
+def _c1_torch(state: State) -> Tensor:
     lo, hi = _log_F_range_torch(state)
     return (lo - hi).exp()
 
@@ -93,7 +98,7 @@ def _log_F_range_relaxed(rx: Any, tokens_move: int) -> tuple[Any, Any]:
 
 
 @C_1.relaxed_form
-def _c1_relaxed(rx: Any) -> Any:
+def _c1_relaxed(rx: RelaxedInstance) -> sp.Expr:
     lo, hi = _log_F_range_relaxed(rx, +1)  # a larger min, a smaller max: C_1 grows
     return sp.exp(lo - hi)
 
@@ -111,19 +116,19 @@ def _c2(inst: Instance) -> np.ndarray:
 
 
 @C_2.ball_form
-def _c2_ball(ex: BallInstance) -> Any:
+def _c2_ball(ex: BallInstance) -> BallValue:
     lo, hi = _log_F_range_ball(ex)
     return ex.ops.exp(hi - lo)
 
 
 @C_2.torch_form
-def _c2_torch(state: State) -> Any:
+def _c2_torch(state: State) -> Tensor:
     lo, hi = _log_F_range_torch(state)
     return (hi - lo).exp()
 
 
 @C_2.relaxed_form
-def _c2_relaxed(rx: Any) -> Any:
+def _c2_relaxed(rx: RelaxedInstance) -> sp.Expr:
     lo, hi = _log_F_range_relaxed(rx, -1)  # a smaller max, a larger min: C_2 shrinks
     return sp.exp(hi - lo)
 
@@ -152,7 +157,7 @@ def _delta_own_ball(ex: BallInstance) -> np.ndarray:
 
 
 @Delta_own.torch_form
-def _delta_own_torch(state: State) -> Any:
+def _delta_own_torch(state: State) -> Tensor:
     return state.norm(state.q)[:, None] * state.norm(state.k)
 
 
@@ -166,10 +171,10 @@ def _delta_max(inst: Instance) -> np.ndarray:
 
 
 @Delta_max.ball_form
-def _delta_max_ball(ex: BallInstance) -> Any:
+def _delta_max_ball(ex: BallInstance) -> BallValue:
     return ex.ops.maximum(_delta_own_ball(ex)[ex.present])
 
 
 @Delta_max.torch_form
-def _delta_max_torch(state: State) -> Any:
+def _delta_max_torch(state: State) -> Tensor:
     return state.masked(_delta_own_torch(state), state.present, "max")

@@ -6,16 +6,20 @@ torch forms. The 2^H outcomes are grouped by how many heads cover (``C(H, k)`` o
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from attnbounds.theory.mathematics.balls import BallInstance
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import Unsupported
+from attnbounds.theory.mathematics.intervals import BallValue, Unsupported
 from attnbounds.theory.mathematics.quantities.spec import define
 from attnbounds.theory.mathematics.quantities.torch_state import State
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
 
 #: the most heads the float and torch forms accept (the domain of H; the interval form takes up to 10000)
 MAX_HEADS_ENUMERATED = 20
@@ -48,7 +52,7 @@ def _coverage(inst: Instance) -> np.ndarray:
 
 
 @coverage_enum.ball_form
-def _coverage_ball(ex: BallInstance) -> Any:
+def _coverage_ball(ex: BallInstance) -> BallValue:
     """``sum_{k >= 1} C(H, k) p^k (1 - p)^(H - k)``: the outcomes grouped by how many heads cover."""
     ops = ex.ops
     p = ex.param("p")
@@ -62,7 +66,7 @@ def _coverage_ball(ex: BallInstance) -> Any:
 
 
 @coverage_enum.torch_form
-def _coverage_torch(state: State) -> Any:
+def _coverage_torch(state: State) -> Tensor:
     import torch
 
     p, H = state.param("p"), _heads(state.param("H").detach().numpy(), MAX_HEADS_ENUMERATED)

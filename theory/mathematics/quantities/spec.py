@@ -23,7 +23,7 @@ Shapes: ``B`` (one value per instance), ``BL`` (per token: one value per column,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar
 
 import numpy as np
 
@@ -31,8 +31,20 @@ from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.intervals import Unsupported
 
 if TYPE_CHECKING:
+    import sympy as sp
+    from torch import Tensor
+
+    from attnbounds.theory.deciding.prover.relax import RelaxedInstance
     from attnbounds.theory.mathematics.balls import BallInstance
     from attnbounds.theory.mathematics.instance import Instance
+    from attnbounds.theory.mathematics.intervals import BallValue
+    from attnbounds.theory.mathematics.quantities.torch_state import State
+
+#: each backend's form, as registered (the decorators return the function unchanged)
+FloatForm = TypeVar("FloatForm", bound=Callable[["Instance"], Any])
+BallForm = TypeVar("BallForm", bound=Callable[["BallInstance"], "BallValue"])
+TorchForm = TypeVar("TorchForm", bound=Callable[["State"], "Tensor"])
+RelaxedForm = TypeVar("RelaxedForm", bound=Callable[["RelaxedInstance"], "sp.Expr"])
 
 Shape = Literal["B", "BL", "BN"]
 Backend = Literal["float", "ball", "torch", "relaxed"]
@@ -178,27 +190,30 @@ class Quantity:
         """True for expectations: the float form returns ``(value, half-width)``."""
         return self.montecarlo is not None
 
-    def _register(self, backend: Backend, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def _register(self, backend: Backend, fn: Callable[..., Any]) -> None:
         if backend in self.forms:
             raise InvalidArgument(f"quantity {self.name} already has a {backend} implementation")
         self.forms[backend] = fn
+
+    def float_form(self, fn: FloatForm) -> FloatForm:
+        """Register ``fn(inst) -> (B,) / (B, K) array`` (``(value, half-width)`` for an estimate)."""
+        self._register("float", fn)
         return fn
 
-    def float_form(self, fn: Callable[["Instance"], Any]) -> Callable[["Instance"], Any]:
-        """Register ``fn(inst) -> (B,) / (B, K) array`` (``(value, half-width)`` for an estimate)."""
-        return self._register("float", fn)
-
-    def ball_form(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def ball_form(self, fn: BallForm) -> BallForm:
         """Register ``fn(ex) -> ball`` (or an object array over columns) on a :class:`~attnbounds.theory.mathematics.balls.BallInstance`."""
-        return self._register("ball", fn)
+        self._register("ball", fn)
+        return fn
 
-    def torch_form(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def torch_form(self, fn: TorchForm) -> TorchForm:
         """Register ``fn(state) -> tensor`` on a :class:`~attnbounds.theory.mathematics.quantities.torch_state.State`."""
-        return self._register("torch", fn)
+        self._register("torch", fn)
+        return fn
 
-    def relaxed_form(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def relaxed_form(self, fn: RelaxedForm) -> RelaxedForm:
         """Register ``fn(rx) -> sympy expression`` on a :class:`~attnbounds.theory.deciding.prover.relax.RelaxedInstance`."""
-        return self._register("relaxed", fn)
+        self._register("relaxed", fn)
+        return fn
 
     def has(self, backend: Backend) -> bool:
         return backend in self.forms
@@ -262,7 +277,7 @@ def interval(name: str, inst: "Instance") -> tuple[np.ndarray, np.ndarray]:
     return out, out
 
 
-def ball_value(name: str, ex: "BallInstance") -> Any:
+def ball_value(name: str, ex: "BallInstance") -> "BallValue":
     """Quantity ``name`` on the exact instance (cached): a ball, or an object array over columns."""
     q = QUANTITIES.get(name)
     if q is None or "ball" not in q.forms:

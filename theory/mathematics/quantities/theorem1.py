@@ -8,7 +8,7 @@ attention output). Columns are token classes with their counts (one token each f
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -16,10 +16,15 @@ from attnbounds.theory.mathematics import memory
 from attnbounds.theory.mathematics.balls import BallInstance, matmul
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.intervals import BallValue
 from attnbounds.theory.mathematics.quantities import _float as F
 from attnbounds.theory.mathematics.quantities import _subsets
 from attnbounds.theory.mathematics.quantities.spec import MonteCarlo, define, hoeffding_halfwidth, mc_settings
 from attnbounds.theory.mathematics.quantities.torch_state import State
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
 
 _FIXED = "Theorem 1 (fixed top-N set)"
 _RANDOM = "Theorem 1 (random N-subset)"
@@ -61,12 +66,12 @@ def _max_norm(inst: Instance) -> np.ndarray:
 
 
 @max_norm.ball_form
-def _max_norm_ball(ex: BallInstance) -> Any:
+def _max_norm_ball(ex: BallInstance) -> BallValue:
     return ex.ops.maximum(ex.ops.norm(ex.need_x()[ex.sel], axis=-1))
 
 
 @max_norm.torch_form
-def _max_norm_torch(state: State) -> Any:
+def _max_norm_torch(state: State) -> Tensor:
     return state.masked(state.norm(state.x), state.mask & state.present, "max")
 
 
@@ -81,12 +86,12 @@ def _x_max(inst: Instance) -> np.ndarray:
 
 
 @x_max.ball_form
-def _x_max_ball(ex: BallInstance) -> Any:
+def _x_max_ball(ex: BallInstance) -> BallValue:
     return ex.ops.maximum(ex.ops.norm(ex.need_x()[ex.present], axis=-1))
 
 
 @x_max.torch_form
-def _x_max_torch(state: State) -> Any:
+def _x_max_torch(state: State) -> Tensor:
     return state.masked(state.norm(state.x), state.present, "max")
 
 
@@ -135,7 +140,7 @@ def _d1(inst: Instance) -> np.ndarray:
 
 
 @d_1.ball_form
-def _d1_ball(ex: BallInstance) -> Any:
+def _d1_ball(ex: BallInstance) -> BallValue:
     """Only pairs whose float distance (direct differences, relative error below ``(d + 4) u``) is within a
     relative 1e-6 of the float maximum can attain the maximum; those are recomputed in balls. Any
     non-finite, huge or tiny float value disables the screen (every pair in balls)."""
@@ -153,7 +158,7 @@ def _d1_ball(ex: BallInstance) -> Any:
 
 
 @d_1.torch_form
-def _d1_torch(state: State) -> Any:
+def _d1_torch(state: State) -> Tensor:
     import torch
 
     d = state.norm(state.x[:, :, None, :] - state.x[:, None, :, :])
@@ -188,7 +193,7 @@ def _context_distance_ball(ex: BallInstance) -> np.ndarray:
 
 
 @context_distance.torch_form
-def _context_distance_torch(state: State) -> Any:
+def _context_distance_torch(state: State) -> Tensor:
     return state.norm(state.alpha[..., None] * state.x - state.context()[:, None, :])
 
 
@@ -204,7 +209,7 @@ def _dtilde_r1(inst: Instance) -> np.ndarray:
 
 
 @dtilde_R1.ball_form
-def _dtilde_r1_ball(ex: BallInstance) -> Any:
+def _dtilde_r1_ball(ex: BallInstance) -> BallValue:
     out = ex.out
     if len(out) == 0:
         return ex.num(0)
@@ -213,7 +218,7 @@ def _dtilde_r1_ball(ex: BallInstance) -> Any:
 
 
 @dtilde_R1.torch_form
-def _dtilde_r1_torch(state: State) -> Any:
+def _dtilde_r1_torch(state: State) -> Tensor:
     return (state.norm(state.alpha[..., None] * state.x - state.context()[:, None, :]) * state.mult * (~state.mask)).sum(-1)
 
 
@@ -229,7 +234,7 @@ def _dtilde_r2(inst: Instance) -> np.ndarray:
 
 
 @dtilde_R2.ball_form
-def _dtilde_r2_ball(ex: BallInstance) -> Any:
+def _dtilde_r2_ball(ex: BallInstance) -> BallValue:
     x = ex.need_x()
     outside = ex.weighted_total(ex.alpha[:, None] * x, ex.out) if len(ex.out) else \
         np.array([ex.num(0)] * x.shape[1], dtype=object)
@@ -237,7 +242,7 @@ def _dtilde_r2_ball(ex: BallInstance) -> Any:
 
 
 @dtilde_R2.torch_form
-def _dtilde_r2_torch(state: State) -> Any:
+def _dtilde_r2_torch(state: State) -> Tensor:
     sign = 1 - 2 * state.mask.double()
     return state.norm(((state.alpha * state.mult * sign)[..., None] * state.x).sum(1))
 
@@ -253,12 +258,12 @@ def _a_norm(inst: Instance) -> np.ndarray:
 
 
 @A_norm.ball_form
-def _a_norm_ball(ex: BallInstance) -> Any:
+def _a_norm_ball(ex: BallInstance) -> BallValue:
     return ex.ops.total(ex.m * ex.alpha * ex.ops.norm(ex.need_x(), axis=-1))
 
 
 @A_norm.torch_form
-def _a_norm_torch(state: State) -> Any:
+def _a_norm_torch(state: State) -> Tensor:
     return (state.mult * state.alpha * state.norm(state.x)).sum(-1)
 
 
@@ -279,12 +284,12 @@ def _output_ball(ex: BallInstance) -> np.ndarray:
 
 
 @m_norm.ball_form
-def _m_norm_ball(ex: BallInstance) -> Any:
+def _m_norm_ball(ex: BallInstance) -> BallValue:
     return ex.ops.norm(_output_ball(ex))
 
 
 @m_norm.torch_form
-def _m_norm_torch(state: State) -> Any:
+def _m_norm_torch(state: State) -> Tensor:
     return state.norm(((state.alpha * state.mult)[..., None] * state.x).sum(1))
 
 
@@ -305,7 +310,7 @@ def _jensen(inst: Instance, coefficient: str, xbar: str) -> np.ndarray:
     return (L - N) / L * (mult * F.norm(c[..., None] * x - xb[:, None, :], axis=-1)).sum(-1)
 
 
-def _jensen_ball(ex: BallInstance, coefficient: str, xbar: str) -> Any:
+def _jensen_ball(ex: BallInstance, coefficient: str, xbar: str) -> BallValue:
     ops = ex.ops
     _need_two(ex.L)
     L, N, one = ex.length, ex.size_N, ops.num(1)
@@ -317,7 +322,7 @@ def _jensen_ball(ex: BallInstance, coefficient: str, xbar: str) -> Any:
     return (L - N) / L * ops.total(ex.m * terms)
 
 
-def _jensen_torch(state: State, coefficient: str, xbar: str) -> Any:
+def _jensen_torch(state: State, coefficient: str, xbar: str) -> Tensor:
     L, N, a = state.L, state.top_N, state.alpha
     rho = N / (L - 1)
     c = a * (1 + rho) if coefficient == "scaled" else a + rho
@@ -369,7 +374,7 @@ def _gap_bound(inst: Instance) -> np.ndarray:
 
 
 @jensen_gap_bound.ball_form
-def _gap_bound_ball(ex: BallInstance) -> Any:
+def _gap_bound_ball(ex: BallInstance) -> BallValue:
     ops = ex.ops
     if ex.L <= 2 or cast(int, ex.N) >= ex.L - 1:  # (a growth in L keeps these: L - N never decreases)
         return ops.num(0)
@@ -389,7 +394,7 @@ def _gap_bound_ball(ex: BallInstance) -> Any:
 
 
 @jensen_gap_bound.torch_form
-def _gap_bound_torch(state: State) -> Any:
+def _gap_bound_torch(state: State) -> Tensor:
     import torch
 
     L, N = state.L, state.top_N
@@ -463,7 +468,7 @@ def _expected_dtilde(inst: Instance, reading: str) -> tuple[np.ndarray, np.ndarr
     return mean, half
 
 
-def _expected_dtilde_ball(ex: BallInstance, reading: str) -> Any:
+def _expected_dtilde_ball(ex: BallInstance, reading: str) -> BallValue:
     """``E_S[dtilde]`` in balls: the exact sum over count vectors (probabilities from exact integers, or
     rigorous log-Gamma), else the float Monte Carlo mean widened by its rounding and a Hoeffding half-width."""
     L, N, ops = ex.L, ex.N, ex.ops
@@ -535,7 +540,7 @@ def _dtilde_values_ball(ex: BallInstance, y: np.ndarray, C: np.ndarray, reading:
     return out
 
 
-def _expected_dtilde_torch(state: State, reading: str) -> Any:
+def _expected_dtilde_torch(state: State, reading: str) -> Tensor:
     """The exact expectation over count vectors, per group of rows with the same class counts."""
     import torch
 

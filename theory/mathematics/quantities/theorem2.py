@@ -11,7 +11,7 @@ token-class form: they are sampled token by token, up to :data:`SPHERE_TOKENS` t
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -19,10 +19,14 @@ from attnbounds.theory.mathematics import memory
 from attnbounds.theory.mathematics.balls import BallInstance
 from attnbounds.theory.mathematics.errors import NotApplicable
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import Ops, Unsupported
+from attnbounds.theory.mathematics.intervals import BallValue, Ops, Unsupported
 from attnbounds.theory.mathematics.quantities import _float as F
 from attnbounds.theory.mathematics.quantities.spec import MonteCarlo, define, hoeffding_halfwidth, mc_settings
 from attnbounds.theory.mathematics.quantities.torch_state import State
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
 
 _REF = "Theorem 2 (geometric separability)"
 #: the longest context whose sphere expectations are sampled (token by token)
@@ -75,7 +79,7 @@ def _xi_ball(ex: BallInstance) -> np.ndarray:
 
 
 @xi.torch_form
-def _xi_torch(state: State) -> Any:
+def _xi_torch(state: State) -> Tensor:
     M, delta = state.param("M")[:, None], state.param("delta")[:, None]
     w = state.alpha * state.mult * state.mask
     P = w.sum(-1, keepdim=True) - state.alpha
@@ -103,7 +107,7 @@ def _c_other_ball(ex: BallInstance) -> np.ndarray:
 
 
 @C_other.torch_form
-def _c_other_torch(state: State) -> Any:
+def _c_other_torch(state: State) -> Tensor:
     w = state.alpha * state.mult * state.mask
     P = w.sum(-1, keepdim=True) - state.alpha
     Q = (w * state.alpha).sum(-1, keepdim=True) - state.alpha**2
@@ -172,7 +176,7 @@ def _r_paper(inst: Instance) -> np.ndarray:
 
 
 @r_paper.ball_form
-def _r_paper_ball(ex: BallInstance) -> Any:
+def _r_paper_ball(ex: BallInstance) -> BallValue:
     if len(ex.out) == 0:
         raise Unsupported("r_paper needs a non-selected token (N < L)")
     s = ex.weighted_total(ex.alpha[:, None] * ex.need_x(), ex.sel)
@@ -216,7 +220,7 @@ def _delta_min(inst: Instance) -> np.ndarray:
 
 
 @delta_min.ball_form
-def _delta_min_ball(ex: BallInstance) -> Any:
+def _delta_min_ball(ex: BallInstance) -> BallValue:
     if any(c >= 2 for c in ex.counts):
         return ex.num(0)
     p = np.flatnonzero(ex.present)
@@ -394,7 +398,7 @@ def _sphere_bounds(ex: BallInstance, which: int) -> tuple[int, int]:
     return (0, relaxed[1])
 
 
-def _expected_ns_ball(ex: BallInstance, which: int) -> Any:
+def _expected_ns_ball(ex: BallInstance, which: int) -> BallValue:
     """``E[N_s]/N``: bounds valid for every configuration first (exact when they meet); the
     certifier asks for the Monte Carlo refinement (:func:`refine_sphere`) only when they do not decide."""
     ops, N = ex.ops, cast(int, ex.N)
@@ -409,7 +413,7 @@ def _expected_ns_ball(ex: BallInstance, which: int) -> Any:
     return det
 
 
-def _expected_ns_mc(ex: BallInstance, which: int) -> Any:
+def _expected_ns_mc(ex: BallInstance, which: int) -> BallValue:
     """Monte Carlo refinement of :func:`_expected_ns_ball` (statistical, Hoeffding at level 1 - mc_level)."""
     ops, N, L = ex.ops, cast(int, ex.N), ex.L
     draws, seed, beta = mc_settings(ex.inst.params)

@@ -11,14 +11,21 @@ import functools
 import math as mathlib
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 import sympy as sp
+from sympy.printing.lambdarepr import LambdaPrinter
 
 from attnbounds.theory.mathematics.instance import Columns
 from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.mathematics.normalisers import L_sym, RatioNormaliser, derivative, l_sym, stable_log
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+#: an elementwise map of tensors (log F, (log F)', the weights of other logits)
+TensorMap = Callable[["Tensor"], "Tensor"]
 
 
 def import_torch() -> Any:
@@ -43,9 +50,9 @@ class State(Columns):
     q: Any = None
     k: Any = None
     v: Any = None
-    weights_fn: Callable[[Any], Any] | None = None  # logits -> alpha (finite differences)
-    log_F: Callable[[Any], Any] | None = None  # elementwise log F (Lemma 1 constants)
-    dlog_F: Callable[[Any], Any] | None = None  # elementwise (log F)'
+    weights_fn: TensorMap | None = None  # logits -> alpha (finite differences)
+    log_F: TensorMap | None = None  # elementwise log F (Lemma 1 constants)
+    dlog_F: TensorMap | None = None  # elementwise (log F)'
     counts: np.ndarray | None = None
     selection: Any = None
     critical_points: tuple[float, ...] = ()
@@ -54,7 +61,7 @@ class State(Columns):
     TINY = 1e-300
 
     @property
-    def mult(self) -> Any:
+    def mult(self) -> Tensor:
         if "mult" not in self.cache:
             torch = import_torch()
             self.cache["mult"] = torch.ones_like(self.alpha) if self.counts is None else \
@@ -62,7 +69,7 @@ class State(Columns):
         return self.cache["mult"]
 
     @property
-    def present(self) -> Any:
+    def present(self) -> Tensor:
         return self.mult > 0
 
     def count_groups(self) -> list[tuple[tuple[int, ...], np.ndarray]]:
@@ -74,7 +81,7 @@ class State(Columns):
         return [(tuple(int(c) for c in row), np.flatnonzero(inverse.ravel() == g)) for g, row in enumerate(rows)]
 
     @property
-    def mask(self) -> Any:
+    def mask(self) -> Tensor:
         if "mask" not in self.cache:
             torch = import_torch()
             if self.selection is not None:
@@ -92,25 +99,25 @@ class State(Columns):
             raise Unsupported("this batch has no top-N selection (N is not set)")
         return self.N
 
-    def log_F_of(self, logits: Any) -> Any:
+    def log_F_of(self, logits: Tensor) -> Tensor:
         """Elementwise ``log F`` of the batch's ratio normaliser."""
         return self._given(self.log_F, "log F")(logits)
 
-    def dlog_F_of(self, logits: Any) -> Any:
+    def dlog_F_of(self, logits: Tensor) -> Tensor:
         """Elementwise ``(log F)'`` of the batch's ratio normaliser."""
         return self._given(self.dlog_F, "(log F)'")(logits)
 
-    def weights_of(self, logits: Any) -> Any:
+    def weights_of(self, logits: Tensor) -> Tensor:
         """The normaliser's weights of other logits (finite differences)."""
         return self._given(self.weights_fn, "weights map")(logits)
 
     @staticmethod
-    def _given(fn: Callable[[Any], Any] | None, what: str) -> Callable[[Any], Any]:
+    def _given(fn: TensorMap | None, what: str) -> TensorMap:
         if fn is None:
             raise Unsupported(f"this batch has no {what} in torch (its normaliser is not a ratio normaliser)")
         return fn
 
-    def param(self, name: str) -> Any:
+    def param(self, name: str) -> Tensor:
         torch = import_torch()
         if name == "L":
             return torch.full((self.B,), float(self.L), dtype=torch.float64)
@@ -118,18 +125,18 @@ class State(Columns):
             return torch.full((self.B,), float(cast(int, self.N)), dtype=torch.float64)
         return self.params[name]
 
-    def norm(self, v: Any, dim: int = -1) -> Any:
+    def norm(self, v: Tensor, dim: int = -1) -> Tensor:
         """Euclidean norm with a finite gradient at 0."""
         return ((v * v).sum(dim) + self.TINY).sqrt()
 
-    def masked(self, values: Any, mask: Any, how: str) -> Any:
+    def masked(self, values: Tensor, mask: Tensor, how: str) -> Tensor:
         """Min or max of ``values`` over the columns where ``mask`` holds."""
         torch = import_torch()
         fill = torch.full_like(values, float("inf") if how == "min" else -float("inf"))
         picked = torch.where(mask, values, fill)
         return picked.min(-1).values if how == "min" else picked.max(-1).values
 
-    def others(self, values: Any) -> Any:
+    def others(self, values: Tensor) -> Tensor:
         """``sum_{j != i} values_j`` over the other tokens, for a token of each column ``(B, K)``: summed
         term by term (no ``total - own`` cancellation when one column dominates)."""
         torch = import_torch()
@@ -137,14 +144,14 @@ class State(Columns):
         weights = self.mult[:, None, :] * (1 - eye)[None] + torch.diag_embed(self.mult - 1)
         return (weights * values[:, None, :]).sum(-1)
 
-    def context(self) -> Any:
+    def context(self) -> Tensor:
         if "s" not in self.cache:
             self.cache["s"] = ((self.alpha * self.mult * self.mask)[..., None] * self.x).sum(1)
         return self.cache["s"]
 
 
 # -- formulas in torch -------------------------------------------------------------------------------
-def as_tensor(v: Any) -> Any:
+def as_tensor(v: Any) -> Tensor:
     torch = import_torch()
     return v if isinstance(v, torch.Tensor) else torch.tensor(float(v), dtype=torch.float64)
 
@@ -152,10 +159,10 @@ def as_tensor(v: Any) -> Any:
 def torch_modules() -> list[Any]:
     torch = import_torch()
 
-    def tmin(*args: Any) -> Any:
+    def tmin(*args: Any) -> Tensor:
         return functools.reduce(torch.minimum, [as_tensor(a) for a in args])
 
-    def tmax(*args: Any) -> Any:
+    def tmax(*args: Any) -> Tensor:
         return functools.reduce(torch.maximum, [as_tensor(a) for a in args])
 
     funcs = {"sqrt": lambda v: torch.sqrt(as_tensor(v)), "exp": lambda v: torch.exp(as_tensor(v)), "log": lambda v: torch.log(as_tensor(v))}
@@ -164,9 +171,7 @@ def torch_modules() -> list[Any]:
              "softplus": torch.nn.functional.softplus, "sigmoid": torch.sigmoid}, "torch"]
 
 
-def torch_printer() -> Any:
-    from sympy.printing.lambdarepr import LambdaPrinter
-
+def torch_printer() -> LambdaPrinter:
     return LambdaPrinter({"strict": False})
 
 
@@ -191,7 +196,7 @@ def _log_F_fns(log_F: sp.Expr, names: tuple[str, ...]) -> tuple[Callable[..., An
     return f, df
 
 
-def ratio_fns(normaliser: RatioNormaliser, T: Any, L: int | None = None) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+def ratio_fns(normaliser: RatioNormaliser, T: Any, L: int | None = None) -> tuple[TensorMap, TensorMap]:
     """Elementwise ``log F`` and ``(log F)'`` in torch, with the temperature ``T`` a ``(B,)`` tensor and ``L``
     the context length (default: the columns of the logits)."""
     torch = import_torch()

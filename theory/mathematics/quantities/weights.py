@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from attnbounds.theory.mathematics.balls import BallInstance
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import Unsupported
+from attnbounds.theory.mathematics.intervals import BallValue, Unsupported
 from attnbounds.theory.mathematics.opaque import OAbs
 from attnbounds.theory.mathematics.quantities import _float as F
 from attnbounds.theory.mathematics.quantities.spec import Quantity, define
 from attnbounds.theory.mathematics.quantities.torch_state import State
+
+if TYPE_CHECKING:
+    import sympy as sp
+    from torch import Tensor
+
+    from attnbounds.theory.deciding.prover.relax import RelaxedInstance
 
 alpha_i = define("alpha_i", "BL", "attention weight of every token", definition="alpha_i = F(l_i) / sum_j F(l_j)",
                  reference="eq. (3)", needs=(), cost="weights",
@@ -30,12 +36,12 @@ def _alpha_i_ball(ex: BallInstance) -> np.ndarray:
 
 
 @alpha_i.torch_form
-def _alpha_i_torch(state: State) -> Any:
+def _alpha_i_torch(state: State) -> Tensor:
     return state.alpha
 
 
 @alpha_i.relaxed_form
-def _alpha_i_relaxed(rx: Any) -> Any:
+def _alpha_i_relaxed(rx: RelaxedInstance) -> sp.Expr:
     return rx.weight(rx.role("i"))
 
 
@@ -51,16 +57,16 @@ def _extreme_weight(how: Literal["min", "max"]) -> Quantity:
         return masked(inst.alpha, inst.present)
 
     @q.ball_form
-    def _ball(ex: BallInstance) -> Any:
+    def _ball(ex: BallInstance) -> BallValue:
         extreme = ex.ops.minimum if how == "min" else ex.ops.maximum
         return extreme(ex.alpha[ex.present])
 
     @q.torch_form
-    def _torch(state: State) -> Any:
+    def _torch(state: State) -> Tensor:
         return state.masked(state.alpha, state.present, how)
 
     @q.relaxed_form
-    def _relaxed(rx: Any) -> Any:
+    def _relaxed(rx: RelaxedInstance) -> sp.Expr:
         return rx.weight(rx.role(how, dominates=lambda r, k: sign * (r.lam - k.lam), extreme=how))
 
     return q
@@ -79,17 +85,17 @@ def _abar(inst: Instance) -> np.ndarray:
 
 
 @abar_N.ball_form
-def _abar_ball(ex: BallInstance) -> Any:
+def _abar_ball(ex: BallInstance) -> BallValue:
     return ex.weighted_total(ex.alpha, ex.sel)
 
 
 @abar_N.torch_form
-def _abar_torch(state: State) -> Any:
+def _abar_torch(state: State) -> Tensor:
     return (state.alpha * state.mult * state.mask).sum(-1)
 
 
 @abar_N.relaxed_form
-def _abar_relaxed(rx: Any) -> Any:
+def _abar_relaxed(rx: RelaxedInstance) -> sp.Expr:
     return rx.total(lambda k: k.F, selected=True) / rx.total(lambda k: k.F)
 
 
@@ -103,17 +109,17 @@ def _absmax(inst: Instance) -> np.ndarray:
 
 
 @logit_absmax.ball_form
-def _absmax_ball(ex: BallInstance) -> Any:
+def _absmax_ball(ex: BallInstance) -> BallValue:
     return ex.ops.maximum(ex.ops.map(ex.ops.abs, ex.need_logits()[ex.present]))
 
 
 @logit_absmax.torch_form
-def _absmax_torch(state: State) -> Any:
+def _absmax_torch(state: State) -> Tensor:
     return state.masked(state.logits.abs(), state.present, "max")
 
 
 @logit_absmax.relaxed_form
-def _absmax_relaxed(rx: Any) -> Any:
+def _absmax_relaxed(rx: RelaxedInstance) -> sp.Expr:
     tok = rx.role("absmax", dominates=lambda r, k: r.l**2 - k.l**2 if r.l is not None and k.l is not None else 0,
                   extreme="max")
     if tok.l is None:
