@@ -20,7 +20,6 @@ import pytest
 import torch
 
 import attnbounds
-from attnbounds.theory.io import userbounds
 from attnbounds.theory.mathematics import callables
 from attnbounds.theory.running import api
 from attnbounds.theory.mathematics.errors import InvalidArgument

@@ -28,7 +28,7 @@ import functools
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, get_args
 
 import numpy as np
 

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, cast
 
-import numpy as np
 
 from attnbounds.theory.io import atomic
 from attnbounds.theory.mathematics.errors import InvalidArgument

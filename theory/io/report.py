@@ -27,7 +27,6 @@ import base64
 import contextlib
 import html
 import io
-import json
 import math
 import os
 import re

@@ -24,7 +24,7 @@ import sympy as sp
 
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import Ball, BallEvaluator, BallValue, MpmathOps, Ops, PrecisionLoss, Unsupported, backend
+from attnbounds.theory.mathematics.intervals import Ball, BallEvaluator, MpmathOps, Ops, PrecisionLoss, Unsupported, backend
 from attnbounds.theory.mathematics.normalisers import (Entmax15, RatioNormaliser, ReluNormalised, SigmoidAttention, Sparsemax,
                                            derivative, l_sym)
 

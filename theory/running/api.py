@@ -173,7 +173,6 @@ def check(relation: str, *, hypotheses: Iterable[str] = (), fixed: Mapping[str, 
     ``.counterexample``, ``.best_ratio``, ``.reason``, ``.to_json()``, ``.cite()``. Bad input raises
     :class:`~attnbounds.theory.mathematics.errors.InvalidArgument` naming the value and what is allowed.
     """
-    from attnbounds.theory.io import userbounds
     from attnbounds.theory.mathematics.normalisers import constructors_added
     from attnbounds.theory.running.verify import verify
 

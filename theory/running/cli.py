@@ -190,7 +190,6 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def cmd_cite(args: argparse.Namespace) -> int:
-    from attnbounds.theory.io import records as rec
     from attnbounds.theory.running.verify import verify
 
     user = _user_bounds(args)

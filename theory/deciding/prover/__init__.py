@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import numpy as np

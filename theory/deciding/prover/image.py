@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import math
 from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np

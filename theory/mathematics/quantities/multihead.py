@@ -6,7 +6,7 @@ torch forms. The 2^H outcomes are grouped by how many heads cover (``C(H, k)`` o
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
