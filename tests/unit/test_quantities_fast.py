@@ -172,3 +172,15 @@ def test_coverage_matches_the_closed_form_for_every_head_count():
     H = np.array([3, 1, 7, 2, 5])
     inst = Instance.from_weights(np.full((5, 2), 0.5), p=p, H=H)
     np.testing.assert_allclose(compute("coverage_enum", inst), 1 - (1 - p) ** H, rtol=1e-13)
+
+
+def test_fixed_set_kernels_hold_when_the_squares_overflow():
+    # ||x||^2 overflows at 1e160: the Gram forms cannot rank or measure these pairs, the direct differences can
+    base = _instance(5, "gaussian", N=2)
+    big = 1e160
+    inst = Instance.from_logits(base.logits, nz.softmax(0.7), x=base.x * big, N=2)
+    d_1, dtilde = compute("d_1", inst), compute("dtilde_R1", inst)
+    for b in range(inst.B):
+        a, x, sel, out, s = _loops(base, b)  # the same instance at scale 1
+        assert d_1[b] / big == pytest.approx(max(np.linalg.norm(x[i] - x[j]) for i in out for j in sel), rel=1e-12)
+        assert dtilde[b] / big == pytest.approx(sum(np.linalg.norm(a[i] * x[i] - s) for i in out), rel=1e-12)

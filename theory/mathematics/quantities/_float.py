@@ -19,6 +19,9 @@ from attnbounds.theory.mathematics.instance import Instance
 CANCELLATION = 1e-3
 #: elements a chunked (B, K, S) temporary may hold at once
 CHUNK_ELEMENTS = 1 << 22
+#: token-vector elements (8 bytes each: 1 MiB) a chunk of :func:`token_pass` reads at once, so that everything computed
+#: from a chunk finds it in the processor's cache instead of reading the batch from memory once per product
+CACHE_ELEMENTS = 1 << 19
 
 
 def cached(inst: Instance, key: str, fn: Callable[[], Any]) -> Any:
@@ -68,26 +71,67 @@ def distances(aa: np.ndarray, bb: np.ndarray, ab: np.ndarray, direct: Callable[.
     """``||u - v||`` from ``aa = ||u||^2``, ``bb = ||v||^2``, ``ab = <u, v>`` (broadcast together).
 
     The Gram form costs one matrix product but loses relative accuracy when ``u ~ v``; entries
-    whose squared distance is below :data:`CANCELLATION` times ``aa + bb`` are recomputed
+    whose squared distance is below :data:`CANCELLATION` times ``aa + bb`` (or not a number: squares that
+    overflow) are recomputed
     from the vectors by ``direct(*index)`` (``index`` as from ``np.nonzero``), so every entry
     is accurate to a few ulps of ``||u|| + ||v||`` relative to itself.
     """
-    scale = aa + bb
-    d2 = scale - 2.0 * ab
-    out = np.sqrt(np.maximum(d2, 0.0))
-    bad = np.nonzero(d2 <= CANCELLATION * scale)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = aa + bb
+        d2 = scale - 2.0 * ab
+        out = np.sqrt(np.maximum(d2, 0.0))
+        bad = np.nonzero(~(d2 > CANCELLATION * scale))  # NaN too: squares that overflow
     if bad[0].size:
         out[bad] = direct(*bad)
     return out
 
 
+def context_dots(inst: Instance) -> np.ndarray:
+    """``<x_k, s>`` for every column ``(B, K)``."""
+    return cached(inst, "xs", lambda: np.einsum("bkd,bd->bk", need_x(inst), context(inst)))
+
+
+def token_pass(inst: Instance, rows_at_most: int | None = None,
+               more: Callable[[slice, np.ndarray, np.ndarray], None] | None = None) -> None:
+    """:func:`norms_sq`, :func:`context` and :func:`context_dots` (those not cached yet; the last two with a
+    selection) in one pass over the token vectors, in chunks of rows of about :data:`CACHE_ELEMENTS` elements (at
+    most ``rows_at_most`` rows): each chunk is read from memory once and the products are made from it while it is in
+    cache, instead of one pass over the whole batch per product. Each product is the same numpy operation on the
+    chunk's rows as on the whole batch, so the values are the same. ``more(rows, x_chunk, norms_sq)`` runs on every
+    chunk too (:data:`~attnbounds.theory.mathematics.quantities.theorem1.d_1`'s products with the selected columns),
+    after the chunk's squared norms are in ``norms_sq``."""
+    x = need_x(inst)
+    B, K, d = x.shape
+    cache = inst._cache
+    todo = [k for k in ("x2", *(("s", "xs") if inst.N is not None else ())) if k not in cache]
+    out = {"x2": np.empty((B, K)), "s": np.empty((B, d)), "xs": np.empty((B, K))}
+    out.update({k: cache[k] for k in ("x2", "s") if k in cache})
+    if not todo and more is None:
+        return
+    weights = selected_weight(inst) if "s" in todo else None
+    step = max(1, min(CACHE_ELEMENTS // max(K * d, 1), rows_at_most or B))
+    for start in range(0, B, step):
+        rows = slice(start, min(start + step, B))
+        xc = x[rows]
+        if "x2" in todo:
+            out["x2"][rows] = np.einsum("bkd,bkd->bk", xc, xc)
+        if weights is not None:
+            out["s"][rows] = np.einsum("bk,bkd->bd", weights[rows], xc)
+        if "xs" in todo:
+            out["xs"][rows] = np.einsum("bkd,bd->bk", xc, out["s"][rows])
+        if more is not None:
+            more(rows, xc, out["x2"])
+    cache.update({k: out[k] for k in todo})
+
+
 def dist_to_context(inst: Instance) -> np.ndarray:
     """``||alpha_k x_k - s||`` for every column ``(B, K)``."""
     def compute() -> np.ndarray:
+        if "xs" not in inst._cache:
+            token_pass(inst)
         x, s, a = need_x(inst), context(inst), inst.alpha
-        xs = np.einsum("bkd,bd->bk", x, s)
         ss = np.einsum("bd,bd->b", s, s)[:, None]
-        return distances(a * a * norms_sq(inst), ss, a * xs,
+        return distances(a * a * norms_sq(inst), ss, a * context_dots(inst),
                          lambda b, k: norm(a[b, k, None] * x[b, k] - s[b]))
 
     return cached(inst, "rs", compute)
@@ -98,10 +142,11 @@ def column_sets(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     validity mask; invalid entries repeat a valid column (never used)."""
     count = mask.sum(-1)
     S = max(int(count.max()), 1)
-    order = np.argsort(~mask, axis=-1, kind="stable")[:, :S]
+    order = np.zeros((mask.shape[0], S), dtype=np.intp)  # row by row, the columns where mask holds, in order
+    rows, cols = np.nonzero(mask)
+    order[rows, (np.cumsum(mask, axis=-1) - 1)[rows, cols]] = cols
     valid = np.arange(S)[None, :] < count[:, None]
-    first = order[:, :1]
-    return np.where(valid, order, first), valid
+    return np.where(valid, order, order[:, :1]), valid
 
 
 def norm(v: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -104,9 +104,11 @@ d_1 = define("d_1", "B", "d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||_2 (0 
 @d_1.float_form
 def _d1(inst: Instance) -> np.ndarray:
     """Gram-form squared distances over (non-selected, selected) column pairs locate the largest pair,
-    whose distance is then recomputed from the difference; rows where every pair nearly coincides
-    (the Gram form cannot rank them) compare all pairs directly. Chunked over the batch."""
-    x, n2 = F.need_x(inst), F.norms_sq(inst)
+    whose distance is then recomputed from the difference; rows where every pair nearly coincides or the squares
+    overflow (the Gram form cannot rank them) compare all pairs directly. Made chunk by chunk in
+    :func:`~attnbounds.theory.mathematics.quantities._float.token_pass` (which reads each chunk of token vectors
+    once for the squared norms, the context and this)."""
+    x = F.need_x(inst)
     out_mask = ~inst.mask & inst.present
     result = np.zeros(inst.B)
     if inst.N == inst.L:
@@ -116,26 +118,36 @@ def _d1(inst: Instance) -> np.ndarray:
     step = max(1, F.CHUNK_ELEMENTS // max(inst.K * S, 1))
     # Gram distances, the product they come from, the pair mask, the masked copy: each (rows, K, S)
     memory.check(4 * 8.0 * min(step, inst.B) * inst.K * S, f"d_1 over {inst.K} x {S} column pairs")
-    for start in range(0, inst.B, step):
-        rows = slice(start, min(start + step, inst.B))  # views of the chunk, never a copy of its token vectors
-        xb, c, v = x[rows], cols[rows], valid[rows]
+
+    def chunk(rows: slice, xb: np.ndarray, n2: np.ndarray) -> None:
+        c, v = cols[rows], valid[rows]
         n = xb.shape[0]
         b = np.arange(n)[:, None]
         xs = xb[b, c]  # (b, S, d)
         n2s = n2[rows][b, c]
-        d2 = n2[rows][:, :, None] + n2s[:, None, :] - 2.0 * np.matmul(xb, xs.transpose(0, 2, 1))
-        ok = out_mask[rows][:, :, None] & v[:, None, :]
-        d2 = np.where(ok, d2, -np.inf)
-        flat = d2.reshape(n, -1).argmax(-1)
-        i, j = np.divmod(flat, S)
+        # (b, S, K): the selected columns against every column (the product with the few selected vectors on the
+        # left runs faster than with them on the right)
+        with np.errstate(over="ignore", invalid="ignore"):  # squares that overflow: compared directly below
+            d2 = n2s[:, :, None] + n2[rows][:, None, :]
+            d2 -= 2.0 * np.matmul(xs, xb.transpose(0, 2, 1))
+        np.copyto(d2, -np.inf, where=~(v[:, :, None] & out_mask[rows][:, None, :]))
+        # the largest pair, the first in (non-selected column, selected column) order at a tie
+        top = d2.max(axis=(1, 2), keepdims=True)
+        hit = d2 == top
+        i = hit.any(axis=1).argmax(-1)
         bb = np.arange(n)
+        j = hit[bb, :, i].argmax(-1)
         result[rows] = F.norm(xb[bb, i] - xs[bb, j], axis=-1)
         scale = F.masked_max(n2[rows], out_mask[rows], 0.0) + F.masked_max(n2s, v, 0.0)
-        bad = np.nonzero(d2[bb, i, j] <= F.CANCELLATION * scale)[0]
+        # rows the Gram form cannot rank: every pair nearly coincides, or the squares overflow
+        bad = np.nonzero(~(d2[bb, j, i] > F.CANCELLATION * scale) | ~np.isfinite(top[:, 0, 0]))[0]
         for r in bad:
             memory.check(2 * 8.0 * inst.K * S * x.shape[-1], f"d_1 over {inst.K} x {S} nearly equal column pairs")
             diff = F.norm(xb[r][:, None, :] - xs[r][None, :, :], axis=-1)
-            result[start + r] = np.where(ok[r], diff, -np.inf).max()
+            ok = out_mask[rows][r][:, None] & v[r][None, :]
+            result[rows.start + r] = np.where(ok, diff, -np.inf).max()
+
+    F.token_pass(inst, step, chunk)
     return result
 
 
