@@ -107,8 +107,7 @@ class Separability:
                 vals["r"][:, k], vals["delta"][:, k] = sep["r"][:, k], delta
                 if N == p.multihead_N:
                     self._coverage(rr, sep["inside"][:, k], batch.rank < N)
-            random_x = kernels.Batch(batch.alpha, null[:, :ell])
-            random_x.__dict__["order"] = batch.order  # the same weights: the same sort
+            random_x = kernels.Batch(batch.alpha, null[:, :ell], order=batch.order)  # the same weights: the same sort
             vals["Ns_frac_sphere_null"] = kernels.separation(random_x, self.Ns, p.M)["Ns_relaxed"] / self.Ns[None, :]
             per_row.append((tuple(Ls), vals))
             if (t, ell) in check_at:
