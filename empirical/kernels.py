@@ -220,13 +220,17 @@ def live(Ns: np.ndarray, ell: int) -> np.ndarray:
     return np.asarray(Ns) < ell
 
 
-def scan(batch: Batch, Ns: np.ndarray) -> dict[str, np.ndarray]:
+def scan(batch: Batch, Ns: np.ndarray, wanted: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """:data:`SCAN_NAMES` -> ``(R, len(Ns))`` at every N of ``Ns`` (NaN where ``N >= l``): dtilde in both
-    readings, the four readings of J, ``abar_N`` and ``max_norm``."""
+    readings, the four readings of J, ``abar_N`` and ``max_norm``. ``wanted``: a mask over ``Ns`` of the N
+    to report (default all; the others are NaN). The context vectors and their products with the tokens are
+    taken at every N of ``Ns`` all the same (their summation order depends on the N around), the readings of
+    J only at the wanted N: a number does not depend on which others were asked for."""
     assert batch.x is not None
     ok = live(Ns, batch.ell)
+    keep = ok if wanted is None else ok & wanted
     out = {k: np.full((batch.R, len(Ns)), np.nan) for k in SCAN_NAMES}
-    if not ok.any():
+    if not keep.any():
         return out
     N = np.asarray(Ns)[ok]
     S, abar = batch.context(N)
@@ -236,9 +240,12 @@ def scan(batch: Batch, Ns: np.ndarray) -> dict[str, np.ndarray]:
     r2 = norm(batch.output[:, None, :] - 2.0 * S)
     norms = np.sqrt(batch.xx)
     max_norm = np.maximum.accumulate(np.take_along_axis(norms, batch.order[:, : int(N.max())], axis=1), axis=1)[:, N - 1]
-    part = {"dtilde_R1": r1, "dtilde_R2": r2, "abar_N": abar, "max_norm": max_norm, **jensen(batch, N)}
+    pick = keep[ok]
+    part = {"dtilde_R1": r1, "dtilde_R2": r2, "abar_N": abar, "max_norm": max_norm}
     for k, v in part.items():
-        out[k][:, ok] = v
+        out[k][:, keep] = v[:, pick]
+    for k, v in jensen(batch, N[pick]).items():
+        out[k][:, keep] = v
     return out
 
 
@@ -322,7 +329,8 @@ class Record:
     @cached_property
     def farthest_before(self) -> np.ndarray:
         """``D`` ``(R, T, T)``: ``D[r, j, c] = max_{i <= c} ||x_i - x_j||^2`` (Gram form)."""
-        return np.maximum.accumulate(self._d2(), axis=2)
+        d2 = self._d2()
+        return np.maximum.accumulate(d2, axis=2, out=d2)
 
     @cached_property
     def closest_pairs(self) -> np.ndarray:

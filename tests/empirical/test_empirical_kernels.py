@@ -69,6 +69,18 @@ def test_take_rows_reads_a_prefix_of_a_record_in_place() -> None:
         np.testing.assert_array_equal(kernels.take_rows(view, idx), x[np.arange(2)[:, None], idx])
 
 
+def test_a_scan_at_some_N_gives_the_numbers_of_a_full_scan() -> None:
+    A, x = _rows(1.0, T=40, d=6)
+    Ns = np.array([1, 2, 3, 5, 10, 20, 39])
+    wanted = np.array([True, False, True, False, False, True, True])
+    for ell in (3, 21, 40):
+        full = kernels.scan(kernels.Batch(A[:, ell - 1, :ell].copy(), x[:, :ell].copy()), Ns)
+        some = kernels.scan(kernels.Batch(A[:, ell - 1, :ell].copy(), x[:, :ell].copy()), Ns, wanted)
+        for name in kernels.SCAN_NAMES:
+            np.testing.assert_array_equal(some[name][:, wanted], full[name][:, wanted], err_msg=name)
+            assert np.isnan(some[name][:, ~wanted]).all()
+
+
 def test_closest_pairs_equal_delta_min() -> None:
     _, x = _rows(1.0)
     sphere = x / np.linalg.norm(x, axis=-1, keepdims=True)
