@@ -290,11 +290,14 @@ def jensen(batch: Batch, Ns: np.ndarray) -> dict[str, np.ndarray]:
 
 
 class Record:
-    """Per-record structures over the first ``l`` tokens for every ``l``, from token vectors ``x`` ``(R, T, d)``."""
+    """Per-record structures over the first ``l`` tokens for every ``l``, from token vectors ``x`` ``(R, T, d)``.
+    ``transposed_copy``: the products with the tokens read a contiguous transposed copy (default) or ``x``
+    itself, transposed in place (no copy; BLAS then rounds a product differently)."""
 
-    def __init__(self, x: np.ndarray):
+    def __init__(self, x: np.ndarray, transposed_copy: bool = True):
         self.x = x
         self.R, self.T = int(x.shape[0]), int(x.shape[1])
+        self.transposed_copy = transposed_copy
 
     @cached_property
     def xx(self) -> np.ndarray:
@@ -302,8 +305,9 @@ class Record:
 
     @cached_property
     def xT(self) -> np.ndarray:
-        """The token vectors transposed ``(R, d, T)``, contiguous (every prefix a cheap BLAS operand)."""
-        return np.ascontiguousarray(self.x.transpose(0, 2, 1))
+        """The token vectors transposed ``(R, d, T)``: contiguous (every prefix a cheap BLAS operand), or a view."""
+        view = self.x.transpose(0, 2, 1)
+        return np.ascontiguousarray(view) if self.transposed_copy else view
 
     @cached_property
     def sums(self) -> np.ndarray:
