@@ -437,6 +437,29 @@ def xi(a_top: np.ndarray, M: float, delta: np.ndarray) -> np.ndarray:
     return np.sqrt(np.maximum(M**2 * P**2 - d**2 / 2 * (P**2 - Q), 0.0))
 
 
+#: numpy's float64 exp is fast on exponents down to about -708; below, where its results are subnormal or 0, it takes
+#: a slow path (7 to 50 times slower); below -746 they are 0 (its first nonzero result is at -745.1332)
+_EXP_FAST, _EXP_ZERO = -700.0, -746.0
+
+
+def _exp(z: np.ndarray, low: np.ndarray) -> None:
+    """``np.exp(z, out=z)`` for exponents ``z`` ``(R, nT, ...)``, the same numbers. ``low[k]``: some exponent at
+    temperature ``k`` may be below :data:`_EXP_FAST` (at a low T most are); those temperatures' exponents below
+    :data:`_EXP_ZERO` are set to 0 without passing through exp, the others go through it packed together."""
+    cuts = [0, *(np.flatnonzero(low[1:] != low[:-1]) + 1), low.size]  # runs of temperatures alike (T sorted: 2)
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        block = z[:, a:b]
+        if not low[a]:
+            np.exp(block, out=block)
+            continue
+        packed = np.ascontiguousarray(block).reshape(-1)
+        kept = np.flatnonzero(~(packed < _EXP_ZERO))
+        values = np.exp(packed[kept])
+        packed[:] = 0.0
+        packed[kept] = values
+        block[...] = packed.reshape(block.shape)
+
+
 def g_fd(logits: np.ndarray, v: np.ndarray, T: np.ndarray, eps: np.ndarray) -> np.ndarray:
     """``g(T, eps) = ||softmax((l + eps v)/T) - softmax(l/T)||_2 / eps`` ``(R, nT, nE)`` (theory quantity
     ``g_fd`` with the softmax normaliser) for logit rows ``(R, l)``, unit directions ``v`` ``(R, l)`` and
@@ -444,9 +467,10 @@ def g_fd(logits: np.ndarray, v: np.ndarray, T: np.ndarray, eps: np.ndarray) -> n
     (division by ``T > 0`` rounds monotonically), so the maximum is taken before the ``T`` axis exists."""
     shifts = np.concatenate([[0.0], eps])
     shifted = logits[:, None, :] + shifts[None, :, None] * v[:, None, :]  # (R, shifts, l)
+    top = shifted.max(-1)
     z = shifted[:, None] / T[None, :, None, None]
-    z -= (shifted.max(-1)[:, None] / T[None, :, None])[..., None]
-    np.exp(z, out=z)
+    z -= (top[:, None] / T[None, :, None])[..., None]
+    _exp(z, ((shifted.min(-1) - top)[:, None, :] / T[None, :, None] < _EXP_FAST).any(axis=(0, 2)))
     z /= z.sum(-1, keepdims=True)
     diff = z[:, :, 1:] - z[:, :, :1]
     return norm(diff) / eps[None, None, :]
