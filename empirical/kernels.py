@@ -438,8 +438,9 @@ def xi(a_top: np.ndarray, M: float, delta: np.ndarray) -> np.ndarray:
 
 
 #: numpy's float64 exp is fast on exponents down to about -708; below, where its results are subnormal or 0, it takes
-#: a slow path (7 to 50 times slower); below -746 they are 0 (its first nonzero result is at -745.1332)
-_EXP_FAST, _EXP_ZERO = -700.0, -746.0
+#: a slow path (7 to 50 times slower). Below -750 the result is 0 (e^-750 is 1/150 of the smallest subnormal; numpy's
+#: exp returns 0 from -745.14 down)
+_EXP_FAST, _EXP_ZERO = -700.0, -750.0
 
 
 def _exp(z: np.ndarray, low: np.ndarray) -> None:
