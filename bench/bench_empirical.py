@@ -5,12 +5,20 @@
     python bench/bench_empirical.py --queries last --windows 32 --nulls none   # the previous default protocol
     python bench/bench_empirical.py --overhead               # hooks vs a plain forward pass
     python bench/bench_empirical.py --sample 16              # the experiments on every 16th query of 3 layers (1 min)
+    python bench/bench_empirical.py --sample 16 --baseline OLD/bin/python --rounds 3   # against other code, alternated
 
 The model is GPT-2 small's architecture (12 layers x 12 heads, n_embd 768, 1024 positions, vocabulary 50257)
 with random weights, built here from a GPT2Config and saved to a temporary folder (no download). The text is
 War and Peace from ../shared when present, else generated words. Each run prints one JSON object: the wall
 time, the time per window (every experiment and null included), and the split by experiment. Per-window times
-extrapolate to other window counts (the work is per window; ``--windows 32`` measures it).
+extrapolate to other window counts (the work is per window; ``--windows 32`` measures it). glibc's allocator is
+tuned as the command line tunes it (``memory.tune_allocator``).
+
+``--baseline PY``: the sampled workload also runs under another interpreter whose ``attnbounds`` is the code to
+compare against (a virtual environment with an older commit installed), round after round alternated with this
+code in subprocesses (the machine's load moves both alike); the report holds each side's per-round times, the
+ratios, and a comparison of every array of the experiments' states (bit-identical, or the largest relative
+difference; columns only one side accumulates are listed apart).
 """
 
 from __future__ import annotations
@@ -18,7 +26,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -81,10 +91,13 @@ def protocol_time(args: argparse.Namespace) -> dict[str, Any]:
             "default_run": "32 windows of the model and 4 of each of the 3 nulls"}
 
 
-def sampled(every: int, layers: tuple[int, ...] = (0, 5, 11)) -> dict[str, Any]:
+def sampled(every: int, layers: tuple[int, ...] = (0, 5, 11), states_out: str | None = None) -> dict[str, Any]:
     """The experiments (the full protocol, every query) on every ``every``-th query position of some layers of one
     window, in this process; the per-window time is extrapolated from two runs: one row per layer (the per-record
-    work: pairwise distances, sampled checks) and every ``every``-th row (the per-row work, scaled by ``every``)."""
+    work: pairwise distances, sampled checks) and every ``every``-th row (the per-row work, scaled by ``every``),
+    after a warm-up pass (a first pass pays for faulting in the per-record arrays' memory, which would be taken for
+    per-record work and subtracted from the per-row work 16 times over).
+    ``states_out``: a file to pickle the experiments' states of the second run to."""
     import numpy as np
     import torch
 
@@ -108,7 +121,7 @@ def sampled(every: int, layers: tuple[int, ...] = (0, 5, 11)) -> dict[str, Any]:
     forward = time.perf_counter() - t0
     proto = Protocol.full()
 
-    def seconds(stride: int) -> dict[str, float]:
+    def seconds(stride: int) -> tuple[dict[str, float], dict[str, Any]]:
         exps = consumers(proto, n_layer, n_head)
         out = {e.name: 0.0 for e in exps}
         for rec in records:
@@ -119,10 +132,14 @@ def sampled(every: int, layers: tuple[int, ...] = (0, 5, 11)) -> dict[str, Any]:
                 with kernels.one_thread():
                     e.consume(rr, rows)
                 out[e.name] += time.perf_counter() - t
-        return out
+        return out, {e.name: e.state() for e in exps}
 
     T = int(ids.shape[1])
-    fixed, rows = seconds(T), seconds(every)
+    seconds(T)  # a warm-up: the first pass also pays for first-touching the per-record arrays' memory
+    (fixed, _), (rows, states) = seconds(T), seconds(every)
+    if states_out:
+        with open(states_out, "wb") as f:
+            pickle.dump(states, f)
     scale = n_layer / len(records)
     per_window = {k: scale * (fixed[k] + every * max(rows[k] - fixed[k], 0.0)) for k in rows}
     return {"model": "GPT-2 small shape (12 x 12 heads, n_embd 768), random weights", "layers": list(layers),
@@ -130,6 +147,77 @@ def sampled(every: int, layers: tuple[int, ...] = (0, 5, 11)) -> dict[str, Any]:
             "per_window_extrapolated_s": per_window, "forward_s": forward,
             "per_window_total_extrapolated_s": sum(per_window.values()) + forward,
             "threads": torch.get_num_threads(), "numpy": np.__version__}
+
+
+def against_baseline(every: int, baseline: str, rounds: int) -> dict[str, Any]:
+    """:func:`sampled` under ``baseline`` (another interpreter) and this code, alternated in subprocesses for
+    ``rounds`` rounds; per-window times of each side, their ratios, and the states compared."""
+    sides = {"baseline": baseline, "current": sys.executable}
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in sides}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(rounds):
+            for side, exe in sides.items():
+                out = subprocess.run([exe, __file__, "--sample", str(every), "--states-out", f"{tmp}/{side}.pkl"],
+                                     check=True, capture_output=True, text=True).stdout
+                runs[side].append(json.loads(out))
+        states = {}
+        for side in sides:
+            with open(f"{tmp}/{side}.pkl", "rb") as f:
+                states[side] = pickle.load(f)
+    per_window = {side: [r["per_window_extrapolated_s"] for r in rs] for side, rs in runs.items()}
+    names = list(per_window["current"][0])
+    total = {side: [sum(w.values()) for w in ws] for side, ws in per_window.items()}
+    ratio = {name: [c[name] / b[name] for b, c in zip(per_window["baseline"], per_window["current"])] for name in names}
+    return {"every": every, "rounds": rounds, "baseline": baseline, "per_window_experiments_s": per_window,
+            "experiments_total_s": total, "ratio_current_to_baseline": ratio,
+            "ratio_total": [c / b for b, c in zip(total["baseline"], total["current"])],
+            "states": compare_states(states["baseline"], states["current"])}
+
+
+def compare_states(old: Any, new: Any) -> dict[str, Any]:
+    """Every array of two experiments' states: the paths that differ, with the largest relative difference. In
+    per-head sums (``{"sum": ..., "cnt": ...}``) an entry only one side counted (a column it no longer
+    accumulates, say) is listed apart and left out of the differences."""
+    import numpy as np
+
+    differ: dict[str, float] = {}
+    one_sided: dict[str, int] = {}
+
+    def arrays(a: Any, b: Any, path: str, lone: Any = None) -> None:
+        x, y = np.asarray(a), np.asarray(b)
+        if x.shape != y.shape or x.dtype.kind not in "fiub":
+            if not (x.shape == y.shape and np.array_equal(x, y)):
+                differ[path] = float("inf")
+            return
+        same = (x == y) | (np.isnan(x) & np.isnan(y)) if x.dtype.kind == "f" else x == y
+        if lone is not None and lone.any():
+            one_sided[path] = int(lone.sum())
+            same = same | lone
+        if not same.all():
+            with np.errstate(all="ignore"):
+                rel = np.abs(x - y) / np.maximum(np.abs(x), np.abs(y))
+            differ[path] = float(np.nanmax(np.where(same, 0.0, rel)))
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if not (isinstance(a, dict) and isinstance(b, dict)):
+            arrays(a, b, path)
+            return
+        if set(a) | set(b) != set(a) & set(b):
+            differ[f"{path}/<keys>"] = float("inf")
+        if set(a) == {"sum", "cnt"}:
+            for key in set(a["sum"]) & set(b["sum"]):
+                lone = (np.asarray(a["cnt"][key]) == 0) != (np.asarray(b["cnt"][key]) == 0)
+                for part in ("sum", "cnt"):
+                    arrays(a[part][key], b[part][key], f"{path}/{part}/{key}", lone)
+            return
+        for k in set(a) & set(b):
+            walk(a[k], b[k], f"{path}/{k}")
+
+    walk(old, new, "")
+    return {"bit_identical": not differ and not one_sided, "identical_where_both_counted": not differ,
+            "differ": dict(sorted(differ.items())),
+            "max_relative_difference": max(differ.values(), default=0.0),
+            "entries_only_one_side_counted": dict(sorted(one_sided.items()))}
 
 
 def overhead(batch: int, length: int, repeats: int) -> dict[str, Any]:
@@ -175,9 +263,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--overhead", action="store_true", help="only the extraction overhead")
     p.add_argument("--sample", type=int, default=0, metavar="K",
                    help="only the experiments, on every K-th query of 3 layers of one window (extrapolated)")
+    p.add_argument("--states-out", default=None, help="with --sample: pickle the experiments' states to this file")
+    p.add_argument("--baseline", default=None, metavar="PY",
+                   help="with --sample: also under this interpreter (the code to compare against), alternated")
+    p.add_argument("--rounds", type=int, default=3, help="with --baseline: rounds of baseline then current")
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    report = overhead(4, 1024, 5) if args.overhead else sampled(args.sample) if args.sample else protocol_time(args)
+    from attnbounds.theory.mathematics.memory import tune_allocator
+
+    tune_allocator()  # as the command line does
+    if args.overhead:
+        report = overhead(4, 1024, 5)
+    elif args.sample and args.baseline:
+        report = against_baseline(args.sample, args.baseline, args.rounds)
+    elif args.sample:
+        report = sampled(args.sample, states_out=args.states_out)
+    else:
+        report = protocol_time(args)
     print(json.dumps(report, indent=1))
     return 0
 

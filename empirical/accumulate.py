@@ -9,7 +9,7 @@ which process ran them, nor in what order the tasks finished.
 
 from __future__ import annotations
 
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable
 
 import numpy as np
 
@@ -202,10 +202,18 @@ class RecordSums:
         self.sums[key] += np.where(ok, values, 0.0)
         self.counts[key] += ok
 
-    def flush(self, acc: PerHead, heads: np.ndarray, windows: np.ndarray) -> None:
-        """Add every (name, lengths) sum to ``acc`` under ``(name, L)`` for each of its lengths ``L``."""
+    def flush(self, acc: PerHead, heads: np.ndarray, windows: np.ndarray,
+              columns: Callable[[str, int], np.ndarray | None] | None = None) -> None:
+        """Add every (name, lengths) sum to ``acc`` under ``(name, L)`` for each of its lengths ``L``.
+        ``columns(name, L)``: a mask over the trailing axis of the columns ``L`` reports (None: all); the
+        others are added empty (rows that count for other lengths too may have filled them)."""
         for (name, Ls), total in self.sums.items():
+            counts = self.counts[(name, Ls)]
             for L in Ls:
-                acc.add_sums((name, L), heads, windows, total, self.counts[(name, Ls)])
+                keep = columns(name, L) if columns is not None else None
+                if keep is None:
+                    acc.add_sums((name, L), heads, windows, total, counts)
+                else:
+                    acc.add_sums((name, L), heads, windows, np.where(keep, total, 0.0), np.where(keep, counts, 0.0))
         self.sums.clear()
         self.counts.clear()

@@ -45,6 +45,11 @@ class Theorem1:
         crit = {N for L in proto.L_grid for N in proto.critical_N_grid(L)} if self.run_critical else set()
         dist = set(self.distance_Ns.tolist()) if self.run_distance else set()
         self.Ns = np.array(sorted(crit | dist), dtype=np.int64)
+        #: per window length, the N of :attr:`Ns` it reports (its critical grid and the distance N); a row is
+        #: scanned at the N of the lengths it counts for
+        self.reported = {L: np.isin(self.Ns, sorted(dist | (set(proto.critical_N_grid(L)) if self.run_critical else set())))
+                         for L in proto.L_grid}
+        self._wanted: dict[tuple[int, ...], np.ndarray] = {}
         self.bounds = bridge.statement_ids("theorem1.fixed")
         self.acc = PerHead(n_heads, n_windows)
         self.tally = Tally()
@@ -76,8 +81,9 @@ class Theorem1:
         pending: list[tuple[tuple[int, ...], int, dict[str, np.ndarray]]] = []  # the bounds: by row, one call per record
         for (t, ell), Ls in rows.items():
             batch = rr.batch(t, ell, p.distance_tensor, p.distance_sphere, p.M)
-            scan = kernels.scan(batch, self.Ns)
             key = tuple(Ls)
+            wanted = self.wanted(key)
+            scan = kernels.scan(batch, self.Ns, wanted)
             for name in (*DTILDE, *EXPECTATIONS):
                 sums.add(name, key, scan[name])
             q = None
@@ -90,10 +96,20 @@ class Theorem1:
                 if p.expected_mc_draws > 0:
                     self._expected(batch, sums, key)
             if (t, ell) in check_at:
-                self._check(batch, scan, q, rr.window)
+                self._check(batch, scan, q, rr.window, wanted)
         if pending:
             self._bounds(pending, sums)
-        sums.flush(self.acc, rr.head, rr.window)
+        sums.flush(self.acc, rr.head, rr.window, self._columns)
+
+    def wanted(self, Ls: tuple[int, ...]) -> np.ndarray:
+        """The N of :attr:`Ns` a row counting for the lengths ``Ls`` is scanned at: those they report."""
+        if Ls not in self._wanted:
+            self._wanted[Ls] = np.logical_or.reduce([self.reported[L] for L in Ls])
+        return self._wanted[Ls]
+
+    def _columns(self, name: str, L: int) -> np.ndarray | None:
+        """The columns of ``(name, L)`` that length ``L`` reports (the scanned series; None: all)."""
+        return self.reported[L] if name in (*DTILDE, *EXPECTATIONS) else None
 
     def _bounds(self, pending: list[tuple[tuple[int, ...], int, dict[str, np.ndarray]]], sums: RecordSums) -> None:
         """Every reading of the fixed top-N bound on every row of a record, by the statement's own formula."""
@@ -107,13 +123,13 @@ class Theorem1:
                 sums.add(sid, key, part)
 
     def _check(self, batch: kernels.Batch, scan: dict[str, np.ndarray], q: dict[str, np.ndarray] | None,
-               window: np.ndarray) -> None:
+               window: np.ndarray, wanted: np.ndarray) -> None:
         """The numbers of sampled rows against theory's float forms and statements (``empirical.checks``)."""
         rows = checks.sample(self.window_offset + window, self.proto.check_every)
         if not rows.size:
             return
         a, x = batch.alpha[rows], batch.x[rows] if batch.x is not None else None
-        live = self.Ns[self.Ns < batch.ell]
+        live = self.Ns[(self.Ns < batch.ell) & wanted]
         for N in live[np.unique(np.linspace(0, live.size - 1, min(3, live.size)).round().astype(int))]:
             inst = bridge.weights_instance(a, x, int(N))
             k = int(np.searchsorted(self.Ns, N))

@@ -85,7 +85,7 @@ class Separability:
         sums = RecordSums()
         x = rr.x(p.separability_tensor, p.separability_sphere, p.M)
         delta_all = rr.record(p.separability_tensor, p.separability_sphere, p.M).closest_pairs
-        null = self.sphere_null(rr, x.shape[-1])
+        null = kernels.Record(self.sphere_null(rr, x.shape[-1]), transposed_copy=False)
         n = self.Ns.size
         check_at = checks.positions(rows, p.check_positions)
         per_row: list[tuple[tuple[int, ...], dict[str, np.ndarray]]] = []
@@ -107,8 +107,7 @@ class Separability:
                 vals["r"][:, k], vals["delta"][:, k] = sep["r"][:, k], delta
                 if N == p.multihead_N:
                     self._coverage(rr, sep["inside"][:, k], batch.rank < N)
-            random_x = kernels.Batch(batch.alpha, null[:, :ell])
-            random_x.__dict__["order"] = batch.order  # the same weights: the same sort
+            random_x = kernels.Batch(batch.alpha, null.x[:, :ell], null, order=batch.order)  # the same weights: the same sort
             vals["Ns_frac_sphere_null"] = kernels.separation(random_x, self.Ns, p.M)["Ns_relaxed"] / self.Ns[None, :]
             per_row.append((tuple(Ls), vals))
             if (t, ell) in check_at:

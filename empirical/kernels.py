@@ -5,8 +5,15 @@ every (window, head) pair of a layer record (weights ``alpha`` ``(R, l)``, token
 One stable sort per row (ties to the lower index, as :func:`attnbounds.theory.mathematics.instance.top_n_mask`) serves
 every N: the context vectors ``s_N`` of all N are prefix sums in weight order, and their inner products with
 every token one batched matrix product. What the rows of a record share is computed once per record
-(:class:`Record`): the largest distance from each token to the tokens before it (``d_1``) and the closest
-pair among the first ``l`` tokens (``delta``), for every ``l`` at once.
+(:class:`Record`): the tokens' squared norms, prefix sums (the mean of the first ``l`` tokens) and transposed
+vectors, the largest distance from each token to the tokens before it (``d_1``) and the closest pair among
+the first ``l`` tokens (``delta``), for every ``l`` at once.
+
+Elementwise work over (rows x N x tokens) is what a row costs (the four readings of J alone take a square
+root per (row, N, token)), so the kernels avoid passes over those arrays: a rounding cancellation is looked
+for only in the (row, N) whose minimum is small, a square root that rounds to NaN only in the sums that are
+NaN, softmax maxima before the temperature axis exists. Each change keeps every number bit-identical (the
+same operations in the same order; ``tests/empirical`` and the benchmark's comparison check it).
 
 The float forms of :mod:`attnbounds.theory.mathematics.quantities` define these numbers; the kernels agree with them to
 rounding (``tests/empirical``; every run re-checks sampled rows against them, ``empirical.checks``). As in the
@@ -80,19 +87,41 @@ def norm(v: np.ndarray) -> np.ndarray:
     return out
 
 
+def take_rows(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``x[r, idx[r, j]]`` ``(R, m, d)``: the token vectors ``x`` ``(R, l, d)`` at the indices ``idx`` ``(R, m)``, by
+    one flat ``np.take`` (indexing two axes at once is twice as slow). ``x`` may be the first ``l`` tokens of a
+    contiguous ``(R, T, d)`` array (a layer record's): its rows are then read in place."""
+    R, _, d = x.shape
+    step = x.strides[1]
+    if x.strides[2] != x.itemsize or step != d * x.itemsize or x.strides[0] % step:
+        x = np.ascontiguousarray(x)
+        step = x.strides[1]
+    per_row = x.strides[0] // step  # tokens between the starts of two rows (T of the record)
+    flat = np.lib.stride_tricks.as_strided(x, ((R - 1) * per_row + x.shape[1], d), (step, x.itemsize), writeable=False)
+    return np.take(flat, idx + per_row * np.arange(R)[:, None], axis=0)
+
+
 class Batch:
     """``R`` attention rows of common length ``l``: weights ``alpha`` ``(R, l)`` (renormalised to sum 1) and
-    token vectors ``x`` ``(R, l, d)``, float64; sort order and the other per-row quantities on first use."""
+    token vectors ``x`` ``(R, l, d)``, float64; sort order and the other per-row quantities on first use.
 
-    def __init__(self, alpha: np.ndarray, x: np.ndarray | None, xT: np.ndarray | None = None):
+    ``record``: the :class:`Record` whose first ``l`` tokens ``x`` are; its per-token numbers (squared norms,
+    prefix sums, the transposed vectors) then serve the batch instead of being recomputed per row. ``order``:
+    the sort of weights equal to these (another batch of the same rows).
+    """
+
+    def __init__(self, alpha: np.ndarray, x: np.ndarray | None, record: Record | None = None,
+                 order: np.ndarray | None = None):
         self.alpha = alpha / alpha.sum(-1, keepdims=True)
         self.x = x
-        self._xT = xT  # x transposed (R, d, l), when the caller holds it (a slice of a contiguous array)
+        self.record = record
+        if order is not None:
+            self.__dict__["order"] = order
 
     @property
     def xT(self) -> np.ndarray:
         assert self.x is not None
-        return self._xT if self._xT is not None else self.x.transpose(0, 2, 1)
+        return self.record.xT[:, :, : self.ell] if self.record is not None else self.x.transpose(0, 2, 1)
 
     @property
     def R(self) -> int:
@@ -119,7 +148,15 @@ class Batch:
     @cached_property
     def xx(self) -> np.ndarray:
         assert self.x is not None
-        return np.einsum("rid,rid->ri", self.x, self.x)
+        return self.record.xx[:, : self.ell] if self.record is not None else np.einsum("rid,rid->ri", self.x, self.x)
+
+    @cached_property
+    def mean(self) -> np.ndarray:
+        """The mean of the tokens ``(R, d)``: their sum in token order (a left fold, as the record's prefix sums
+        hold it) over ``l``."""
+        assert self.x is not None
+        total = self.record.sums[:, self.ell - 1] if self.record is not None else np.cumsum(self.x, axis=1)[:, -1]
+        return total / self.ell
 
     @cached_property
     def output(self) -> np.ndarray:
@@ -132,7 +169,7 @@ class Batch:
         assert self.x is not None
         top = int(Ns.max())
         starts = np.concatenate([[0], Ns[:-1]])  # Ns ascending: the sums are of the segments between them
-        ys = self.x[np.arange(self.R)[:, None], self.order[:, :top]]
+        ys = take_rows(self.x, self.order[:, :top])
         ys *= self.a_sorted[:, :top, None]
         S = np.cumsum(np.add.reduceat(ys, starts, axis=1), axis=1)
         return S, np.cumsum(np.add.reduceat(self.a_sorted[:, :top], starts, axis=1), axis=1)
@@ -149,18 +186,33 @@ class Batch:
         d2 += ss[:, :, None]
         # a superset of the entries the float forms recompute (d2 <= CANCELLATION (yy_i + ss)): yy_i <= max yy;
         # it holds every d2 <= 0, so the square roots of negative ones (NaN) are all overwritten below
-        bad = np.nonzero(d2 <= CANCELLATION * (yy.max(-1)[:, None, None] + ss[:, :, None]))
+        r, m, i = _at_most(d2, CANCELLATION * (yy.max(-1)[:, None] + ss))
         with np.errstate(invalid="ignore"):
             dist = np.sqrt(d2, out=d2)
-        if bad[0].size:
-            r, m, i = bad
-            dist[bad] = norm(a[r, i, None] * self.x[r, i] - S[r, m])
+        if r.size:
+            dist[r, m, i] = norm(a[r, i, None] * self.x[r, i] - S[r, m])
         return dist
 
     def selected_sum(self, values: np.ndarray, Ns: np.ndarray) -> np.ndarray:
-        """``sum_{i in I_N} values[:, k, i]`` ``(R, n)`` for N = ``Ns[k]``."""
-        return np.stack([np.take_along_axis(values[:, k], self.order[:, :N], axis=1).sum(-1)
-                         for k, N in enumerate(Ns)], axis=1)
+        """``sum_{i in I_N} values[:, k, i]`` ``(R, n)`` for N = ``Ns[k]``, each sum over the selected values in
+        weight order. One flat gather of every (k, selected i), then one sum per N over its contiguous part."""
+        n, ell = values.shape[1:]
+        Ns = np.asarray(Ns)
+        ends = np.cumsum(Ns)
+        k = np.repeat(np.arange(n), Ns)
+        j = np.arange(int(ends[-1])) - np.repeat(ends - Ns, Ns)  # position in weight order within each N's part
+        flat = (np.arange(self.R)[:, None] * n + k) * ell + self.order[:, j]
+        picked = np.take(values.reshape(-1), flat)
+        return np.stack([picked[:, e - N: e].sum(-1) for e, N in zip(ends, Ns)], axis=1)
+
+
+def _at_most(values: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The indices ``(r, m, i)`` of ``values`` ``(R, n, l)`` with ``values[r, m, i] <= bound[r, m]``, in index
+    order (``np.nonzero(values <= bound[..., None])``): only the (r, m) whose minimum passes (or is NaN) are
+    compared entry by entry."""
+    rows = np.nonzero(~(values.min(-1) > bound))
+    hit = np.nonzero(values[rows] <= bound[rows][:, None])
+    return rows[0][hit[0]], rows[1][hit[0]], hit[1]
 
 
 def live(Ns: np.ndarray, ell: int) -> np.ndarray:
@@ -168,13 +220,17 @@ def live(Ns: np.ndarray, ell: int) -> np.ndarray:
     return np.asarray(Ns) < ell
 
 
-def scan(batch: Batch, Ns: np.ndarray) -> dict[str, np.ndarray]:
+def scan(batch: Batch, Ns: np.ndarray, wanted: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """:data:`SCAN_NAMES` -> ``(R, len(Ns))`` at every N of ``Ns`` (NaN where ``N >= l``): dtilde in both
-    readings, the four readings of J, ``abar_N`` and ``max_norm``."""
+    readings, the four readings of J, ``abar_N`` and ``max_norm``. ``wanted``: a mask over ``Ns`` of the N
+    to report (default all; the others are NaN). The context vectors and their products with the tokens are
+    taken at every N of ``Ns`` all the same (their summation order depends on the N around), the readings of
+    J only at the wanted N: a number does not depend on which others were asked for."""
     assert batch.x is not None
     ok = live(Ns, batch.ell)
+    keep = ok if wanted is None else ok & wanted
     out = {k: np.full((batch.R, len(Ns)), np.nan) for k in SCAN_NAMES}
-    if not ok.any():
+    if not keep.any():
         return out
     N = np.asarray(Ns)[ok]
     S, abar = batch.context(N)
@@ -184,9 +240,12 @@ def scan(batch: Batch, Ns: np.ndarray) -> dict[str, np.ndarray]:
     r2 = norm(batch.output[:, None, :] - 2.0 * S)
     norms = np.sqrt(batch.xx)
     max_norm = np.maximum.accumulate(np.take_along_axis(norms, batch.order[:, : int(N.max())], axis=1), axis=1)[:, N - 1]
-    part = {"dtilde_R1": r1, "dtilde_R2": r2, "abar_N": abar, "max_norm": max_norm, **jensen(batch, N)}
+    pick = keep[ok]
+    part = {"dtilde_R1": r1, "dtilde_R2": r2, "abar_N": abar, "max_norm": max_norm}
     for k, v in part.items():
-        out[k][:, ok] = v
+        out[k][:, keep] = v[:, pick]
+    for k, v in jensen(batch, N[pick]).items():
+        out[k][:, keep] = v
     return out
 
 
@@ -203,9 +262,8 @@ def jensen(batch: Batch, Ns: np.ndarray) -> dict[str, np.ndarray]:
     rho = np.broadcast_to(np.asarray(Ns, float) / (ell - 1.0), (R, len(Ns)))
     front = (ell - np.asarray(Ns, float)) / ell
     m = batch.output
-    xbar = batch.x.mean(1)
-    xm = np.einsum("rid,rd->ri", batch.x, m)
-    xb = np.einsum("rid,rd->ri", batch.x, xbar)
+    xbar = batch.mean
+    xm, xb = np.einsum("rid,rkd->rki", batch.x, np.stack([m, xbar], axis=1)).transpose(1, 0, 2)
     mm = np.einsum("rd,rd->r", m, m)[:, None]
     bb = np.einsum("rd,rd->r", xbar, xbar)[:, None]
     one = np.ones_like(a)
@@ -221,21 +279,40 @@ def jensen(batch: Batch, Ns: np.ndarray) -> dict[str, np.ndarray]:
     factors = np.stack([np.stack(f, axis=-1) for f, _ in polys.values()], axis=1)
     coefficients = np.stack([np.stack(c, axis=1) for _, c in polys.values()], axis=1)
     q = np.matmul(factors, coefficients)
-    np.maximum(q, 0.0, out=q)
-    J = front * np.sqrt(q, out=q).sum(-1)  # (R, 4, n)
+    with np.errstate(invalid="ignore"):
+        sums = np.sqrt(q, out=q).sum(-1)  # (R, 4, n)
+    # a square that rounded below 0 is a norm of 0: its sqrt was NaN, so its sum is redone (rare)
+    for r, k in zip(*np.nonzero(np.isnan(sums).any(-1))):
+        redo = np.matmul(factors[r, k], coefficients[r, k])
+        sums[r, k] = np.sqrt(np.maximum(redo, 0.0, out=redo), out=redo).sum(-1)
+    J = front * sums
     return {name: J[:, k] for k, name in enumerate(polys)}
 
 
 class Record:
-    """Per-record structures over the first ``l`` tokens for every ``l``, from token vectors ``x`` ``(R, T, d)``."""
+    """Per-record structures over the first ``l`` tokens for every ``l``, from token vectors ``x`` ``(R, T, d)``.
+    ``transposed_copy``: the products with the tokens read a contiguous transposed copy (default) or ``x``
+    itself, transposed in place (no copy; BLAS then rounds a product differently)."""
 
-    def __init__(self, x: np.ndarray):
+    def __init__(self, x: np.ndarray, transposed_copy: bool = True):
         self.x = x
         self.R, self.T = int(x.shape[0]), int(x.shape[1])
+        self.transposed_copy = transposed_copy
 
     @cached_property
     def xx(self) -> np.ndarray:
         return np.einsum("rid,rid->ri", self.x, self.x)
+
+    @cached_property
+    def xT(self) -> np.ndarray:
+        """The token vectors transposed ``(R, d, T)``: contiguous (every prefix a cheap BLAS operand), or a view."""
+        view = self.x.transpose(0, 2, 1)
+        return np.ascontiguousarray(view) if self.transposed_copy else view
+
+    @cached_property
+    def sums(self) -> np.ndarray:
+        """``(R, T, d)``: entry ``l - 1`` is the sum of the first ``l`` tokens."""
+        return np.cumsum(self.x, axis=1)
 
     def _d2(self) -> np.ndarray:
         memory.check(3 * 8.0 * self.R * self.T * self.T, f"pairwise distances of {self.R} x {self.T} tokens")
@@ -256,7 +333,8 @@ class Record:
     @cached_property
     def farthest_before(self) -> np.ndarray:
         """``D`` ``(R, T, T)``: ``D[r, j, c] = max_{i <= c} ||x_i - x_j||^2`` (Gram form)."""
-        return np.maximum.accumulate(self._d2(), axis=2)
+        d2 = self._d2()
+        return np.maximum.accumulate(d2, axis=2, out=d2)
 
     @cached_property
     def closest_pairs(self) -> np.ndarray:
@@ -337,17 +415,16 @@ def separation(batch: Batch, Ns: np.ndarray, M: float) -> dict[str, np.ndarray]:
         return out
     N = np.asarray(Ns)[ok]
     S, _ = batch.context(N)
-    dist = np.take_along_axis(batch.distances(S), batch.order[:, None, :], axis=2)  # in weight order
-    for k, (col, Nk) in enumerate(zip(np.nonzero(ok)[0], N)):
-        r = dist[:, k, Nk:].min(-1)
-        inside = dist[:, k, :Nk] <= r[:, None]
-        relaxed = inside.sum(-1).astype(float)
-        out["r"][:, col] = r
-        out["Ns_relaxed"][:, col] = relaxed
-        out["Ns_full"][:, col] = np.where((dist[:, k, Nk:] <= r[:, None]).any(-1), 0.0, relaxed)
-        keyed = np.zeros((batch.R, batch.ell), dtype=bool)
-        np.put_along_axis(keyed, batch.order[:, :Nk], inside, axis=1)
-        out["inside"][:, col] = keyed
+    dist = batch.distances(S)  # (R, n, l), tokens in their own order
+    selected = batch.rank[:, None, :] < N[None, :, None]
+    r = np.where(selected, np.inf, dist).min(-1)
+    ball = dist <= r[:, :, None]
+    inside = ball & selected
+    relaxed = inside.sum(-1).astype(float)
+    out["r"][:, ok] = r
+    out["Ns_relaxed"][:, ok] = relaxed
+    out["Ns_full"][:, ok] = np.where((ball & ~selected).any(-1), 0.0, relaxed)
+    out["inside"][:, ok] = inside
     return out
 
 
@@ -360,13 +437,41 @@ def xi(a_top: np.ndarray, M: float, delta: np.ndarray) -> np.ndarray:
     return np.sqrt(np.maximum(M**2 * P**2 - d**2 / 2 * (P**2 - Q), 0.0))
 
 
+#: numpy's float64 exp is fast on exponents down to about -708; below, where its results are subnormal or 0, it takes
+#: a slow path (7 to 50 times slower). Below -750 the result is 0 (e^-750 is 1/150 of the smallest subnormal; numpy's
+#: exp returns 0 from -745.14 down)
+_EXP_FAST, _EXP_ZERO = -700.0, -750.0
+
+
+def _exp(z: np.ndarray, low: np.ndarray) -> None:
+    """``np.exp(z, out=z)`` for exponents ``z`` ``(R, nT, ...)``, the same numbers. ``low[k]``: some exponent at
+    temperature ``k`` may be below :data:`_EXP_FAST` (at a low T most are); those temperatures' exponents below
+    :data:`_EXP_ZERO` are set to 0 without passing through exp, the others go through it packed together."""
+    cuts = [0, *(np.flatnonzero(low[1:] != low[:-1]) + 1), low.size]  # runs of temperatures alike (T sorted: 2)
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        block = z[:, a:b]
+        if not low[a]:
+            np.exp(block, out=block)
+            continue
+        packed = np.ascontiguousarray(block).reshape(-1)
+        kept = np.flatnonzero(~(packed < _EXP_ZERO))
+        values = np.exp(packed[kept])
+        packed[:] = 0.0
+        packed[kept] = values
+        block[...] = packed.reshape(block.shape)
+
+
 def g_fd(logits: np.ndarray, v: np.ndarray, T: np.ndarray, eps: np.ndarray) -> np.ndarray:
     """``g(T, eps) = ||softmax((l + eps v)/T) - softmax(l/T)||_2 / eps`` ``(R, nT, nE)`` (theory quantity
-    ``g_fd`` with the softmax normaliser) for logit rows ``(R, l)`` and unit directions ``v`` ``(R, l)``."""
+    ``g_fd`` with the softmax normaliser) for logit rows ``(R, l)``, unit directions ``v`` ``(R, l)`` and
+    temperatures ``T > 0``. Each row's largest ``(l + eps v)/T`` is its largest ``l + eps v`` divided by ``T``
+    (division by ``T > 0`` rounds monotonically), so the maximum is taken before the ``T`` axis exists."""
     shifts = np.concatenate([[0.0], eps])
-    z = (logits[:, None, None, :] + shifts[None, None, :, None] * v[:, None, None, :]) / T[None, :, None, None]
-    z -= z.max(-1, keepdims=True)
-    np.exp(z, out=z)
+    shifted = logits[:, None, :] + shifts[None, :, None] * v[:, None, :]  # (R, shifts, l)
+    top = shifted.max(-1)
+    z = shifted[:, None] / T[None, :, None, None]
+    z -= (top[:, None] / T[None, :, None])[..., None]
+    _exp(z, ((shifted.min(-1) - top)[:, None, :] / T[None, :, None] < _EXP_FAST).any(axis=(0, 2)))
     z /= z.sum(-1, keepdims=True)
     diff = z[:, :, 1:] - z[:, :, :1]
     return norm(diff) / eps[None, None, :]

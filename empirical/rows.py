@@ -98,7 +98,9 @@ def to_sphere(x: np.ndarray, M: float = 1.0) -> np.ndarray:
 
 
 def _as64(t: Any) -> np.ndarray:
-    return t.detach().to("cpu").double().numpy()
+    """A torch tensor as a C-contiguous float64 array (a layer's q, k and v are strided views of one projection:
+    contiguous, a head's tokens are one block, read in place by :func:`~attnbounds.empirical.kernels.take_rows`)."""
+    return t.detach().to("cpu").double().contiguous().numpy()
 
 
 class RecordRows:
@@ -118,7 +120,6 @@ class RecordRows:
         self.window = np.repeat(np.arange(self.B), self.H)  # window slot per row
         self._x: dict[tuple[str, bool, float], np.ndarray] = {}
         self._records: dict[tuple[str, bool, float], Record] = {}
-        self._xT: dict[tuple[str, str, bool, float], np.ndarray] = {}
 
     def x(self, tensor: str, sphere: bool = False, M: float = 1.0) -> np.ndarray:
         key = (tensor, sphere, M)
@@ -126,13 +127,6 @@ class RecordRows:
             x = _as64(self.rec.tensor(tensor)).reshape(self.R, self.T, -1)
             self._x[key] = to_sphere(x, M) if sphere else x
         return self._x[key]
-
-    def xT(self, tensor: str, sphere: bool = False, M: float = 1.0) -> np.ndarray:
-        """The token vectors transposed ``(R, d, T)``, contiguous (so every prefix is a cheap BLAS operand)."""
-        key = ("T", tensor, sphere, M)
-        if key not in self._xT:
-            self._xT[key] = np.ascontiguousarray(self.x(tensor, sphere, M).transpose(0, 2, 1))
-        return self._xT[key]
 
     def record(self, tensor: str, sphere: bool = False, M: float = 1.0) -> Record:
         key = (tensor, sphere, M)
@@ -147,7 +141,8 @@ class RecordRows:
     def batch(self, t: int, ell: int, tensor: str | None, sphere: bool = False, M: float = 1.0) -> Batch:
         if tensor is None:
             return Batch(self.weights(t, ell), None)
-        return Batch(self.weights(t, ell), self.x(tensor, sphere, M)[:, :ell], self.xT(tensor, sphere, M)[:, :, :ell])
+        record = self.record(tensor, sphere, M)
+        return Batch(self.weights(t, ell), record.x[:, :ell], record)
 
     @cached_property
     def _qk(self) -> tuple[np.ndarray, np.ndarray]:

@@ -46,6 +46,41 @@ def test_scan_and_d1_equal_the_float_forms(concentration: float, ell: int) -> No
         np.testing.assert_allclose(d1[:, k], compute("d_1", inst), rtol=1e-12, err_msg=f"d_1 N={N} l={ell}")
 
 
+def test_a_batch_reading_its_record_agrees_with_one_computing_per_row() -> None:
+    """The record's per-token numbers (squared norms, prefix sums, transposed vectors) serve a row as its own would."""
+    A, x = _rows(1.0, T=40, d=6)
+    record = kernels.Record(x)
+    Ns = np.array([1, 3, 10, 20])
+    for ell in (2, 9, 33):
+        alone = kernels.Batch(A[:, ell - 1, :ell].copy(), x[:, :ell].copy())
+        shared = kernels.Batch(A[:, ell - 1, :ell].copy(), x[:, :ell], record)
+        np.testing.assert_array_equal(shared.xx, alone.xx)
+        np.testing.assert_array_equal(shared.mean, alone.mean)
+        np.testing.assert_allclose(shared.mean, x[:, :ell].mean(1), rtol=1e-14)
+        got, ref = kernels.scan(shared, Ns), kernels.scan(alone, Ns)
+        for name in kernels.SCAN_NAMES:
+            np.testing.assert_allclose(got[name], ref[name], rtol=1e-12, atol=1e-15, err_msg=name)
+
+
+def test_take_rows_reads_a_prefix_of_a_record_in_place() -> None:
+    x = np.arange(2 * 7 * 3, dtype=float).reshape(2, 7, 3)
+    idx = np.array([[4, 0], [1, 3]])
+    for view in (x[:, :5], x[:, :5].copy(), x[:, :5][:, :, ::1], np.asfortranarray(x)[:, :5]):
+        np.testing.assert_array_equal(kernels.take_rows(view, idx), x[np.arange(2)[:, None], idx])
+
+
+def test_a_scan_at_some_N_gives_the_numbers_of_a_full_scan() -> None:
+    A, x = _rows(1.0, T=40, d=6)
+    Ns = np.array([1, 2, 3, 5, 10, 20, 39])
+    wanted = np.array([True, False, True, False, False, True, True])
+    for ell in (3, 21, 40):
+        full = kernels.scan(kernels.Batch(A[:, ell - 1, :ell].copy(), x[:, :ell].copy()), Ns)
+        some = kernels.scan(kernels.Batch(A[:, ell - 1, :ell].copy(), x[:, :ell].copy()), Ns, wanted)
+        for name in kernels.SCAN_NAMES:
+            np.testing.assert_array_equal(some[name][:, wanted], full[name][:, wanted], err_msg=name)
+            assert np.isnan(some[name][:, ~wanted]).all()
+
+
 def test_closest_pairs_equal_delta_min() -> None:
     _, x = _rows(1.0)
     sphere = x / np.linalg.norm(x, axis=-1, keepdims=True)
