@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 import platform
 import time
 from pathlib import Path
