@@ -110,44 +110,43 @@ def _d1(inst: Instance) -> np.ndarray:
     once for the squared norms, the context and this)."""
     x = F.need_x(inst)
     out_mask = ~inst.mask & inst.present
-    result = np.zeros(inst.B)
     if inst.N == inst.L:
-        return result
+        return np.zeros(inst.B)
     cols, valid = F.column_sets(inst.mask & inst.present)
     S = cols.shape[1]
     step = max(1, F.CHUNK_ELEMENTS // max(inst.K * S, 1))
     # Gram distances, the product they come from, the pair mask, the masked copy: each (rows, K, S)
     memory.check(4 * 8.0 * min(step, inst.B) * inst.K * S, f"d_1 over {inst.K} x {S} column pairs")
 
+    # per row, the largest pair (i non-selected, j-th selected) and its Gram-form squared distance
+    i, j, top = np.zeros(inst.B, dtype=np.intp), np.zeros(inst.B, dtype=np.intp), np.zeros(inst.B)
+
     def chunk(rows: slice, xb: np.ndarray, n2: np.ndarray) -> None:
-        c, v = cols[rows], valid[rows]
         n = xb.shape[0]
-        b = np.arange(n)[:, None]
-        xs = xb[b, c]  # (b, S, d)
-        n2s = n2[rows][b, c]
+        xs = xb[np.arange(n)[:, None], cols[rows]]  # (b, S, d)
         # (b, S, K): the selected columns against every column (the product with the few selected vectors on the
         # left runs faster than with them on the right)
         with np.errstate(over="ignore", invalid="ignore"):  # squares that overflow: compared directly below
-            d2 = n2s[:, :, None] + n2[rows][:, None, :]
+            d2 = np.take_along_axis(n2[rows], cols[rows], axis=1)[:, :, None] + n2[rows][:, None, :]
             d2 -= 2.0 * np.matmul(xs, xb.transpose(0, 2, 1))
-        np.copyto(d2, -np.inf, where=~(v[:, :, None] & out_mask[rows][:, None, :]))
+        np.copyto(d2, -np.inf, where=~(valid[rows][:, :, None] & out_mask[rows][:, None, :]))
         # the largest pair, the first in (non-selected column, selected column) order at a tie
-        top = d2.max(axis=(1, 2), keepdims=True)
-        hit = d2 == top
-        i = hit.any(axis=1).argmax(-1)
-        bb = np.arange(n)
-        j = hit[bb, :, i].argmax(-1)
-        result[rows] = F.norm(xb[bb, i] - xs[bb, j], axis=-1)
-        scale = F.masked_max(n2[rows], out_mask[rows], 0.0) + F.masked_max(n2s, v, 0.0)
-        # rows the Gram form cannot rank: every pair nearly coincides, or the squares overflow
-        bad = np.nonzero(~(d2[bb, j, i] > F.CANCELLATION * scale) | ~np.isfinite(top[:, 0, 0]))[0]
-        for r in bad:
-            memory.check(2 * 8.0 * inst.K * S * x.shape[-1], f"d_1 over {inst.K} x {S} nearly equal column pairs")
-            diff = F.norm(xb[r][:, None, :] - xs[r][None, :, :], axis=-1)
-            ok = out_mask[rows][r][:, None] & v[r][None, :]
-            result[rows.start + r] = np.where(ok, diff, -np.inf).max()
+        best = d2.max(axis=(1, 2), keepdims=True)
+        hit = d2 == best
+        i[rows] = hit.any(axis=1).argmax(-1)
+        j[rows] = hit[np.arange(n), :, i[rows]].argmax(-1)
+        top[rows] = best[:, 0, 0]
 
     F.token_pass(inst, step, chunk)
+    b = np.arange(inst.B)
+    n2 = F.norms_sq(inst)
+    result = F.norm(x[b, i] - x[b, cols[b, j]], axis=-1)
+    scale = F.masked_max(n2, out_mask, 0.0) + F.masked_max(np.take_along_axis(n2, cols, axis=1), valid, 0.0)
+    # rows the Gram form cannot rank: every pair nearly coincides, or the squares overflow
+    for r in np.nonzero(~(top > F.CANCELLATION * scale) | ~np.isfinite(top))[0]:
+        memory.check(2 * 8.0 * inst.K * S * x.shape[-1], f"d_1 over {inst.K} x {S} nearly equal column pairs")
+        diff = F.norm(x[r][:, None, :] - x[r][cols[r]][None, :, :], axis=-1)
+        result[r] = np.where(out_mask[r][:, None] & valid[r][None, :], diff, -np.inf).max()
     return result
 
 
