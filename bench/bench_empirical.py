@@ -4,6 +4,7 @@
     python bench/bench_empirical.py --windows 32 --nulls random-init,shuffled,uniform   # the whole default run
     python bench/bench_empirical.py --queries last --windows 32 --nulls none   # the previous default protocol
     python bench/bench_empirical.py --overhead               # hooks vs a plain forward pass
+    python bench/bench_empirical.py --products               # the kernels' products: numpy (used) against torch
     python bench/bench_empirical.py --sample 16              # the experiments on every 16th query of 3 layers (1 min)
     python bench/bench_empirical.py --sample 16 --baseline OLD/bin/python --rounds 3   # against other code, alternated
 
@@ -91,12 +92,15 @@ def protocol_time(args: argparse.Namespace) -> dict[str, Any]:
             "default_run": "32 windows of the model and 4 of each of the 3 nulls"}
 
 
-def sampled(every: int, layers: tuple[int, ...] = (0, 5, 11), states_out: str | None = None) -> dict[str, Any]:
-    """The experiments (the full protocol, every query) on every ``every``-th query position of some layers of one
-    window, in this process; the per-window time is extrapolated from two runs: one row per layer (the per-record
-    work: pairwise distances, sampled checks) and every ``every``-th row (the per-row work, scaled by ``every``),
-    after a warm-up pass (a first pass pays for faulting in the per-record arrays' memory, which would be taken for
-    per-record work and subtracted from the per-row work 16 times over).
+def sampled(every: int, layers: tuple[int, ...] = (0, 5, 11), states_out: str | None = None,
+            windows: int = 0) -> dict[str, Any]:
+    """The experiments (the full protocol, every query) on every ``every``-th query position of some layers of
+    ``windows`` windows in one batch (default: the protocol's ``batch_windows``, as the command line batches them:
+    the kernels' arrays then have the run's size), in this process. The per-window time is extrapolated from
+    the per-record structures (pairwise distances, timed apart) and two runs: one row per layer (the rest of the
+    per-record work: the null's vectors, bounds, sampled checks) and every ``every``-th row (the per-row work,
+    scaled by ``every``), after a warm-up pass (a first pass pays for faulting in the per-record arrays' memory,
+    which would be taken for per-record work and subtracted from the per-row work ``every`` times over).
     ``states_out``: a file to pickle the experiments' states of the second run to."""
     import numpy as np
     import torch
@@ -113,19 +117,36 @@ def sampled(every: int, layers: tuple[int, ...] = (0, 5, 11), states_out: str | 
 
         model = from_dir(str(gpt2_small_random(Path(tmp) / "gpt2-random")))
     n_layer, n_head = model.config.n_layer, model.config.n_head
-    ids = torch.randint(0, model.config.vocab_size, (1, model.config.n_positions), generator=torch.Generator().manual_seed(1))
+    proto = Protocol.full()
+    B = windows or proto.batch_windows
+    ids = torch.randint(0, model.config.vocab_size, (B, model.config.n_positions), generator=torch.Generator().manual_seed(1))
     records: list[Any] = []
     t0 = time.perf_counter()
     with Extractor(model, lambda rec: records.append(rec) if rec.layer in layers else None) as ex:
         ex.run(ids)
-    forward = time.perf_counter() - t0
-    proto = Protocol.full()
+    forward = (time.perf_counter() - t0) / B
+
+    def per_record(rr: RecordRows) -> dict[str, float]:
+        """The per-record structures (all pairwise distances of a record's tokens), made and timed apart: made
+        inside the timed rows, their time (1 to 3 s, varying with page faults) would be scaled up with the rows'."""
+        made = {"theorem1": lambda: rr.record(proto.distance_tensor, proto.distance_sphere, proto.M).farthest_before,
+                "separability": lambda: rr.record(proto.separability_tensor, proto.separability_sphere,
+                                                  proto.M).closest_pairs}
+        out = {}
+        for name, make in made.items():
+            t = time.perf_counter()
+            with kernels.one_thread():
+                make()
+            out[name] = time.perf_counter() - t
+        return out
 
     def seconds(stride: int) -> tuple[dict[str, float], dict[str, Any]]:
-        exps = consumers(proto, n_layer, n_head)
+        exps = consumers(proto, n_layer, n_head, B)
         out = {e.name: 0.0 for e in exps}
         for rec in records:
             rr = RecordRows(rec)
+            for name, s in per_record(rr).items():
+                structures[name] = structures.get(name, 0.0) + s
             for e in exps:
                 rows = {k: v for k, v in plan(e.spec, e.Ls, rr.T, True).items() if k[0] % stride == stride - 1}
                 t = time.perf_counter()
@@ -135,21 +156,25 @@ def sampled(every: int, layers: tuple[int, ...] = (0, 5, 11), states_out: str | 
         return out, {e.name: e.state() for e in exps}
 
     T = int(ids.shape[1])
+    structures: dict[str, float] = {}
     seconds(T)  # a warm-up: the first pass also pays for first-touching the per-record arrays' memory
+    structures.clear()
     (fixed, _), (rows, states) = seconds(T), seconds(every)
+    structures = {k: v / 2 for k, v in structures.items()}  # made in both timed passes
     if states_out:
         with open(states_out, "wb") as f:
             pickle.dump(states, f)
-    scale = n_layer / len(records)
-    per_window = {k: scale * (fixed[k] + every * max(rows[k] - fixed[k], 0.0)) for k in rows}
+    scale = n_layer / len(records) / B
+    per_window = {k: scale * (structures.get(k, 0.0) + fixed[k] + every * max(rows[k] - fixed[k], 0.0)) for k in rows}
     return {"model": "GPT-2 small shape (12 x 12 heads, n_embd 768), random weights", "layers": list(layers),
-            "every": every, "window": T, "one_row_per_layer_s": fixed, "sampled_rows_s": rows,
+            "every": every, "window": T, "windows_per_batch": B, "per_record_structures_s": structures, "one_row_per_layer_s": fixed,
+            "sampled_rows_s": rows,
             "per_window_extrapolated_s": per_window, "forward_s": forward,
             "per_window_total_extrapolated_s": sum(per_window.values()) + forward,
             "threads": torch.get_num_threads(), "numpy": np.__version__}
 
 
-def against_baseline(every: int, baseline: str, rounds: int) -> dict[str, Any]:
+def against_baseline(every: int, baseline: str, rounds: int, windows: int = 0) -> dict[str, Any]:
     """:func:`sampled` under ``baseline`` (another interpreter) and this code, alternated in subprocesses for
     ``rounds`` rounds; per-window times of each side, their ratios, and the states compared."""
     sides = {"baseline": baseline, "current": sys.executable}
@@ -157,7 +182,8 @@ def against_baseline(every: int, baseline: str, rounds: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(rounds):
             for side, exe in sides.items():
-                out = subprocess.run([exe, __file__, "--sample", str(every), "--states-out", f"{tmp}/{side}.pkl"],
+                out = subprocess.run([exe, __file__, "--sample", str(every), "--sample-windows", str(windows),
+                                      "--states-out", f"{tmp}/{side}.pkl"],
                                      check=True, capture_output=True, text=True).stdout
                 runs[side].append(json.loads(out))
         states = {}
@@ -220,6 +246,40 @@ def compare_states(old: Any, new: Any) -> dict[str, Any]:
             "entries_only_one_side_counted": dict(sorted(one_sided.items()))}
 
 
+def products(repeats: int = 7) -> dict[str, Any]:
+    """The kernels' batched products (a batch of 4 windows: 48 rows of d = 64) by numpy's ``np.matmul`` (OpenBLAS,
+    what the kernels use) and by ``torch.bmm`` (torch's BLAS, MKL in the CPU wheel), both on one thread, alternated;
+    median wall times, the ratio torch / numpy and the largest difference between their results."""
+    import numpy as np
+    import torch
+
+    from attnbounds.empirical import kernels
+
+    rng = np.random.default_rng(0)
+    R, d, T = 48, 64, 1024
+    x = rng.standard_normal((R, T, d))
+    xT = np.ascontiguousarray(x.transpose(0, 2, 1))
+    shapes = {f"context vectors ({n} N) x tokens ({ell})": (rng.standard_normal((R, n, d)), xT[:, :, :ell])
+              for n in (9, 32) for ell in (256, 512, 1024)}
+    shapes["Gram matrix of a record (1024 tokens)"] = (x, xT)
+    ways: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+        "numpy": np.matmul, "torch": lambda a, b: torch.bmm(torch.from_numpy(a), torch.from_numpy(b)).numpy()}
+    out: dict[str, Any] = {}
+    with kernels.one_thread():
+        for name, (a, b) in shapes.items():
+            times: dict[str, list[float]] = {k: [] for k in ways}
+            for _ in range(repeats):
+                for k, fn in ways.items():
+                    t0 = time.perf_counter()
+                    fn(a, b)
+                    times[k].append(time.perf_counter() - t0)
+            med = {k: statistics.median(v) for k, v in times.items()}
+            out[name] = {"median_s": med, "torch_over_numpy": med["torch"] / med["numpy"],
+                         "largest_difference": float(np.abs(ways["numpy"](a, b) - ways["torch"](a, b)).max())}
+    blas = "MKL" if "BLAS_INFO=mkl" in torch.__config__.show() else "other"
+    return {"rows": R, "d": d, "repeats": repeats, "threads": 1, "torch_blas": blas, "products": out}
+
+
 def overhead(batch: int, length: int, repeats: int) -> dict[str, Any]:
     """Median wall times (s) of plain and extracting forwards on the GPT-2 small shape, interleaved, and their ratio."""
     import torch
@@ -261,8 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-windows", type=int, default=1, help="windows per task (1: the windows spread over workers)")
     p.add_argument("--progress", action="store_true")
     p.add_argument("--overhead", action="store_true", help="only the extraction overhead")
+    p.add_argument("--products", action="store_true", help="only the kernels' batched products: numpy against torch")
     p.add_argument("--sample", type=int, default=0, metavar="K",
-                   help="only the experiments, on every K-th query of 3 layers of one window (extrapolated)")
+                   help="only the experiments, on every K-th query of 3 layers of one batch of windows (extrapolated)")
+    p.add_argument("--sample-windows", type=int, default=0, metavar="B",
+                   help="with --sample: windows in the batch (default: the protocol's batch_windows)")
     p.add_argument("--states-out", default=None, help="with --sample: pickle the experiments' states to this file")
     p.add_argument("--baseline", default=None, metavar="PY",
                    help="with --sample: also under this interpreter (the code to compare against), alternated")
@@ -274,10 +337,12 @@ def main(argv: list[str] | None = None) -> int:
     tune_allocator()  # as the command line does
     if args.overhead:
         report = overhead(4, 1024, 5)
+    elif args.products:
+        report = products()
     elif args.sample and args.baseline:
-        report = against_baseline(args.sample, args.baseline, args.rounds)
+        report = against_baseline(args.sample, args.baseline, args.rounds, args.sample_windows)
     elif args.sample:
-        report = sampled(args.sample, states_out=args.states_out)
+        report = sampled(args.sample, states_out=args.states_out, windows=args.sample_windows)
     else:
         report = protocol_time(args)
     print(json.dumps(report, indent=1))

@@ -12,8 +12,10 @@ the first ``l`` tokens (``delta``), for every ``l`` at once.
 Elementwise work over (rows x N x tokens) is what a row costs (the four readings of J alone take a square
 root per (row, N, token)), so the kernels avoid passes over those arrays: a rounding cancellation is looked
 for only in the (row, N) whose minimum is small, a square root that rounds to NaN only in the sums that are
-NaN, softmax maxima before the temperature axis exists. Each change keeps every number bit-identical (the
-same operations in the same order; ``tests/empirical`` and the benchmark's comparison check it).
+NaN, softmax maxima before the temperature axis exists; and the passes that remain run on chunks of rows that
+fit the cache (:data:`CHUNK_ELEMENTS`). Each of these keeps every number bit-identical (the same operations in
+the same order on each row; ``tests/empirical`` and the benchmark's comparison check it). The batched products
+are numpy's (OpenBLAS), which round differently from torch's MKL at the last bits (see :func:`one_thread`).
 
 The float forms of :mod:`attnbounds.theory.mathematics.quantities` define these numbers; the kernels agree with them to
 rounding (``tests/empirical``; every run re-checks sampled rows against them, ``empirical.checks``). As in the
@@ -42,8 +44,11 @@ SCAN_NAMES = ("dtilde_R1", "dtilde_R2", *J_NAMES, "abar_N", "max_norm")
 def one_thread() -> Iterator[None]:
     """torch and numpy's BLAS on one thread inside the block (restored after). The kernels' products are row-sized
     (about a millisecond): on the shared 2-core machine a second BLAS thread waiting for a core made each
-    ``torch.bmm`` take 12 ms instead of 1.3 ms (same results: the threads split the output, not the sums).
-    Parallelism comes from windows in worker processes (``--scheduler processes:N``)."""
+    product take 12 ms instead of 1.3 ms (same results: the threads split the output, not the sums).
+    Parallelism comes from windows in worker processes (``--scheduler processes:N``).
+
+    The batched products are numpy's (``np.matmul``, OpenBLAS, one BLAS call per row): on this AMD machine
+    torch's MKL took 1.5x to 2.2x as long for the same shapes (``bench/bench_empirical.py --products``)."""
     import torch
 
     before = torch.get_num_threads()
@@ -53,20 +58,6 @@ def one_thread() -> Iterator[None]:
             yield
     finally:
         torch.set_num_threads(before)
-
-
-#: below this many multiply-adds a batched product stays in numpy (torch's per-call overhead dominates)
-_SMALL_PRODUCT = 1 << 20
-
-
-def bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Batched matrix product ``(R, n, k) @ (R, k, m)`` in float64 (large ones by torch's BLAS: numpy's stacked
-    matmul does not use BLAS and is 10x slower on them)."""
-    if a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] < _SMALL_PRODUCT:
-        return np.matmul(a, b)
-    import torch
-
-    return torch.bmm(torch.from_numpy(a), torch.from_numpy(b)).numpy()
 
 
 #: below this sum of squares a norm is recomputed scaled by the largest entry (the squares may have underflowed)
@@ -85,6 +76,19 @@ def norm(v: np.ndarray) -> np.ndarray:
             u = np.where(m > 0, w / m, 0.0)
         out[small] = m[..., 0] * np.sqrt((u * u).sum(-1))
     return out
+
+
+#: the passes over (rows x N x tokens) arrays (distances, J's squares, g_fd's softmaxes) run on chunks of rows
+#: whose array holds about this many float64 numbers (2 MiB): a pass then reads what the previous pass wrote from
+#: the cache instead of from memory (48 rows of 1024 tokens at 32 N and 4 readings of J are 50 MiB)
+CHUNK_ELEMENTS = 1 << 18
+
+
+def row_chunks(R: int, per_row: int) -> list[slice]:
+    """Slices of ``R`` rows, each of at most :data:`CHUNK_ELEMENTS` numbers at ``per_row`` numbers a row (and at
+    least one row). A kernel that chunks computes each row alone, so a chunk's numbers are the whole batch's."""
+    step = max(1, CHUNK_ELEMENTS // max(per_row, 1))
+    return [slice(a, min(a + step, R)) for a in range(0, R, step)]
 
 
 def take_rows(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -180,17 +184,22 @@ class Batch:
         a = self.alpha
         yy = a * a * self.xx
         ss = np.einsum("rmd,rmd->rm", S, S)
-        d2 = bmm(S, self.xT)
-        d2 *= -2.0 * a[:, None, :]
-        d2 += yy[:, None, :]
-        d2 += ss[:, :, None]
         # a superset of the entries the float forms recompute (d2 <= CANCELLATION (yy_i + ss)): yy_i <= max yy;
         # it holds every d2 <= 0, so the square roots of negative ones (NaN) are all overwritten below
-        r, m, i = _at_most(d2, CANCELLATION * (yy.max(-1)[:, None] + ss))
-        with np.errstate(invalid="ignore"):
-            dist = np.sqrt(d2, out=d2)
-        if r.size:
-            dist[r, m, i] = norm(a[r, i, None] * self.x[r, i] - S[r, m])
+        small = CANCELLATION * (yy.max(-1)[:, None] + ss)
+        dist = np.empty((self.R, S.shape[1], self.ell))
+        xT = self.xT
+        for rows in row_chunks(self.R, dist[0].size):
+            d2 = np.matmul(S[rows], xT[rows], out=dist[rows])
+            d2 *= -2.0 * a[rows, None, :]
+            d2 += yy[rows, None, :]
+            d2 += ss[rows, :, None]
+            r, m, i = _at_most(d2, small[rows])
+            with np.errstate(invalid="ignore"):
+                np.sqrt(d2, out=d2)
+            if r.size:
+                r += rows.start
+                dist[r, m, i] = norm(a[r, i, None] * self.x[r, i] - S[r, m])
         return dist
 
     def selected_sum(self, values: np.ndarray, Ns: np.ndarray) -> np.ndarray:
@@ -278,9 +287,11 @@ def jensen(batch: Batch, Ns: np.ndarray) -> dict[str, np.ndarray]:
     # every reading at once: (R, 4, n, 3) @ (R, 4, 3, l), one (n, 3) @ (3, l) product per row and reading
     factors = np.stack([np.stack(f, axis=-1) for f, _ in polys.values()], axis=1)
     coefficients = np.stack([np.stack(c, axis=1) for _, c in polys.values()], axis=1)
-    q = np.matmul(factors, coefficients)
-    with np.errstate(invalid="ignore"):
-        sums = np.sqrt(q, out=q).sum(-1)  # (R, 4, n)
+    sums = np.empty(factors.shape[:3])  # (R, 4, n)
+    for rows in row_chunks(R, factors[0, :, :, 0].size * ell):
+        q = np.matmul(factors[rows], coefficients[rows])
+        with np.errstate(invalid="ignore"):
+            sums[rows] = np.sqrt(q, out=q).sum(-1)
     # a square that rounded below 0 is a norm of 0: its sqrt was NaN, so its sum is redone (rare)
     for r, k in zip(*np.nonzero(np.isnan(sums).any(-1))):
         redo = np.matmul(factors[r, k], coefficients[r, k])
@@ -316,7 +327,7 @@ class Record:
 
     def _d2(self) -> np.ndarray:
         memory.check(3 * 8.0 * self.R * self.T * self.T, f"pairwise distances of {self.R} x {self.T} tokens")
-        d2 = bmm(self.x, self.x.transpose(0, 2, 1))
+        d2 = np.matmul(self.x, self.xT)
         d2 *= -2.0
         d2 += self.xx[:, :, None]
         d2 += self.xx[:, None, :]
@@ -466,6 +477,14 @@ def g_fd(logits: np.ndarray, v: np.ndarray, T: np.ndarray, eps: np.ndarray) -> n
     ``g_fd`` with the softmax normaliser) for logit rows ``(R, l)``, unit directions ``v`` ``(R, l)`` and
     temperatures ``T > 0``. Each row's largest ``(l + eps v)/T`` is its largest ``l + eps v`` divided by ``T``
     (division by ``T > 0`` rounds monotonically), so the maximum is taken before the ``T`` axis exists."""
+    out = np.empty((logits.shape[0], T.size, eps.size))
+    for rows in row_chunks(logits.shape[0], T.size * (eps.size + 1) * logits.shape[1]):
+        out[rows] = _g_fd(logits[rows], v[rows], T, eps)
+    return out
+
+
+def _g_fd(logits: np.ndarray, v: np.ndarray, T: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """:func:`g_fd` on rows that fit the cache."""
     shifts = np.concatenate([[0.0], eps])
     shifted = logits[:, None, :] + shifts[None, :, None] * v[:, None, :]  # (R, shifts, l)
     top = shifted.max(-1)

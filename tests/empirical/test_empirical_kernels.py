@@ -139,6 +139,37 @@ def test_g_fd_equals_the_float_form() -> None:
             np.testing.assert_allclose(g[:, i, j], compute("g_fd", inst), rtol=1e-11, atol=1e-14)
 
 
+@pytest.mark.parametrize("rows", [1, 2, 3])
+def test_kernels_chunked_by_rows_give_the_numbers_of_the_whole_batch(rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The passes over (rows x N x tokens) arrays run on chunks of rows (:data:`kernels.CHUNK_ELEMENTS`: one, two,
+    three rows at once); every number is the whole batch's, bit for bit, with or without a record."""
+    A, x = _rows(1.0, R=7, T=40, d=6)
+    sphere = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    Ns = np.array([1, 3, 10, 20, 39])
+    rng = np.random.default_rng(5)
+    logits = 8.0 * rng.standard_normal((7, 40))
+    logits[3, :20] = 0.0
+    v = rng.standard_normal((7, 40))
+    T, eps = np.array([1e-3, 0.05, 1.0, 30.0]), np.array([1e-3, 0.1, 10.0])
+
+    def run() -> list[np.ndarray]:
+        out = []
+        for ell in (2, 21, 40):
+            for record in (None, kernels.Record(x), kernels.Record(sphere, transposed_copy=False)):
+                xs = x if record is None else record.x
+                batch = kernels.Batch(A[:, ell - 1, :ell].copy(), xs[:, :ell], record)
+                out += [*kernels.scan(batch, Ns).values(), *kernels.separation(batch, Ns, 1.0).values()]
+            out.append(kernels.g_fd(logits[:, :ell], v[:, :ell], T, eps))
+        return out
+
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 1 << 40)
+    whole = run()
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", rows * T.size * 4 * 40)  # g_fd's rows of 40 tokens: `rows` a chunk
+    assert len(kernels.row_chunks(7, T.size * 4 * 40)) == -(-7 // rows)
+    for got, ref in zip(run(), whole, strict=True):
+        np.testing.assert_array_equal(got, ref)
+
+
 def test_one_thread_runs_torch_on_one_thread_and_restores_it_after_an_error() -> None:
     import torch
 
