@@ -87,7 +87,7 @@ CHUNK_ELEMENTS = 1 << 18
 def row_chunks(R: int, per_row: int) -> list[slice]:
     """Slices of ``R`` rows, each of at most :data:`CHUNK_ELEMENTS` numbers at ``per_row`` numbers a row (and at
     least one row). A kernel that chunks computes each row alone, so a chunk's numbers are the whole batch's."""
-    step = max(1, CHUNK_ELEMENTS // max(per_row, 1))
+    step = memory.rows_per_chunk(8.0 * per_row, 8 * CHUNK_ELEMENTS)
     return [slice(a, min(a + step, R)) for a in range(0, R, step)]
 
 
