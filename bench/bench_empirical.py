@@ -1,7 +1,7 @@
 """Benchmarks of empirical/ (not timed tests): the protocol's wall time on the GPT-2 small shape, and extraction overhead.
 
     python bench/bench_empirical.py                          # the full protocol, every query, on 2 windows of GPT-2 small's shape
-    python bench/bench_empirical.py --windows 32 --nulls random-init,shuffled,uniform   # the whole default run
+    python bench/bench_empirical.py --windows 32 --nulls random-init,shuffled,uniform --scheduler processes:2   # the default run
     python bench/bench_empirical.py --queries last --windows 32 --nulls none   # the previous default protocol
     python bench/bench_empirical.py --overhead               # hooks vs a plain forward pass
     python bench/bench_empirical.py --products               # the kernels' products: numpy (used) against torch
@@ -72,17 +72,19 @@ def protocol_time(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         folder = gpt2_small_random(Path(tmp) / "gpt2-random")
         cli_args = ["--model", str(folder), "--out", str(Path(tmp) / "out"), "--windows", str(args.windows),
-                    "--queries", args.queries, "--nulls", args.nulls, "--null-windows", str(args.windows),
-                    "--batch-windows", str(args.batch_windows)]
+                    "--queries", args.queries, "--nulls", args.nulls]
+        for flag, value in (("--null-windows", args.null_windows), ("--batch-windows", args.batch_windows)):
+            cli_args += [flag, str(value)] if value else []  # 0: the protocol's default
         proto = protocol_from_args(build_parser().parse_args(cli_args))
         t0 = time.perf_counter()
         res = run(str(folder), Path(tmp) / "out", text=text_file(Path(tmp)), protocol=proto, progress=args.progress,
                   figures=False, scheduler=args.scheduler)
         wall = time.perf_counter() - t0
     timing = res["timing"]
-    passes = args.windows * (1 + len(proto.nulls))  # window passes: the model's and each null's
+    passes = proto.windows + len(proto.nulls) * min(proto.null_windows, proto.windows)  # the model's and each null's
     return {"model": "GPT-2 small shape (12 x 12 heads, n_embd 768), random weights", "queries": args.queries,
-            "windows": args.windows, "nulls": list(proto.nulls), "scheduler": timing["scheduler"],
+            "windows": args.windows, "nulls": list(proto.nulls), "null_windows": proto.null_windows,
+            "batch_windows": proto.batch_windows, "scheduler": timing["scheduler"],
             "threads": res["environment"]["threads"], "wall_s": wall,
             "per_window_pass_s": timing["stream_s"] / passes, "window_passes": passes,
             "forward_and_extraction_s": timing["forward_and_extraction_s"],
@@ -317,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queries", default="all")
     p.add_argument("--nulls", default="none", help="comma-separated nulls, or none")
     p.add_argument("--scheduler", default=None, help="none (default) or processes:N")
-    p.add_argument("--batch-windows", type=int, default=1, help="windows per task (1: the windows spread over workers)")
+    p.add_argument("--batch-windows", type=int, default=0, help="windows per task (default: the protocol's)")
+    p.add_argument("--null-windows", type=int, default=0, help="windows of each null (default: the protocol's)")
     p.add_argument("--progress", action="store_true")
     p.add_argument("--overhead", action="store_true", help="only the extraction overhead")
     p.add_argument("--products", action="store_true", help="only the kernels' batched products: numpy against torch")

@@ -40,7 +40,7 @@ class Protocol:
     window_start: int = 0
     window_align: str = "auto"  # "auto" (chapters when the text has headings), "chapters", "consecutive"
     window_lengths: str = "prefixes"  # "prefixes": shorter L are prefixes of the same windows; "new": new windows per L
-    batch_windows: int = 4
+    batch_windows: int = 2
     queries: str = "all"  # "all" (the paper's), "last" or "tail:Q" (rows.QuerySpec)
     masked_keys: str = "drop"  # "drop" or "zero"
     # nulls (empirical.nulls): each headline criterion is also run on them, on the first null_windows windows

@@ -3,19 +3,19 @@
 A :class:`Batch` is ``R`` attention instances of common length ``l``: the rows of one query position in
 every (window, head) pair of a layer record (weights ``alpha`` ``(R, l)``, token vectors ``x`` ``(R, l, d)``).
 One stable sort per row (ties to the lower index, as :func:`attnbounds.theory.mathematics.instance.top_n_mask`) serves
-every N: the context vectors ``s_N`` of all N are prefix sums in weight order, and their inner products with
-every token one batched matrix product. What the rows of a record share is computed once per record
+every N: the context vectors ``s_N`` of all N are running sums in weight order, and their inner products with
+every token one batched matrix product (BLAS). What the rows of a record share is computed once per record
 (:class:`Record`): the tokens' squared norms, prefix sums (the mean of the first ``l`` tokens) and transposed
 vectors, the largest distance from each token to the tokens before it (``d_1``) and the closest pair among
 the first ``l`` tokens (``delta``), for every ``l`` at once.
 
 Elementwise work over (rows x N x tokens) is what a row costs (the four readings of J alone take a square
-root per (row, N, token)), so the kernels avoid passes over those arrays: a rounding cancellation is looked
-for only in the (row, N) whose minimum is small, a square root that rounds to NaN only in the sums that are
-NaN, softmax maxima before the temperature axis exists; and the passes that remain run on chunks of rows that
-fit the cache (:data:`CHUNK_ELEMENTS`). Each of these keeps every number bit-identical (the same operations in
-the same order on each row; ``tests/empirical`` and the benchmark's comparison check it). The batched products
-are numpy's (OpenBLAS), which round differently from torch's MKL at the last bits (see :func:`one_thread`).
+root per (row, N, token)); it runs in compiled loops (:mod:`attnbounds.empirical.compiled`, numba) that do the
+work of every numpy pass on a token at once, vectorised, reading the products from the cache (they are made on
+chunks of rows that fit it, :data:`CHUNK_ELEMENTS`). A chunk's numbers are the whole batch's, bit for bit (each
+row is computed alone). The loops sum in their own order, so numbers agree with the numpy formulas to rounding
+(relative differences of a few 1e-16), except where rounding is magnified: the softmax probabilities of
+``g_fd`` are numpy's divisions by numpy's sums, as theory's float form makes them.
 
 The float forms of :mod:`attnbounds.theory.mathematics.quantities` define these numbers; the kernels agree with them to
 rounding (``tests/empirical``; every run re-checks sampled rows against them, ``empirical.checks``). As in the
@@ -30,6 +30,7 @@ from typing import Iterator
 
 import numpy as np
 
+from attnbounds.empirical import compiled
 from attnbounds.theory.mathematics import memory
 
 #: a Gram-form squared distance below this fraction of ``||u||^2 + ||v||^2`` is recomputed from the vectors
@@ -78,9 +79,9 @@ def norm(v: np.ndarray) -> np.ndarray:
     return out
 
 
-#: the passes over (rows x N x tokens) arrays (distances, J's squares, g_fd's softmaxes) run on chunks of rows
-#: whose array holds about this many float64 numbers (2 MiB): a pass then reads what the previous pass wrote from
-#: the cache instead of from memory (48 rows of 1024 tokens at 32 N and 4 readings of J are 50 MiB)
+#: the (rows x N x tokens) arrays (the context vectors' products with the tokens, g_fd's exponentials) are made on
+#: chunks of rows holding about this many float64 numbers (2 MiB): the compiled pass reading one then finds it in
+#: the cache instead of in memory (48 rows of 1024 tokens at 36 N are 14 MiB)
 CHUNK_ELEMENTS = 1 << 18
 
 
@@ -89,20 +90,6 @@ def row_chunks(R: int, per_row: int) -> list[slice]:
     least one row). A kernel that chunks computes each row alone, so a chunk's numbers are the whole batch's."""
     step = memory.rows_per_chunk(8.0 * per_row, 8 * CHUNK_ELEMENTS)
     return [slice(a, min(a + step, R)) for a in range(0, R, step)]
-
-
-def take_rows(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """``x[r, idx[r, j]]`` ``(R, m, d)``: the token vectors ``x`` ``(R, l, d)`` at the indices ``idx`` ``(R, m)``, by
-    one flat ``np.take`` (indexing two axes at once is twice as slow). ``x`` may be the first ``l`` tokens of a
-    contiguous ``(R, T, d)`` array (a layer record's): its rows are then read in place."""
-    R, _, d = x.shape
-    step = x.strides[1]
-    if x.strides[2] != x.itemsize or step != d * x.itemsize or x.strides[0] % step:
-        x = np.ascontiguousarray(x)
-        step = x.strides[1]
-    per_row = x.strides[0] // step  # tokens between the starts of two rows (T of the record)
-    flat = np.lib.stride_tricks.as_strided(x, ((R - 1) * per_row + x.shape[1], d), (step, x.itemsize), writeable=False)
-    return np.take(flat, idx + per_row * np.arange(R)[:, None], axis=0)
 
 
 class Batch:
@@ -162,66 +149,50 @@ class Batch:
         total = self.record.sums[:, self.ell - 1] if self.record is not None else np.cumsum(self.x, axis=1)[:, -1]
         return total / self.ell
 
-    @cached_property
+    @property
     def output(self) -> np.ndarray:
         """``m = sum_i alpha_i x_i`` ``(R, d)``."""
+        return self.weighted[0]
+
+    @cached_property
+    def weighted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``m`` ``(R, d)`` and the tokens' products with it and with the mean, ``x_i . m`` and ``x_i . mean``
+        ``(R, l)``, in one compiled pass per row (:func:`~attnbounds.empirical.compiled.weighted_products`)."""
         assert self.x is not None
-        return np.einsum("ri,rid->rd", self.alpha, self.x)
+        x = self.record.x if self.record is not None else np.ascontiguousarray(self.x)
+        m = np.empty((self.R, x.shape[2]))
+        xm, xb = np.empty((self.R, self.ell)), np.empty((self.R, self.ell))
+        compiled.weighted_products(x, self.alpha, np.ascontiguousarray(self.mean), m, xm, xb)
+        return m, xm, xb
 
     def context(self, Ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``s_N`` ``(R, n, d)`` and ``abar_N`` ``(R, n)`` for every N of ``Ns`` (each ``< l``)."""
+        """``s_N`` ``(R, n, d)`` and ``abar_N`` ``(R, n)`` for every N of ``Ns`` (ascending, each ``< l``), summed in
+        weight order (:func:`~attnbounds.empirical.compiled.context_sums`)."""
         assert self.x is not None
-        top = int(Ns.max())
-        starts = np.concatenate([[0], Ns[:-1]])  # Ns ascending: the sums are of the segments between them
-        ys = take_rows(self.x, self.order[:, :top])
-        ys *= self.a_sorted[:, :top, None]
-        S = np.cumsum(np.add.reduceat(ys, starts, axis=1), axis=1)
-        return S, np.cumsum(np.add.reduceat(self.a_sorted[:, :top], starts, axis=1), axis=1)
+        Ns = np.ascontiguousarray(Ns, dtype=np.int64)
+        S = np.empty((self.R, Ns.size, self.x.shape[2]))
+        abar = np.empty((self.R, Ns.size))
+        x = self.record.x if self.record is not None else self.x  # the record's tokens: contiguous, a prefix read
+        compiled.context_sums(x, self.order, self.a_sorted, Ns, S, abar)
+        return S, abar
 
-    def distances(self, S: np.ndarray) -> np.ndarray:
-        """``||alpha_i x_i - s||`` ``(R, n, l)`` for every context vector ``s`` of ``S`` ``(R, n, d)``."""
-        assert self.x is not None
+    def gram_parts(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What the Gram form ``||a_i x_i - s||^2 = -2 a_i (s . x_i) + yy_i + ss`` of the distances to the context
+        vectors ``S`` ``(R, n, d)`` needs besides the products: ``yy = a^2 ||x||^2`` ``(R, l)``, ``ss = ||s||^2``
+        ``(R, n)``, and ``small`` ``(R, n)``: a square at most this is recomputed from the vectors (a cancellation;
+        ``CANCELLATION (max_i yy_i + ss)``, a superset of the entries the float forms recompute, holding every
+        square that rounds to 0 or below)."""
         a = self.alpha
         yy = a * a * self.xx
         ss = np.einsum("rmd,rmd->rm", S, S)
-        # a superset of the entries the float forms recompute (d2 <= CANCELLATION (yy_i + ss)): yy_i <= max yy;
-        # it holds every d2 <= 0, so the square roots of negative ones (NaN) are all overwritten below
-        small = CANCELLATION * (yy.max(-1)[:, None] + ss)
-        dist = np.empty((self.R, S.shape[1], self.ell))
+        return yy, ss, CANCELLATION * (yy.max(-1)[:, None] + ss)
+
+    def products(self, S: np.ndarray) -> Iterator[tuple[slice, np.ndarray]]:
+        """``(rows, s . x_i)`` ``(rows, n, l)``: the products of the context vectors ``S`` with the tokens (BLAS), on
+        chunks of rows that fit the cache (the compiled pass reading them finds them there)."""
         xT = self.xT
-        for rows in row_chunks(self.R, dist[0].size):
-            d2 = np.matmul(S[rows], xT[rows], out=dist[rows])
-            d2 *= -2.0 * a[rows, None, :]
-            d2 += yy[rows, None, :]
-            d2 += ss[rows, :, None]
-            r, m, i = _at_most(d2, small[rows])
-            with np.errstate(invalid="ignore"):
-                np.sqrt(d2, out=d2)
-            if r.size:
-                r += rows.start
-                dist[r, m, i] = norm(a[r, i, None] * self.x[r, i] - S[r, m])
-        return dist
-
-    def selected_sum(self, values: np.ndarray, Ns: np.ndarray) -> np.ndarray:
-        """``sum_{i in I_N} values[:, k, i]`` ``(R, n)`` for N = ``Ns[k]``, each sum over the selected values in
-        weight order. One flat gather of every (k, selected i), then one sum per N over its contiguous part."""
-        n, ell = values.shape[1:]
-        Ns = np.asarray(Ns)
-        ends = np.cumsum(Ns)
-        k = np.repeat(np.arange(n), Ns)
-        j = np.arange(int(ends[-1])) - np.repeat(ends - Ns, Ns)  # position in weight order within each N's part
-        flat = (np.arange(self.R)[:, None] * n + k) * ell + self.order[:, j]
-        picked = np.take(values.reshape(-1), flat)
-        return np.stack([picked[:, e - N: e].sum(-1) for e, N in zip(ends, Ns)], axis=1)
-
-
-def _at_most(values: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The indices ``(r, m, i)`` of ``values`` ``(R, n, l)`` with ``values[r, m, i] <= bound[r, m]``, in index
-    order (``np.nonzero(values <= bound[..., None])``): only the (r, m) whose minimum passes (or is NaN) are
-    compared entry by entry."""
-    rows = np.nonzero(~(values.min(-1) > bound))
-    hit = np.nonzero(values[rows] <= bound[rows][:, None])
-    return rows[0][hit[0]], rows[1][hit[0]], hit[1]
+        for rows in row_chunks(self.R, S.shape[1] * self.ell):
+            yield rows, np.matmul(S[rows], xT[rows])
 
 
 def live(Ns: np.ndarray, ell: int) -> np.ndarray:
@@ -233,19 +204,22 @@ def scan(batch: Batch, Ns: np.ndarray, wanted: np.ndarray | None = None) -> dict
     """:data:`SCAN_NAMES` -> ``(R, len(Ns))`` at every N of ``Ns`` (NaN where ``N >= l``): dtilde in both
     readings, the four readings of J, ``abar_N`` and ``max_norm``. ``wanted``: a mask over ``Ns`` of the N
     to report (default all; the others are NaN). The context vectors and their products with the tokens are
-    taken at every N of ``Ns`` all the same (their summation order depends on the N around), the readings of
-    J only at the wanted N: a number does not depend on which others were asked for."""
+    taken at every N of ``Ns`` all the same (BLAS may round a product differently in a matrix of another
+    shape), the readings of J only at the wanted N: a number does not depend on which others were asked for."""
     assert batch.x is not None
     ok = live(Ns, batch.ell)
     keep = ok if wanted is None else ok & wanted
     out = {k: np.full((batch.R, len(Ns)), np.nan) for k in SCAN_NAMES}
     if not keep.any():
         return out
-    N = np.asarray(Ns)[ok]
+    N = np.ascontiguousarray(np.asarray(Ns)[ok], dtype=np.int64)
     S, abar = batch.context(N)
-    dist = batch.distances(S)
-    # dtilde R1: every token's distance minus the selected ones'
-    r1 = dist.sum(-1) - batch.selected_sum(dist, N)
+    yy, ss, small = batch.gram_parts(S)
+    r1 = np.empty((batch.R, N.size))  # dtilde R1: the sum of the non-selected tokens' distances
+    rank = batch.rank
+    for rows, P in batch.products(S):
+        compiled.outside_sums(P, batch.alpha[rows], yy[rows], ss[rows], small[rows], rank[rows], N, batch.x[rows],
+                              S[rows], r1[rows])
     r2 = norm(batch.output[:, None, :] - 2.0 * S)
     norms = np.sqrt(batch.xx)
     max_norm = np.maximum.accumulate(np.take_along_axis(norms, batch.order[:, : int(N.max())], axis=1), axis=1)[:, N - 1]
@@ -259,45 +233,22 @@ def scan(batch: Batch, Ns: np.ndarray, wanted: np.ndarray | None = None) -> dict
 
 
 def jensen(batch: Batch, Ns: np.ndarray) -> dict[str, np.ndarray]:
-    """The four readings of ``J = (l-N)/l sum_i ||c_i x_i - xbar||`` ``(R, n)`` (theory quantities ``J_*``).
-
-    Each squared norm is a polynomial in per-(row, N) numbers with per-token coefficients, so all N come
-    from one batched product with an inner dimension of 3: ``c = alpha_i (1 + rho)`` (scaled) or
-    ``alpha_i + rho`` (printed), ``rho = N/(l-1)``, ``xbar = rho m`` (weighted) or the mean of x.
+    """The four readings of ``J = (l-N)/l sum_i ||c_i x_i - xbar||`` ``(R, n)`` (theory quantities ``J_*``):
+    ``c = alpha_i (1 + rho)`` (scaled) or ``alpha_i + rho`` (printed), ``rho = N/(l-1)``, ``xbar = rho m``
+    (weighted) or the mean of x. Each squared norm is a polynomial in ``rho`` whose coefficients are per-token
+    numbers (``alpha_i``, ``||x_i||^2``, ``x_i . m``, ``x_i . mean``) and the row's ``||m||^2``, ``||mean||^2``;
+    one compiled pass per (row, N) sums all four (:func:`~attnbounds.empirical.compiled.jensen_sums`).
     """
     assert batch.x is not None
-    a, ell, xx = batch.alpha, batch.ell, batch.xx
-    R = batch.R
-    rho = np.broadcast_to(np.asarray(Ns, float) / (ell - 1.0), (R, len(Ns)))
-    front = (ell - np.asarray(Ns, float)) / ell
-    m = batch.output
+    ell = batch.ell
+    Ns = np.asarray(Ns, float)
+    m, xm, xb = batch.weighted
     xbar = batch.mean
-    xm, xb = np.einsum("rid,rkd->rki", batch.x, np.stack([m, xbar], axis=1)).transpose(1, 0, 2)
-    mm = np.einsum("rd,rd->r", m, m)[:, None]
-    bb = np.einsum("rd,rd->r", xbar, xbar)[:, None]
-    one = np.ones_like(a)
-    k = 1.0 + rho
-    # (per-(row, N) factors, per-token coefficients): the squared norm is their product summed over 3 terms
-    polys = {
-        "J_scaled_weighted": ((k * k, -2.0 * k * rho, rho * rho * mm), (a * a * xx, a * xm, one)),
-        "J_scaled_mean": ((k * k, -2.0 * k, bb * np.ones_like(k)), (a * a * xx, a * xb, one)),
-        "J_printed_weighted": ((np.ones_like(k), rho, rho * rho), (a * a * xx, 2.0 * a * (xx - xm), xx - 2.0 * xm + mm)),
-        "J_printed_mean": ((np.ones_like(k), rho, rho * rho), (a * a * xx - 2.0 * a * xb + bb, 2.0 * (a * xx - xb), xx)),
-    }
-    # every reading at once: (R, 4, n, 3) @ (R, 4, 3, l), one (n, 3) @ (3, l) product per row and reading
-    factors = np.stack([np.stack(f, axis=-1) for f, _ in polys.values()], axis=1)
-    coefficients = np.stack([np.stack(c, axis=1) for _, c in polys.values()], axis=1)
-    sums = np.empty(factors.shape[:3])  # (R, 4, n)
-    for rows in row_chunks(R, factors[0, :, :, 0].size * ell):
-        q = np.matmul(factors[rows], coefficients[rows])
-        with np.errstate(invalid="ignore"):
-            sums[rows] = np.sqrt(q, out=q).sum(-1)
-    # a square that rounded below 0 is a norm of 0: its sqrt was NaN, so its sum is redone (rare)
-    for r, k in zip(*np.nonzero(np.isnan(sums).any(-1))):
-        redo = np.matmul(factors[r, k], coefficients[r, k])
-        sums[r, k] = np.sqrt(np.maximum(redo, 0.0, out=redo), out=redo).sum(-1)
-    J = front * sums
-    return {name: J[:, k] for k, name in enumerate(polys)}
+    sums = np.empty((batch.R, len(J_NAMES), Ns.size))
+    compiled.jensen_sums(batch.alpha, np.ascontiguousarray(batch.xx), xm, xb, np.einsum("rd,rd->r", m, m), np.einsum("rd,rd->r", xbar, xbar),
+                         Ns / (ell - 1.0), sums)
+    J = (ell - Ns) / ell * sums
+    return {name: J[:, k] for k, name in enumerate(J_NAMES)}
 
 
 class Record:
@@ -336,11 +287,6 @@ class Record:
     def pair_distance(self, r: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         return norm(self.x[r, i] - self.x[r, j])
 
-    def gram_to(self, rows: np.ndarray, tokens: np.ndarray, xj: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """Gram-form ``||x_i - x_j||^2`` ``(u, m)`` from token ``j[u]`` to the tokens ``tokens[u]`` of record rows ``rows``."""
-        xs = self.x[rows[:, None], tokens]
-        return self.xx[rows[:, None], tokens] + self.xx[rows, j][:, None] - 2.0 * np.einsum("umd,ud->um", xs, xj)
-
     @cached_property
     def farthest_before(self) -> np.ndarray:
         """``D`` ``(R, T, T)``: ``D[r, j, c] = max_{i <= c} ||x_i - x_j||^2`` (Gram form)."""
@@ -368,47 +314,22 @@ def d_1(batch: Batch, record: Record, Ns: np.ndarray) -> np.ndarray:
     tokens are the record's first ``l``.
 
     Selected tokens ``j`` are taken in decreasing order of their farthest distance to any of the first ``l``
-    tokens (:attr:`Record.farthest_before`): when that farthest token is not selected it is ``j``'s term of
-    ``d_1`` exactly; otherwise ``j``'s term is computed over the non-selected tokens. A row is done when no
-    remaining ``j`` can exceed the largest term found. Squared distances are in Gram form (as the float form
-    ranks them); a largest one that cancels is recomputed from the differences.
+    tokens (:attr:`Record.farthest_before`), a row is done when no remaining ``j`` can exceed the largest term
+    found (:func:`~attnbounds.empirical.compiled.farthest_pair_squares`). Squared distances are in Gram form (as
+    the float form ranks them); a largest one that cancels is recomputed from the differences.
     """
-    D = record.farthest_before
-    c = batch.ell - 1
     out = np.full((batch.R, len(Ns)), np.nan)
-    for k, N in enumerate(np.asarray(Ns)):
-        if N >= batch.ell:
-            continue
-        sel = batch.order[:, :N]
-        cand = D[np.arange(batch.R)[:, None], sel, c]
-        value = np.full(batch.R, -np.inf)
-        open_ = np.ones(batch.R, dtype=bool)
-        taken = np.zeros((batch.R, N), dtype=bool)
-        while open_.any():
-            rows = np.nonzero(open_)[0]
-            pm = np.where(taken[rows], -np.inf, cand[rows])
-            best = pm.argmax(1)
-            top = pm[np.arange(rows.size), best]
-            going = value[rows] < top
-            open_[rows[~going]] = False
-            rows, best, top = rows[going], best[going], top[going]
-            if not rows.size:
-                break
-            j = sel[rows, best]
-            xj = record.x[rows, j]
-            to_selected = record.gram_to(rows, sel[rows], xj, j)
-            exact = top.copy()
-            # j's farthest token may be selected (the two Gram forms differ by rounding): the others, in full
-            hard = np.nonzero(top <= to_selected.max(1) * (1 + 1e-9))[0]
-            if hard.size:
-                h = rows[hard]
-                exact[hard] = record.gram_to(h, batch.order[h, N:], xj[hard], j[hard]).max(1)
-            value[rows] = np.maximum(value[rows], exact)
-            taken[rows, best] = True
-        out[:, k] = np.sqrt(np.maximum(value, 0.0))
-        for b in np.nonzero(value <= CANCELLATION * 2.0 * record.xx[:, :batch.ell].max(1))[0]:
-            outside, inside = batch.order[b, N:], sel[b]
-            out[b, k] = norm(record.x[b, outside][:, None, :] - record.x[b, inside][None, :, :]).max()
+    ok = live(Ns, batch.ell)
+    if not ok.any():
+        return out
+    N = np.ascontiguousarray(np.asarray(Ns)[ok], dtype=np.int64)
+    value = np.empty((batch.R, N.size))
+    compiled.farthest_pair_squares(record.farthest_before, record.x, record.xx, batch.order, N, batch.ell, value)
+    out[:, ok] = np.sqrt(np.maximum(value, 0.0))
+    cancelled = value <= CANCELLATION * 2.0 * record.xx[:, :batch.ell].max(1)[:, None]
+    for b, k in zip(*np.nonzero(cancelled)):
+        outside, inside = batch.order[b, N[k]:], batch.order[b, :N[k]]
+        out[b, np.flatnonzero(ok)[k]] = norm(record.x[b, outside][:, None, :] - record.x[b, inside][None, :, :]).max()
     return out
 
 
@@ -418,23 +339,26 @@ def separation(batch: Batch, Ns: np.ndarray, M: float) -> dict[str, np.ndarray]:
     tokens with ``||alpha_i x_i - s|| <= r``), ``Ns_full`` (zero when a non-selected token is in the ball,
     as the paper's ``r`` makes it); ``inside`` ``(R, n, l)``: which tokens are selected and in the ball.
     """
+    assert batch.x is not None
     ok = live(Ns, batch.ell)
     n = len(Ns)
     out = {k: np.full((batch.R, n), np.nan) for k in ("r", "Ns_relaxed", "Ns_full")}
     out["inside"] = np.zeros((batch.R, n, batch.ell), dtype=bool)
     if not ok.any():
         return out
-    N = np.asarray(Ns)[ok]
+    N = np.ascontiguousarray(np.asarray(Ns)[ok], dtype=np.int64)
     S, _ = batch.context(N)
-    dist = batch.distances(S)  # (R, n, l), tokens in their own order
-    selected = batch.rank[:, None, :] < N[None, :, None]
-    r = np.where(selected, np.inf, dist).min(-1)
-    ball = dist <= r[:, :, None]
-    inside = ball & selected
-    relaxed = inside.sum(-1).astype(float)
+    yy, ss, small = batch.gram_parts(S)
+    r, relaxed = np.empty((batch.R, N.size)), np.empty((batch.R, N.size))
+    inside = np.zeros((batch.R, N.size, batch.ell), dtype=bool)
+    rank, order = batch.rank, batch.order
+    for rows, P in batch.products(S):
+        compiled.separation_counts(P, batch.alpha[rows], yy[rows], ss[rows], small[rows], rank[rows], order[rows], N,
+                                   batch.x[rows], S[rows], r[rows], relaxed[rows], inside[rows])
     out["r"][:, ok] = r
     out["Ns_relaxed"][:, ok] = relaxed
-    out["Ns_full"][:, ok] = np.where((ball & ~selected).any(-1), 0.0, relaxed)
+    # the nearest non-selected token lies on the sphere of the ball: it is in the ball unless r is NaN
+    out["Ns_full"][:, ok] = np.where(np.isnan(r), relaxed, 0.0)
     out["inside"][:, ok] = inside
     return out
 
@@ -488,9 +412,9 @@ def _g_fd(logits: np.ndarray, v: np.ndarray, T: np.ndarray, eps: np.ndarray) -> 
     shifts = np.concatenate([[0.0], eps])
     shifted = logits[:, None, :] + shifts[None, :, None] * v[:, None, :]  # (R, shifts, l)
     top = shifted.max(-1)
-    z = shifted[:, None] / T[None, :, None, None]
-    z -= (top[:, None] / T[None, :, None])[..., None]
+    z = np.empty((shifted.shape[0], T.size, *shifted.shape[1:]))
+    compiled.exponents(shifted, top, T, z)
     _exp(z, ((shifted.min(-1) - top)[:, None, :] / T[None, :, None] < _EXP_FAST).any(axis=(0, 2)))
-    z /= z.sum(-1, keepdims=True)
-    diff = z[:, :, 1:] - z[:, :, :1]
-    return norm(diff) / eps[None, None, :]
+    out = np.empty((logits.shape[0], T.size, eps.size))
+    compiled.softmax_differences(z, z.sum(-1), np.ascontiguousarray(eps, dtype=float), out)
+    return out

@@ -99,7 +99,7 @@ def to_sphere(x: np.ndarray, M: float = 1.0) -> np.ndarray:
 
 def _as64(t: Any) -> np.ndarray:
     """A torch tensor as a C-contiguous float64 array (a layer's q, k and v are strided views of one projection:
-    contiguous, a head's tokens are one block, read in place by :func:`~attnbounds.empirical.kernels.take_rows`)."""
+    contiguous, a head's tokens are one block, read in place by the compiled loops of :mod:`~attnbounds.empirical.compiled`)."""
     return t.detach().to("cpu").double().contiguous().numpy()
 
 

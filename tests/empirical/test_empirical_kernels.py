@@ -62,13 +62,6 @@ def test_a_batch_reading_its_record_agrees_with_one_computing_per_row() -> None:
             np.testing.assert_allclose(got[name], ref[name], rtol=1e-12, atol=1e-15, err_msg=name)
 
 
-def test_take_rows_reads_a_prefix_of_a_record_in_place() -> None:
-    x = np.arange(2 * 7 * 3, dtype=float).reshape(2, 7, 3)
-    idx = np.array([[4, 0], [1, 3]])
-    for view in (x[:, :5], x[:, :5].copy(), x[:, :5][:, :, ::1], np.asfortranarray(x)[:, :5]):
-        np.testing.assert_array_equal(kernels.take_rows(view, idx), x[np.arange(2)[:, None], idx])
-
-
 def test_a_scan_at_some_N_gives_the_numbers_of_a_full_scan() -> None:
     A, x = _rows(1.0, T=40, d=6)
     Ns = np.array([1, 2, 3, 5, 10, 20, 39])
