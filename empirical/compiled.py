@@ -176,16 +176,18 @@ def separation_counts(P: np.ndarray, a: np.ndarray, yy: np.ndarray, ss: np.ndarr
             N = Ns[k]
             p, ar, yr, s2, lim = P[r, k], a[r], yy[r], ss[r, k], small[r, k]
             acc, low = _outside_pass(p, ar, yr, s2, lim, rank[r], N)
-            if acc != acc:
-                rad = np.nan
-            elif not low:
-                # sqrt is monotone: the square root of the smallest square is the smallest root
-                rad = math.sqrt(_outside_min(p, ar, yr, s2, rank[r], N))
-            else:
+            if low:  # a cancellation (a negative square is one): every distance as _distance takes it
                 rad = np.inf
                 for i in range(ell):
                     if rank[r, i] >= N:
-                        rad = min(rad, _distance(p[i], ar[i], yr[i], s2, lim, x[r, i], S[r, k]))
+                        dist = _distance(p[i], ar[i], yr[i], s2, lim, x[r, i], S[r, k])
+                        rad = dist if dist != dist or dist < rad else rad
+                        if rad != rad:
+                            break
+            elif acc != acc:  # no square is negative: one is NaN
+                rad = np.nan
+            else:  # sqrt is monotone: the square root of the smallest square is the smallest root
+                rad = math.sqrt(_outside_min(p, ar, yr, s2, rank[r], N))
             radius[r, k] = rad
             count = 0
             for j in range(N):

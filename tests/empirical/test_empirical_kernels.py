@@ -176,3 +176,52 @@ def test_one_thread_runs_torch_on_one_thread_and_restores_it_after_an_error() ->
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_non_selected_token_at_the_context_vector_takes_the_exact_path() -> None:
+    """A token outside the top N whose ``alpha_i x_i`` equals ``s_N`` has distance 0, whose Gram form cancels: the
+    compiled loops recompute it from the vectors (the radius of Theorem 2's ball is then exactly 0) and agree with
+    the float forms."""
+    rng = np.random.default_rng(7)
+    x = 1e3 * rng.standard_normal((3, 6, 4)) + rng.standard_normal((3, 6, 4))
+    x[:, 3] = x[:, 0]  # token 3 repeats token 0 with the same weight: a_3 x_3 = s_1
+    a = np.full((3, 6), 1.0 / 6)  # all tied: token 0 is first in weight order
+    batch = kernels.Batch(a.copy(), x.copy())
+    Ns = np.array([1, 2])
+    scan, sep = kernels.scan(batch, Ns), kernels.separation(batch, Ns, 1.0)
+    for k, N in enumerate(Ns):
+        inst = Instance.from_weights(batch.alpha, x=x, N=int(N))
+        for name in ("dtilde_R1", "dtilde_R2", "J_scaled_weighted"):
+            np.testing.assert_allclose(scan[name][:, k], compute(name, inst), rtol=1e-12, err_msg=name)
+        np.testing.assert_allclose(sep["r"][:, k], compute("r_paper", inst), rtol=1e-12, atol=1e-12)
+    assert (sep["r"][:, 0] == 0.0).all() and (sep["Ns_relaxed"][:, 0] == 1.0).all()
+
+
+def test_a_nan_token_makes_its_row_nan_and_leaves_the_others() -> None:
+    A, x = _rows(1.0, R=4, T=24, d=3)
+    x = x.copy()
+    x[1, 4] = np.nan
+    ell = 12
+    clean = kernels.Batch(A[[0, 2, 3], ell - 1, :ell].copy(), x[[0, 2, 3], :ell].copy())
+    batch = kernels.Batch(A[:, ell - 1, :ell].copy(), x[:, :ell].copy())
+    Ns = np.array([1, 3, 5])
+    got, ref = kernels.scan(batch, Ns), kernels.scan(clean, Ns)
+    for name in ("dtilde_R1", *kernels.J_NAMES):
+        assert np.isnan(got[name][1]).all(), name
+        np.testing.assert_array_equal(got[name][[0, 2, 3]], ref[name], err_msg=name)
+    sep = kernels.separation(batch, Ns, 1.0)
+    assert np.isnan(sep["r"][1]).all() and (sep["Ns_relaxed"][1] == 0).all()
+    assert np.isnan(kernels.d_1(batch, kernels.Record(x), Ns)[1]).all()
+
+
+def test_g_fd_of_tiny_differences_does_not_underflow() -> None:
+    """At a low temperature the two softmax vectors differ by about 1e-170 per entry, whose squares underflow: the
+    norm is taken scaled by the largest difference, as the float form takes it."""
+    logits = np.array([[0.0, -0.4, -0.45, -5.0]])
+    v = np.array([[0.0, 1.0, 0.0, 0.0]])
+    T, eps = np.array([1e-3]), np.array([1e-3])
+    g = kernels.g_fd(logits, v, T, eps)
+    inst = Instance.from_logits(logits, softmax(T=1e-3), arrays={"v": v}, eps=1e-3)
+    ref = compute("g_fd", inst)
+    assert 0.0 < ref[0] < 1e-150
+    np.testing.assert_allclose(g[:, 0, 0], ref, rtol=1e-10)
