@@ -297,18 +297,34 @@ def jensen_sums(a: np.ndarray, xx: np.ndarray, xm: np.ndarray, xb: np.ndarray, m
 
 
 @numba.njit(cache=True)
-def exponents(shifted: np.ndarray, top: np.ndarray, T: np.ndarray, z: np.ndarray) -> None:
+def exponents(shifted: np.ndarray, top: np.ndarray, T: np.ndarray, low: np.ndarray, zero_below: float,
+              z: np.ndarray, kept: np.ndarray) -> int:
     """``z[r, t, s, i] = shifted[r, s, i] / T[t] - top[r, s] / T[t]``: softmax's exponents at every temperature,
-    shifted by the row's largest (``top``), rounded as numpy rounds the two divisions and the difference."""
+    shifted by the row's largest (``top``), rounded as numpy rounds the two divisions and the difference. At the
+    temperatures ``t`` with ``low[t]`` an exponent below ``zero_below`` is replaced by its exponential, 0, and the
+    flat indices of the others are written to ``kept``; returns how many (``z`` C-contiguous)."""
     R, shifts, ell = shifted.shape
+    n = 0
     for r in range(R):
         for t in range(T.size):
+            Tt = T[t]
             for s in range(shifts):
-                Tt = T[t]
                 m = top[r, s] / Tt
                 out, y = z[r, t, s], shifted[r, s]
+                if not low[t]:
+                    for i in range(ell):
+                        out[i] = y[i] / Tt - m
+                    continue
+                base = ((r * T.size + t) * shifts + s) * ell
                 for i in range(ell):
-                    out[i] = y[i] / Tt - m
+                    v = y[i] / Tt - m
+                    if v < zero_below:
+                        out[i] = 0.0
+                    else:
+                        out[i] = v
+                        kept[n] = base + i
+                        n += 1
+    return n
 
 
 @numba.njit(fastmath=REASSOC, cache=True)
@@ -319,12 +335,14 @@ def softmax_differences(E: np.ndarray, totals: np.ndarray, eps: np.ndarray, out:
     (the sums come from the caller: a finite difference at a small ``eps`` magnifies their rounding by ``1/eps``);
     only the sum of squares is reassociated."""
     R, nT, shifts, ell = E.shape
-    w = np.empty(ell)
+    p, w = np.empty(ell), np.empty(ell)
     for r in range(R):
         for t in range(nT):
-            p, t0 = E[r, t, 0], totals[r, t, 0]
+            base, t0 = E[r, t, 0], totals[r, t, 0]
+            for i in range(ell):
+                p[i] = base[i] / t0
             for e in range(shifts - 1):
                 q, t1 = E[r, t, e + 1], totals[r, t, e + 1]
                 for i in range(ell):
-                    w[i] = q[i] / t1 - p[i] / t0
+                    w[i] = q[i] / t1 - p[i]
                 out[r, t, e] = _norm(w) / eps[e]

@@ -378,22 +378,17 @@ def xi(a_top: np.ndarray, M: float, delta: np.ndarray) -> np.ndarray:
 _EXP_FAST, _EXP_ZERO = -700.0, -750.0
 
 
-def _exp(z: np.ndarray, low: np.ndarray) -> None:
-    """``np.exp(z, out=z)`` for exponents ``z`` ``(R, nT, ...)``, the same numbers. ``low[k]``: some exponent at
-    temperature ``k`` may be below :data:`_EXP_FAST` (at a low T most are); those temperatures' exponents below
-    :data:`_EXP_ZERO` are set to 0 without passing through exp, the others go through it packed together."""
+def _exp(z: np.ndarray, low: np.ndarray, kept: np.ndarray) -> None:
+    """``np.exp(z, out=z)`` for exponents ``z`` ``(R, nT, ...)`` as :func:`~attnbounds.empirical.compiled.exponents`
+    left them: at temperatures ``k`` with ``low[k]`` (some exponent may be below :data:`_EXP_FAST`; at a low T most
+    are) only the entries at the flat indices ``kept`` (the others are 0 already), packed together."""
     cuts = [0, *(np.flatnonzero(low[1:] != low[:-1]) + 1), low.size]  # runs of temperatures alike (T sorted: 2)
     for a, b in zip(cuts[:-1], cuts[1:]):
-        block = z[:, a:b]
         if not low[a]:
+            block = z[:, a:b]
             np.exp(block, out=block)
-            continue
-        packed = np.ascontiguousarray(block).reshape(-1)
-        kept = np.flatnonzero(~(packed < _EXP_ZERO))
-        values = np.exp(packed[kept])
-        packed[:] = 0.0
-        packed[kept] = values
-        block[...] = packed.reshape(block.shape)
+    flat = z.reshape(-1)
+    flat[kept] = np.exp(flat[kept])
 
 
 def g_fd(logits: np.ndarray, v: np.ndarray, T: np.ndarray, eps: np.ndarray) -> np.ndarray:
@@ -413,8 +408,9 @@ def _g_fd(logits: np.ndarray, v: np.ndarray, T: np.ndarray, eps: np.ndarray) -> 
     shifted = logits[:, None, :] + shifts[None, :, None] * v[:, None, :]  # (R, shifts, l)
     top = shifted.max(-1)
     z = np.empty((shifted.shape[0], T.size, *shifted.shape[1:]))
-    compiled.exponents(shifted, top, T, z)
-    _exp(z, ((shifted.min(-1) - top)[:, None, :] / T[None, :, None] < _EXP_FAST).any(axis=(0, 2)))
+    kept = np.empty(z.size, dtype=np.int64)
+    low = ((shifted.min(-1) - top)[:, None, :] / T[None, :, None] < _EXP_FAST).any(axis=(0, 2))
+    _exp(z, low, kept[: compiled.exponents(shifted, top, T, low, _EXP_ZERO, z, kept)])
     out = np.empty((logits.shape[0], T.size, eps.size))
     compiled.softmax_differences(z, z.sum(-1), np.ascontiguousarray(eps, dtype=float), out)
     return out
