@@ -216,11 +216,12 @@ def farthest_pair_squares(farthest: np.ndarray, x: np.ndarray, xx: np.ndarray, o
     ``j`` can exceed the largest term found. NaN tokens give NaN."""
     R = x.shape[0]
     c = ell - 1
+    buffer = np.empty(Ns.max())
     for r in range(R):
         xr, xxr, sel = x[r], xx[r], order[r]
         for k in range(Ns.size):
             N = Ns[k]
-            cand = np.empty(N)
+            cand = buffer[:N]
             bad = False
             for q in range(N):
                 cand[q] = farthest[r, sel[q], c]

@@ -166,15 +166,19 @@ class Batch:
         return m, xm, xb
 
     def context(self, Ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``s_N`` ``(R, n, d)`` and ``abar_N`` ``(R, n)`` for every N of ``Ns`` (ascending, each ``< l``), summed in
-        weight order (:func:`~attnbounds.empirical.compiled.context_sums`)."""
+        """``s_N`` ``(R, n, d)`` and ``abar_N`` ``(R, n)`` for every N of ``Ns`` (each ``< l``, in any order), summed in
+        weight order (:func:`~attnbounds.empirical.compiled.context_sums`, which takes the N ascending)."""
         assert self.x is not None
-        Ns = np.ascontiguousarray(Ns, dtype=np.int64)
+        Ns = np.asarray(Ns, dtype=np.int64)
+        ascending = np.argsort(Ns, kind="stable")
         S = np.empty((self.R, Ns.size, self.x.shape[2]))
         abar = np.empty((self.R, Ns.size))
         x = self.record.x if self.record is not None else self.x  # the record's tokens: contiguous, a prefix read
-        compiled.context_sums(x, self.order, self.a_sorted, Ns, S, abar)
-        return S, abar
+        compiled.context_sums(x, self.order, self.a_sorted, np.ascontiguousarray(Ns[ascending]), S, abar)
+        if (ascending == np.arange(Ns.size)).all():
+            return S, abar
+        back = np.argsort(ascending)
+        return S[:, back], abar[:, back]
 
     def gram_parts(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """What the Gram form ``||a_i x_i - s||^2 = -2 a_i (s . x_i) + yy_i + ss`` of the distances to the context
@@ -218,8 +222,8 @@ def scan(batch: Batch, Ns: np.ndarray, wanted: np.ndarray | None = None) -> dict
     r1 = np.empty((batch.R, N.size))  # dtilde R1: the sum of the non-selected tokens' distances
     rank = batch.rank
     for rows, P in batch.products(S):
-        compiled.outside_sums(P, batch.alpha[rows], yy[rows], ss[rows], small[rows], rank[rows], N, batch.x[rows],
-                              S[rows], r1[rows])
+        compiled.outside_sums(P, batch.alpha[rows], yy[rows], ss[rows], small[rows], rank[rows], N,
+                              batch.x[rows], S[rows], r1[rows])
     r2 = norm(batch.output[:, None, :] - 2.0 * S)
     norms = np.sqrt(batch.xx)
     max_norm = np.maximum.accumulate(np.take_along_axis(norms, batch.order[:, : int(N.max())], axis=1), axis=1)[:, N - 1]
@@ -245,8 +249,8 @@ def jensen(batch: Batch, Ns: np.ndarray) -> dict[str, np.ndarray]:
     m, xm, xb = batch.weighted
     xbar = batch.mean
     sums = np.empty((batch.R, len(J_NAMES), Ns.size))
-    compiled.jensen_sums(batch.alpha, np.ascontiguousarray(batch.xx), xm, xb, np.einsum("rd,rd->r", m, m), np.einsum("rd,rd->r", xbar, xbar),
-                         Ns / (ell - 1.0), sums)
+    mm, bb = np.einsum("rd,rd->r", m, m), np.einsum("rd,rd->r", xbar, xbar)
+    compiled.jensen_sums(batch.alpha, np.ascontiguousarray(batch.xx), xm, xb, mm, bb, Ns / (ell - 1.0), sums)
     J = (ell - Ns) / ell * sums
     return {name: J[:, k] for k, name in enumerate(J_NAMES)}
 
@@ -357,8 +361,9 @@ def separation(batch: Batch, Ns: np.ndarray, M: float) -> dict[str, np.ndarray]:
                                    batch.x[rows], S[rows], r[rows], relaxed[rows], inside[rows])
     out["r"][:, ok] = r
     out["Ns_relaxed"][:, ok] = relaxed
-    # the nearest non-selected token lies on the sphere of the ball: it is in the ball unless r is NaN
-    out["Ns_full"][:, ok] = np.where(np.isnan(r), relaxed, 0.0)
+    # the nearest non-selected token lies on the sphere of the ball, so one is in it; where r is NaN no token is in
+    # the ball and the count is 0 as well
+    out["Ns_full"][:, ok] = 0.0
     out["inside"][:, ok] = inside
     return out
 

@@ -225,3 +225,23 @@ def test_g_fd_of_tiny_differences_does_not_underflow() -> None:
     ref = compute("g_fd", inst)
     assert 0.0 < ref[0] < 1e-150
     np.testing.assert_allclose(g[:, 0, 0], ref, rtol=1e-10)
+
+
+def test_the_N_may_come_in_any_order() -> None:
+    """The context vectors are running sums over ascending N; N asked in another order (or twice) get the numbers
+    of their own N, not those of their position (the context vectors bit for bit; what BLAS multiplies in another
+    row of the same product, to rounding)."""
+    A, x = _rows(0.05, R=4, T=30, d=5)
+    sphere = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    ell = 30
+    batch = kernels.Batch(A[:, ell - 1, :ell].copy(), sphere[:, :ell].copy())
+    ascending, shuffled = np.array([1, 4, 4, 16]), np.array([16, 4, 1, 4])
+    at = [int(np.flatnonzero(ascending == N)[0]) for N in shuffled]
+    for kernel in (lambda Ns: kernels.scan(batch, Ns), lambda Ns: kernels.separation(batch, Ns, 1.0)):
+        ref, got = kernel(ascending), kernel(shuffled)
+        for name, values in got.items():
+            np.testing.assert_allclose(values, ref[name][:, at], rtol=1e-14, atol=0.0, err_msg=name)
+    S, abar = batch.context(shuffled)
+    S_ref, abar_ref = batch.context(ascending)
+    np.testing.assert_array_equal(S, S_ref[:, at])
+    np.testing.assert_array_equal(abar, abar_ref[:, at])
