@@ -20,37 +20,35 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("ids", nargs="*", help="statement ids (default: every registered reading)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every step and witness check")
     parser.add_argument("--replay", metavar="RECORDS",
-                        help="re-check the relaxation certificates of a records file from the records alone (every "
-                             "box of every tree in rigorous interval arithmetic; for a reading of the paper, also that "
-                             "the certificate is this version's relaxation of it); IDS restrict it to those records")
+                        help="re-check every PROVED record of a records file: its statement rebuilt from the record, "
+                             "its relaxation certificate re-derived from that statement and every box re-checked in "
+                             "rigorous interval arithmetic, its derivation or closed claim re-run; IDS restrict it to "
+                             "those records")
     return parser
 
 
 def replay_records(path: str, ids: list[str]) -> int:
-    """``attnbounds prove --replay RECORDS [IDS]``: one line per record with a relaxation certificate; exit 0 when
-    every one re-checks, 1 when one does not."""
-    from attnbounds.theory.deciding import prover
+    """``attnbounds prove --replay RECORDS [IDS]``: one line per PROVED record, its evidence re-derived from its own
+    statement (:func:`attnbounds.theory.running.replay.replay_proved`); exit 0 when every one re-checks, 1 when one
+    does not (a malformed record raises InvalidArgument: exit 2)."""
     from attnbounds.theory.io import records
-    from attnbounds.theory.mathematics import registry
+    from attnbounds.theory.io.terminal import printable
+    from attnbounds.theory.running.replay import replay_proved
 
-    failed = checked = 0
+    failed = checked = skipped = 0
     for rec in records.iter_records(path):
         if ids and rec.id not in ids:
             continue
-        cert = rec.data.get("relaxation")
-        if not isinstance(cert, dict) or cert.get("status") != "proved":
+        if rec.verdict != "PROVED":
+            skipped += 1
             continue
         checked += 1
-        start = time.perf_counter()
-        ok, why = prover.replay(cert)
-        same = ""
-        if ok and rec.id in registry.ids():
-            ok, why_same = prover.matches(registry.get(rec.id), cert)
-            same = f"; {why_same}"
-            why = why if ok else why_same
-        failed += not ok
-        print(f"{rec.id:48s} {'REPLAYS' if ok else 'FAILED':8s} {why}{same} ({time.perf_counter() - start:.1f} s)")
-    print(f"\n{checked} relaxation certificate(s) re-checked, {failed} failed")
+        out = replay_proved(rec)
+        failed += not out.ok
+        print(f"{printable(rec.id, lines=False):48s} {'REPLAYS' if out.ok else 'FAILED':8s} "
+              f"{printable(out.what, lines=False)} ({out.seconds:.1f} s)")
+    print(f"\n{checked} PROVED record(s) re-checked, {failed} failed; {skipped} other record(s) skipped (a REFUTED "
+          f"one replays with attnbounds search ID --replay RECORDS)")
     return 1 if failed else 0
 
 

@@ -215,3 +215,53 @@ def test_a_declared_function_that_fails_on_part_of_the_range_is_never_verified()
     r = attnbounds.check("alpha_i <= 1", budget=0.3, normaliser={"name": "cold", "torch": fails_when_cold, "log_F": "l/T"})
     assert "too cold" in r.data["log_F_refused"]["reason"]
     assert r.verdict == "UNDECIDED" and not r.certified, r.reason
+
+
+# -- re-evaluation compares the classes that hold tokens -----------------------------------------------------------
+def _torch_softmax(logits, T):
+    return torch.softmax(logits / T, dim=-1)
+
+
+def _entmax15(logits, T):
+    entmax = pytest.importorskip("entmax")
+    return entmax.entmax15(logits / T, dim=-1)
+
+
+def _with_an_empty_class(n):
+    """A class instance whose weights hold a copy in a column of no tokens: the second row of a batch split at the top-N
+    boundary (the first row's top class is split in two, so every row gains a column; the second row's is empty)."""
+    from attnbounds.theory.mathematics.instance import Instance
+
+    batch = Instance.from_logits(np.array([[3.0, 1.0, 0.5], [3.0, 1.0, 0.5]]), n, counts=[[1, 2, 3], [2, 2, 2]], N=2)
+    one = batch.take(1)
+    empty = np.asarray(one.counts)[0] == 0
+    assert empty.any() and np.any(one.alpha[0][empty] != 0), (one.counts, one.alpha)  # what the test is about
+    return one
+
+
+@pytest.mark.parametrize("fn", [_torch_softmax, _entmax15], ids=["torch softmax", "entmax15"])
+def test_a_deterministic_callable_gives_the_same_weights_again_on_its_classes(fn):
+    n = callables.CallableNormaliser(fn.__name__.strip("_"), fn, 1.0)
+    one = _with_an_empty_class(n)
+    again = n.weights(one.logits, one.counts)
+    assert callables.other_weights(again, one.alpha, one.counts) is None
+    # a real difference on a class holding tokens is still found, and named by its size
+    changed = again.copy()
+    changed[0, 0] += 0.25
+    assert callables.other_weights(changed, one.alpha, one.counts) == pytest.approx(0.25)
+    assert callables.other_weights(again[:, :-1], one.alpha, one.counts) == float("inf")
+
+
+@pytest.mark.parametrize("fn, bound", [(_torch_softmax, "0.3"), (_entmax15, "0.4")], ids=["torch softmax", "entmax15"])
+def test_a_deterministic_callable_is_not_blamed_for_a_class_of_no_tokens(fn, bound):
+    from attnbounds.theory.running.verify import verify
+    from tests._fakesearch import no_proof, scripted
+
+    user = api.statement(f"alpha_max <= {bound}", normaliser=fn)
+    proto = next(h.names.proto for h in user.statements[0].hypotheses if h.names is not None)
+    assert isinstance(proto, callables.CallableNormaliser)
+    cand = _with_an_empty_class(proto)  # the statement's own normaliser: the candidate is applicable
+    record = verify(None, budget_s=0.1, progress=False, statements=user.statements,
+                    search=scripted([cand], best=cand, ratio=1.25, margin=-0.1), prover=no_proof)[0]
+    assert "other weights on the same logits" not in record.reason, record.reason
+    assert record.verdict == "REFUTED" and not record.certified, record.reason

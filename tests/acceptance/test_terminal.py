@@ -183,4 +183,4 @@ def test_search_replay_recertifies_the_recorded_counterexample(tmp_path: Path, c
     changed = tmp_path / "changed.json"
     changed.write_text(json.dumps([edited(other)]))
     assert main(["search", "theorem1.fixed[R1,g2]", "--replay", str(changed)]) == 2
-    assert "not the statement the record was written for" in capsys.readouterr().err
+    assert "the record does not print the statement it claims" in capsys.readouterr().err

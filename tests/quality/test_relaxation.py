@@ -54,7 +54,7 @@ def _check(statement) -> str:
     true = statement.id.startswith("true.")
     assert not (result.status == "proved" and not true), f"{statement.id} is false and was PROVED"
     if result.status == "proved":  # the certificate replays from its JSON alone
-        ok, why = prover.replay(json.loads(json.dumps(result.to_json())))
+        ok, why = prover.replay(statement, json.loads(json.dumps(result.to_json())))
         assert ok, f"{statement.id}: the certificate does not replay: {why}"
     if not true:
         assert result.status == "refuted" and cert == "violated", \

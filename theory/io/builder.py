@@ -53,6 +53,9 @@ class StatementPart(TypedDict):
     source: Source
     fixed: NotRequired[dict[str, float]]
     ranges: NotRequired[dict[str, list[float]]]
+    #: the normaliser a ``normaliser(<name>)`` hypothesis names, as :func:`serialize.normaliser_to_json` writes it,
+    #: and whether a torch function was declared with it: what a replay rebuilds the hypothesis from
+    normaliser: NotRequired[dict[str, Any]]
 
 
 class HypothesisPart(TypedDict):
@@ -172,6 +175,11 @@ def statement_part(st: Statement, source: Source) -> StatementPart:
         out["fixed"] = {k: float(v) for k, v in sorted(st.fixed.items())}
     if st.ranges:  # the ranges the search draws within
         out["ranges"] = {k: [float(lo), float(hi)] for k, (lo, hi) in sorted(st.ranges.items())}
+    named = next((h.names for h in st.hypotheses if h.names is not None), None)
+    if named is not None:  # a user's normaliser: its definition, so that a replay can rebuild the statement
+        from attnbounds.theory.io.serialize import normaliser_to_json
+
+        out["normaliser"] = {**(normaliser_to_json(named.proto) or {}), "torch": named.declared is not None}
     return out
 
 

@@ -138,7 +138,7 @@ SCHEMA: dict[str, Any] = {
                 "citation": {"type": "object", "required": ["numbering", "arxiv", "version"],
                              "properties": {"numbering": _STR, "arxiv": _STR, "version": _STR}},
                 "source": {"enum": ["paper", "user"]},
-                "fixed": _OBJ, "ranges": _OBJ,
+                "fixed": _OBJ, "ranges": _OBJ, "normaliser": _OBJ,
             },
         },
         "certified": _BOOL,
@@ -376,12 +376,19 @@ def record_markdown(record: Record) -> str:
 
     d = record.data
     st = d["statement"]
+    cit = st["citation"]
     source = ("the user's statements file" if st.get("source") == "user" else
-              f"[{st['citation']['numbering']}, {st['citation']['arxiv']} {st['citation']['version']}]({paper.ARXIV_URL})")
-    lines = [f"**{_code(markdown_cell(record.id))}**: **{markdown_cell(verdict_label(record))}**"
-             f"{'' if record.certified else ' (not certified)'}. {markdown_cell(paper.why(d))}", "",
-             f"{_code(markdown_cell(text_of_record(st)))} ({markdown_cell(st['title'])}; {source})", "",
-             f"*{markdown_cell(d['reason'])}*"]
+              f"[{markdown_text(cit['numbering'])}, {markdown_text(cit['arxiv'])} {markdown_text(cit['version'])}]"
+              f"({paper.ARXIV_URL})")
+    reason = markdown_text(d["reason"])
+    try:
+        why = paper.why(d)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:  # a shape the schema leaves open
+        why = f"(malformed: {type(exc).__name__}: {exc})"
+    lines = [f"**{_code(record.id, table=False)}**: **{markdown_text(verdict_label(record))}**"
+             f"{'' if record.certified else ' (not certified)'}. {markdown_text(why)}", "",
+             f"{_code(text_of_record(st), table=False)} ({markdown_text(st['title'])}; {source})", "",
+             f"*{reason}*" if reason else "(no reason given)"]
     return "\n".join(lines)
 
 
@@ -609,8 +616,8 @@ def citation_sentence(record: Record) -> str:
         if verdict == "REFUTED":
             f = d["counterexample"]["float"]
             body = (f"is violated in float64 arithmetic only, not certified: {searched}) found an instance at L = "
-                    f"{d['counterexample']['L']} with lhs = {_fmt(f['lhs'])}, rhs = {_fmt(f['rhs'])}, float margin "
-                    f"rhs - lhs = {_fmt(f['margin'])}{note}")
+                    f"{d['counterexample']['L']} with lhs = {_fmt(f.get('lhs'))}, rhs = {_fmt(f.get('rhs'))}, float "
+                    f"margin rhs - lhs = {_fmt(f.get('margin'))}{note}")
         elif verdict == "VERIFIED":
             body = f"survived {searched}{tight}) in float64 arithmetic; this is evidence, not a proof{note}"
         else:
@@ -619,7 +626,8 @@ def citation_sentence(record: Record) -> str:
     if verdict == "PROVED":
         p = d["proof"]
         relaxed = d.get("relaxation") or {}
-        second = (f"; it is also proved for every L by {relaxed['rests_on']}" if relaxed.get("status") == "proved"
+        second = (f"; it is also proved for every L by {relaxed.get('rests_on', 'the relaxation prover')}"
+                  if relaxed.get("status") == "proved"
                   else "")
         body = (f"is proved by the machine-replayed derivation {p['name']}, which rests on {p['rests_on']}{second}, "
                 f"and survived {searched}{tight})" if p and p.get("ok") and p.get("complete") else
@@ -661,19 +669,70 @@ def verdict_label(record: Record) -> str:
     return record.verdict
 
 
-def markdown_cell(text: str) -> str:
-    """Text for one cell of a Markdown table: bars escaped (``\\|``, shown as ``|`` in and out of code spans), one
-    line, control characters escaped."""
+#: Markdown punctuation written with a backslash (:func:`markdown_text`): escapes, code spans, emphasis and
+#: strikethrough, links and images, headings, table bars, math (``$`` on GitHub and in Jupyter); ``:`` before ``//``,
+#: ``.`` after ``www`` and ``@`` so that GitHub does not turn a URL or an e-mail address into a link; and the three
+#: characters written as HTML entities (raw HTML, entities)
+_MARKDOWN = re.compile(r"[\\`*_\[\]|~#$@<>&]|:(?=//)|(?<=www)\.", re.IGNORECASE)
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_ENTITIES_BACK = {"amp": "&", "lt": "<", "gt": ">"}
+#: what would start a block (a list item, a setext underline, an ordered list item) at the start of a line
+_LEADING = re.compile(r"^(?:[-+=]|\d{1,9}(?=[.)]))")
+#: a backslash escape or an entity of :func:`markdown_text` (:func:`markdown_plain` reads them back)
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])|&(amp|lt|gt);")
+
+
+def _one_line(text: object) -> str:
+    """``text`` (``str()`` of anything) on one line (line breaks as spaces), control characters escaped."""
     from attnbounds.theory.io.terminal import printable
 
-    return printable(" ".join(text.splitlines()).replace("|", "\\|"), lines=False)
+    return printable(" ".join(str(text).splitlines()), lines=False)
 
 
-def _code(text: str) -> str:
-    """A Markdown code span of ``text`` (as many backticks around it as it needs)."""
-    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
+def markdown_text(text: object) -> str:
+    """``text`` (``str()`` of anything; every text a record carries) as Markdown that GitHub and Jupyter render as
+    this literal text, in a paragraph or a table cell: one line (line breaks as spaces, control characters escaped
+    as the terminal shows them, :func:`attnbounds.theory.io.terminal.printable`), without leading and trailing white
+    space, ``<``, ``>`` and ``&`` as HTML entities, and Markdown punctuation (:data:`_MARKDOWN`) with a backslash; an
+    underscore inside a word (``E_dtilde``), which is never emphasis, is kept as it is. No link, image, HTML tag,
+    emphasis, code span, heading or table cell can come out of it. :func:`markdown_plain` reads it back."""
+    flat = _one_line(text).strip()
+
+    def sub(match: re.Match[str]) -> str:
+        char, at = match.group(0), match.start()
+        if char in _ENTITIES:
+            return _ENTITIES[char]
+        if char == "_" and 0 < at < len(flat) - 1 and flat[at - 1].isalnum() and flat[at + 1].isalnum():
+            return char
+        return "\\" + char
+
+    def lead(match: re.Match[str]) -> str:  # "-" as "\\-", "1." as "1\\."
+        marker = match.group(0)
+        return marker + "\\" if marker.isdigit() else "\\" + marker
+
+    return _LEADING.sub(lead, _MARKDOWN.sub(sub, flat))
+
+
+def markdown_plain(text: str) -> str:
+    """The text :func:`markdown_text` wrote ``text`` from (its escapes and entities read back)."""
+    return _ESCAPED.sub(lambda m: m.group(1) or _ENTITIES_BACK[m.group(2)], text)
+
+
+#: the name this function had (a table cell is one place Markdown text goes)
+markdown_cell = markdown_text
+
+
+def _code(text: object, *, table: bool = True) -> str:
+    """A Markdown code span showing ``text`` literally (``str()`` of anything; one line, control characters escaped):
+    as many backticks around it as it needs, padded when it starts or ends with a backtick or a space. Nothing is
+    interpreted inside a code span (HTML, entities, emphasis, backslashes) except a table's bars: with ``table`` (a
+    cell of a Markdown table) they are written ``\\|``, which the table reads as a bar of the cell."""
+    flat = _one_line(text)
+    if table:
+        flat = flat.replace("|", "\\|")
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", flat)), default=0) + 1)
+    pad = " " if not flat or flat[0] in "` " or flat[-1] in "` " else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
 
 
 def verdict_table(records: Iterable[Record]) -> str:
@@ -684,8 +743,8 @@ def verdict_table(records: Iterable[Record]) -> str:
     rows = ["| id | verdict | formula | reading |", "|---|---|---|---|"]
     for r in records:
         st = r.data["statement"]
-        rows.append(f"| {_code(markdown_cell(r.id))} | {markdown_cell(verdict_label(r))} | "
-                    f"{_code(markdown_cell(text_of_record(st)))} | {markdown_cell(st['title'])} |")
+        rows.append(f"| {_code(r.id)} | {markdown_text(verdict_label(r))} | {_code(text_of_record(st))} | "
+                    f"{markdown_text(st['title'])} |")
     return "\n".join(rows)
 
 
@@ -700,15 +759,15 @@ def erratum_table(records: Iterable[Record]) -> str:
     labels = {i: v for i, v, _ in rows}
 
     def items(pairs: list[tuple[str, str]]) -> str:
-        return "<br>".join(f"{_code(markdown_cell(i))} {markdown_cell(labels[i])}" for i, _ in pairs) or "none"
+        return "<br>".join(f"{_code(i)} {markdown_text(labels[i])}" for i, _ in pairs) or "none"
 
     out = ["| the paper prints | readings that hold (or are open) | readings refuted | corrected forms |",
            "|---|---|---|---|"]
     for entry in paper.erratum((i, v.split(" ", 1)[0], src) for i, v, src in rows):
         printed = entry.printed
-        what = (f"[{markdown_cell(printed.numbering)}]({paper.ARXIV_URL}): {markdown_cell(printed.statement)}"
-                if printed is not None else _code(markdown_cell(entry.result)))
-        out.append(f"| {what} *{markdown_cell(entry.summary)}* | {items(entry.holds + entry.open)} | "
+        what = (f"[{markdown_text(printed.numbering)}]({paper.ARXIV_URL}): {markdown_text(printed.statement)}"
+                if printed is not None else _code(entry.result))
+        out.append(f"| {what} *{markdown_text(entry.summary)}* | {items(entry.holds + entry.open)} | "
                    f"{items(entry.fails)} | {items(entry.corrected)} |")
     return "\n".join(out)
 
@@ -719,7 +778,8 @@ def _cells(line: str) -> list[str]:
 
 
 def parse_verdict_table(text: str) -> dict[str, str]:
-    """``id -> verdict label`` from a document holding a :func:`verdict_table` between the markers."""
+    """``id -> verdict label`` from a document holding a :func:`verdict_table` between the markers (the label's
+    Markdown escapes read back, :func:`markdown_plain`)."""
     if TABLE_START not in text or TABLE_END not in text:
         raise InvalidArgument("no generated verdict table (its start and end markers) in this document")
     body = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0]
@@ -727,7 +787,7 @@ def parse_verdict_table(text: str) -> dict[str, str]:
     for line in body.splitlines():
         cells = _cells(line)
         if len(cells) >= 2 and cells[0].startswith("`") and cells[0].endswith("`"):
-            out[cells[0].strip("`").strip()] = cells[1]
+            out[cells[0].strip("`").strip()] = markdown_plain(cells[1])
     return out
 
 

@@ -37,7 +37,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from html.entities import name2codepoint
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from attnbounds.theory.io import atomic, paper
 from attnbounds.theory.mathematics.errors import InvalidArgument
@@ -188,6 +188,30 @@ def _id(statement_id: Any) -> str:
 def _badge(verdict: Any) -> str:
     bg, fg = COLOURS.get(str(verdict), ("#57606a", "#fff"))
     return f'<span class="badge" style="background:{bg};color:{fg}">{_e(verdict)}</span>'
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, for a note saying it is not what was expected."""
+    for kind, name in ((bool, "true or false"), (type(None), "null"), (dict, "an object"), (list, "a list"),
+                       (str, "a string"), ((int, float), "a number")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+def _malformed(why: str) -> str:
+    """A note in place of a part of a record that has an unexpected shape."""
+    return f'<span class="note">(malformed: {_e(why)})</span>'
+
+
+def _part(what: str, render: Callable[..., str], *args: Any) -> str:
+    """``render(*args)``, or a note saying that this part of the record (``what``) has a shape it cannot render:
+    the record's other parts are still shown (records are checked against the schema when read, but the schema
+    leaves some certificates' contents open)."""
+    try:
+        return render(*args)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError, RecursionError) as exc:
+        return _malformed(f"{what}: {type(exc).__name__}: {exc}")
 
 
 def _table(rows: Iterable[tuple[str, str]]) -> str:
@@ -594,13 +618,25 @@ def _relaxation(r: dict[str, Any]) -> str:
     if status == "declined":
         return head
     rows = []
-    for k, pj in enumerate(x.get("problems") or []):
+    problems = x.get("problems") or []
+    if not isinstance(problems, list):
+        rows.append(("problems", _malformed(f"expected a list, got {_kind(problems)}")))
+        problems = []
+    for k, pj in enumerate(problems):
         if not isinstance(pj, dict):
+            rows.append((f"problem {k + 1}", _malformed(f"expected an object, got {_kind(pj)}")))
             continue
-        coords = ", ".join(f"{_e(str(c.get('name', '')))} in [{_n(c.get('lo'))}, {_n(c.get('hi'))}]"
-                           for c in pj.get("coordinates") or [] if isinstance(c, dict))
-        closed = ", ".join(f"{_n(v)} {_e(str(m))}" for m, v in (pj.get("closed") or {}).items())
-        limits = ", ".join(_e(str(f)) for f in pj.get("faces_as_limits") or [])
+        coordinates: Any = pj.get("coordinates") or []
+        closed_by: Any = pj.get("closed") or {}
+        faces: Any = pj.get("faces_as_limits") or []
+        coords = (", ".join(f"{_e(str(c.get('name', '')))} in [{_n(c.get('lo'))}, {_n(c.get('hi'))}]"
+                            if isinstance(c, dict) else _malformed(f"a coordinate is {_kind(c)}")
+                            for c in coordinates)
+                  if isinstance(coordinates, list) else _malformed(f"coordinates: {_kind(coordinates)}"))
+        closed = (", ".join(f"{_n(v)} {_e(str(m))}" for m, v in closed_by.items()) if isinstance(closed_by, dict)
+                  else _malformed(f"closed: {_kind(closed_by)}"))
+        limits = (", ".join(_e(str(f)) for f in faces) if isinstance(faces, list)
+                  else _malformed(f"faces as limits: {_kind(faces)}"))
         rows.append((f"problem {k + 1}: conjunct {_n(pj.get('conjunct'))}, {_e(str(pj.get('pattern', '')))}",
                      f"{_e(str(pj.get('status', '')))}; {_n(pj.get('boxes'))} boxes ({closed or 'none closed'}); "
                      f"coordinates {coords}" + (f"; faces as limits: {limits}" if limits else "")
@@ -684,11 +720,14 @@ def section(k: int, r: dict[str, Any], figure: str | None, caption: str, *,
             f"<figcaption class=\"note\">{_e(caption)}</figcaption></figure>") if figure else f'<p class="note">{_e(caption)}</p>'
     return (f'<section id="r{k}" data-id="{_e(r["id"])}" data-verdict="{_e(r["verdict"])}">'
             f'<h2><code>{_e(r["id"])}</code> {_badge(r["verdict"])}</h2>'
-            f'<p class="why">{_e(paper.why(r))}</p><p class="note">{_e(r["reason"])}</p>'
-            f"<h3>Statement</h3>{_statement(r)}<h3>In the paper</h3>{_in_the_paper(r, verdicts)}"
-            f"<h3>Counterexample</h3>{_counterexample(r)}<h3>Replay</h3>{_replay(r, records_name)}"
-            f"<h3>Tightest instance</h3>{_tightness(r)}"
-            f"<h3>Proof</h3>{_proof(r)}<h3>Search</h3>{_search(r)}{plot}<h3>Record</h3>{_json(r)}"
+            f'<p class="why">{_part("why", lambda: _e(paper.why(r)))}</p><p class="note">{_e(r["reason"])}</p>'
+            f"<h3>Statement</h3>{_part('statement', _statement, r)}"
+            f"<h3>In the paper</h3>{_part('citation', _in_the_paper, r, verdicts)}"
+            f"<h3>Counterexample</h3>{_part('counterexample', _counterexample, r)}"
+            f"<h3>Replay</h3>{_part('replay', _replay, r, records_name)}"
+            f"<h3>Tightest instance</h3>{_part('tightness', _tightness, r)}"
+            f"<h3>Proof</h3>{_part('proof', _proof, r)}<h3>Search</h3>{_part('search', _search, r)}{plot}"
+            f"<h3>Record</h3>{_json(r)}"
             f'<p><a href="#top">back to the top</a></p></section>')
 
 

@@ -376,6 +376,25 @@ def disagreement(n: CallableNormaliser, ratio: RatioNormaliser, logits: np.ndarr
             f"{ {k: float(np.asarray(v).ravel()[0]) for k, v in ratio.values.items()} })")
 
 
+def other_weights(again: np.ndarray, alpha: np.ndarray, counts: np.ndarray | None) -> float | None:
+    """The largest difference between the weights a callable gave again on an instance's logits (``again``) and the
+    weights the instance carries (``alpha``), over the token classes that hold tokens; None when they are the same
+    there (bit for bit). A class of no tokens (count 0) weighs nothing, whatever its column carries: splitting a batch
+    of class instances at the top-N boundary gives rows that need no split a column of count 0 holding a copy of
+    another column's weight, where the callable's weights are 0."""
+    again, alpha = np.asarray(again, dtype=np.float64), np.asarray(alpha, dtype=np.float64)
+    if again.shape != alpha.shape:
+        return float("inf")
+    same = again == alpha
+    if counts is not None:
+        same |= np.asarray(counts) <= 0
+    if same.all():
+        return None
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(np.where(same, 0.0, again - alpha))
+    return float(np.nanmax(diff)) if np.isfinite(diff).all() else float("inf")
+
+
 @dataclasses.dataclass(frozen=True, eq=False)  # hashed by identity: the user's function need not be hashable
 class Declared:
     """A normaliser declared with both a ``log F`` and its torch function: its constructor makes the ratio
@@ -429,10 +448,11 @@ class SameNormaliser:
         return ok
 
 
-def same_normaliser(name: str, proto: Normaliser, declared: Declared | None = None) -> Hypothesis:
-    """The hypothesis ``normaliser(<name>)`` (module docstring)."""
+def same_normaliser(name: str, proto: Normaliser, declared: Declared | None = None, *, torch: bool = False) -> Hypothesis:
+    """The hypothesis ``normaliser(<name>)`` (module docstring); ``torch``: a torch function was declared with
+    ``proto``'s log F (as ``declared`` says; a record's replay, which has no function, says it so)."""
     kind = ("a Python callable without log F: never certified" if isinstance(proto, CallableNormaliser) else
-            f"log F = {proto.log_F}" + (", and its torch function" if declared else "")
+            f"log F = {proto.log_F}" + (", and its torch function" if declared or torch else "")
             if isinstance(proto, RatioNormaliser) else f"the built-in {type(proto).__name__}")
     others = {k: v for k, v in proto.params.items() if k != "T"} if isinstance(proto, RatioNormaliser) else {}
     fixed = (", its other parameters at " + ", ".join(f"{k} = {float(np.ravel(v)[0]):g}" for k, v in sorted(others.items()))

@@ -29,7 +29,8 @@ from typing import Any, Callable, Iterable, Literal, Mapping, cast
 
 import numpy as np
 
-from attnbounds.theory.mathematics.callables import MAX_EXPANDED, Confirmer, LogFRefused, judged_by_callable, uncertified
+from attnbounds.theory.mathematics.callables import (MAX_EXPANDED, Confirmer, LogFRefused, judged_by_callable, other_weights,
+                                                     uncertified)
 from attnbounds.theory.deciding.certify import Certificate, certify
 from attnbounds.theory.mathematics.errors import AttnBoundsError, CallableFailed, InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
@@ -467,9 +468,10 @@ def _float_only_findings(st: Statement, record: RecordBuilder, res: Any, cands: 
         except CallableFailed as exc:
             unconfirmed.append(f"re-evaluating candidate {rank}: {exc}")
             continue
-        if again is not None and not np.array_equal(again, one.alpha):
+        differs = None if again is None else other_weights(again, one.alpha, one.counts)
+        if differs is not None:
             unconfirmed.append(f"candidate {rank} (L = {one.L}): the callable returned other weights on the same "
-                               f"logits (largest difference {float(np.abs(again - one.alpha).max()):.3g})")
+                               f"logits (largest difference {differs:.3g})")
             continue
         lhs, rhs, margin = float(ev.lhs[0]), float(ev.rhs[0]), float(ev.margin_hi[0])
         rel = margin / (abs(lhs) + abs(rhs)) if (abs(lhs) + abs(rhs)) > 0 else margin

@@ -616,16 +616,13 @@ def _mean_value_bound(rc: tuple[float, float], rg: list[tuple[float, float]], lo
 
 
 # -- replay -------------------------------------------------------------------------------------------------------
-def decode(blob: str) -> list[str]:
-    return list(json.loads(zlib.decompress(base64.b64decode(blob.encode())).decode()))
-
-
-def replay(problem: Problem, blob: str, *, programs: Programs | None = None) -> tuple[bool, str, int]:
-    """Re-check a tree from its encoding alone: rebuild every box from the root by the recorded splits and
-    projections, and re-check every claim (closed, infeasible, monotone, exact point) in rigorous arithmetic.
-    Returns ``(ok, what failed or a summary, leaves checked)``."""
+def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None = None) -> tuple[bool, str, int]:
+    """Re-check a tree from its preorder tokens (:meth:`Tree.encode`, inflated) alone: rebuild every box from the
+    root box of ``problem`` by the recorded splits and projections, and re-check every claim (closed, infeasible,
+    monotone, exact point) in rigorous arithmetic. Returns ``(ok, what failed or a summary, leaves checked)``; a
+    token that names a coordinate, constraint or form the problem does not have fails the replay."""
     P = programs or Programs.build(problem)
-    tokens = decode(blob)
+    n = len(problem.coordinates)
     lo, hi = _box(problem)
     Box = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[tuple[int, float], ...]]
     stack: list[Box] = [(lo, hi, lo.copy(), hi.copy(), ())]
@@ -644,6 +641,8 @@ def replay(problem: Problem, blob: str, *, programs: Programs | None = None) -> 
         if kind == "S":
             d_text, point_text = tok[1:].split(":")
             d, point = int(d_text), float.fromhex(point_text)
+            if not 0 <= d < n:
+                return False, f"a split along coordinate {d}, which the problem does not have", leaves
             if not b_lo[d] < point < b_hi[d]:
                 return False, f"a split of {problem.symbols[d]} at {point} outside its box", leaves
             left = (b_lo.copy(), b_hi.copy(), c_lo.copy(), c_hi.copy(), fixed)
@@ -654,6 +653,9 @@ def replay(problem: Problem, blob: str, *, programs: Programs | None = None) -> 
             stack.extend([right, left])  # preorder: left first
         elif kind == "P":
             claims = [(int(part[:-1]), part[-1]) for part in tok[1:].split(",")]
+            if not claims or any(not 0 <= d < n or side not in "+-" for d, side in claims) \
+                    or len({d for d, _ in claims}) != len(claims):
+                return False, f"a projection {tok[:40]!r} along coordinates the problem does not have", leaves
             r = _pairs(face.gradient(_rigorous(face.grad, b_lo, b_hi, work, lambda r_: all(
                 (face.gradient(r_)[0][d] >= 0 if side == "-" else face.gradient(r_)[1][d] <= 0) for d, side in claims))))
             c_lo2, c_hi2 = b_lo.copy(), b_hi.copy()
@@ -677,7 +679,7 @@ def replay(problem: Problem, blob: str, *, programs: Programs | None = None) -> 
             leaves += 1
             method, _, form = tok[1:].partition(":")
             k = int(form or 0)
-            if k >= len(face.forms):
+            if not 0 <= k < len(face.forms):
                 return False, f"a box closed by form {k}, which its face does not have", leaves
             if method == "natural":
                 ok = _ok(_rigorous(face.form_programs[k], b_lo, b_hi, work, lambda r_: _ok(r_[0][0], strict))[0][0], strict)
@@ -694,6 +696,8 @@ def replay(problem: Problem, blob: str, *, programs: Programs | None = None) -> 
         elif kind == "I":
             leaves += 1
             k = int(tok[1:])
+            if not 0 <= k < len(problem.constraints):
+                return False, f"a box said infeasible by constraint {k}, which the problem does not have", leaves
             if P.constraints is None or not _rigorous(P.constraints, c_lo, c_hi, work, lambda r_: r_[k][1] < 0)[k][1] < 0:
                 return False, f"a box said infeasible by constraint {k} is not", leaves
         elif kind == "E":

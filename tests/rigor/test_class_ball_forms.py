@@ -1,0 +1,131 @@
+"""Ball forms on token-class instances contain the float value of the same tokens written out.
+
+A token class of ``m`` tokens takes its own code paths in the ball forms (a Jacobian norm gains the singular value
+``|alpha_k g_k|`` of the vectors inside a class of two or more tokens; a class of one token has none). For every
+quantity with a ball form that reads what a logit instance carries (logits, log F, token vectors, a selection), on
+small class instances whose classes hold 1, 2, 3 and 4 tokens, with the largest (and the smallest) logit in each
+class in turn, the ball enclosure (arb, 128 bits) on the class instance must contain
+
+- the float value of the same quantity on the dense expansion of the same tokens (:meth:`Instance.expand`), and
+- the float value on the class instance itself,
+
+within the float forms' rounding budget (as in ``test_cross_check``: ``ULPS`` units in the last place of the
+quantity's magnitude per token). The cases are deterministic, so a class size no random draw happens to hit is
+still covered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from attnbounds.theory.mathematics import balls, normalisers as nm
+from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.intervals import backend
+from attnbounds.theory.mathematics.quantities import QUANTITIES, ball_value, compute, magnitude
+
+#: what an instance built here carries
+READS = frozenset({"logits", "ratio", "x", "selection"})
+#: quantities with a ball form that read only that (Monte Carlo estimates are compared as intervals elsewhere)
+NAMES = sorted(name for name, q in QUANTITIES.items()
+               if q.has("ball") and q.has("float") and q.needs <= READS and not q.estimate)
+ULPS = 64
+EPS = 2.0**-52
+TINY_NORMAL = 2.0**-1022
+#: class sizes: every class size 1 to 4, a class of two next to classes of one, two and three
+COUNTS = [[1, 2], [2, 1], [2, 2, 1], [3, 1, 4], [2, 1, 1], [1, 1, 2], [1, 3], [4, 1], [2, 3], [2, 2], [1, 1],
+          [2], [3], [1, 2, 3, 4]]
+NORMALISERS = {"softmax": nm.softmax(1.0), "exp_poly": nm.exp_poly(0.1, 1.0), "softmax T=0.25": nm.softmax(0.25)}
+
+
+def _logit_rows(K: int) -> list[np.ndarray]:
+    """The largest logit in each class in turn, then the smallest in each class in turn, then all equal."""
+    base = np.linspace(-0.7, 0.9, K) if K > 1 else np.zeros(1)
+    rows = []
+    for k in range(K):
+        for extreme in (3.0, -3.0):
+            row = base.copy()
+            row[k] = extreme
+            rows.append(row)
+    rows.append(np.full(K, 0.25))
+    return rows
+
+
+def _instances(name: str) -> list[tuple[str, Instance]]:
+    q = QUANTITIES[name]
+    out = []
+    rng = np.random.default_rng(7)
+    for counts in COUNTS:
+        K, L = len(counts), sum(counts)
+        x = rng.standard_normal((1, K, 2))
+        for nname, n in NORMALISERS.items():
+            for row in _logit_rows(K):
+                # N for a selection, and for the quantities of token vectors that read it as the subsets' size
+                for N in ((1, L) if q.needs & {"selection", "x"} else (None,)):
+                    label = f"counts {counts}, logits {np.round(row, 2).tolist()}, {nname}, N={N}"
+                    kwargs: dict[str, Any] = {"counts": [counts], "a": 3.0}  # a: the logits' bound (Lemma 1)
+                    if "x" in q.needs or "selection" in q.needs:
+                        kwargs["x"] = x
+                    if N is not None:
+                        kwargs["N"] = N
+                    out.append((label, Instance.from_logits(row[None, :], n, **kwargs)))
+    return out
+
+
+def _float(name: str, inst: Instance) -> np.ndarray | None:
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(compute(name, inst), dtype=np.float64)
+    except AttnBoundsError:
+        return None
+
+
+def _inside(ops: Any, ball: Any, value: float, mag: float, tokens: int) -> bool:
+    slack = ULPS * (tokens + 8) * (EPS * mag + TINY_NORMAL)
+    return ops.lower_float(ball) - slack <= value <= ops.upper_float(ball) + slack
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_class_ball_contains_the_dense_tokens_float_value(name: str) -> None:
+    ops = backend("arb")
+    shape = QUANTITIES[name].shape
+    checked = 0
+    for label, inst in _instances(name):
+        try:
+            with ops.precision(128):
+                ex = balls.ball_instance(inst, ops)
+                ball = ball_value(name, ex)
+        except AttnBoundsError:
+            continue
+        dense = inst.expand()
+        value, want = _float(name, inst), _float(name, dense)
+        assert want is not None or value is None, f"{name}: the dense expansion is refused, the classes not ({label})"
+        if want is None:
+            continue
+        mag = float(np.max(np.abs(np.asarray(magnitude(name, dense), dtype=np.float64))))
+        mag = max(mag, float(np.max(np.abs(np.asarray(magnitude(name, inst), dtype=np.float64)))))
+        cls = inst.counts[0]
+        token_class = np.repeat(np.arange(inst.K), cls)  # the class of each dense token
+        if shape == "B":
+            pairs = [(ball, float(want[0]), "dense tokens")]
+            if value is not None:
+                pairs.append((ball, float(value[0]), "class float"))
+        else:
+            columns = list(ex.sel) if shape == "BN" else list(np.flatnonzero(cls > 0))
+            pairs = []
+            for j, c in enumerate(columns):
+                b = ball[j] if shape == "BN" else ball[c]
+                pairs += [(b, float(want[0, t]), f"dense token {t}") for t in np.flatnonzero(token_class == c)]
+                if value is not None:
+                    pairs.append((b, float(value[0, c]), f"class float, column {c}"))
+        for b, f, what in pairs:
+            if not np.isfinite(f):
+                continue
+            assert ops.is_finite(b), f"{name}: ball {ops.text(b)} is not finite where float gives {f!r} ({label})"
+            assert _inside(ops, b, f, mag, inst.L), (
+                f"{name}: {what} value {f!r} lies outside the class ball {ops.text(b)} ({label})")
+            checked += 1
+    assert checked > 0, f"{name}: no class instance could be checked"

@@ -1,0 +1,111 @@
+"""The srepr reader (theory.mathematics.srepr): every expression the project writes reads back as itself, and text
+that is not a whitelisted constructor call stays text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sympy as sp
+from hypothesis import given
+from hypothesis import strategies as hs
+
+from attnbounds.theory.mathematics import opaque, registry
+from attnbounds.theory.mathematics.errors import InvalidArgument
+from attnbounds.theory.mathematics.normalisers import sigmoid, softplus
+from attnbounds.theory.mathematics.srepr import MAX_CHARS, parse_srepr
+
+
+@pytest.mark.parametrize("sid", registry.ids())
+def test_every_reading_reads_back_as_itself(sid: str) -> None:
+    relation = registry.get(sid).relation
+    text = sp.srepr(relation)
+    back = parse_srepr(text, where=sid, exact=True)
+    assert sp.srepr(back) == text and sp.sstr(back) == sp.sstr(relation)
+
+
+def test_relaxed_problems_read_back_as_themselves() -> None:
+    from attnbounds.theory.deciding.prover.relax import relax
+
+    seen = 0
+    for sid in ("corollary3[row,corrected]", "corollary3[entry,corrected]"):
+        for p in relax(registry.get(sid)).problems:
+            for expr in (p.core, p.margin, *p.constraints, *(a for a, _ in p.signs)):
+                assert sp.srepr(parse_srepr(sp.srepr(expr), where=sid)) == sp.srepr(expr)
+                seen += 1
+    assert seen >= 6
+
+
+x, y = sp.symbols("x y", real=True)
+ATOMS = [x, y, sp.Integer(3), sp.Rational(2, 7), sp.Float("1.5e-300"), sp.pi, sp.E]
+UNARY = [sp.exp, sp.log, sp.Abs, sp.sign, sigmoid, softplus, opaque.OAbs, opaque.Step, opaque.Sign, lambda e: -e]
+BINARY = [sp.Add, sp.Mul, sp.Pow, sp.Min, sp.Max, opaque.OMax, opaque.OMin]
+
+
+def _real(fn: Any, *args: sp.Basic) -> sp.Basic | None:
+    """``fn(*args)`` when sympy builds it as a real expression (None: complex, undefined, or not built)."""
+    try:
+        out = fn(*args)
+    except (TypeError, ValueError, ArithmeticError):
+        return None
+    bad = out.has(sp.I, sp.zoo, sp.nan, sp.oo, sp.re, sp.im) or any(
+        p.base.is_number and p.base.is_negative and not p.exp.is_integer for p in out.atoms(sp.Pow))
+    return None if bad else out
+
+
+def _expressions() -> hs.SearchStrategy[sp.Basic]:
+    def extend(children: hs.SearchStrategy[sp.Basic]) -> hs.SearchStrategy[sp.Basic]:
+        return hs.one_of(hs.tuples(hs.sampled_from(UNARY), children).map(lambda t: _real(t[0], t[1])),
+                         hs.tuples(hs.sampled_from(BINARY), children, children).map(lambda t: _real(*t))
+                         ).filter(lambda e: e is not None)
+
+    return hs.recursive(hs.sampled_from(ATOMS), extend, max_leaves=8)
+
+
+@given(_expressions(), hs.booleans())
+def test_any_expression_of_the_vocabulary_reads_back(expr: sp.Basic, strict: bool) -> None:
+    for e in (expr, (sp.Lt if strict else sp.Le)(expr, y, evaluate=False)):
+        text = sp.srepr(e)
+        assert sp.srepr(parse_srepr(text, where="test", exact=True)) == text
+
+
+@pytest.mark.parametrize("value", [sp.oo, -sp.oo, sp.zoo, sp.nan, sp.true, sp.false, sp.pi, sp.EulerGamma])
+def test_constants_read_back(value: sp.Basic) -> None:
+    assert parse_srepr(sp.srepr(value), where="test", exact=True) == value or value is sp.nan
+
+
+PAYLOADS = [
+    "__import__('os').system('true')", "Symbol('x').__class__", "Symbol('x').__class__.__mro__[-1].__subclasses__()",
+    "Integer(1)[0]", "(lambda: 1)()", "[Symbol('x') for _ in range(3)]", "Symbol('x', **{'real': True})",
+    "Symbol(*['x'])", "Symbol('x; import os')", "Symbol('__class__')", "Symbol('x', evil=True)",
+    "Symbol('x', real='yes')", "Float('1.0', precision=53, foo=1)", "Add(1, 2)", "Pow(Integer(10), Integer(10**9))",
+    "Pow(Integer(10), Integer(1000000000))", "Function('f')(Symbol('x'))", "exec('1')", "Dummy('q', dummy_index=True)",
+    "Integer(" + "9" * 5000 + ")", "Symbol('x') + Integer(1)", "not_a_function(Integer(1))", "os", "None", "b'x'",
+    "Tuple(*[Integer(1)])", "IndexedBase(Integer(1))", "", "Symbol(", "x" * (MAX_CHARS + 1),
+]
+
+
+@pytest.mark.parametrize("text", PAYLOADS, ids=lambda t: t[:40])
+def test_text_outside_the_whitelist_is_refused_naming_where(text: str) -> None:
+    with pytest.raises(InvalidArgument, match="^record 'r': field"):
+        parse_srepr(text, where="record 'r': field")
+
+
+def test_a_number_where_text_belongs_is_refused() -> None:
+    with pytest.raises(InvalidArgument, match="expected sympy srepr text"):
+        parse_srepr(12, where="f")
+
+
+def test_an_expression_that_does_not_write_back_is_refused_when_exact() -> None:
+    text = "Rational(2, 4)"  # sympy writes 1/2 as Rational(1, 2): no expression's srepr is this text
+    assert parse_srepr(text, where="f") == sp.Rational(1, 2)
+    with pytest.raises(InvalidArgument, match="does not write back"):
+        parse_srepr(text, where="f", exact=True)
+
+
+def test_an_unevaluated_closed_claim_keeps_both_sides() -> None:
+    claim = sp.Ge(sp.Integer(1) - (sp.Integer(1) - sp.Rational(4, 5)) ** 2, sp.Rational(99, 100), evaluate=False)
+    text = sp.srepr(sp.Ge(sp.Add(1, sp.Mul(-1, sp.Pow(sp.Add(1, sp.Rational(-4, 5), evaluate=False), 2, evaluate=False),
+                                            evaluate=False), evaluate=False), sp.Rational(99, 100), evaluate=False))
+    back = parse_srepr(text, where="f", exact=True)
+    assert isinstance(back, sp.GreaterThan) and sp.srepr(back) == text and claim is not sp.false
