@@ -203,6 +203,20 @@ def symbol_names(expr: sp.Basic) -> set[str]:
     return names
 
 
+def _value(value: Any, names: dict[str, sp.Symbol], where: str) -> sp.Basic:
+    """A value to substitute: a sympy expression or number as it is, text through the whitelisted parser (never
+    ``sympify``, which runs text as Python)."""
+    from attnbounds.theory.mathematics.exprparse import parse_expression
+
+    if isinstance(value, sp.Basic):
+        return value
+    if isinstance(value, str):
+        return parse_expression(value, names, where=where)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return sp.sympify(value)
+    raise InvalidArgument(f"{where}: expected a number, a sympy expression or its text, got {type(value).__name__}")
+
+
 @dataclass(frozen=True, eq=False)
 class Statement:
     """One reading of one statement of the paper (see module docstring).
@@ -334,7 +348,7 @@ class Statement:
         unknown = sorted(set(values) - set(by_name))
         if unknown:
             raise InvalidArgument(f"{self.id} has no symbol {unknown[0]!r}; its symbols: {', '.join(sorted(by_name))}")
-        new = self.relation.xreplace({by_name[k]: sp.sympify(v) for k, v in values.items()})
+        new = self.relation.xreplace({by_name[k]: _value(v, by_name, f"{self.id}.subs({k}=...)") for k, v in values.items()})
         tag = ",".join(f"{k}={v}" for k, v in values.items())
         return dataclasses.replace(self, id=f"{self.id}{{{tag}}}", relation=new)
 

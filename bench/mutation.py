@@ -1,0 +1,267 @@
+"""Mutation testing of the soundness core with cosmic-ray (issue 35): does the test suite catch one-line faults?
+
+    python bench/mutation.py                         # every mutant of the core (hours on 2 cores)
+    python bench/mutation.py --sample 60 --seed 0    # a seeded sample (a few minutes)
+    python bench/mutation.py --group prover --list   # the mutants of one group, without running them
+
+The configuration is ``[tool.attnbounds.mutation]`` in ``pyproject.toml``: the operators (plausible one-line faults:
+a comparison flipped or made strict, ``and``/``or`` swapped, a ``not`` dropped or added, a sign, an operation or a
+number changed, a loop skipped) and the groups, each a set of modules with the tests that cover them (the test run of
+a mutant is that selection, stopped at the first failure). Survivors judged equivalent (no behaviour can differ) are
+listed in ``bench/mutation_equivalent.toml`` with the reason, reviewed like code; the score counts them apart.
+
+Why cosmic-ray and not mutmut: mutmut 3 copies the sources into ``mutants/`` and maps file paths to module names,
+which this layout (``theory/`` installed as ``attnbounds.theory``) defeats; cosmic-ray mutates a file in place and runs
+any test command. Nothing here touches the working tree: each worker mutates its own copy of the sources, imported
+through ``PYTHONPATH`` ahead of the editable install, so ``--workers 2`` runs two mutants at once on 2 cores.
+
+The report (``--out``, JSON and Markdown beside it) holds the date, commit, time, per group and in all the mutants,
+killed, survived, equivalent and incompetent, and every survivor's diff. Exit 0 when the score (killed over killed
+plus non-equivalent survivors) is at least ``--fail-under`` (default 0: report only), else 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import datetime as dt
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    group: str
+    module: str  # relative to the repository root
+    operator: str
+    occurrence: int
+    line: int
+    source: str  # the original line
+
+
+@dataclass
+class Outcome:
+    mutant: Mutant
+    status: str  # killed / survived / equivalent / incompetent / no-test
+    seconds: float
+    diff: str = ""
+    reason: str = ""
+    tail: str = field(default="", repr=False)
+
+
+def config() -> dict[str, Any]:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return data["tool"]["attnbounds"]["mutation"]
+
+
+def equivalents() -> list[dict[str, str]]:
+    path = ROOT / "bench" / "mutation_equivalent.toml"
+    return tomllib.loads(path.read_text()).get("equivalent", []) if path.exists() else []
+
+
+def mutants(cfg: dict[str, Any], groups: list[str] | None) -> list[Mutant]:
+    """Every mutant of the configured groups and operators, in a stable order."""
+    import cosmic_ray.plugins
+    from cosmic_ray.ast import ast_nodes, get_ast_from_path
+
+    wanted = [re.compile(p) for p in cfg["operators"]]
+    names = [n for n in cosmic_ray.plugins.operator_names() if any(p.fullmatch(n) for p in wanted)]
+    out = []
+    for group in cfg["group"]:
+        if groups and group["name"] not in groups:
+            continue
+        for module in group["modules"]:
+            path = ROOT / module
+            lines = path.read_text().splitlines()
+            tree = get_ast_from_path(path)
+            for name in names:
+                operator = cosmic_ray.plugins.get_operator(name)()
+                positions = [(start, end) for node in ast_nodes(tree) for start, end in operator.mutation_positions(node)]
+                for occurrence, (start, _) in enumerate(positions):
+                    line = start[0]
+                    text = lines[line - 1]
+                    if "pragma: no mutate" in text or text.strip().startswith(("#", '"""', "log.")):
+                        continue
+                    out.append(Mutant(group["name"], module, name, occurrence, line, text.strip()))
+    return out
+
+
+def _copy(into: Path) -> Path:
+    """A copy of the sources and tests importable ahead of the editable install: ``into/src`` goes on PYTHONPATH."""
+    for part in ("theory", "proofs", "empirical", "tests", "attnbounds"):
+        shutil.copytree(ROOT / part, into / part, ignore=shutil.ignore_patterns("__pycache__", ".hypothesis"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, into / name)
+    src = into / "src" / "attnbounds"
+    src.mkdir(parents=True)
+    for f in (into / "attnbounds").glob("*"):
+        (src / f.name).symlink_to(f)
+    for part in ("theory", "proofs", "empirical"):
+        (src / part).symlink_to(into / part)
+    return into
+
+
+def _command(copy: Path, tests: list[str]) -> str:
+    """The test run of a mutant in ``copy`` (``-P``: the working directory, which may hold the unmutated package, is
+    not put on ``sys.path``)."""
+    paths = " ".join(str(copy / t) for t in tests)
+    return (f"env PYTHONPATH={copy / 'src'} {sys.executable} -P -m pytest -x -q -p no:cacheprovider --no-header "
+            f"-o addopts= -m 'not slow' --rootdir {copy} -c {copy / 'pyproject.toml'} {paths}")
+
+
+def _equivalent(m: Mutant, rules: list[dict[str, str]]) -> str | None:
+    for rule in rules:
+        if rule["module"] == m.module and rule["line"] in m.source and re.fullmatch(rule["operator"], m.operator):
+            return rule["reason"]
+    return None
+
+
+def run_one(m: Mutant, copy: Path, tests: list[str], timeout: float, rules: list[dict[str, str]]) -> Outcome:
+    from cosmic_ray.mutating import mutate_and_test
+    from cosmic_ray.work_item import MutationSpec, TestOutcome, WorkerOutcome
+
+    spec = MutationSpec(module_path=str(copy / m.module), operator_name=m.operator, operator_args={},
+                        occurrence=m.occurrence, start_pos=(m.line, 0), end_pos=(m.line, 1))
+    start = time.perf_counter()
+    result = mutate_and_test([spec], _command(copy, tests), timeout)
+    seconds = time.perf_counter() - start
+    diff = (result.diff or "").replace(str(copy) + "/", "")
+    if result.worker_outcome == WorkerOutcome.NO_TEST:
+        return Outcome(m, "no-test", seconds)
+    if result.test_outcome == TestOutcome.KILLED:
+        return Outcome(m, "killed", seconds, diff)
+    if result.test_outcome == TestOutcome.SURVIVED:
+        reason = _equivalent(m, rules)
+        return Outcome(m, "equivalent" if reason else "survived", seconds, diff, reason or "")
+    return Outcome(m, "incompetent", seconds, diff, tail=(result.output or "")[-2000:])
+
+
+def baseline(copy: Path, cfg: dict[str, Any], groups: set[str]) -> None:
+    for group in cfg["group"]:
+        if group["name"] in groups:
+            proc = subprocess.run(_command(copy, group["tests"]), shell=True, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise SystemExit(f"the unmutated tests of group {group['name']} fail:\n{proc.stdout[-3000:]}")
+
+
+def summary(outcomes: list[Outcome]) -> dict[str, Any]:
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("killed", "survived", "equivalent", "incompetent",
+                                                                "no-test")}
+    tested = counts["killed"] + counts["survived"]
+    return {**counts, "mutants": len(outcomes), "score": counts["killed"] / tested if tested else None}
+
+
+def report(outcomes: list[Outcome], args: argparse.Namespace, wall: float, total: int) -> dict[str, Any]:
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    groups = sorted({o.mutant.group for o in outcomes})
+    return {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit,
+            "sample": args.sample, "seed": args.seed, "population": total, "wall_s": round(wall, 1),
+            "workers": args.workers, "all": summary(outcomes),
+            "groups": {g: summary([o for o in outcomes if o.mutant.group == g]) for g in groups},
+            "survivors": [{**asdict(o.mutant), "diff": o.diff} for o in outcomes if o.status == "survived"],
+            "equivalent": [{**asdict(o.mutant), "reason": o.reason} for o in outcomes if o.status == "equivalent"],
+            "incompetent": [{**asdict(o.mutant), "tail": o.tail[-500:]} for o in outcomes if o.status == "incompetent"]}
+
+
+def markdown(data: dict[str, Any]) -> str:
+    a = data["all"]
+    score = "n/a" if a["score"] is None else f"{100 * a['score']:.1f} %"
+    which = "every mutant" if not data["sample"] else f"a sample of {data['sample']} (seed {data['seed']})"
+    lines = ["# Mutation run of the soundness core", "",
+             f"{data['date']}, commit {data['commit'][:12]}, {data['wall_s']:.0f} s on {data['workers']} worker(s); "
+             f"{which} of {data['population']}.", "",
+             f"**Score {score}**: {a['killed']} killed, {a['survived']} survived, {a['equivalent']} equivalent "
+             f"(bench/mutation_equivalent.toml), {a['incompetent']} incompetent (the mutant does not import or run: "
+             f"counted as killed by nothing).", "",
+             "| group | mutants | killed | survived | equivalent | incompetent | score |", "|---|---|---|---|---|---|---|"]
+    for g, s in data["groups"].items():
+        share = "n/a" if s["score"] is None else f"{100 * s['score']:.1f} %"
+        lines.append(f"| {g} | {s['mutants']} | {s['killed']} | {s['survived']} | {s['equivalent']} | "
+                     f"{s['incompetent']} | {share} |")
+    if data["survivors"]:
+        lines += ["", "## Survivors", ""]
+        for s in data["survivors"]:
+            lines += [f"- `{s['module']}:{s['line']}` {s['operator']}", "", "```diff", s["diff"].strip(), "```", ""]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sample", type=int, default=0, help="run a seeded random sample of this many mutants")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--group", action="append", help="only these groups (default: every group)")
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--timeout", type=float, default=None, help="seconds a mutant's tests may take")
+    parser.add_argument("--list", action="store_true", help="list the mutants and stop")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "mutation_report.json"))
+    parser.add_argument("--fail-under", type=float, default=0.0, help="exit 1 when the score is below this fraction")
+    args = parser.parse_args(argv)
+    cfg = config()
+    known = {g["name"] for g in cfg["group"]}
+    if args.group and not set(args.group) <= known:
+        parser.error(f"unknown group(s) {sorted(set(args.group) - known)}; groups: {', '.join(sorted(known))}")
+    if args.sample < 0 or args.workers < 1:
+        parser.error("--sample must be >= 0 and --workers >= 1")
+    population = mutants(cfg, args.group)
+    chosen = population
+    if args.sample:
+        chosen = sorted(random.Random(args.seed).sample(population, min(args.sample, len(population))),
+                        key=lambda m: (m.group, m.module, m.line, m.operator, m.occurrence))
+    if args.list:
+        for m in chosen:
+            print(f"{m.group:12s} {m.module}:{m.line:<5d} {m.operator:48s} {m.source[:80]}")
+        print(f"{len(chosen)} of {len(population)} mutants")
+        return 0
+    tests = {g["name"]: g["tests"] for g in cfg["group"]}
+    timeout = args.timeout or float(cfg.get("timeout", 600))
+    rules = equivalents()
+    from tqdm import tqdm
+
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="attnbounds-mutation-") as folder:
+        copies = [_copy(Path(folder) / f"w{k}") for k in range(args.workers)]
+        baseline(copies[0], cfg, {m.group for m in chosen})
+        outcomes: list[Outcome] = []
+        queue = list(chosen)
+        with concurrent.futures.ThreadPoolExecutor(args.workers) as pool, \
+                tqdm(total=len(chosen), desc="mutants", unit="mutant", file=sys.stderr) as bar:
+            # one mutant per copy at a time: a copy's file is mutated in place while its tests run
+            running: dict[concurrent.futures.Future[Outcome], Path] = {}
+            free = list(copies)
+            while queue or running:
+                while queue and free:
+                    m, c = queue.pop(0), free.pop()
+                    running[pool.submit(run_one, m, c, tests[m.group], timeout, rules)] = c
+                done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+                for fut in done:
+                    free.append(running.pop(fut))
+                    outcomes.append(fut.result())
+                    bar.update(1)
+                    bar.set_postfix(killed=sum(o.status == "killed" for o in outcomes),
+                                    survived=sum(o.status == "survived" for o in outcomes))
+    outcomes.sort(key=lambda o: (o.mutant.group, o.mutant.module, o.mutant.line, o.mutant.operator))
+    data = report(outcomes, args, time.perf_counter() - start, len(population))
+    out = Path(args.out)
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    out.with_suffix(".md").write_text(markdown(data))
+    a = data["all"]
+    print(f"{a['mutants']} mutants: {a['killed']} killed, {a['survived']} survived, {a['equivalent']} equivalent, "
+          f"{a['incompetent']} incompetent; score {a['score']}; {data['wall_s']} s; report {out}")
+    return 0 if a["score"] is None or a["score"] >= args.fail_under else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
