@@ -206,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--timeout", type=float, default=None, help="seconds a mutant's tests may take")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the unmutated run of each group's tests (when the test suite itself just passed)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "mutation_report.json"))
     parser.add_argument("--fail-under", type=float, default=0.0, help="exit 1 when the score is below this fraction")
     args = parser.parse_args(argv)
@@ -233,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="attnbounds-mutation-") as folder:
         copies = [_copy(Path(folder) / f"w{k}") for k in range(args.workers)]
-        baseline(copies[0], cfg, {m.group for m in chosen})
+        if not args.no_baseline:
+            baseline(copies[0], cfg, {m.group for m in chosen})
         outcomes: list[Outcome] = []
         queue = list(chosen)
         with concurrent.futures.ThreadPoolExecutor(args.workers) as pool, \

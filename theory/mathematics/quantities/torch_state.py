@@ -171,8 +171,26 @@ def torch_modules() -> list[Any]:
              "softplus": torch.nn.functional.softplus, "sigmoid": torch.sigmoid}, "torch"]
 
 
+class _TorchPrinter(LambdaPrinter):
+    """Python source for torch: an integer or rational beyond 2^53 written as the nearest double (``inf`` past the
+    double range), since a Python int times a tensor must fit a double (``(2*T*J)**1000`` expands to 2^1000 J^1000 T^1000)."""
+
+    def _print_Integer(self, expr: sp.Integer) -> str:
+        return super()._print_Integer(expr) if abs(int(expr)) <= 2**53 else _double(expr)
+
+    def _print_Rational(self, expr: sp.Rational) -> str:
+        if max(abs(int(expr.p)), int(expr.q)) <= 2**53:
+            return str(super()._print_Rational(expr))
+        return _double(expr)
+
+
+def _double(expr: sp.Rational) -> str:
+    value = float(sp.Float(expr, 20)) if abs(expr) < sp.Float("1.8e308") else float("inf") * int(sp.sign(expr))
+    return repr(value) if value == value and abs(value) != float("inf") else f"float('{value}')"
+
+
 def torch_printer() -> LambdaPrinter:
-    return LambdaPrinter({"strict": False})
+    return _TorchPrinter({"strict": False})
 
 
 _TMIN, _TMAX, _TABS = sp.Function("tmin"), sp.Function("tmax"), sp.Function("tabs")
