@@ -285,3 +285,17 @@ def test_records_read_back_replay_through_the_library(made: dict[str, dict[str, 
     forged = _forged(made["true"], id=made["false"]["id"], statement=made["false"]["statement"],
                      hypotheses=made["false"]["hypotheses"])
     assert not replay_proved(rec.Record.from_json(forged)).ok
+
+
+def test_a_forged_record_is_not_cited(made: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """``cite --records`` replays the record first: a forged PROVED is refused, an untampered one cited."""
+    false = made["false"]
+    forged = _forged(made["true"], id=false["id"], statement=false["statement"], hypotheses=false["hypotheses"])
+    for record, want in ((forged, 1), (made["true"], 0), (made["refuted"], 0), (made["closed"], 0)):
+        path = tmp_path / "records.json"
+        path.write_text(json.dumps([record]))
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["cite", record["id"], "--records", str(path)])
+        assert code == want, err.getvalue()
+        assert ("does not replay, so it is not cited" in err.getvalue()) == (want == 1)

@@ -10,7 +10,6 @@ Subcommands: ``list``, ``verify``, ``search``, ``cite``, ``table``, ``report``, 
 from __future__ import annotations
 
 import argparse
-import math
 import signal
 import sys
 import threading
@@ -148,111 +147,34 @@ def _find_record(path: str, statement_id: str) -> Any:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    """``search ID --replay RECORDS``: re-certify the record's counterexample (or, without one, its tightest instance)
-    against the statement the record states (rebuilt from the record, or the ``--statements`` file's, which must
-    print as the record does) and say whether the result is the recorded one (exit 0) or not (exit 1). Whether the
-    check is certified or float64 only follows from the statement (a Python callable without log F), never from the
-    record's own flags."""
-    from attnbounds.theory.mathematics import notation
-    from attnbounds.theory.mathematics.callables import uncertified
-    from attnbounds.theory.deciding.certify import STATUSES, certify
-    from attnbounds.theory.io.rebuild import statement_of
-    from attnbounds.theory.io.serialize import instance_from_json
+    """``search ID --replay RECORDS``: :func:`attnbounds.theory.running.replay.replay_instances` on the record of ID
+    (its statement rebuilt from the record, or the ``--statements`` file's), every line printed; exit 0 when the
+    counterexample and the tightest instance give the recorded results, 1 when not."""
+    from attnbounds.theory.running.replay import replay_instances
 
     record = _find_record(args.replay, args.id)
     user = _user_bounds(args)
     given = user.get(args.id) if user is not None and any(s.id == args.id for s in user.statements) else None
-    st = statement_of(record, given)
-    cx, tight = record.data["counterexample"], record.data["tightness"]
-    shown = [("counterexample", cx["instance"], cx["certificate"])] if cx is not None else []
-    if tight.get("witness") is not None:
-        shown.append(("tightest instance", tight["witness"], tight.get("certificate")))
-    if not shown:
-        raise InvalidArgument(f"the record of {args.id!r} has neither a counterexample nor a tightest instance to replay")
-    _say(f"{printable(st.id, lines=False)}: {notation.text(st.relation)}")
-    float_only = uncertified(st) is not None
-    flags = [record.data.get("certified", True), *([cx.get("certified", True)] if cx is not None else [])]
-    if any(flag is not (not float_only) for flag in flags):
-        _say(f"NOT reproduced: the record says certified = {flags[-1]}, but its statement is "
-             f"{'about a Python callable without log F (float64 only)' if float_only else 'certifiable'}")
-        return 1
-    ok = True
-    for what, data, recorded in shown:
-        if not isinstance(recorded, dict) or recorded.get("status") not in STATUSES:
-            raise InvalidArgument(f"record {args.id!r}: the {what}'s certificate status is "
-                                  f"{str((recorded or {}).get('status'))[:40]!r}; one of {', '.join(STATUSES)} is "
-                                  f"recorded with every instance")
-        inst = instance_from_json(data)
-        _say(f"\nreplaying the record's {what} (L = {inst.L}{f' tokens in {inst.K} classes' if inst.is_classes else ''}) "
-             f"from {args.replay}")
-        same = _same_weights(inst)
-        if same is not None:
-            _say(f"NOT reproduced: the {what}'s stored weights are not its normaliser's on its logits ({same})")
-            ok = False
-            continue
-        if float_only:
-            ev = st.evaluate(inst)
-            margin = float(ev.margin_hi[0])
-            this = bool(ev.applicable[0]) and (margin < 0) == (what == "counterexample")
-            _say(f"float64 only (the normaliser is a Python function): lhs {float(ev.lhs[0]):.10g}, rhs "
-                 f"{float(ev.rhs[0]):.10g}, margin {margin:.6g}")
-        else:
-            cert = certify(st, inst, 0)
-            margins = [(float(cert.margin_lo), recorded.get("margin_lo")), (float(cert.margin_hi), recorded.get("margin_hi"))]
-            this = cert.status == recorded["status"] and (what != "counterexample" or cert.status == "violated") \
-                and all(_same_float(a, b) for a, b in margins)
-            _say(f"certificate {cert.status} ({cert.method}, {cert.precision_bits} bits): margin rhs - lhs in "
-                 f"[{cert.margin_lo_text}, {cert.margin_hi_text}], lhs {cert.lhs}, rhs {cert.rhs}")
-            _say(f"the record says: {recorded['status']}, margin in [{recorded.get('margin_lo')}, {recorded.get('margin_hi')}]")
-        _say("reproduced" if this else f"NOT reproduced: the {what} does not give the recorded result")
-        ok &= this
-    return 0 if ok else 1
-
-
-#: how far (relative) a record's stored weights may lie from its normaliser's float weights on its logits (another
-#: machine's exp may differ in the last bits; a search step in torch by a few ulps)
-WEIGHTS_RTOL = 1e-6
-
-
-def _same_weights(inst: Any) -> str | None:
-    """Why the instance's stored weights are not its normaliser's on its stored logits (None when they are, or when
-    the instance has no logits or no normaliser that recomputes them: then the certificate uses the weights as given)."""
-    import numpy as np
-
-    from attnbounds.theory.mathematics.callables import CallableNormaliser
-
-    if inst.logits is None or inst.normaliser is None or isinstance(inst.normaliser, CallableNormaliser):
-        return None
-    try:
-        again = np.asarray(inst.normaliser.weights(inst.logits, inst.counts), dtype=np.float64)
-    except (ArithmeticError, ValueError, TypeError, AttnBoundsError) as exc:
-        return f"the normaliser fails on the logits: {type(exc).__name__}: {exc}"[:200]
-    if again.shape != inst.alpha.shape:
-        return f"shape {inst.alpha.shape} against {again.shape}"
-    held = np.ones(again.shape, dtype=bool) if inst.counts is None else np.asarray(inst.counts) > 0
-    with np.errstate(invalid="ignore"):
-        close = np.isclose(inst.alpha, again, rtol=WEIGHTS_RTOL, atol=0.0) | ~held
-    if close.all():
-        return None
-    at = tuple(int(i) for i in np.argwhere(~close)[0])
-    return f"at {at}: stored {float(inst.alpha[at]):.17g}, recomputed {float(again[at]):.17g}"
-
-
-def _same_float(a: float, b: Any) -> bool:
-    """A re-certified margin end against the recorded one (a non-finite one recorded as its text)."""
-    try:
-        value = float(b)
-    except (TypeError, ValueError):
-        return False
-    return a == value or (math.isnan(a) and math.isnan(value))
+    out = replay_instances(record, given, source=args.replay)
+    for line in out.lines:
+        _say(line)
+    return 0 if out.ok else 1
 
 
 def cmd_cite(args: argparse.Namespace) -> int:
     from attnbounds.theory.running.verify import verify
 
     user = _user_bounds(args)
-    if args.records:
+    if args.records:  # a record from a file is replayed before it is cited: a forged verdict is not quoted
+        from attnbounds.theory.running.replay import replay_record
+
         record = _find_record(args.records, args.id)
+        given = user.get(args.id) if user is not None and any(s.id == args.id for s in user.statements) else None
+        checked = replay_record(record, given)
+        if not checked.ok:
+            _say(f"attnbounds cite: the record of {printable(args.id, lines=False)} does not replay, so it is not "
+                 f"cited: {checked.what}", file=sys.stderr)
+            return 1
     else:
         st = _statement(args.id, user)
         is_user = user is not None and st in user.statements

@@ -18,6 +18,7 @@ reasoning. What it does not: who made the record, or that the statement is the o
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -29,12 +30,14 @@ from attnbounds.theory.mathematics.statement import Statement
 
 @dataclass(frozen=True)
 class Replayed:
-    """The outcome of replaying one record: ``ok``, what was re-checked (or why not), seconds taken."""
+    """The outcome of replaying one record: ``ok``, what was re-checked (or why not), seconds taken, and what a
+    command prints of it (``lines``)."""
 
     record_id: str
     ok: bool
     what: str
     seconds: float
+    lines: tuple[str, ...] = ()
 
 
 def replay_proved(record: Record, statement: Statement | None = None) -> Replayed:
@@ -54,7 +57,7 @@ def replay_proved(record: Record, statement: Statement | None = None) -> Replaye
         failed.append("the record holds a counterexample as well as the verdict PROVED")
     closed = data.get("closed_claim")
     if closed is not None:
-        ok, why = _closed_claim(st, closed)
+        ok, why = _closed_claim(st, closed, "PROVED")
         (checked if ok else failed).append(why)
     proof = data["proof"]
     if proof is not None and (proof.get("ok") or proof.get("complete") or proof.get("result", "").startswith("PROVED")):
@@ -73,18 +76,145 @@ def replay_proved(record: Record, statement: Statement | None = None) -> Replaye
     return Replayed(record.id, ok, "; ".join(failed if failed else checked), time.perf_counter() - start)
 
 
-def _closed_claim(st: Statement, recorded: Any) -> tuple[bool, str]:
+#: how far (relative) a record's stored weights may lie from its normaliser's float weights on its logits (another
+#: machine's exp may differ in the last bits; a search step in torch by a few ulps)
+WEIGHTS_RTOL = 1e-6
+
+
+def replay_instances(record: Record, statement: Statement | None = None, *, source: str = "the record") -> Replayed:
+    """Re-certify the record's counterexample and its tightest instance (each that it holds) against the statement
+    it states (rebuilt, or ``statement`` printing as the record does): each must give the recorded certificate
+    status and margin, a counterexample must be violated, stored weights must be the normaliser's on the stored
+    logits (to :data:`WEIGHTS_RTOL`), and whether the check is certified or float64 only follows from the statement
+    (a Python callable without log F), never from the record's flags."""
+    from attnbounds.theory.deciding.certify import STATUSES, certify
+    from attnbounds.theory.io.rebuild import statement_of
+    from attnbounds.theory.io.serialize import instance_from_json
+    from attnbounds.theory.mathematics import notation
+    from attnbounds.theory.mathematics.callables import uncertified
+
+    start = time.perf_counter()
+    st = statement_of(record, statement)
+    cx, tight = record.data["counterexample"], record.data["tightness"]
+    shown = [("counterexample", cx["instance"], cx["certificate"])] if cx is not None else []
+    if tight.get("witness") is not None:
+        shown.append(("tightest instance", tight["witness"], tight.get("certificate")))
+    if not shown:
+        raise InvalidArgument(f"the record of {record.id!r} has neither a counterexample nor a tightest instance to "
+                              f"replay")
+    lines = [f"{st.id}: {notation.text(st.relation)}"]
+
+    def done(ok: bool, what: str) -> Replayed:
+        return Replayed(record.id, ok, what, time.perf_counter() - start, tuple(lines))
+
+    float_only = uncertified(st) is not None
+    flags = [record.data.get("certified", True), *([cx.get("certified", True)] if cx is not None else [])]
+    if any(flag is not (not float_only) for flag in flags):
+        lines.append(f"NOT reproduced: the record says certified = {flags[-1]}, but its statement is "
+                     f"{'about a Python callable without log F (float64 only)' if float_only else 'certifiable'}")
+        return done(False, lines[-1])
+    failed = []
+    for what, data, recorded in shown:
+        if not isinstance(recorded, dict) or recorded.get("status") not in STATUSES:
+            raise InvalidArgument(f"record {record.id!r}: the {what}'s certificate status is "
+                                  f"{str((recorded or {}).get('status'))[:40]!r}; one of {', '.join(STATUSES)} is "
+                                  f"recorded with every instance")
+        inst = instance_from_json(data)
+        classes = f" tokens in {inst.K} classes" if inst.is_classes else ""
+        lines.append(f"\nreplaying the record's {what} (L = {inst.L}{classes}) from {source}")
+        same = _same_weights(inst)
+        if same is not None:
+            lines.append(f"NOT reproduced: the {what}'s stored weights are not its normaliser's on its logits ({same})")
+            failed.append(what)
+            continue
+        if float_only:
+            ev = st.evaluate(inst)
+            margin = float(ev.margin_hi[0])
+            ok = bool(ev.applicable[0]) and (margin < 0) == (what == "counterexample")
+            lines.append(f"float64 only (the normaliser is a Python function): lhs {float(ev.lhs[0]):.10g}, rhs "
+                         f"{float(ev.rhs[0]):.10g}, margin {margin:.6g}")
+        else:
+            cert = certify(st, inst, 0)
+            ends = [(float(cert.margin_lo), recorded.get("margin_lo")), (float(cert.margin_hi), recorded.get("margin_hi"))]
+            ok = cert.status == recorded["status"] and (what != "counterexample" or cert.status == "violated") \
+                and all(_same_float(a, b) for a, b in ends)
+            lines.append(f"certificate {cert.status} ({cert.method}, {cert.precision_bits} bits): margin rhs - lhs in "
+                         f"[{cert.margin_lo_text}, {cert.margin_hi_text}], lhs {cert.lhs}, rhs {cert.rhs}")
+            lines.append(f"the record says: {recorded['status']}, margin in [{recorded.get('margin_lo')}, "
+                         f"{recorded.get('margin_hi')}]")
+        lines.append("reproduced" if ok else f"NOT reproduced: the {what} does not give the recorded result")
+        if not ok:
+            failed.append(what)
+    what = (f"the {' and the '.join(failed)} did not reproduce" if failed else
+            f"the {' and the '.join(w for w, _, _ in shown)} reproduced")
+    return done(not failed, what)
+
+
+def _same_weights(inst: Any) -> str | None:
+    """Why the instance's stored weights are not its normaliser's on its stored logits (None when they are, or when
+    the instance has no logits or no normaliser that recomputes them: then the certificate uses the weights as given)."""
+    import numpy as np
+
+    from attnbounds.theory.mathematics.callables import CallableNormaliser
+    from attnbounds.theory.mathematics.errors import AttnBoundsError
+
+    if inst.logits is None or inst.normaliser is None or isinstance(inst.normaliser, CallableNormaliser):
+        return None
+    try:
+        again = np.asarray(inst.normaliser.weights(inst.logits, inst.counts), dtype=np.float64)
+    except (ArithmeticError, ValueError, TypeError, AttnBoundsError) as exc:
+        return f"the normaliser fails on the logits: {type(exc).__name__}: {exc}"[:200]
+    if again.shape != inst.alpha.shape:
+        return f"shape {inst.alpha.shape} against {again.shape}"
+    held = np.ones(again.shape, dtype=bool) if inst.counts is None else np.asarray(inst.counts) > 0
+    with np.errstate(invalid="ignore"):
+        close = np.isclose(inst.alpha, again, rtol=WEIGHTS_RTOL, atol=0.0) | ~held
+    if close.all():
+        return None
+    at = tuple(int(i) for i in np.argwhere(~close)[0])
+    return f"at {at}: stored {float(inst.alpha[at]):.17g}, recomputed {float(again[at]):.17g}"
+
+
+def _same_float(a: float, b: Any) -> bool:
+    """A re-certified margin end against the recorded one (a non-finite one recorded as its text)."""
+    try:
+        value = float(b)
+    except (TypeError, ValueError):
+        return False
+    return a == value or (math.isnan(a) and math.isnan(value))
+
+
+def replay_record(record: Record, statement: Statement | None = None) -> Replayed:
+    """The replay a record's verdict calls for: :func:`replay_proved` for PROVED, :func:`replay_instances` for
+    REFUTED (its counterexample) and for the others that hold a tightest instance; a closed claim decided again.
+    A record with none of these (VERIFIED or NOT-APPLICABLE with no instance, ERROR) has nothing to re-check: ``ok``
+    with a sentence saying so (its verdict claims no proof and no counterexample)."""
+    if record.verdict == "PROVED":
+        return replay_proved(record, statement)
+    if record.data.get("closed_claim") is not None:
+        from attnbounds.theory.io.rebuild import statement_of
+
+        start = time.perf_counter()
+        ok, why = _closed_claim(statement_of(record, statement), record.data["closed_claim"], record.verdict)
+        return Replayed(record.id, ok, why, time.perf_counter() - start, (why,))
+    if record.data["counterexample"] is not None or record.data["tightness"].get("witness") is not None:
+        return replay_instances(record, statement)
+    return Replayed(record.id, True, f"a {record.verdict} record without an instance: nothing to re-check", 0.0)
+
+
+def _closed_claim(st: Statement, recorded: Any, verdict: str) -> tuple[bool, str]:
+    """Whether the closed claim ``st``, decided again exactly, is ``verdict`` with the recorded conjuncts and values."""
     from attnbounds.theory.deciding import closed_claims
     from attnbounds.theory.io.serialize import canonical
 
     if not closed_claims.is_closed(st):
         return False, "closed claim: the statement has quantities or free parameters, so it is no closed claim"
-    verdict, _, decided = closed_claims.decide(st)
-    if verdict != "PROVED":
-        return False, f"closed claim: decided again exactly, it is {verdict}"
+    again, _, decided = closed_claims.decide(st)
+    if again != verdict:
+        return False, f"closed claim: decided again exactly, it is {again}"
     if canonical(decided) != canonical(recorded):
         return False, "closed claim: the recorded conjuncts or values differ from those decided again"
-    return True, f"closed claim decided again exactly ({len(decided['conjuncts'])} conjunct(s) hold)"
+    return True, f"closed claim decided again exactly: {verdict} ({len(decided['conjuncts'])} conjunct(s))"
 
 
 def _derivation(record: Record, st: Statement, proof: dict[str, Any]) -> tuple[bool, str]:
@@ -111,4 +241,4 @@ def _derivation(record: Record, st: Statement, proof: dict[str, Any]) -> tuple[b
     return True, f"derivation {derivation.name} replayed again ({again['checked']} steps checked)"
 
 
-__all__ = ["Replayed", "replay_proved"]
+__all__ = ["Replayed", "WEIGHTS_RTOL", "replay_instances", "replay_proved", "replay_record"]
