@@ -273,7 +273,7 @@ def test_a_refused_record_names_itself_and_the_field(made: dict[str, dict[str, A
     data = copy.deepcopy(made["true"])
     data["relaxation"]["problems"][0]["tree"] = 12
     code, text = _replay(tmp_path, rehash(data))
-    assert code == 2 and "relaxation.problems[0].tree must be a string" in text, text
+    assert code == 2 and "record 'user.bsig.true': relaxation.problems[0].tree must be a string" in text, text
 
 
 def test_records_read_back_replay_through_the_library(made: dict[str, dict[str, Any]]) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import io
 import json
 import tempfile
 from pathlib import Path
@@ -26,7 +25,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as hs
 
 from attnbounds.theory.io import records as rec
-from attnbounds.theory.running.cli import main
+from tests._cli import run_cli
 from tests._records import class_record, rehash
 from tests.acceptance.test_fuzz import FUZZ, examples
 
@@ -105,13 +104,8 @@ def base() -> list[dict[str, Any]]:
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, err.getvalue()
+    code, _, err = run_cli(argv)
+    return code, err
 
 
 def test_records_fuzz(base: list[dict[str, Any]]) -> None:

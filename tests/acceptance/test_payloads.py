@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import pytest
 
 from attnbounds.theory.io import records as rec
 from attnbounds.theory.mathematics.errors import AttnBoundsError
-from attnbounds.theory.running.cli import main
+from tests._cli import run_cli
 from tests._records import rehash
 
 PAYLOADS = ["__import__('os').system('touch {marker}')",
@@ -53,13 +52,8 @@ def _places(record: dict[str, Any]) -> dict[str, list[Any]]:
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, out.getvalue() + err.getvalue()
+    code, out, err = run_cli(argv)
+    return code, out + err
 
 
 @pytest.mark.parametrize("payload", PAYLOADS, ids=lambda p: p[:24])

@@ -10,9 +10,7 @@ The campaign scales with the hypothesis profile (:func:`tests.acceptance.test_fu
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import tempfile
 from pathlib import Path
@@ -22,7 +20,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as hs
 
-from attnbounds.theory.running.cli import main
+from tests._cli import run_cli
 from tests._records import rehash
 from tests.acceptance.test_fuzz import FUZZ, examples
 from tests.acceptance.test_fuzz_records import odd_values
@@ -105,13 +103,8 @@ def base() -> dict[str, dict[str, Any]]:
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, out.getvalue() + err.getvalue()
+    code, out, err = run_cli(argv)
+    return code, out + err
 
 
 @hs.composite

@@ -67,7 +67,10 @@ def replay_proved(record: Record, statement: Statement | None = None) -> Replaye
     if isinstance(cert, dict) and cert.get("status") == "proved":
         from attnbounds.theory.deciding import prover
 
-        ok, why = prover.replay(st, cert)
+        try:
+            ok, why = prover.replay(st, cert)
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"record {record.id!r}: {exc}") from None
         (checked if ok else failed).append(f"relaxation certificate: {why}")
     if not checked and not failed:
         failed.append("the record holds no evidence to re-check (no relaxation certificate, derivation or closed "
