@@ -122,9 +122,14 @@ def _command(copy: Path, tests: list[str]) -> str:
             f"-o addopts= -m 'not slow' --rootdir {copy} -c {copy / 'pyproject.toml'} {paths}")
 
 
-def _equivalent(m: Mutant, rules: list[dict[str, str]]) -> str | None:
+def _equivalent(m: Mutant, diff: str, rules: list[dict[str, str]]) -> str | None:
+    """The reason a surviving mutant is equivalent, from the rule (``bench/mutation_equivalent.toml``) that names its
+    module, its original line (a substring), its operator (a regular expression) and, when given, its mutated line (a
+    substring of the diff's added line)."""
+    added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
     for rule in rules:
-        if rule["module"] == m.module and rule["line"] in m.source and re.fullmatch(rule["operator"], m.operator):
+        if rule["module"] == m.module and rule["line"] in m.source and re.fullmatch(rule["operator"], m.operator) \
+                and ("to" not in rule or any(rule["to"] in line for line in added)):
             return rule["reason"]
     return None
 
@@ -144,7 +149,7 @@ def run_one(m: Mutant, copy: Path, tests: list[str], timeout: float, rules: list
     if result.test_outcome == TestOutcome.KILLED:
         return Outcome(m, "killed", seconds, diff)
     if result.test_outcome == TestOutcome.SURVIVED:
-        reason = _equivalent(m, rules)
+        reason = _equivalent(m, diff, rules)
         return Outcome(m, "equivalent" if reason else "survived", seconds, diff, reason or "")
     return Outcome(m, "incompetent", seconds, diff, tail=(result.output or "")[-2000:])
 

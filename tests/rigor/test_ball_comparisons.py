@@ -11,6 +11,7 @@ independently, as exact rationals), so a primitive that reads a ball by its midp
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any, Callable
 
@@ -298,3 +299,13 @@ def test_certify_decides_on_the_whole_margin(relation: sp.Basic, c: float, d: fl
         assert cert.margin_hi <= 0 and (cert.margin_hi < 0 or isinstance(relation, (sp.Lt, sp.Gt)))
     if cert.status == "inconclusive":
         assert cert.margin_lo < 0 < cert.margin_hi or cert.margin_lo <= 0 <= cert.margin_hi
+
+
+@pytest.mark.parametrize("tier", TIERS)
+@pytest.mark.parametrize("x", [1.0, -3.5, 1e-300, 6.02e23, 2.0**-1074, 0.1])
+def test_the_double_ball_of_an_exact_double_is_at_most_two_ulps_wide(tier: str, x: float) -> None:
+    """Tightness of ``mid_rad`` (what the float screens read a ball as): an exact double comes back within two ulps
+    of itself, never a wider ball that would leave margins undecided (sound, but a verdict lost)."""
+    ops = backend(tier)
+    m, r = ops.mid_rad(ops.num(x))
+    assert abs(m - x) <= r <= 2 * math.ulp(x) + 5e-324, (m, r, math.ulp(x))

@@ -229,7 +229,6 @@ class TokenModel:
         self.log_F = _exact_floats(log_F.xreplace(subs).xreplace({L_sym: length}))
         self.dlog_F = _exact_floats(_plain(derivative(space.log_F, l_sym)).xreplace(subs).xreplace({L_sym: length}))
         self.scaled = _t_scaled(space.log_F)
-        self.count = 0
         self._monotone: int | None = None
         T = params.get("T", sp.Symbol("T"))
         slope = sp.diff(self.log_F, l_sym)
@@ -274,7 +273,6 @@ class TokenModel:
         by a small branch and bound on ``(log F)' >= 0``), -1 when it decreases, 0 otherwise."""
         if self._monotone is None:
             tok = self.new("mono", "role")
-            self.count -= 1
             self._monotone = 0
             for sign in (1, -1):
                 core, _ = strip_positive(sign * tok.g)
@@ -298,7 +296,6 @@ class TokenModel:
     def new(self, name: str, kind: str, within: tuple[sp.Expr, sp.Expr] | None = None) -> Token:
         """A token with its own coordinate; ``within = (lo, hi)`` (expressions of other coordinates) makes its
         coordinate ``lo + (hi - lo) sigma`` with ``sigma`` in [0, 1] its own (a token of one side of a threshold)."""
-        self.count += 1
         bounded = self.space.bounded_logits
         base = sp.Symbol(f"{'u' if bounded else 's'}_{name}", real=True)
         if within is None:
@@ -337,7 +334,6 @@ class LogFValues:
     def __init__(self, model: TokenModel):
         self.T = model.T
         self.space = model.space
-        self.count = 0
 
     def describe(self) -> str:
         return "log F values: each token its log F over a reference token's (F read through ratios only)"
@@ -351,7 +347,6 @@ class LogFValues:
     def new(self, name: str, kind: str, within: tuple[sp.Expr, sp.Expr] | None = None) -> Token:
         if within is not None:
             raise Declined("a token beyond a threshold in the log-F-values model")
-        self.count += 1
         d = sp.Symbol(f"D_{name}", real=True)
         return Token(name, [Coordinate(d, -INF, INF, kind, f"log F of {name} over the reference token's")], NO_LOGIT,
                      d, NO_SLOPE)
