@@ -25,9 +25,9 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import datetime as dt
+import hashlib
 import json
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -99,6 +99,21 @@ def mutants(cfg: dict[str, Any], groups: list[str] | None) -> list[Mutant]:
     return out
 
 
+def sample(population: list[Mutant], size: int, seed: int) -> list[Mutant]:
+    """``size`` mutants chosen by a hash of what they are (module, operator, the line's text, the rank among the
+    same), not of where they are: an edit elsewhere in a module, which moves line numbers and occurrences, leaves the
+    sample as it was."""
+    seen: dict[tuple[str, str, str], int] = {}
+    keyed = []
+    for m in population:
+        rank = seen.setdefault((m.module, m.operator, m.source), 0)
+        seen[(m.module, m.operator, m.source)] += 1
+        text = f"{seed}|{m.module}|{m.operator}|{m.source}|{rank}"
+        keyed.append((hashlib.sha256(text.encode()).hexdigest(), m))
+    chosen = [m for _, m in sorted(keyed, key=lambda km: km[0])[:size]]
+    return sorted(chosen, key=lambda m: (m.group, m.module, m.line, m.operator, m.occurrence))
+
+
 def _copy(into: Path) -> Path:
     """A copy of the sources and tests importable ahead of the editable install: ``into/src`` goes on PYTHONPATH."""
     for part in ("theory", "proofs", "empirical", "tests", "attnbounds"):
@@ -122,7 +137,7 @@ def _command(copy: Path, tests: list[str]) -> str:
             f"-o addopts= -m 'not slow' --rootdir {copy} -c {copy / 'pyproject.toml'} {paths}")
 
 
-def _equivalent(m: Mutant, diff: str, rules: list[dict[str, str]]) -> str | None:
+def _equivalent(m: Mutant, diff: str, rules: list[dict[str, str]]) -> dict[str, str] | None:
     """The reason a surviving mutant is equivalent, from the rule (``bench/mutation_equivalent.toml``) that names its
     module, its original line (a substring), its operator (a regular expression) and, when given, its mutated line (a
     substring of the diff's added line)."""
@@ -130,7 +145,7 @@ def _equivalent(m: Mutant, diff: str, rules: list[dict[str, str]]) -> str | None
     for rule in rules:
         if rule["module"] == m.module and rule["line"] in m.source and re.fullmatch(rule["operator"], m.operator) \
                 and ("to" not in rule or any(rule["to"] in line for line in added)):
-            return rule["reason"]
+            return rule
     return None
 
 
@@ -149,8 +164,10 @@ def run_one(m: Mutant, copy: Path, tests: list[str], timeout: float, rules: list
     if result.test_outcome == TestOutcome.KILLED:
         return Outcome(m, "killed", seconds, diff)
     if result.test_outcome == TestOutcome.SURVIVED:
-        reason = _equivalent(m, diff, rules)
-        return Outcome(m, "equivalent" if reason else "survived", seconds, diff, reason or "")
+        rule = _equivalent(m, diff, rules)
+        if rule is None:
+            return Outcome(m, "survived", seconds, diff)
+        return Outcome(m, rule.get("kind", "equivalent"), seconds, diff, rule["reason"])
     return Outcome(m, "incompetent", seconds, diff, tail=(result.output or "")[-2000:])
 
 
@@ -163,8 +180,8 @@ def baseline(copy: Path, cfg: dict[str, Any], groups: set[str]) -> None:
 
 
 def summary(outcomes: list[Outcome]) -> dict[str, Any]:
-    counts = {s: sum(o.status == s for o in outcomes) for s in ("killed", "survived", "equivalent", "incompetent",
-                                                                "no-test")}
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("killed", "survived", "equivalent", "benign",
+                                                                "incompetent", "no-test")}
     tested = counts["killed"] + counts["survived"]
     return {**counts, "mutants": len(outcomes), "score": counts["killed"] / tested if tested else None}
 
@@ -177,7 +194,8 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, wall: float, total
             "workers": args.workers, "all": summary(outcomes),
             "groups": {g: summary([o for o in outcomes if o.mutant.group == g]) for g in groups},
             "survivors": [{**asdict(o.mutant), "diff": o.diff} for o in outcomes if o.status == "survived"],
-            "equivalent": [{**asdict(o.mutant), "reason": o.reason} for o in outcomes if o.status == "equivalent"],
+            "equivalent": [{**asdict(o.mutant), "kind": o.status, "reason": o.reason} for o in outcomes
+                           if o.status in ("equivalent", "benign")],
             "incompetent": [{**asdict(o.mutant), "tail": o.tail[-500:]} for o in outcomes if o.status == "incompetent"]}
 
 
@@ -188,13 +206,16 @@ def markdown(data: dict[str, Any]) -> str:
     lines = ["# Mutation run of the soundness core", "",
              f"{data['date']}, commit {data['commit'][:12]}, {data['wall_s']:.0f} s on {data['workers']} worker(s); "
              f"{which} of {data['population']}.", "",
-             f"**Score {score}**: {a['killed']} killed, {a['survived']} survived, {a['equivalent']} equivalent "
-             f"(bench/mutation_equivalent.toml), {a['incompetent']} incompetent (the mutant does not import or run: "
-             f"counted as killed by nothing).", "",
-             "| group | mutants | killed | survived | equivalent | incompetent | score |", "|---|---|---|---|---|---|---|"]
+             f"**Score {score}** (killed over killed and survived): {a['killed']} killed, {a['survived']} survived, "
+             f"{a['equivalent']} equivalent (no behaviour can differ) and {a['benign']} benign (only the work done, a "
+             f"memory check or a message's wording differs; no value, certificate or verdict), both listed with the "
+             f"reason in bench/mutation_equivalent.toml; {a['incompetent']} incompetent (the mutant's tests could not "
+             f"run).", "",
+             "| group | mutants | killed | survived | equivalent | benign | incompetent | score |",
+             "|---|---|---|---|---|---|---|---|"]
     for g, s in data["groups"].items():
         share = "n/a" if s["score"] is None else f"{100 * s['score']:.1f} %"
-        lines.append(f"| {g} | {s['mutants']} | {s['killed']} | {s['survived']} | {s['equivalent']} | "
+        lines.append(f"| {g} | {s['mutants']} | {s['killed']} | {s['survived']} | {s['equivalent']} | {s['benign']} | "
                      f"{s['incompetent']} | {share} |")
     if data["survivors"]:
         lines += ["", "## Survivors", ""]
@@ -210,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", action="append", help="only these groups (default: every group)")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--timeout", type=float, default=None, help="seconds a mutant's tests may take")
+    parser.add_argument("--rerun", metavar="REPORT", help="run again the survivors of an earlier report (after new "
+                        "tests or equivalence rules): every mutant with a survivor's module, operator and line text")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the unmutated run of each group's tests (when the test suite itself just passed)")
@@ -223,10 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.sample < 0 or args.workers < 1:
         parser.error("--sample must be >= 0 and --workers >= 1")
     population = mutants(cfg, args.group)
-    chosen = population
-    if args.sample:
-        chosen = sorted(random.Random(args.seed).sample(population, min(args.sample, len(population))),
-                        key=lambda m: (m.group, m.module, m.line, m.operator, m.occurrence))
+    chosen = sample(population, args.sample, args.seed) if args.sample else population
+    if args.rerun:
+        earlier = json.loads(Path(args.rerun).read_text())
+        wanted = {(s["module"], s["operator"], s["source"]) for s in earlier["survivors"]}
+        chosen = [m for m in population if (m.module, m.operator, m.source) in wanted]
     if args.list:
         for m in chosen:
             print(f"{m.group:12s} {m.module}:{m.line:<5d} {m.operator:48s} {m.source[:80]}")
@@ -267,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     out.with_suffix(".md").write_text(markdown(data))
     a = data["all"]
     print(f"{a['mutants']} mutants: {a['killed']} killed, {a['survived']} survived, {a['equivalent']} equivalent, "
+          f"{a['benign']} benign, "
           f"{a['incompetent']} incompetent; score {a['score']}; {data['wall_s']} s; report {out}")
     return 0 if a["score"] is None or a["score"] >= args.fail_under else 1
 

@@ -134,3 +134,17 @@ def test_a_proved_record_states_what_its_proof_rests_on(proved):
     bad = copy.deepcopy(d)
     del bad["proof"]["premises"]
     assert rec.validate(bad)  # a proof without its premises is not a valid record
+
+
+def test_nesting_deeper_than_the_limit_is_refused_and_the_limit_itself_accepted() -> None:
+    from attnbounds.theory.io.records import MAX_DEPTH, too_deep, validate
+
+    def nested(depth: int) -> object:
+        value: object = 0
+        for k in range(depth):
+            value = [value] if k % 2 else {"k": value}
+        return value
+
+    assert not too_deep(nested(MAX_DEPTH)) and too_deep(nested(MAX_DEPTH + 1))
+    assert not too_deep({"a": [1, 2, {"b": 3}]}) and not too_deep(5)
+    assert validate(nested(MAX_DEPTH + 5)) == [f"$: arrays and objects nested more than {MAX_DEPTH} levels deep"]

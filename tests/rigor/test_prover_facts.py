@@ -1,0 +1,53 @@
+"""The facts a relaxed problem rests on are re-checked, and the prover's refusals say where they stopped (issue 35).
+
+- a sign fact (an absolute value replaced by its argument's sign on the whole box) is accepted only when interval
+  arithmetic shows that sign on the whole root box: positive facts need the lower end >= 0, negative ones the upper
+  end <= 0 (a fact read the wrong way round would let a replay accept a wrong core);
+- a box too narrow to split that stays undecided is reported with its coordinates (the prover says where it
+  stopped, rather than failing).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import sympy as sp
+
+from attnbounds.theory.deciding.prover import _check_core
+from attnbounds.theory.deciding.prover.relax import Coordinate, Problem
+
+x = sp.Symbol("x", real=True)
+
+
+def _problem(lo: float, hi: float, signs: list[tuple[sp.Expr, int]]) -> Problem:
+    return Problem("test", 0, "test", [Coordinate(x, lo, hi, "parameter", "x")], x + 2, [], False, x + 2, [], {}, 0, 0,
+                   {}, "test", signs)
+
+
+@pytest.mark.parametrize("lo, hi, sign, holds", [
+    (0.0, 1.0, 1, True), (0.5, 2.0, 1, True), (-1.0, 1.0, 1, False), (-1.0, -0.5, 1, False),
+    (-1.0, 0.0, -1, True), (-2.0, -0.5, -1, True), (-1.0, 1.0, -1, False), (0.5, 1.0, -1, False),
+    (0.0, 0.0, 1, True), (0.0, 0.0, -1, True), (-math.inf, -1.0, -1, True), (1.0, math.inf, 1, True),
+])
+def test_a_sign_fact_holds_only_when_certain_on_the_whole_box(lo: float, hi: float, sign: int, holds: bool) -> None:
+    why = _check_core(_problem(lo, hi, [(x, sign)]))
+    assert (why is None) == holds, why
+
+
+def test_a_sign_fact_over_a_symbol_outside_the_coordinates_is_refused() -> None:
+    why = _check_core(_problem(0.0, 1.0, [(sp.Symbol("y", real=True), 1)]))
+    assert why is not None and "outside the coordinates" in why
+
+
+def test_a_box_that_stays_undecided_is_reported_with_its_coordinates() -> None:
+    """softmax with |l| <= 800: alpha_min L >= exp(-1599) is false at L = 2, with both sides far below the double
+    range; the branch and bound cannot split the box at L -> oo any further and says so, naming the box."""
+    from attnbounds.theory.deciding import prover
+    from attnbounds.theory.running import api
+
+    user = api.statement("alpha_min*L >= exp(-1599)", hypotheses=["softmax", "logits-bounded"],
+                         fixed={"a": 800.0, "T": 1.0}, id="tiny")
+    result = prover.prove(user.statements[0], work=prover.work_for(1.0))  # the work is counted: the same everywhere
+    assert result.status == "open" and "narrower than the split limit stayed undecided at t in [0, " in result.reason, \
+        result.reason
