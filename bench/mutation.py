@@ -114,6 +114,34 @@ def sample(population: list[Mutant], size: int, seed: int) -> list[Mutant]:
     return sorted(chosen, key=lambda m: (m.group, m.module, m.line, m.operator, m.occurrence))
 
 
+def _added(diff: str) -> list[str]:
+    return [line[1:].strip() for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+
+
+def survivors_of(report: dict[str, Any], population: list[Mutant]) -> list[Mutant]:
+    """The mutants of ``population`` that are the survivors of an earlier ``report``: the same module, operator, line
+    text and mutated line (each mutation is applied to a scratch copy of its module to see its line)."""
+    import cosmic_ray.plugins
+    from cosmic_ray.mutating import apply_mutation
+
+    wanted = {(s["module"], s["operator"], s["source"], tuple(_added(s["diff"]))) for s in report["survivors"]}
+    places = {w[:3] for w in wanted}
+    out = []
+    with tempfile.TemporaryDirectory() as folder:
+        for m in population:
+            if (m.module, m.operator, m.source) not in places:
+                continue
+            scratch = Path(folder) / "m.py"
+            shutil.copy2(ROOT / m.module, scratch)
+            original, mutated = apply_mutation(scratch, cosmic_ray.plugins.get_operator(m.operator)(), m.occurrence)
+            if mutated is None:
+                continue
+            lines = [b for a, b in zip(original.splitlines(), mutated.splitlines()) if a != b]
+            if (m.module, m.operator, m.source, tuple(line.strip() for line in lines)) in wanted:
+                out.append(m)
+    return out
+
+
 def _copy(into: Path) -> Path:
     """A copy of the sources and tests importable ahead of the editable install: ``into/src`` goes on PYTHONPATH."""
     for part in ("theory", "proofs", "empirical", "tests", "attnbounds"):
@@ -248,9 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     population = mutants(cfg, args.group)
     chosen = sample(population, args.sample, args.seed) if args.sample else population
     if args.rerun:
-        earlier = json.loads(Path(args.rerun).read_text())
-        wanted = {(s["module"], s["operator"], s["source"]) for s in earlier["survivors"]}
-        chosen = [m for m in population if (m.module, m.operator, m.source) in wanted]
+        chosen = survivors_of(json.loads(Path(args.rerun).read_text()), population)
     if args.list:
         for m in chosen:
             print(f"{m.group:12s} {m.module}:{m.line:<5d} {m.operator:48s} {m.source[:80]}")
