@@ -1,0 +1,52 @@
+"""What a certificate says about itself (issue 35): where its worst margin is, whether a strict bound's equality case
+is open, and how a closed claim was decided. Records quote these fields; a fault that leaves the status right but
+these wrong passed every earlier test."""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from attnbounds.theory.deciding import closed_claims
+from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.mathematics import normalisers as nm
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.running import api
+
+
+def _statement(relation: str) -> object:
+    return api.statement(relation, hypotheses=["softmax"], id="fields").statements[0]
+
+
+def test_the_worst_token_is_named_for_a_per_token_bound_and_minus_one_for_a_per_instance_bound() -> None:
+    inst = Instance.from_logits(np.array([[0.0, 3.0, 1.0]]), nm.softmax(1.0))
+    per_token = certify(_statement("alpha_i <= 1/2"), inst)
+    assert per_token.status == "violated" and per_token.worst == {"conjunct": 0, "token": 1}
+    per_instance = certify(_statement("alpha_max <= 1/2"), inst)
+    assert per_instance.status == "violated" and per_instance.worst == {"conjunct": 0, "token": -1}
+
+
+def test_a_certificate_with_no_margin_points_nowhere() -> None:
+    inst = Instance.from_logits(np.array([[0.0, 3.0, 1.0]]), nm.CONSTRUCTORS["sparsemax"](T=1.0))  # not softmax: not applicable
+    cert = certify(_statement("alpha_max <= 1/2"), inst)
+    assert cert.status == "not-applicable" and cert.worst == {"conjunct": -1, "token": -1}
+
+
+def test_a_strict_bound_at_its_equality_case_is_open_and_says_so() -> None:
+    tie = Instance.from_logits(np.array([[1.0, 1.0]]), nm.softmax(1.0))  # alpha = (1/2, 1/2) exactly
+    exact = certify(_statement("alpha_max < 1/2"), tie)  # margin exactly 0: the strict bound fails, certified
+    assert exact.status == "violated" and not exact.strict
+    # a margin of exp(-1000), below what 512 bits resolve next to 1/2: a ball around 0, the equality case open
+    open_ = certify(_statement("alpha_max < 1/2 + exp(-1000)"), tie)
+    assert open_.status == "inconclusive" and open_.strict, (open_.status, open_.notes)
+    violated = certify(_statement("alpha_max < 1/4"), tie)
+    assert violated.status == "violated" and not violated.strict
+    holds = certify(_statement("alpha_max < 3/4"), tie)
+    assert holds.status == "holds" and not holds.strict
+
+
+def test_a_rational_closed_claim_is_decided_in_exact_rational_arithmetic() -> None:
+    for value, sign in ((sp.Rational(1, 100), 1), (sp.Rational(-3, 7), -1), (sp.Integer(0), 0)):
+        assert closed_claims.sign_of(value) == (sign, "exact rational arithmetic")
+    sign, method = closed_claims.sign_of(sp.sqrt(2) - sp.Rational(141421, 100000))
+    assert sign == 1 and "interval arithmetic" in method
