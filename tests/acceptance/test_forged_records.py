@@ -9,9 +9,7 @@ recompute, so what is tested is the replay behind it.
 from __future__ import annotations
 
 import base64
-import contextlib
 import copy
-import io
 import json
 import zlib
 from pathlib import Path
@@ -20,7 +18,7 @@ from typing import Any
 import pytest
 
 from attnbounds.theory.io import records as rec
-from attnbounds.theory.running.cli import main
+from tests._cli import run_cli
 from tests._records import rehash
 
 BSIG = {"name": "bsig", "log_F": "log(2 + sigmoid(l/T))"}
@@ -61,15 +59,10 @@ def test_the_fixture_is_what_the_tests_assume(made: dict[str, dict[str, Any]]) -
 def _replay(tmp_path: Path, *records: dict[str, Any], command: str = "prove") -> tuple[int, str]:
     path = tmp_path / "records.json"
     path.write_text(json.dumps(list(records)))
-    out, err = io.StringIO(), io.StringIO()
     argv = ["prove", "--replay", str(path)] if command == "prove" else ["search", records[0]["id"], "--replay", str(path)]
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    assert "Traceback" not in err.getvalue(), err.getvalue()[-3000:]
-    return code, out.getvalue() + err.getvalue()
+    code, out, err = run_cli(argv)
+    assert "Traceback" not in err, err[-3000:]
+    return code, out + err
 
 
 def test_untampered_records_replay(made: dict[str, dict[str, Any]], tmp_path: Path) -> None:
@@ -294,8 +287,6 @@ def test_a_forged_record_is_not_cited(made: dict[str, dict[str, Any]], tmp_path:
     for record, want in ((forged, 1), (made["true"], 0), (made["refuted"], 0), (made["closed"], 0)):
         path = tmp_path / "records.json"
         path.write_text(json.dumps([record]))
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["cite", record["id"], "--records", str(path)])
-        assert code == want, err.getvalue()
-        assert ("does not replay, so it is not cited" in err.getvalue()) == (want == 1)
+        code, _, err = run_cli(["cite", record["id"], "--records", str(path)])
+        assert code == want, err
+        assert ("does not replay, so it is not cited" in err) == (want == 1)

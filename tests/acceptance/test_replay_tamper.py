@@ -10,9 +10,7 @@ so what is tested is the replay itself: the untampered records replay with exit 
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -21,7 +19,7 @@ import numpy as np
 import pytest
 
 from attnbounds.theory.io.serialize import float_to_json
-from attnbounds.theory.running.cli import main
+from tests._cli import run_cli
 from tests._records import class_record, quick_records, rehash
 
 Tamper = Callable[[dict[str, Any]], None]
@@ -47,14 +45,9 @@ def test_the_fixture_is_what_the_tests_assume(made: dict[str, dict[str, Any]]) -
 def _replay(tmp_path: Path, data: dict[str, Any]) -> tuple[int, str]:
     path = tmp_path / "records.json"
     path.write_text(json.dumps([data]))  # as written, even where the schema check refuses it when it is read
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(["search", data["id"], "--replay", str(path)])
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    assert "Traceback" not in err.getvalue(), err.getvalue()[-3000:]
-    return code, out.getvalue() + err.getvalue()
+    code, out, err = run_cli(["search", data["id"], "--replay", str(path)])
+    assert "Traceback" not in err, err[-3000:]
+    return code, out + err
 
 
 def _tampered(record: dict[str, Any], tamper: Tamper) -> dict[str, Any]:

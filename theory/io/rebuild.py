@@ -78,41 +78,39 @@ def _user_statement(part: Mapping[str, Any], hypotheses: list[Mapping[str, Any]]
     fixed = _numbers(part.get("fixed", {}), f"{where}: statement.fixed")
     ranges = {k: _pair(v, f"{where}: statement.ranges.{k}") for k, v in _mapping(part.get("ranges", {}),
                                                                                   f"{where}: statement.ranges").items()}
-    hyps = tuple(_hypothesis(h, part, fixed, ranges, f"{where}: hypotheses[{k}]") for k, h in enumerate(hypotheses))
+    known = _hypotheses(part, fixed, ranges, where)
+    hyps = []
+    for k, h in enumerate(hypotheses):
+        if h.get("id") not in known:
+            raise InvalidArgument(f"{where}: hypotheses[{k}]: unknown hypothesis {str(h.get('id'))[:80]!r}"
+                                  + ("" if part.get("normaliser") is not None else
+                                     " (a normaliser(<name>) hypothesis needs the normaliser's definition under "
+                                     "statement.normaliser)"))
+        hyps.append(known[h["id"]])
     citation = part["citation"]
     try:
         return Statement(part["id"], part["title"], relation,
                          Citation(citation["numbering"], arxiv=citation["arxiv"], version=citation["version"],
                                   source="record"),
-                         hyps, bindings=dict(part["bindings"]), defaults=dict(part["defaults"]), kind=part["kind"],
+                         tuple(hyps), bindings=dict(part["bindings"]), defaults=dict(part["defaults"]), kind=part["kind"],
                          expectation_over=part["expectation_over"], notes=part["notes"], fixed=fixed, ranges=ranges)
     except AttnBoundsError as exc:
         raise InvalidArgument(f"{where}: its statement cannot be rebuilt: {exc}") from None
 
 
-def _hypothesis(h: Mapping[str, Any], part: Mapping[str, Any], fixed: dict[str, float],
-                ranges: dict[str, tuple[float, float]], where: str) -> Hypothesis:
+def _hypotheses(part: Mapping[str, Any], fixed: dict[str, float], ranges: dict[str, tuple[float, float]],
+                where: str) -> dict[str, Hypothesis]:
+    """Every hypothesis a user's record may name, by id: those a statements file may name, the domains, the
+    statement's own fixed values and ranges, and the normaliser the record defines (``statement.normaliser``)."""
     from attnbounds.theory.io.userbounds import hypothesis_catalogue
-    from attnbounds.theory.mathematics.hypotheses import DOMAINS, domain_id
+    from attnbounds.theory.mathematics.hypotheses import DOMAINS
 
-    hid = h.get("id")
-    if hid == FIXED_HYPOTHESIS:
-        return fixed_parameters(fixed)
-    if hid == RANGES_HYPOTHESIS:
-        return parameter_ranges(ranges)
-    domains = {domain_id(name): name for name in DOMAINS}
-    if hid in domains:
-        return domain_hypothesis(domains[hid])
-    named = None if part.get("normaliser") is None else _named_normaliser(part["normaliser"], where)
-    if named is not None and hid == named.id:
-        return named
-    catalogue = hypothesis_catalogue()
-    if not isinstance(hid, str) or hid not in catalogue:
-        raise InvalidArgument(f"{where}: unknown hypothesis {str(hid)[:80]!r}"
-                              + ("" if part.get("normaliser") is not None else
-                                 " (a normaliser(<name>) hypothesis needs the normaliser's definition under "
-                                 "statement.normaliser)"))
-    return catalogue[hid]
+    known = {**hypothesis_catalogue(), **{h.id: h for h in (domain_hypothesis(name) for name in DOMAINS)},
+             FIXED_HYPOTHESIS: fixed_parameters(fixed), RANGES_HYPOTHESIS: parameter_ranges(ranges)}
+    if part.get("normaliser") is not None:
+        named = _named_normaliser(part["normaliser"], where)
+        known[named.id] = named
+    return known
 
 
 def _named_normaliser(definition: Any, where: str) -> Hypothesis:

@@ -718,9 +718,6 @@ def markdown_plain(text: str) -> str:
     return _ESCAPED.sub(lambda m: m.group(1) or _ENTITIES_BACK[m.group(2)], text)
 
 
-#: the name this function had (a table cell is one place Markdown text goes)
-markdown_cell = markdown_text
-
 
 def _code(text: object, *, table: bool = True) -> str:
     """A Markdown code span showing ``text`` literally (``str()`` of anything; one line, control characters escaped):

@@ -376,16 +376,17 @@ def disagreement(n: CallableNormaliser, ratio: RatioNormaliser, logits: np.ndarr
             f"{ {k: float(np.asarray(v).ravel()[0]) for k, v in ratio.values.items()} })")
 
 
-def other_weights(again: np.ndarray, alpha: np.ndarray, counts: np.ndarray | None) -> float | None:
-    """The largest difference between the weights a callable gave again on an instance's logits (``again``) and the
+def other_weights(again: np.ndarray, alpha: np.ndarray, counts: np.ndarray | None, rtol: float = 0.0) -> float | None:
+    """The largest difference between the weights a normaliser gave again on an instance's logits (``again``) and the
     weights the instance carries (``alpha``), over the token classes that hold tokens; None when they are the same
-    there (bit for bit). A class of no tokens (count 0) weighs nothing, whatever its column carries: splitting a batch
-    of class instances at the top-N boundary gives rows that need no split a column of count 0 holding a copy of
-    another column's weight, where the callable's weights are 0."""
+    there (bit for bit, or within ``rtol`` of ``again`` relative). A class of no tokens (count 0) weighs nothing,
+    whatever its column carries: splitting a batch of class instances at the top-N boundary gives rows that need no
+    split a column of count 0 holding a copy of another column's weight, where the callable's weights are 0."""
     again, alpha = np.asarray(again, dtype=np.float64), np.asarray(alpha, dtype=np.float64)
     if again.shape != alpha.shape:
         return float("inf")
-    same = again == alpha
+    with np.errstate(invalid="ignore"):
+        same = np.isclose(alpha, again, rtol=rtol, atol=0.0)
     if counts is not None:
         same |= np.asarray(counts) <= 0
     if same.all():

@@ -187,9 +187,8 @@ class _Builder:
             if len(args) not in (1, 2) or not isinstance(args[0], sp.Symbol) or \
                     not all(isinstance(a, sp.Basic) for a in args):
                 raise self.refuse(node, f"{name} of something other than a symbol")
-            assumptions = {k: v for k, v in kwargs.items()}
-            self.assumptions(node, name, assumptions)
-            return (sp.IndexedBase if name == "IndexedBase" else sp.Idx)(*args, **assumptions)
+            self.assumptions(node, name, kwargs)
+            return _STRUCTURAL[name](*args, **kwargs)
         extra = {k: v for k, v in kwargs.items() if k in _KEYWORDS.get(name, set())}
         self.keywords(node, name, extra, _KEYWORDS.get(name, set()))
         assumptions = {k: v for k, v in kwargs.items() if k not in extra}

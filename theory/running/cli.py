@@ -49,12 +49,17 @@ def _user_bounds(args: argparse.Namespace) -> Any:
     return userbounds.load_all(args.statements)
 
 
+def _users(statement_id: str, user: Any) -> Any:
+    """The statement ``statement_id`` of the ``--statements`` file, or None (no file, or not one of its ids)."""
+    if user is not None and any(s.id == statement_id for s in user.statements):
+        return user.get(statement_id)
+    return None
+
+
 def _statement(statement_id: str, user: Any) -> Any:
     from attnbounds.theory.mathematics import registry
 
-    if user is not None and any(s.id == statement_id for s in user.statements):
-        return user.get(statement_id)
-    return registry.get(statement_id)
+    return _users(statement_id, user) or registry.get(statement_id)
 
 
 def _print_table(records: list) -> None:
@@ -153,9 +158,7 @@ def _replay(args: argparse.Namespace) -> int:
     from attnbounds.theory.running.replay import replay_instances
 
     record = _find_record(args.replay, args.id)
-    user = _user_bounds(args)
-    given = user.get(args.id) if user is not None and any(s.id == args.id for s in user.statements) else None
-    out = replay_instances(record, given, source=args.replay)
+    out = replay_instances(record, _users(args.id, _user_bounds(args)), source=args.replay)
     for line in out.lines:
         _say(line)
     return 0 if out.ok else 1
@@ -169,8 +172,7 @@ def cmd_cite(args: argparse.Namespace) -> int:
         from attnbounds.theory.running.replay import replay_record
 
         record = _find_record(args.records, args.id)
-        given = user.get(args.id) if user is not None and any(s.id == args.id for s in user.statements) else None
-        checked = replay_record(record, given)
+        checked = replay_record(record, _users(args.id, user))
         if not checked.ok:
             _say(f"attnbounds cite: the record of {printable(args.id, lines=False)} does not replay, so it is not "
                  f"cited: {checked.what}", file=sys.stderr)

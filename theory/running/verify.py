@@ -165,8 +165,9 @@ def _verdict(st: Statement, record: RecordBuilder, decide: Callable[..., tuple[V
     return verdict, reason, record
 
 
-def _replay(prover: ProverFn, statement_id: str) -> tuple[dict[str, Any] | None, str | None, list[str], float]:
-    """``(record's proof field, derivation name if it proves the reading, notes, seconds)`` from ``prover``."""
+def derivation_part(prover: ProverFn, statement_id: str) -> tuple[dict[str, Any] | None, str | None, list[str], float]:
+    """``(record's proof field, derivation name if it proves the reading, notes, seconds)`` from ``prover`` (what a
+    record's replay re-runs and compares too, :mod:`attnbounds.theory.running.replay`)."""
     t = time.perf_counter()
     found = prover(statement_id)
     if found is None:
@@ -188,7 +189,7 @@ def _decide(st: Statement, record: RecordBuilder, *, budget_s: float, seed: int,
     ``confirm``: the torch function a declared normaliser's verdicts must hold for (it raises
     :class:`~attnbounds.theory.mathematics.callables.LogFRefused` on the instances searched, before anything is certified)."""
     timing = record.timing
-    replaying = runner.start(_replay, [st.id], shared=prover, label=f"proof {st.id}")
+    replaying = runner.start(derivation_part, [st.id], shared=prover, label=f"proof {st.id}")
 
     def proof() -> tuple[str | None, list[str]]:
         record.proof, proved_by, notes, timing["proof_s"] = replaying.results()[0]

@@ -517,30 +517,18 @@ def _faces(pj: dict[str, Any], problem: Problem, where: str) -> dict[tuple[tuple
 
 
 def _tree(pj: dict[str, Any], where: str) -> list[str]:
-    """The recorded tree's tokens, inflated within :data:`TREE_BYTES_PER_BOX` bytes a recorded box (at most
-    ``bnb.MAX_NODES`` boxes): a tree that inflates beyond that is refused before it takes the memory."""
-    import base64
-    import binascii
-    import json
-    import zlib
-
-    from attnbounds.theory.deciding.prover.bnb import MAX_NODES
+    """The recorded tree's tokens (:func:`bnb.decode`), inflated within :data:`TREE_BYTES_PER_BOX` bytes a recorded
+    box, at most ``bnb.MAX_NODES`` boxes, and as many as the recorded box count."""
+    from attnbounds.theory.deciding.prover.bnb import MAX_NODES, decode
 
     boxes = pj["boxes"]
     if not 0 < boxes <= MAX_NODES:
         raise InvalidArgument(f"{where}: boxes = {boxes}; a tree holds 1 to {MAX_NODES} boxes")
-    limit = TREE_BYTES_PER_BOX * boxes + 64
     try:
-        packed = base64.b64decode(pj["tree"].encode("ascii"), validate=True)
-        inflate = zlib.decompressobj()
-        text = inflate.decompress(packed, limit)
-        if inflate.unconsumed_tail or not inflate.eof:
-            raise InvalidArgument(f"{where}: the tree inflates beyond {limit} bytes ({boxes} boxes recorded) or is "
-                                  f"truncated")
-        tokens = json.loads(text.decode("ascii"))
-    except (binascii.Error, UnicodeError, zlib.error, ValueError) as exc:
-        raise InvalidArgument(f"{where}: the tree is not base64 of zlib of a JSON list: {type(exc).__name__}: {exc}"[:300]) from None
-    if not isinstance(tokens, list) or not all(isinstance(t, str) and t for t in tokens) or len(tokens) != boxes:
+        tokens = decode(pj["tree"], TREE_BYTES_PER_BOX * boxes + 64)
+    except ValueError as exc:
+        raise InvalidArgument(f"{where}: {exc} ({boxes} boxes recorded)"[:300]) from None
+    if len(tokens) != boxes:
         raise InvalidArgument(f"{where}: the tree must be a list of {boxes} box entries (the recorded box count)")
     return tokens
 

@@ -616,6 +616,28 @@ def _mean_value_bound(rc: tuple[float, float], rg: list[tuple[float, float]], lo
 
 
 # -- replay -------------------------------------------------------------------------------------------------------
+def decode(blob: str, max_bytes: int) -> list[str]:
+    """The preorder tokens of :meth:`Tree.encode`'s ``blob``, inflated within ``max_bytes`` (a blob that inflates
+    beyond is refused before it takes the memory); ValueError for anything that is not base64 of zlib of a JSON list
+    of tokens."""
+    import binascii
+
+    try:
+        packed = base64.b64decode(blob.encode("ascii"), validate=True)
+        inflate = zlib.decompressobj()
+        text = inflate.decompress(packed, max_bytes)
+        if inflate.unconsumed_tail or not inflate.eof:
+            raise ValueError(f"the tree inflates beyond {max_bytes} bytes or is truncated")
+        tokens = json.loads(text.decode("ascii"))
+    except (binascii.Error, UnicodeError, zlib.error) as exc:
+        raise ValueError(f"the tree is not base64 of zlib of a JSON list: {type(exc).__name__}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the tree is not base64 of zlib of a JSON list: {exc}") from None
+    if not isinstance(tokens, list) or not all(isinstance(t, str) and t for t in tokens):
+        raise ValueError("the tree must be a list of box entries")
+    return tokens
+
+
 def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None = None) -> tuple[bool, str, int]:
     """Re-check a tree from its preorder tokens (:meth:`Tree.encode`, inflated) alone: rebuild every box from the
     root box of ``problem`` by the recorded splits and projections, and re-check every claim (closed, infeasible,
