@@ -1,48 +1,41 @@
-"""A stand-in for ``theory.search.search`` in the verdict tests: scripted candidates, or a tiny random search.
+"""Stand-ins for ``theory.search.search`` in the verdict tests: scripted candidates, or a tiny random search.
 
-It has the interface of the real search (``search(statement, *, budget_s, seed, progress)`` returning
-an object with ``statement_id, violations, best, best_margin, best_ratio, tried, by_method, wall_s,
-seed, budget_s``), so the verdict logic is tested independently of how well the real search searches.
+Both follow the search's protocol (:class:`attnbounds.theory.deciding.search.Search`: the same keywords, a
+:class:`~attnbounds.theory.deciding.search.SearchResult`; ``tests/unit/test_search_protocol.py`` checks it), so the
+verdict logic is tested independently of how well the real search searches.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
+from attnbounds.theory.deciding import boundary
+from attnbounds.theory.deciding.parallel import Runner
+from attnbounds.theory.deciding.search import Search, SearchResult
 from attnbounds.theory.mathematics import families
 from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.statement import Statement
 
 
-@dataclass
-class SearchResult:
-    statement_id: str
-    violations: list
-    best: Any
-    best_margin: float
-    best_ratio: float
-    tried: int
-    by_method: dict = field(default_factory=dict)
-    wall_s: float = 0.0
-    seed: int = 0
-    budget_s: float = 0.0
-    shortest: Any = None
-
-
-def random_search(statement, *, budget_s: float, seed: int, progress: bool = False, rounds: int = 4, B: int = 32):
-    """A small seeded random search over the adversarial families (deterministic for a seed)."""
+def random_search(statement: Statement, *, budget_s: float, seed: int, progress: bool = False, interior: bool = False,
+                  runner: Runner | None = None, deadline: float | None = None, rounds: int = 4,
+                  B: int = 32) -> SearchResult:
+    """A small seeded random search over the adversarial families (deterministic for a seed); ``interior``: only
+    violations on no boundary of the hypotheses count."""
     rng = np.random.default_rng(seed)
-    violations, best, best_ratio, best_margin, tried, applicable = [], None, -np.inf, np.nan, 0, 0
+    violations: list[tuple[float, Instance]] = []
+    best, best_ratio, best_margin, tried, applicable = None, -np.inf, np.nan, 0, 0
     for _ in range(rounds):
         spec = families.random_spec(rng, statement, B=B, max_L=6).with_(mc_draws=200)
         inst = families.build(statement, spec)
         ev = statement.evaluate(inst)
+        inside = boundary.interior(inst) if interior else np.ones(inst.B, dtype=bool)
         tried += inst.B
         applicable += int(ev.applicable.sum())
         for b in np.flatnonzero(ev.applicable):
-            if ev.margin_hi[b] < 0:
+            if ev.margin_hi[b] < 0 and inside[b]:
                 violations.append((float(ev.margin[b]), inst.take(int(b))))
             if ev.ratio[b] > best_ratio:
                 best_ratio, best_margin, best = float(ev.ratio[b]), float(ev.margin[b]), inst.take(int(b))
@@ -52,17 +45,23 @@ def random_search(statement, *, budget_s: float, seed: int, progress: bool = Fal
                         wall_s=0.1, seed=seed, budget_s=budget_s)
 
 
-def scripted(violations=(), best=None, tried=1000, applicable=None, ratio=1.0, margin=0.0, shortest=None):
-    """A search that returns exactly these candidates (for verdict edge cases); ``shortest``: its float violation
-    at the shortest context."""
-    def search(statement, *, budget_s: float, seed: int, progress: bool = False):
-        info = {"tried": tried} if applicable is None else {"tried": tried, "applicable": applicable}
-        cands = violations if isinstance(violations, Instance) else list(violations)  # a batch is allowed too
-        return SearchResult(statement.id, cands, best, margin, ratio, tried, {"scripted": info},
+def scripted(violations: Instance | Iterable[Instance] = (), best: Instance | None = None, tried: int = 1000,
+             applicable: int | None = None, ratio: float = 1.0, margin: float = 0.0,
+             shortest: Instance | None = None) -> Search:
+    """A search that returns exactly these candidates (for verdict edge cases; a batch is split into its
+    instances, and an interior search keeps the interior ones); ``shortest``: its float violation at the shortest
+    context."""
+    cands = [violations.take(i) for i in range(violations.B)] if isinstance(violations, Instance) else list(violations)
+
+    def search(statement: Statement, *, budget_s: float, seed: int, progress: bool = False, interior: bool = False,
+               runner: Runner | None = None, deadline: float | None = None) -> SearchResult:
+        info: Any = {"tried": tried} if applicable is None else {"tried": tried, "applicable": applicable}
+        kept = [c for c in cands if bool(boundary.interior(c)[0])] if interior else cands
+        return SearchResult(statement.id, kept, best, margin, ratio, tried, {"scripted": info}, wall_s=0.0,
                             seed=seed, budget_s=budget_s, shortest=shortest)
 
     return search
 
 
-def no_proof(statement_id: str):
+def no_proof(statement_id: str) -> None:
     return None

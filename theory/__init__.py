@@ -1,8 +1,8 @@
 """attnbounds' theory: the paper's statements, their quantities, and how a verdict is reached.
 
 The modules stand in four wings; a module imports only from its own wing and the wings below it (function-local
-imports included, ``if TYPE_CHECKING:`` ones not; ``tests/unit/test_imports.py`` walks the sources and checks it),
-and the import graph has no circle:
+imports and ``if TYPE_CHECKING:`` ones included; ``tests/unit/test_imports.py`` walks the sources and checks it),
+and the import graph has no circle, not even at the type level:
 
 1. **mathematics** (``attnbounds.theory.mathematics``): instances, normalisers, intervals and balls, the quantities
    with all their backends, the hypotheses, statements and their registry, the expression parser and notation

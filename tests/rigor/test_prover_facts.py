@@ -15,7 +15,7 @@ import pytest
 import sympy as sp
 
 from attnbounds.theory.deciding.prover import _check_core
-from attnbounds.theory.deciding.prover.relax import Coordinate, Problem
+from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
 
 x = sp.Symbol("x", real=True)
 

@@ -1,5 +1,5 @@
-"""What the package's modules may import (issue 20): read from the sources, function-local imports included,
-``if TYPE_CHECKING:`` blocks left out.
+"""What the package's modules may import (issues 20, 32): read from the sources, function-local imports and
+``if TYPE_CHECKING:`` blocks included (a type is a dependency too: no wing names a higher one even for a hint).
 
 - nothing in the package imports the test instruments (``tests``) or the benchmarks (``bench``): an installed
   wheel has neither;
@@ -17,14 +17,10 @@ PACKAGE = {d: sorted((ROOT / d).rglob("*.py")) for d in ("theory", "proofs", "em
 
 
 def imported(path: Path) -> set[str]:
-    """Every module ``path`` imports (absolute names), outside ``if TYPE_CHECKING:`` blocks."""
+    """Every module ``path`` imports (absolute names), wherever the import stands."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-            for n in ast.walk(node)}
     out = set()
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -48,11 +44,11 @@ def test_the_theory_stands_below_the_experiments() -> None:
     assert not found, "\n".join(found)
 
 
-def test_the_walk_sees_local_imports_and_skips_type_checking(tmp_path: Path) -> None:
+def test_the_walk_sees_local_and_type_checking_imports(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import tests.x\n"
                       "def f():\n    from attnbounds.empirical.cachedir import cache_dir\n")
-    assert "attnbounds.empirical.cachedir" in imported(source) and "tests.x" not in imported(source)
+    assert {"attnbounds.empirical.cachedir", "tests.x"} <= imported(source)
 
 
 THEORY = "attnbounds.theory"
@@ -115,12 +111,13 @@ def test_the_theory_has_no_import_circle() -> None:
 
 
 def test_the_wing_check_sees_an_upward_import(tmp_path: Path, monkeypatch) -> None:
-    """The check can fail: a mathematics module importing the CLI (function-local) is an upward import, and a
-    module-level import back is a circle."""
+    """The check can fail: a mathematics module naming the CLI for a type hint (``if TYPE_CHECKING:``) is an upward
+    import, and a module-level import back is a circle (at the type level)."""
     fake = tmp_path / "theory"
     for wing in ("mathematics", "running"):
         (fake / wing).mkdir(parents=True)
-    (fake / "mathematics" / "instance.py").write_text("def f():\n    from attnbounds.theory.running.cli import main\n")
+    (fake / "mathematics" / "instance.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                                      "    from attnbounds.theory.running.cli import main\n")
     (fake / "running" / "cli.py").write_text("import attnbounds.theory.mathematics.instance\n")
     monkeypatch.setattr(__import__(__name__, fromlist=["x"]), "ROOT", tmp_path)
     monkeypatch.setitem(PACKAGE, "theory", sorted(fake.rglob("*.py")))

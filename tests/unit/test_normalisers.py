@@ -1,5 +1,6 @@
 """The normaliser family: closed-form Jacobians vs autograd, stability, computed hypotheses, bad input."""
 
+import inspect
 import zlib
 
 import numpy as np
@@ -28,12 +29,12 @@ def _autograd_jacobian(n, logits):
 def test_closed_form_jacobian_matches_autograd(name, T):
     rng = np.random.default_rng(zlib.crc32(f"{name}{T}".encode()))
     n = nz.make(name, T=T)
-    logits = rng.normal(size=(4, 6)) * 2 + (3.0 if name == "relu" else 0.0)
+    logits = rng.normal(size=(4, 6)) * 2 + (3.0 if n.needs_positive_logit else 0.0)
     np.testing.assert_allclose(n.jacobian(logits), _autograd_jacobian(n, logits), atol=1e-12, rtol=1e-9)
     np.testing.assert_allclose(n.weights(logits), n.torch_weights(torch.tensor(logits)).numpy(), atol=1e-14)
 
 
-@pytest.mark.parametrize("name", [n for n in ALL if n != "relu"])
+@pytest.mark.parametrize("name", [n for n in ALL if not nz.prototype(n).needs_positive_logit])
 @pytest.mark.parametrize("T", [1e-4, 1e-2, 1.0, 1e3])
 def test_stable_at_extreme_temperatures_and_logits(name, T):
     logits = np.array([[1e3, -1e3, 999.9, 0.0], [-1e3, -1e3, -999.0, -1e3], [1e-300, 0.0, -1e-300, 5e-324]])
@@ -61,6 +62,33 @@ def test_hypotheses_are_computed_not_declared():
     # a user-built F with L inside is detected, whatever its name says
     sneaky = nz.RatioNormaliser("softmax", nz.l_sym * nz.L_sym, {})
     assert not sneaky.length_independent
+
+
+@pytest.mark.parametrize("fn, name", [(nz.softmax, "softmax"), (nz.softplus_shift, "softplus"),
+                                      (nz.exp_poly, "exp_poly"), (nz.shifted_sigmoid, "shifted_sigmoid"),
+                                      (nz.scalable_softmax, "ssmax")])
+def test_ratio_constructors_build_their_specification(fn, name):
+    """The public constructors (positional parameters) and the registered specifications: the same normaliser, the
+    same defaults, the parameters in the same order (T first: the order of repr, equality and the records)."""
+    spec = nz.CONSTRUCTORS[name]
+    assert isinstance(spec, nz.RatioSpec) and spec.name == name
+    assert fn() == spec() and repr(fn()) == repr(nz.make(name)) and fn().log_F == spec.log_F
+    defaults = {k: v.default for k, v in inspect.signature(fn).parameters.items()}
+    assert defaults == {p.name: p.default for p in spec.parameters}
+    assert list(spec().params) == [p.name for p in spec.parameters] and spec.parameters[0] is nz.TEMPERATURE
+
+
+def test_every_builtin_is_a_registered_specification():
+    assert [s.name for s in nz.BUILTIN] == list(nz.CONSTRUCTORS) and nz.BUILTIN_NAMES == frozenset(nz.CONSTRUCTORS)
+    assert all(nz.CONSTRUCTORS[s.name] is s for s in nz.BUILTIN)
+    with pytest.raises(AttnBoundsError, match="already registered"):
+        nz.register(nz.BUILTIN[0])
+
+
+def test_added_constructors_are_withdrawn_with_their_capabilities():
+    with nz.constructors_added({"relu": nz.softmax}):  # a name replaced inside the block only
+        assert not nz.prototype("relu").needs_positive_logit and nz.own_parameters("relu") == ()
+    assert nz.prototype("relu").needs_positive_logit and nz.make("relu") == nz.ReluNormalised()
 
 
 def test_F_range_includes_interior_extrema():

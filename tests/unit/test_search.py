@@ -221,7 +221,7 @@ def test_torch_evaluator_agrees_with_the_float_evaluator(sid):
             g = torch_eval.gap(st, prob.state()).numpy()
         prepared = st.prepare(inst)
         expected = np.full(inst.B, -np.inf)
-        for lhs, rhs, cols in st.sides(st._env(prepared, "mid"), prepared):
+        for lhs, rhs, cols in st.sides(st.env(prepared, "mid"), prepared):
             g_float = -relative_margin(lhs, rhs)
             if cols is not None:
                 g_float = np.where(cols, g_float, -np.inf)

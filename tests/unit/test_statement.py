@@ -51,7 +51,7 @@ def test_generated_evaluator_agrees_with_sympy_at_50_digits(sid):
                 continue
             lhs, rhs, margin = s.evaluate_sympy(inst, b, digits=50)
             # float64 error of a formula is relative to the size of the terms it combines, not of the result
-            terms = sum(float(np.nanmax(np.abs(v[b]))) for v in s._env(s.prepare(inst), "mid").values())
+            terms = sum(float(np.nanmax(np.abs(v[b]))) for v in s.env(s.prepare(inst), "mid").values())
             scale = max(abs(float(lhs)), abs(float(rhs))) + terms * inst.L
             assert abs(float(margin) - ev.margin[b]) <= 1e-12 * scale, (spec, b)
             checked += 1

@@ -174,7 +174,7 @@ def conjunct_balls(st: Statement, c: int, ops: Ops, env: dict[str, Any], selecte
     relation) or the selected columns (a per-selected-token one). ``env`` holds the balls of the
     parameters and quantities, ``selected`` those of the per-selected-token quantities over the
     selected columns, ``weights`` the selected columns' token counts."""
-    kind = st._token_kinds[c]
+    kind = st.token_kinds[c]
     rel = _structure(st)[1][c]
     evaluate = BallEvaluator(ops, {**env, **selected} if kind == "selected" else env, selected, weights)
     lhs, rhs = evaluate(rel.lhs), evaluate(rel.rhs)
@@ -191,7 +191,7 @@ def _margin(st: Statement, ex: balls.BallInstance) -> _Margin:
     violated, holds, strict_open = False, True, False
     _, conjuncts, terms = _structure(st)
     for c in range(len(conjuncts)):
-        kind = st._token_kinds[c]
+        kind = st.token_kinds[c]
         strict = st.strict[c]
         lhs_a, rhs_a = conjunct_balls(st, c, ops, env, selected, weights)
         columns: range | list[int] = range(lhs_a.shape[0])

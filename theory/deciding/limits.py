@@ -6,7 +6,8 @@ A :class:`Growth` starts from one token-class instance (counts ``m``) and lets t
 ``L(t) = L + (sum b) t``; logits, token vectors and the selected classes stay as they are (the order
 of the weights does not change with the counts, so the top-N classes stay the top-N classes).
 
-The closed form comes from the quantities' own ``ball`` forms, run on :class:`SymbolicOps`: numbers
+The closed form comes from the quantities' own ``ball`` forms, run on
+:class:`~attnbounds.theory.mathematics.symbolic.SymbolicOps`: numbers
 that do not depend on ``t`` are arb balls (held as symbols ``_c0, _c1, ...``), everything that does is a
 sympy expression in ``t``. Only quantities whose ball form reads the counts through ``ex.m``,
 ``ex.length`` and ``ex.size_N`` (``closed_form`` on their specification) take part.
@@ -21,10 +22,9 @@ coefficient, found by sympy at the balls' midpoints, only guides the choice of `
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -32,13 +32,12 @@ import sympy as sp
 from attnbounds.theory.mathematics import balls
 from attnbounds.theory.mathematics.errors import AttnBoundsError, CannotCertify, InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import ArbOps, Ball, BallEvaluator, Ops, Unsupported
-from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin
+from attnbounds.theory.mathematics.intervals import BallEvaluator, Unsupported
 from attnbounds.theory.mathematics.quantities import QUANTITIES, ball_value
+from attnbounds.theory.mathematics.symbolic import SymbolicOps, Work, WorkLimit, differentiate, size, t
 from attnbounds.theory.deciding.parallel import Runner
 from attnbounds.theory.mathematics.statement import Statement, conjuncts
 
-t = sp.Symbol("t", nonnegative=True)
 u = sp.Symbol("u", positive=True)
 #: pieces of [0, u0] the certificate may evaluate
 MAX_PIECES = 2048
@@ -54,38 +53,6 @@ MAX_NODES = 10_000
 MAX_EXPAND = 400
 
 
-class WorkLimit(AttnBoundsError):
-    """The analysis of one growth needed more than :data:`WORK_LIMIT` (or its closed form exceeds :data:`MAX_NODES`)."""
-
-
-@dataclass
-class _Work:
-    """Interval work done so far in one growth's analysis, against ``limit``."""
-
-    limit: int
-    done: int = 0
-
-    def spend(self, units: int) -> None:
-        self.done += units
-        if self.done > self.limit:
-            raise WorkLimit(f"the certificate needed more than {self.limit} units of interval work (subexpressions evaluated)")
-
-
-def _size(expr: sp.Expr) -> int:
-    """Distinct subexpressions of ``expr`` plus the references to them (a DAG: shared parts count once, each
-    use once more): the work of one memoised interval evaluation."""
-    seen: set[sp.Basic] = set()
-    stack = [expr]
-    refs = 0
-    while stack:
-        e = stack.pop()
-        if e not in seen:
-            seen.add(e)
-            refs += len(e.args)
-            stack.extend(e.args)
-    return len(seen) + refs
-
-
 def _tree_larger(expr: sp.Expr, limit: int) -> bool:
     """Whether the tree of ``expr`` (every use of a shared part counted) has more than ``limit`` nodes."""
     stack, n = [expr], 0
@@ -97,182 +64,8 @@ def _tree_larger(expr: sp.Expr, limit: int) -> bool:
     return False
 
 
-def differentiate(expr: sp.Expr, x: sp.Symbol) -> sp.Expr:
-    """d expr / dx by the chain rule, each distinct subexpression once (sympy's own ``diff`` walks the
-    expression as a tree, exponential in the depth of shared parts)."""
-    memo: dict[sp.Basic, sp.Expr] = {}
-    depends: dict[sp.Basic, bool] = {}
-
-    def on_x(e: sp.Basic) -> bool:
-        if e not in depends:
-            depends[e] = e == x or any(on_x(a) for a in e.args)
-        return depends[e]
-
-    def d(e: sp.Basic) -> sp.Expr:
-        if e in memo:
-            return memo[e]
-        if not on_x(e):
-            out: sp.Expr = sp.Integer(0)
-        elif e == x:
-            out = sp.Integer(1)
-        elif isinstance(e, sp.Add):
-            out = sp.Add(*[d(a) for a in e.args])
-        elif isinstance(e, sp.Mul):
-            args = e.args
-            out = sp.Add(*[sp.Mul(*args[:k], d(a), *args[k + 1:]) for k, a in enumerate(args)])
-        elif isinstance(e, sp.Pow):
-            b, n = e.args
-            if not on_x(n):
-                out = n * b ** (n - 1) * d(b)
-            else:
-                out = e * (d(n) * sp.log(b) + n * d(b) / b)
-        elif isinstance(e, sp.Function) and len(e.args) >= 1:
-            out = sp.Add(*[e.fdiff(k + 1) * d(a) for k, a in enumerate(e.args) if on_x(a)])
-        else:
-            raise Unsupported(f"no derivative rule for {type(e).__name__}")
-        memo[e] = out
-        return out
-
-    return d(expr)
-
-
 #: how mpmath evaluates the opaque functions (numeric guidance only)
 _MPMATH = {"OMax": max, "OMin": min, "OAbs": abs}
-
-
-class SymbolicOps(Ops):
-    """Ball operations where values are sympy expressions in ``t``; anything that does not depend on ``t`` is
-    computed in arb and held as a symbol whose ball is recorded (``consts``)."""
-
-    name = "symbolic"
-
-    def __init__(self, work: _Work | None = None) -> None:
-        self.arb = ArbOps()
-        self.consts: dict[sp.Symbol, Any] = {}
-        self._env: dict[str, Any] = {}  # the constants' balls by name, as BallEvaluator reads them
-        self.work = work if work is not None else _Work(WORK_LIMIT)
-
-    @contextlib.contextmanager
-    def precision(self, bits: int) -> Iterator[None]:
-        with self.arb.precision(bits):
-            self.bits = bits
-            yield
-
-    # -- constants --------------------------------------------------------------------------------
-    def const(self, ball: Any) -> sp.Symbol:
-        name = f"_c{len(self.consts)}"
-        sym = sp.Symbol(name, real=True)
-        self.consts[sym] = ball
-        self._env[name] = ball
-        self.work.spend(1)
-        return sym
-
-    def ball(self, value: Any) -> Ball | None:
-        """The arb ball of a value that does not depend on ``t`` (None when it does)."""
-        if isinstance(value, sp.Symbol) and value in self.consts:
-            return self.consts[value]
-        expr = sp.sympify(value)
-        if t in expr.free_symbols:
-            return None
-        self.work.spend(_size(expr))
-        return BallEvaluator(self.arb, self._env)(expr)
-
-    def _fold(self, fn_ball: Any, fn_sym: Any, *values: Any) -> Ball:
-        args = [self.ball(v) for v in values]
-        if all(a is not None for a in args):
-            return self.const(fn_ball(*args))
-        self.work.spend(1)
-        return fn_sym(*values)
-
-    def _decide(self, fn: Any, b: Any) -> bool:
-        ball = self.ball(b)
-        if ball is None:
-            raise Unsupported("a decision on a value that depends on L: no closed form along this family")  # record text: kept
-        return bool(fn(ball))
-
-    # -- the Ops interface ---------------------------------------------------------------------------
-    def to_fraction(self, b: Any) -> Any:
-        return self.arb.to_fraction(self._need(b))
-
-    def _need(self, b: Any) -> Ball:
-        ball = self.ball(b)
-        if ball is None:
-            raise Unsupported("this step needs a number, not an expression in L")
-        return ball
-
-    def num(self, value: float | int) -> Ball:
-        if isinstance(value, (int, np.integer)):
-            return sp.Integer(int(value))
-        return self.const(self.arb.num(value))
-
-    def rational(self, p: int, q: int) -> Ball:
-        return sp.Rational(int(p), int(q))
-
-    def dyadic(self, man: int, exp: int) -> Ball:
-        return self.const(self.arb.dyadic(man, exp))
-
-    def hull(self, lo: Any, hi: Any) -> Ball:
-        return self.const(self.arb.hull(self._need(lo), self._need(hi)))
-
-    def pi(self) -> Ball:
-        return sp.pi
-
-    def lower(self, b: Any) -> Ball:
-        return self.const(self.arb.lower(self._need(b)))
-
-    def upper(self, b: Any) -> Ball:
-        return self.const(self.arb.upper(self._need(b)))
-
-    def positive(self, b: Any) -> bool:
-        return self._decide(self.arb.positive, b)
-
-    def nonnegative(self, b: Any) -> bool:
-        return self._decide(self.arb.nonnegative, b)
-
-    def is_finite(self, b: Any) -> bool:
-        ball = self.ball(b)
-        return True if ball is None else self.arb.is_finite(ball)
-
-    def exact(self, b: Any) -> bool:
-        ball = self.ball(b)
-        return False if ball is None else self.arb.exact(ball)
-
-    def _to_float(self, b: Any) -> float:
-        return self.arb._to_float(self._need(b))
-
-    def mid_rad(self, b: Any) -> tuple[float, float]:
-        return self.arb.mid_rad(self._need(b))
-
-    def text(self, b: Any, digits: int = 20) -> str:
-        ball = self.ball(b)
-        return self.arb.text(ball, digits) if ball is not None else str(b)
-
-    def exp(self, b: Any) -> Ball:
-        return self._fold(self.arb.exp, sp.exp, b)
-
-    def log(self, b: Any) -> Ball:
-        return self._fold(self.arb.log, sp.log, b)
-
-    def sqrt(self, b: Any) -> Ball:
-        return self._fold(self.arb.sqrt, sp.sqrt, b)
-
-    def abs(self, b: Any) -> Ball:
-        return self._fold(self.arb.abs, OAbs, b)
-
-    def min2(self, a: Any, b: Any) -> Ball:
-        return self._fold(self.arb.min2, OMin, a, b)
-
-    def max2(self, a: Any, b: Any) -> Ball:
-        return self._fold(self.arb.max2, OMax, a, b)
-
-    def ipow(self, b: Any, n: int) -> Ball:
-        return self._fold(lambda x: self.arb.ipow(x, n), lambda x: x**n, b)
-
-    def lgamma(self, n: int) -> Ball:
-        return self.const(self.arb.lgamma(n))
-
-    def total(self, v: Any) -> Ball:
-        return sp.Add(*list(np.ravel(v))) if np.size(v) else sp.Integer(0)
 
 
 @dataclass(frozen=True)
@@ -364,7 +157,7 @@ def margins(statement: Statement, growth: Growth, ops: SymbolicOps) -> list[Marg
     weights = ex.m[ex.sel] if ex.mask is not None else None
     out = []
     for c, rel in enumerate(conjuncts(statement.relation)):
-        kind = statement._token_kinds[c]
+        kind = statement.token_kinds[c]
         evaluate = BallEvaluator(ops, {**env, **selected} if kind == "selected" else env, selected, weights)
         lhs = np.atleast_1d(np.asarray(evaluate(rel.lhs), dtype=object))
         rhs = np.atleast_1d(np.asarray(evaluate(rel.rhs), dtype=object))
@@ -441,7 +234,7 @@ def _in_u(expr: sp.Expr, p: int) -> sp.Expr:
     return sp.expand(num) / sp.expand(den)
 
 
-def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, work: _Work | None = None,
+def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, work: Work | None = None,
              pieces: int = MAX_PIECES) -> tuple[int, bool]:
     """``(sign, to_zero)``: +1 (G > 0) or -1 (G < 0) on all of ``[2^-50 u0, u0]`` in ball arithmetic (0 when
     undecided), and whether the sign also holds on ``[0, 2^-50 u0]`` (the limit itself; that needs G in a form
@@ -450,7 +243,7 @@ def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, work: _Work | None = None,
     arb = ops.arb
     env = {str(s): b for s, b in ops.consts.items()}
     dG = differentiate(G, u)
-    cost = (_size(G), _size(G) + _size(dG))  # natural enclosure; mean-value form
+    cost = (size(G), size(G) + size(dG))  # natural enclosure; mean-value form
     edges = [0.0] + [u0 * 2.0**-k for k in range(50, -1, -1)]
     stack = list(zip(edges[:-1], edges[1:]))[::-1]
     sign = 0
@@ -516,7 +309,7 @@ def analyse(statement: Statement, inst: Instance, *, violated: bool = True, bits
 
 def _growth_piece(shared: tuple[Statement, bool, int, int], growth: Growth) -> LimitResult:
     statement, violated, bits, work_limit = shared
-    ops = SymbolicOps(_Work(work_limit))
+    ops = SymbolicOps(Work(work_limit))
     try:
         with ops.precision(bits):
             return _analyse_growth(statement, growth, ops, violated)
@@ -528,7 +321,7 @@ def _growth_piece(shared: tuple[Statement, bool, int, int], growth: Growth) -> L
 def _analyse_growth(statement: Statement, growth: Growth, ops: SymbolicOps, violated: bool) -> LimitResult:
     ms = margins(statement, growth, ops)
     for m in ms:
-        nodes = _size(m.expr)
+        nodes = size(m.expr)
         if nodes > MAX_NODES:
             raise WorkLimit(f"the margin's closed form has {nodes} subexpressions and references (at most "
                             f"{MAX_NODES} are analysed)")

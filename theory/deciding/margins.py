@@ -115,7 +115,7 @@ def relative_margins(statement: "Statement", inst: "Instance", ev: "Evaluation",
     estimates = any(QUANTITIES[q].estimate for q in statement.bindings.values())
     rel = degenerate = None
     for side in (("lo", "hi") if estimates else ("mid",)):
-        env = statement._env(inst, side)
+        env = statement.env(inst, side)
         menv = _magnitude_env(statement, inst, env)
         worst = np.full(inst.B, np.inf)
         worst_deg = np.zeros(inst.B, dtype=bool)

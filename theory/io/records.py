@@ -28,7 +28,6 @@ from typing import Any, Iterable, Iterator, cast
 
 from attnbounds.theory.io import atomic
 from attnbounds.theory.mathematics.errors import InvalidArgument
-from attnbounds.theory.io.report import fragment
 from attnbounds.theory.io.serialize import canonical, dumps
 from attnbounds.theory.mathematics.statement import VERDICTS, Verdict
 
@@ -316,7 +315,7 @@ class Record:
 
     def _repr_html_(self) -> str:
         """Jupyter's view: the record's section of ``attnbounds report`` (plot inline)."""
-        return fragment([self.data])
+        return _html([self.data])
 
     def _repr_markdown_(self) -> str:
         """Jupyter's view where HTML is not shown: verdict, why, formula, the paper's numbering."""
@@ -357,12 +356,20 @@ class Record:
         return cls(data)
 
 
+def _html(records: list[dict[str, Any]]) -> str:
+    """The report's HTML of records held in memory (:func:`attnbounds.theory.io.report.fragment`; the report reads
+    records, so it is imported only when a notebook shows them)."""
+    from attnbounds.theory.io.report import fragment
+
+    return fragment(records)
+
+
 class Records(list[Record]):
     """A list of records (what :func:`attnbounds.verify` returns) that Jupyter shows as the report: the erratum and
     one section per record (``_repr_html_``), or the verdict table (``_repr_markdown_``)."""
 
     def _repr_html_(self) -> str:
-        return fragment([r.data for r in self])
+        return _html([r.data for r in self])
 
     def _repr_markdown_(self) -> str:
         return verdict_table(self)

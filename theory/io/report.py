@@ -37,16 +37,13 @@ import tempfile
 import xml.etree.ElementTree as ET
 from html.entities import name2codepoint
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from attnbounds.theory.io import atomic, paper
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.notation import short, text_of_record
 from attnbounds.theory.io.serialize import dumps
 from attnbounds.theory.io.terminal import printable
-
-if TYPE_CHECKING:
-    from attnbounds.theory.io.records import Record
 
 #: the verdict badges' colours (background, text)
 COLOURS = {"PROVED": ("#1a7f37", "#fff"), "VERIFIED": ("#0969da", "#fff"), "REFUTED": ("#cf222e", "#fff"),
@@ -875,7 +872,13 @@ def _build_folder(target: Path) -> Path:
     return built
 
 
-def write_report(records: Iterable[Record], out: str | os.PathLike[str], *, name: str,
+class Recorded(Protocol):
+    """What the report reads of a record (:class:`attnbounds.theory.io.records.Record`): its JSON object."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def write_report(records: Iterable[Recorded], out: str | os.PathLike[str], *, name: str,
                  progress: bool = False) -> Path:
     """Write ``out/index.html`` and its figures for ``records`` (checked records, e.g.
     :func:`attnbounds.theory.io.records.iter_records` of the records file ``name``; module docstring); returns the page's

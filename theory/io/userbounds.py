@@ -30,7 +30,7 @@ import signal
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, cast
+from typing import Any, Callable, Iterator
 
 import sympy as sp
 
@@ -156,14 +156,32 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
+def _subtable(table: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    """``table[key]`` (empty when absent), refused unless it is a table of what :data:`_WHAT` says."""
+    value = table.get(key, {})
+    if not isinstance(value, dict):
+        raise InvalidArgument(f"{where}: key {key!r} must be a table of {_WHAT[key]}; got {value!r}")
+    return value
+
+
+def _named(table: dict[str, Any], key: str, where: str, reserved: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The sub-table ``table[key]`` of names a file declares (:func:`_check_name`), by name."""
+    out = _subtable(table, key, where)
+    for name in out:
+        _check_name(name, f"{where}: key '{key}.{name}'", reserved)
+    return out
+
+
+#: what each sub-table of a statement or normaliser holds
+_WHAT = {"where": 'symbol = "quantity"', "defaults": 'name = number or "quantity"',
+         "fixed": "parameter = number, e.g. { p = 0.8, H = 2 }",
+         "ranges": "parameter = [low, high], e.g. { L = [21, 1000000], T = [0.01, 10] }", "params": "name = number"}
+
+
 def _fixed(table: dict[str, Any], where: str, allowed: set[str], defaults: dict[str, Any]) -> dict[str, float]:
     """``fixed = { p = 0.8, H = 2 }``: parameters the search never draws (validated against their domains)."""
-    fixed = table.get("fixed", {})
-    if not isinstance(fixed, dict):
-        raise InvalidArgument(f"{where}: key 'fixed' must be a table of parameter = number, e.g. {{ p = 0.8, H = 2 }}; "
-                              f"got {fixed!r}")
     out = {}
-    for name, value in fixed.items():
+    for name, value in _subtable(table, "fixed", where).items():
         key = f"{where}: key 'fixed.{name}'"
         check_identifier(str(name), key)
         if name == "L":
@@ -186,12 +204,8 @@ def _ranges(table: dict[str, Any], where: str, fixed: dict[str, float]) -> dict[
     """``ranges = { L = [21, 1000000], T = [0.01, 10] }``: closed ranges the search draws within (validated)."""
     from attnbounds.theory.mathematics.families import RANGE_PARAMETERS
 
-    ranges = table.get("ranges", {})
-    if not isinstance(ranges, dict):
-        raise InvalidArgument(f"{where}: key 'ranges' must be a table of parameter = [low, high], e.g. "
-                              f"{{ L = [21, 1000000], T = [0.01, 10] }}; got {ranges!r}")
     out = {}
-    for name, pair in ranges.items():
+    for name, pair in _subtable(table, "ranges", where).items():
         key = f"{where}: key 'ranges.{name}'"
         check_identifier(str(name), key)
         if name not in RANGE_PARAMETERS:
@@ -242,18 +256,16 @@ def _closed_claim(table: dict[str, Any], sid: str, where: str, fixed: dict[str, 
 
 
 def _restriction(table: dict[str, Any], where: str, normalisers: dict[str, Callable[..., Normaliser]]
-                 ) -> tuple[Hypothesis | None, Normaliser | None]:
-    """The hypothesis ``normaliser(<name>)`` of key 'normaliser' (a normaliser of this file or a built-in one), and
-    that normaliser (its parameters besides T may be fixed)."""
+                 ) -> tuple[str, Callable[..., Normaliser]] | None:
+    """The name and constructor of key 'normaliser' (a normaliser of this file or a built-in one), or None: the
+    statement's hypothesis ``normaliser(<name>)``, at the values it fixes of the normaliser's parameters besides T."""
     name = table.get("normaliser")
     if name is None:
-        return None, None
+        return None
     if not isinstance(name, str) or (name not in normalisers and name not in BUILTIN_NAMES):
         raise InvalidArgument(f"{where}: key 'normaliser': unknown normaliser {name!r}; declared in this file: "
                               f"{', '.join(sorted(normalisers)) or 'none'}; built-in: {', '.join(sorted(BUILTIN_NAMES))}")
-    maker = normalisers.get(name) or CONSTRUCTORS[name]
-    proto = maker()
-    return same_normaliser(name, proto, maker if isinstance(maker, Declared) else None), proto
+    return name, normalisers.get(name) or CONSTRUCTORS[name]
 
 
 def _parse_statement(table: Any, k: int, path: str,
@@ -267,18 +279,12 @@ def _parse_statement(table: Any, k: int, path: str,
     unknown = set(table) - _STATEMENT_KEYS
     if unknown:
         raise InvalidArgument(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_STATEMENT_KEYS)}")
-    aliases = table.get("where", {})
-    if not isinstance(aliases, dict):
-        raise InvalidArgument(f"{where}: key 'where' must be a table of symbol = \"quantity\"")
+    aliases = _named(table, "where", where)
     for sym, q in aliases.items():
-        _check_name(sym, f"{where}: key 'where.{sym}'")
         if not isinstance(q, str) or q not in QUANTITIES:
             raise InvalidArgument(f"{where}: key 'where.{sym}': unknown quantity {q!r}; known: {', '.join(sorted(QUANTITIES))}")
-    defaults = table.get("defaults", {})
-    if not isinstance(defaults, dict):
-        raise InvalidArgument(f"{where}: key 'defaults' must be a table of name = number or \"quantity\"")
+    defaults = _named(table, "defaults", where)
     for name, value in defaults.items():
-        _check_name(name, f"{where}: key 'defaults.{name}'")
         if isinstance(value, str) and value not in QUANTITIES:
             raise InvalidArgument(f"{where}: key 'defaults.{name}': unknown quantity {value!r}")
         if not isinstance(value, (str, int, float)) or isinstance(value, bool) or (
@@ -290,7 +296,8 @@ def _parse_statement(table: Any, k: int, path: str,
         raise InvalidArgument(f"{where}: key 'parameters' must be a list of names, got {declared!r}")
     for name in declared:
         _check_name(name, f"{where}: key 'parameters'")
-    restrict, proto = _restriction(table, where, dict(normalisers or {}))
+    restrict = _restriction(table, where, dict(normalisers or {}))
+    proto = None if restrict is None else restrict[1]()
     own_params = set() if proto is None else set(proto.params) - {"T"}
     fixed = _fixed(table, where, (set(PARAMETERS) - {"L", "N"}) | set(declared) | own_params, defaults)
     ranges = _ranges(table, where, fixed)
@@ -343,16 +350,14 @@ def _parse_statement(table: Any, k: int, path: str,
         if not isinstance(h, str) or h not in catalogue:
             raise InvalidArgument(f"{where}: key 'hypotheses': unknown hypothesis {h!r}; known: {', '.join(sorted(catalogue))}")
         hyps.append(catalogue[h])
-    if restrict is not None:
+    if restrict is not None and proto is not None:
         from attnbounds.theory.mathematics.callables import refuse_off_graph
 
-        refuse_off_graph(bindings.values(), cast(Normaliser, proto), f"{where}: key 'relation'")
-        own_fixed = {k: v for k, v in fixed.items() if k in own_params}
-        if own_fixed:  # the statement's normaliser at the parameter values it fixes
-            name = table["normaliser"]
-            maker = dict(normalisers or {}).get(name) or CONSTRUCTORS[name]
-            restrict = same_normaliser(name, maker(**own_fixed), maker if isinstance(maker, Declared) else None)
-        hyps.append(restrict)
+        refuse_off_graph(bindings.values(), proto, f"{where}: key 'relation'")
+        name, maker = restrict
+        own_fixed = {k: v for k, v in fixed.items() if k in own_params}  # at the parameter values it fixes
+        hyps.append(same_normaliser(name, maker(**own_fixed) if own_fixed else proto,
+                                    maker if isinstance(maker, Declared) else None))
     estimate = any(QUANTITIES[q].estimate for q in bindings.values())
     kind = table.get("kind", "expectation" if estimate else "deterministic")
     if kind not in ("deterministic", "expectation"):
@@ -401,18 +406,11 @@ def _parse_normaliser(table: Any, k: int, path: str, python: bool = False) -> tu
             return CallableNormaliser(name, fn, overrides.get("T", T0), state)
 
         return name, make_callable
-    params = table.get("params", {})
-    if not isinstance(params, dict):
-        raise InvalidArgument(f"{where}: key 'params' must be a table of name = number, got {params!r}")
-    params = dict(params)
-    for p, v in params.items():
-        _check_name(p, f"{where}: key 'params.{p}'", reserved=_LOG_F_NAMES)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise InvalidArgument(f"{where}: key 'params.{p}' must be a finite number, got {v!r}")
-    params.setdefault("T", 1.0)
-    names = {"l": l_sym, "L": L_sym, "softplus": softplus, "sigmoid": sigmoid, **{p: sp.Symbol(p) for p in params}}
+    defaults = {p: _number(v, f"{where}: key 'params.{p}'")
+                for p, v in _named(table, "params", where, reserved=_LOG_F_NAMES).items()}
+    defaults.setdefault("T", 1.0)
+    names = {"l": l_sym, "L": L_sym, "softplus": softplus, "sigmoid": sigmoid, **{p: sp.Symbol(p) for p in defaults}}
     log_F = parse_expression(table.get("log_F", ""), names, where=f"{where}: key 'log_F'")
-    defaults = {p: float(v) for p, v in params.items()}
 
     def make(**overrides: Any) -> RatioNormaliser:
         bad = set(overrides) - set(defaults)
@@ -505,10 +503,16 @@ def load_data(data: dict[str, Any], path: str, *, python: bool = False) -> UserB
                 from attnbounds.theory.deciding.closed_claims import is_closed
 
                 if not is_closed(st):
-                    selfcheck.check(st, _where(str(path), k, st.id))
-                    selfcheck.check_hypotheses(st, _where(str(path), k, st.id))
+                    _selfchecked(st, _where(str(path), k, st.id))
             out.statements.append(st)
     return out
+
+
+def _selfchecked(st: Statement, where: str) -> None:
+    """Refuse a statement whose float and ball evaluations disagree, or whose hypotheses cannot be checked on the
+    instances the search builds for it (:mod:`attnbounds.theory.io.selfcheck`)."""
+    selfcheck.check(st, where)
+    selfcheck.check_hypotheses(st, where)
 
 
 def _read_text(path: Path) -> str:
@@ -529,8 +533,7 @@ def _load_python(path: Path) -> UserBounds:
         if not isinstance(st, Statement):
             raise InvalidArgument(f"{path}: STATEMENTS must hold theory.statement.Statement objects, got {type(st).__name__}")
         with time_limit(LOAD_SECONDS, f"{path}: STATEMENTS[{k}]"):
-            selfcheck.check(st, f"{path}: STATEMENTS[{k}] ({st.id!r})")
-            selfcheck.check_hypotheses(st, f"{path}: STATEMENTS[{k}] ({st.id!r})")
+            _selfchecked(st, f"{path}: STATEMENTS[{k}] ({st.id!r})")
         out.statements.append(st)
     for name, value in dict(namespace.get("NORMALISERS", {})).items():
         if name in BUILTIN_NAMES:

@@ -2,12 +2,13 @@
 
 :func:`ball_instance` turns one float instance into balls: the inputs (logits, ``x``, ``q``,
 ``k``, parameters) are exact doubles and the counts exact integers; the weights are recomputed
-from their definition (``F(l_k) / sum_j m_j F(l_j)`` from the normaliser's sympy ``log F``, ``m_j``
-the counts); each quantity's ``ball`` form (registered on its specification, :mod:`attnbounds.theory.mathematics.quantities`)
+from their definition by the normaliser's ball form (``F(l_k) / sum_j m_j F(l_j)`` from a ratio normaliser's sympy
+``log F``, ``m_j`` the counts; :mod:`attnbounds.theory.mathematics.normalisers`), or taken as given from a map that
+lacks one and says why; each quantity's ``ball`` form (registered on its specification, :mod:`attnbounds.theory.mathematics.quantities`)
 then recomputes it from its definition, with straightforward loops over columns (object arrays of
 balls), independently of the vectorised float kernels. A dense instance is the case of counts 1.
 
-Also here: ``log F`` and its extrema on balls (Lemma 1), and a rigorous spectral norm of a ball matrix.
+Also here: the extrema of ``log F`` on balls (Lemma 1), and a rigorous spectral norm of a ball matrix.
 """
 
 from __future__ import annotations
@@ -17,16 +18,17 @@ import math
 import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, cast, overload
+from typing import Any, cast
 
 import numpy as np
 import sympy as sp
 
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import Ball, BallEvaluator, MpmathOps, Ops, PrecisionLoss, Unsupported, backend
-from attnbounds.theory.mathematics.normalisers import (Entmax15, RatioNormaliser, ReluNormalised, SigmoidAttention, Sparsemax,
-                                           derivative, l_sym)
+from attnbounds.theory.mathematics.intervals import Ball, MpmathOps, Ops, PrecisionLoss, Unsupported, backend
+from attnbounds.theory.mathematics.normalisers import RatioNormaliser
+from attnbounds.theory.mathematics.normalisers.ratio import log_F
+from attnbounds.theory.mathematics.normalisers.spec import first_value
 
 #: pieces allowed when bracketing min F and max F on [-a, a] (Lemma 1 constants)
 F_RANGE_PIECES = 4000
@@ -135,6 +137,11 @@ class BallInstance:
             raise InvalidArgument("this quantity needs logits; build the instance with from_logits or from_qk")
         return self.logits
 
+    def share(self, v: np.ndarray, total: Any) -> np.ndarray:
+        """``v / total``; with symbolic counts (:mod:`attnbounds.theory.deciding.limits`) through one reciprocal (sympy
+        compares the terms of every quotient it builds: quadratic in the columns)."""
+        return v / total if self.ops.name in ("arb", "mpmath") else v * (self.ops.num(1) / total)
+
     def weighted_total(self, values: np.ndarray, columns: np.ndarray | None = None) -> Any:
         """``sum_k m_k values_k`` over ``columns`` (default: every column), exactly in balls: a ball for values over
         the columns, an object array for vectors over the columns (``values`` of two dimensions)."""
@@ -145,80 +152,13 @@ class BallInstance:
             (self.m[idx][:, None] * values[idx]).sum(axis=0)
 
 
-def _first(value: Any) -> float:
-    return float(np.ravel(np.asarray(value, dtype=np.float64))[0])
-
-
-def _log_F_symbol(expr: sp.Expr) -> sp.Symbol:
-    return next((s for s in expr.free_symbols if s.name == "l"), l_sym)
-
-
-def ratio_env(ops: Ops, normaliser: RatioNormaliser, L: Any) -> dict[str, Any]:
-    """Parameter values of a ratio normaliser as exact balls (plus ``L``, an integer or a ball)."""
-    return {"L": ops.num(L) if isinstance(L, int) else L, **{name: ops.num(_first(v)) for name, v in normaliser.values.items()}}
-
-
-@functools.lru_cache(maxsize=64)
-def _log_F_expr(log_F_expr: sp.Expr, derivative_form: bool) -> sp.Expr:
-    return derivative(log_F_expr, _log_F_symbol(log_F_expr)) if derivative_form else log_F_expr
-
-
-@overload
-def log_F(ops: Ops, normaliser: RatioNormaliser, L: Any, l: np.ndarray, derivative: bool = False) -> np.ndarray: ...
-@overload
-def log_F(ops: Ops, normaliser: RatioNormaliser, L: Any, l: Ball, derivative: bool = False) -> Ball: ...
-
-
-def log_F(ops: Ops, normaliser: RatioNormaliser, L: Any, l: Any, derivative: bool = False) -> Any:
-    """``log F(l)`` (or ``(log F)'(l)``) on balls, evaluated from the normaliser's sympy expression."""
-    expr = _log_F_expr(normaliser.log_F, derivative)
-    env = ratio_env(ops, normaliser, L)
-    env["l"] = l
-    value = BallEvaluator(ops, env)(expr)
-    if not isinstance(value, np.ndarray) and isinstance(l, np.ndarray):
-        value = np.array([value] * len(l), dtype=object)  # expression constant in l
-    return value
-
-
-def _share(ops: Ops, v: np.ndarray, total: Any) -> np.ndarray:
-    """``v / total``; with symbolic counts (:mod:`attnbounds.theory.deciding.limits`) through one reciprocal (sympy compares
-    the terms of every quotient it builds: quadratic in the columns)."""
-    return v / total if ops.name in ("arb", "mpmath") else v * (ops.num(1) / total)
-
-
 def weights_from_logits(ex: BallInstance, logits: np.ndarray) -> np.ndarray:
-    """The normaliser's per-token weights at the given logits (balls), ``F_k / sum_j m_j F_j``.
-
-    For a ratio normaliser F is taken relative to the column of the largest float ``log F``: ``exp(log F_j - log
-    F_r)``, exactly 1 on the columns whose given logit equals that column's (equal logits, equal F), so that one
-    token, or equal logits, give weights without rounding (a strict bound's equality case is then decided)."""
-    ops, n = ex.ops, ex.inst.normaliser
-    one = ops.num(1)
-    if isinstance(n, RatioNormaliser):
-        lf = log_F(ops, n, ex.length, logits)
-        if ops.name not in ("arb", "mpmath"):  # symbolic counts (limits): no float to pick a column by
-            F = ops.map(ops.exp, lf)
-            return _share(ops, F, ex.weighted_total(F))
-        # ties are read from the instance's own given logits (exact doubles), never from shifted ones
-        given = ex.inst.logits[0] if ex.logit_source == "given" and logits is ex.logits and ex.inst.logits is not None \
-            else None
-        lf = np.atleast_1d(lf)
-        approx = np.array([ops.upper_float(v) for v in lf])
-        r = int(np.argmax(np.where(np.isfinite(approx), approx, -np.inf)))
-        F = np.array([one if given is not None and given[j] == given[r] else ops.exp(lf[j] - lf[r])
-                      for j in range(len(lf))], dtype=object)
-        return F / ex.weighted_total(F)
-    if isinstance(n, ReluNormalised):
-        T = ops.num(_first(n.T))
-        F = ops.map(lambda v: ops.max2(v / T, ops.zero()), logits)
-        S = ex.weighted_total(F)
-        if not ops.positive(S):
-            raise Unsupported("relu normaliser: the sum of relu(l / T) is not certainly positive")
-        return F / S
-    if isinstance(n, SigmoidAttention):
-        T = ops.num(_first(n.T))
-        return ops.map(lambda v: one / (one + ops.exp(-v / T)), logits)
-    raise Unsupported(f"no certified weights for normaliser {n!r} at shifted logits")
+    """The normaliser's per-token weights at the given logits (balls): its ball form
+    (:meth:`~attnbounds.theory.mathematics.normalisers.Normaliser.ball_weights`)."""
+    n = ex.inst.normaliser
+    if n is None or "ball" in n.lacks:
+        raise Unsupported(f"no certified weights for normaliser {n!r} at shifted logits")
+    return n.ball_weights(ex, logits)
 
 
 def ball_instance(inst: Instance, ops: Ops) -> BallInstance:
@@ -240,16 +180,16 @@ def ball_instance(inst: Instance, ops: Ops) -> BallInstance:
     ex = BallInstance(ops, inst, inst.L, inst.N, counts, np.empty(0, dtype=object), logits, x, q, k, mask, params,
                        arrays, "", source)
     n = inst.normaliser
-    if logits is not None and isinstance(n, (RatioNormaliser, ReluNormalised, SigmoidAttention)):
+    if logits is not None and n is not None and "ball" not in n.lacks:  # its ball form (one it lacks says why)
         ex.alpha = weights_from_logits(ex, logits)
         ex.alpha[~ex.present] = ops.zero()  # padding columns hold no token: weight 0, as in the float forms
         ex.weights = f"recomputed from the logits ({source}) by {type(n).__name__} {getattr(n, 'name', '')}".rstrip()
     else:
         given = ops.array(inst.alpha[0])
         if n is None or n.normalising:
-            ex.alpha = _share(ops, given, ex.weighted_total(given))
+            ex.alpha = ex.share(given, ex.weighted_total(given))
             ex.weights = "given weights, renormalised exactly onto the simplex"
-            if isinstance(n, (Sparsemax, Entmax15)):
+            if n is not None and "ball" in n.lacks:
                 ex.note(f"{type(n).__name__} weights are taken as given (renormalised), not recomputed: the "
                         "certificate is about these weights, whatever map produced them")
         else:
@@ -263,7 +203,7 @@ def ball_instance(inst: Instance, ops: Ops) -> BallInstance:
 # -- Lemma 1: extrema of F on [-a, a] --------------------------------------------------------------------
 def _log_F_extrema_on(normaliser: RatioNormaliser, L: int, A: Fraction, bits: int) -> tuple[Any, Any]:
     """``(min log F, max log F)`` over ``[-A, A]`` as ``mpmath.iv`` intervals (see :func:`F_extrema`)."""
-    values = tuple(sorted((k, _first(v)) for k, v in normaliser.values.items()))
+    values = tuple(sorted((k, first_value(v)) for k, v in normaliser.values.items()))
     return _log_F_extrema_cached(normaliser.name, normaliser.log_F, values, L, A, bits)
 
 

@@ -51,6 +51,7 @@ import numpy as np
 from attnbounds.theory.mathematics.errors import CallableFailed, InvalidArgument, NotApplicable
 from attnbounds.theory.mathematics.normalisers import Normaliser, RatioNormaliser, check_logits
 from attnbounds.theory.mathematics.hypotheses import Hypothesis
+from attnbounds.theory.mathematics.quantities import QUANTITIES
 from attnbounds.theory.mathematics.statement import Statement
 from attnbounds.theory.mathematics.validation import positive
 
@@ -101,6 +102,8 @@ class CallableNormaliser(Normaliser):
 
     #: whether the weights sum to one is not known: certificates take the weights as they are
     normalising = False
+    lacks = {"ball": "a Python callable has no interval version: certified in float only (the given weights as they are)",
+             "relaxed": "a Python callable has no log F for the relaxation prover to read"}
 
     def __init__(self, name: str, fn: Callable[..., Any], T: Any = 1.0, state: CallState | None = None):
         self.name = name
@@ -300,15 +303,11 @@ def check_autograd(n: CallableNormaliser) -> str | None:
             f"the logits through autograd (computed through numpy, .detach()-ed or under torch.no_grad?)")
 
 
-#: quantities whose float form differentiates a callable with autograd
-AUTOGRAD_QUANTITIES = ("J_spectral", "J_frobenius", "J_row", "J_entry")
-
-
 def refuse_off_graph(statement_bindings: Iterable[str], proto: Normaliser, where: str) -> None:
     """Refuse a statement that reads a Jacobian of a callable whose autograd Jacobian cannot be trusted."""
     if not isinstance(proto, CallableNormaliser) or proto.state.off_graph is None:
         return
-    used = sorted(set(statement_bindings) & set(AUTOGRAD_QUANTITIES))
+    used = sorted(q for q in set(statement_bindings) if QUANTITIES[q].autograd)
     if used:
         raise InvalidArgument(f"{where}: the statement reads {', '.join(used)}, the Jacobian of normaliser "
                               f"{proto.name!r} by autograd, but {proto.state.off_graph}; return weights computed "
@@ -471,16 +470,6 @@ def _relax_rule(name: str, proto: Normaliser) -> Any:
         return None
     values = {k: float(np.ravel(np.asarray(v, dtype=np.float64))[0]) for k, v in proto.values.items()}
     return lambda space: space.normaliser(proto.log_F, values, f"{name}, log F = {proto.log_F}", name=proto.name)
-
-
-def uncertified(statement: Statement) -> str | None:
-    """Why nothing about ``statement`` can be certified (it is about a callable without log F), or None."""
-    for h in statement.hypotheses:
-        if h.names is not None and not h.names.certifiable:
-            return (f"the normaliser {h.names.proto.name!r} is a Python callable without log F: it has no interval "
-                    f"version, so a violation is found in float64 arithmetic only (not certified) and a bound that "
-                    f"holds is at most VERIFIED")
-    return None
 
 
 def _declared(statement: Statement) -> tuple[int, Declared] | None:

@@ -338,7 +338,8 @@ def admissible_normalisers(statement: Statement) -> list[str]:
     """The normalisers (names in :data:`~attnbounds.theory.mathematics.normalisers.CONSTRUCTORS`) that satisfy the statement's hypotheses on the normaliser (computed, not listed), and the
     statement's own normaliser when it names one (a ``normaliser(<name>)`` hypothesis: :mod:`attnbounds.theory.mathematics.callables`).
 
-    The ReLU normaliser is left out: its weights are undefined when every logit is <= 0.
+    A normaliser whose weights need a positive logit (ReLU) is left out unless the statement names it: they are
+    undefined when every logit is <= 0.
     """
     checks = tuple(h for h in statement.hypotheses if h.names is not None)
     # a statement about one normaliser draws it whatever its other hypotheses say (they then fail on the instances:
@@ -361,11 +362,12 @@ def _admissible(checks: tuple, constructors: tuple, fixed: tuple = ()) -> tuple[
     out = []
     restricted = any(h.names is not None for h in checks)
     for name, _ in constructors:
-        if name == "relu" and not restricted:  # undefined when every logit is <= 0; sparsemax gives zero weights
-            continue
         try:
             own = {k: v for k, v in fixed if k in constructor_parameters(name)}
-            inst = Instance.from_logits(np.ones((1, 2)), make(name, **own))
+            normaliser = make(name, **own)
+            if normaliser.needs_positive_logit and not restricted:  # undefined when every logit is <= 0
+                continue
+            inst = Instance.from_logits(np.ones((1, 2)), normaliser)
         except AttnBoundsError:
             continue
         try:

@@ -27,11 +27,11 @@ import sympy as sp
 from attnbounds.theory.mathematics.balls import BallInstance
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import Ops
-from attnbounds.theory.mathematics.normalisers import Normaliser, RatioNormaliser, SigmoidAttention
+from attnbounds.theory.mathematics.normalisers import Normaliser, RatioNormaliser
 from attnbounds.theory.mathematics.quantities.multihead import MAX_HEADS_ENUMERATED
 
 if TYPE_CHECKING:
-    from attnbounds.theory.deciding.prover.relax import Space
+    from attnbounds.theory.mathematics.quantities.relaxed import Space
 
 #: a hypothesis re-checked on one instance in balls: True (certified), False (certainly fails), None (undecided);
 #: the second argument names the parameters whose values the certificate computed from their defaults
@@ -69,8 +69,9 @@ class Hypothesis:
     description: str
     check: Callable[[Instance], np.ndarray] = field(compare=False, repr=False)
     formula: sp.Basic | None = field(default=None, compare=False, repr=False)
-    #: what the hypothesis means for the relaxed space of :mod:`attnbounds.theory.deciding.prover.relax` (a function of a
-    #: ``Space``), or None: the relaxation prover does not read it, and declines statements that assume it
+    #: what the hypothesis means for the relaxed space (a function of a
+    #: :class:`~attnbounds.theory.mathematics.quantities.relaxed.Space`), or None: the relaxation prover does not read
+    #: it, and declines statements that assume it
     relax: Callable[["Space"], None] | None = field(default=None, compare=False, repr=False)
     ball: BallCheck | None = field(default=None, compare=False, repr=False)
     exact: bool = field(default=False, compare=False, repr=False)
@@ -253,7 +254,8 @@ def _top_n_ball(ex: BallInstance, defaulted: frozenset[str] = frozenset()) -> bo
 
 def _simplex_ball(ex: BallInstance, defaulted: frozenset[str] = frozenset()) -> bool | None:
     ops = ex.ops
-    if ex.weights.startswith("recomputed") and isinstance(ex.inst.normaliser, SigmoidAttention):
+    n = ex.inst.normaliser
+    if ex.weights.startswith("recomputed") and n is not None and not n.normalising:  # e.g. sigmoid attention
         total = ex.weighted_total(ex.alpha) - ops.num(1)
         if ops.exact(total) and not ops.positive(ops.abs(total)):
             return True

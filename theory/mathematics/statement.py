@@ -362,6 +362,22 @@ class Statement:
         """Per conjunct, whether it is strict (``<``, ``>``): its margin must be positive, 0 violates it."""
         return tuple(is_strict(c) for c in conjuncts(self.relation))
 
+    @functools.cached_property
+    def uncertified(self) -> str | None:
+        """Why nothing about this statement can be certified (a hypothesis names a Python callable without log F,
+        which has no interval version), or None: asked once per statement (:attr:`certifiable`)."""
+        for h in self.hypotheses:
+            if h.names is not None and not h.names.certifiable:
+                return (f"the normaliser {h.names.proto.name!r} is a Python callable without log F: it has no interval "
+                        f"version, so a violation is found in float64 arithmetic only (not certified) and a bound that "
+                        f"holds is at most VERIFIED")
+        return None
+
+    @property
+    def certifiable(self) -> bool:
+        """Whether a violation can be certified in interval arithmetic (else it is a float64 one only)."""
+        return self.uncertified is None
+
     def prepare(self, inst: Instance) -> Instance:
         """The instance with missing parameters filled from ``fixed`` and ``defaults``."""
         missing = {}
@@ -370,7 +386,9 @@ class Statement:
                 missing[name] = compute(value, inst) if isinstance(value, str) else value
         return inst.with_params(**missing) if missing else inst
 
-    def _env(self, inst: Instance, side: str) -> dict[str, np.ndarray]:
+    def env(self, inst: Instance, side: str) -> dict[str, np.ndarray]:
+        """Every symbol's value on ``inst`` by name (``(B, 1)`` per instance, ``(B, K)`` per token; an estimate at
+        ``side``: ``mid``, ``lo`` or ``hi`` of its interval), and the selected tokens' counts for the sums."""
         env: dict[str, np.ndarray] = {}
         for name in sorted(self.symbols()):
             qname = self.bindings.get(name)
@@ -390,7 +408,7 @@ class Statement:
         return env
 
     @functools.cached_property
-    def _token_kinds(self) -> list[str]:
+    def token_kinds(self) -> list[str]:
         """Per conjunct, over which columns it must hold: 'selected' (a per-selected-token symbol outside the
         sums), 'tokens' (a per-token symbol), or 'none' (one value per instance)."""
         kinds = []
@@ -401,7 +419,7 @@ class Statement:
 
     def column_mask(self, inst: Instance, conjunct: int) -> np.ndarray | None:
         """The columns over which conjunct ``conjunct`` must hold ``(B, K)``, or None (one value per instance)."""
-        kind = self._token_kinds[conjunct]
+        kind = self.token_kinds[conjunct]
         if kind == "selected":
             return inst.mask & inst.present
         return inst.present if kind == "tokens" else None
@@ -469,10 +487,10 @@ class Statement:
         idx = np.nonzero(ok)[0]
         if idx.size:
             sub = inst if idx.size == inst.B else inst.take(idx)
-            lhs, rhs, margin, strict[idx] = self._margins(self._env(sub, "mid"), sub)
+            lhs, rhs, margin, strict[idx] = self._margins(self.env(sub, "mid"), sub)
             if any(QUANTITIES[q].estimate for q in self.bindings.values()):
-                m_a = self._margins(self._env(sub, "lo"), sub)[2]
-                m_b = self._margins(self._env(sub, "hi"), sub)[2]
+                m_a = self._margins(self.env(sub, "lo"), sub)[2]
+                m_b = self._margins(self.env(sub, "hi"), sub)[2]
                 lo, hi = np.minimum(m_a, m_b), np.maximum(m_a, m_b)
             else:
                 lo = hi = margin
@@ -489,7 +507,7 @@ class Statement:
         ``Sum`` over the selected tokens is expanded column by column with the columns' token counts.
         """
         inst = self.prepare(inst)
-        env = self._env(inst, "mid")
+        env = self.env(inst, "mid")
         weights = env.get(SELECTED_WEIGHTS)
         best = None
         for c, rel in enumerate(conjuncts(self.relation)):

@@ -9,8 +9,8 @@ Building blocks (each a hypothesis ``SearchStrategy``):
 
 - :func:`log_uniform`, :func:`temperatures` (log-uniform over ``[1e-4, 1e3]``), :func:`lengths`
   (``1..4096``), :func:`selection_sizes` (``N`` in ``1..L``), :func:`seeds`;
-- :func:`normalisers` (the built-in and registered normalisers, with their own parameters, filtered by a
-  statement's hypotheses);
+- :func:`normalisers` (the built-in and registered normalisers, with their own parameters over the test ranges
+  their specifications give, filtered by a statement's hypotheses);
 - :func:`logits` (every family of :data:`attnbounds.theory.mathematics.families.LOGIT_FAMILIES`), :func:`near_tie_logits`
   (the two largest at a chosen gap), :func:`dominant_logits`, :func:`queries_keys` (logits bounded
   by ``a`` through Cauchy-Schwarz);
@@ -49,7 +49,8 @@ from attnbounds.theory.mathematics.errors import InvalidArgument, NotApplicable
 from attnbounds.theory.mathematics.families import EMBEDDING_FAMILIES, LOGIT_FAMILIES, Spec
 from attnbounds.theory.mathematics.hypotheses import smallest_length
 from attnbounds.theory.mathematics.instance import Instance, top_n_mask
-from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS, Normaliser, RatioNormaliser, make
+from attnbounds.theory.mathematics.normalisers import (CONSTRUCTORS, TEMPERATURE, Normaliser, Param, RatioNormaliser,
+                                                       make, own_parameters, prototype)
 from attnbounds.theory.mathematics.quantities import COSTS, sphere_embeddings as _rejection_sphere
 from attnbounds.theory.mathematics.statement import Statement
 
@@ -61,19 +62,11 @@ __all__ = [
 ]
 
 #: temperatures are drawn log-uniformly over this range (normaliser kernels are stable on it)
-T_RANGE = (1e-4, 1e3)
+T_RANGE = TEMPERATURE.test
 #: the largest sequence length any strategy draws
 MAX_LENGTH = 4096
 #: embedding dimensions drawn (small ones make ties and collinearity likely)
 DIMENSIONS = (1, 2, 3, 4, 8, 16, 64)
-
-# the normalisers' own parameters (besides T): name -> (low, high, log-scale?)
-_NORMALISER_PARAMS: dict[str, dict[str, tuple[float, float, bool]]] = {
-    "softplus": {"c": (1e-3, 10.0, True)},
-    "exp_poly": {"b": (1e-4, 10.0, True)},
-    "shifted_sigmoid": {"shift": (-10.0, 10.0, False)},
-    "ssmax": {"s": (0.05, 2.0, True)},
-}
 
 
 # -- scalars --------------------------------------------------------------------------------------
@@ -111,9 +104,14 @@ def seeds() -> hs.SearchStrategy[int]:
 
 
 # -- normalisers ------------------------------------------------------------------------------------
+def _drawable() -> list[str]:
+    """The normalisers drawn without a statement naming one: all but those whose weights need a positive logit."""
+    return [n for n in CONSTRUCTORS if not prototype(n).needs_positive_logit]
+
+
 def _admissible(statement: Statement | None) -> tuple[str, ...]:
     if statement is None:
-        return tuple(n for n in CONSTRUCTORS if n != "relu")  # relu weights are undefined when every logit is <= 0
+        return tuple(_drawable())
     names = tuple(families.admissible_normalisers(statement))
     if not names:
         raise InvalidArgument(f"no normaliser satisfies the hypotheses of {statement.id}")
@@ -121,17 +119,20 @@ def _admissible(statement: Statement | None) -> tuple[str, ...]:
 
 
 def normaliser_names(statement: Statement | None = None) -> hs.SearchStrategy[str]:
-    """Names of the normalisers satisfying ``statement``'s hypotheses on the normaliser (all but relu if None)."""
+    """Names of the normalisers satisfying ``statement``'s hypotheses on the normaliser (if None: all but those whose
+    weights need a positive logit, relu)."""
     return hs.sampled_from(_admissible(statement))
 
 
+def _values(p: Param, lo: float, hi: float) -> hs.SearchStrategy[float]:
+    return log_uniform(lo, hi) if p.log else hs.floats(lo, hi)
+
+
 def normaliser_params(name: str) -> hs.SearchStrategy[tuple[tuple[str, float], ...]]:
-    """The parameters of normaliser ``name`` other than ``T`` (e.g. ``b`` of exp_poly)."""
-    if name not in CONSTRUCTORS:
-        raise InvalidArgument(f"unknown normaliser {name!r}; allowed: {', '.join(CONSTRUCTORS)}")
-    ranges = _NORMALISER_PARAMS.get(name, {})
-    parts = [(log_uniform(lo, hi) if log else hs.floats(lo, hi)).map(lambda v, k=k: (k, v))  # type: ignore[misc]  # lambda with loop-bound default
-             for k, (lo, hi, log) in ranges.items()]
+    """The parameters of normaliser ``name`` other than ``T`` (e.g. ``b`` of exp_poly), over their test ranges
+    (:class:`~attnbounds.theory.mathematics.normalisers.Param`)."""
+    parts = [_values(p, *p.test).map(lambda v, k=p.name: (k, v))  # type: ignore[misc]  # lambda with loop-bound default
+             for p in own_parameters(name)]
     return hs.tuples(*parts)
 
 
@@ -449,13 +450,14 @@ def adversarial_instance(draw: hs.DrawFn, *, max_L: int = 1024, classes: bool | 
         K = L = draw(hs.one_of(hs.integers(1, 8), hs.sampled_from(sorted({v for v in (16, 31, 64, 127, 256, 1024)
                                                                          if v <= max_L}) or [1])))
         counts = None
-    names = [n for n in CONSTRUCTORS if n != "relu" and (not ratio_only or isinstance(make(n), RatioNormaliser))]
-    if classes:
-        names = [n for n in names if n not in ("sparsemax", "entmax15")] or names
+    names = [n for n in _drawable() if not ratio_only or isinstance(prototype(n), RatioNormaliser)]
+    if classes:  # the cross-check of forms compares the torch form too
+        names = [n for n in names if prototype(n).torch_classes] or names
     name = draw(hs.sampled_from(names))
     params = dict(draw(normaliser_params(name)))
-    if name == "exp_poly" and draw(hs.booleans()):
-        params["b"] = draw(log_uniform(0.05, 1.0))  # maximum of F inside a moderate [-a, a]
+    for p in own_parameters(name):
+        if p.stress is not None and draw(hs.booleans()):
+            params[p.name] = draw(_values(p, *p.stress))  # where the kernels are hardest (exp_poly: F's maximum inside)
     T = draw(hs.one_of(temperatures(), hs.sampled_from([1e-8, 1e-4, 1e-2, 1.0, 1e3, 1e6])))
     normaliser = make(name, T=T, **params)
     family = draw(hs.sampled_from(ADVERSARIAL_LOGITS))

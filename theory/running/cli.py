@@ -120,8 +120,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     st = _statement(args.id, _user_bounds(args))
     hypothesis_home()
     with parallel.runner(args.scheduler) as run:
-        res = default_search()(st, budget_s=args.budget, seed=args.seed, progress=not args.quiet,
-                               **({"runner": run} if run.name != "none" else {}))
+        res = default_search()(st, budget_s=args.budget, seed=args.seed, progress=not args.quiet, runner=run)
     _say(f"{printable(st.id, lines=False)}: {notation.text(st.relation)}")
     _say(f"searched {res.tried} instances in {res.wall_s:.1f} s (seed {res.seed}, budget {res.budget_s:g} s)")
     for method, info in res.by_method.items():

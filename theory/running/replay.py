@@ -94,7 +94,6 @@ def replay_instances(record: Record, statement: Statement | None = None, *, sour
     from attnbounds.theory.io.rebuild import statement_of
     from attnbounds.theory.io.serialize import instance_from_json
     from attnbounds.theory.mathematics import notation
-    from attnbounds.theory.mathematics.callables import uncertified
 
     start = time.perf_counter()
     st = statement_of(record, statement)
@@ -110,7 +109,7 @@ def replay_instances(record: Record, statement: Statement | None = None, *, sour
     def done(ok: bool, what: str) -> Replayed:
         return Replayed(record.id, ok, what, time.perf_counter() - start, tuple(lines))
 
-    float_only = uncertified(st) is not None
+    float_only = not st.certifiable
     flags = [record.data.get("certified", True), *([cx.get("certified", True)] if cx is not None else [])]
     if any(flag is not (not float_only) for flag in flags):
         lines.append(f"NOT reproduced: the record says certified = {flags[-1]}, but its statement is "

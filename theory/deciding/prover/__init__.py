@@ -31,7 +31,9 @@ from attnbounds.theory.mathematics.errors import AttnBoundsError, InvalidArgumen
 from attnbounds.theory.mathematics.instance import MAX_LENGTH, Instance
 from attnbounds.theory.deciding.prover.bnb import Node, Outcome, Programs, branch_and_bound, check_faces, replay as replay_tree
 from attnbounds.theory.deciding.prover.program import compile_program, run_float, run_rigorous
-from attnbounds.theory.deciding.prover.relax import Declined, Problem, Relaxation, relax, t_sym
+from attnbounds.theory.deciding.prover.problem import Problem, t_sym
+from attnbounds.theory.deciding.prover.relax import Relaxation, relax
+from attnbounds.theory.deciding.prover.space import Declined
 from attnbounds.theory.mathematics.statement import Statement
 
 #: work units (:data:`bnb.COST`: 40 ns of float interval arithmetic each on this machine) the prover spends per

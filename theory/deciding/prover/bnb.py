@@ -1,6 +1,6 @@
 """Interval branch and bound over a relaxed problem: every box of the relaxed space closed, or a negative one.
 
-For one :class:`~attnbounds.theory.deciding.prover.relax.Problem` (prove ``core >= 0``, ``> 0`` when strict, on a box
+For one :class:`~attnbounds.theory.deciding.prover.problem.Problem` (prove ``core >= 0``, ``> 0`` when strict, on a box
 where constraints ``c >= 0`` may hold) boxes are processed in batches:
 
 1. the float tier (:func:`~attnbounds.theory.deciding.prover.program.run_float`) encloses the core, its partial
@@ -42,11 +42,11 @@ import sympy as sp
 
 from attnbounds.theory.deciding.closed_claims import sign_of
 from attnbounds.theory.mathematics.intervals import Unsupported
-from attnbounds.theory.deciding.limits import differentiate
+from attnbounds.theory.mathematics.symbolic import differentiate
 from attnbounds.theory.deciding.prover.program import Program, compile_program, run_float, run_rigorous
 
 if TYPE_CHECKING:
-    from attnbounds.theory.deciding.prover.relax import Problem
+    from attnbounds.theory.deciding.prover.problem import Problem
 
 INF = math.inf
 #: boxes evaluated together by the float tier

@@ -22,7 +22,9 @@ from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.mathematics.normalisers import RatioNormaliser
-from attnbounds.theory.deciding.prover.relax import Declined, RelaxedInstance, Token, Role, t_sym
+from attnbounds.theory.deciding.prover.problem import t_sym
+from attnbounds.theory.deciding.prover.relax import RelaxedInstance, Role
+from attnbounds.theory.deciding.prover.space import Declined, Token
 from attnbounds.theory.mathematics.quantities import QUANTITIES
 
 #: assignments of distinguished tokens to columns tried at most per quantity

@@ -1,4 +1,5 @@
-"""The relaxed space of a statement: every instance of every length is a point of it, with the same margin.
+"""The relaxation of a statement: every instance of every length is a point of its relaxed space, with the same
+margin.
 
 Most quantities depend on an instance only through a few *distinguished tokens* (the token ``i`` of a per-token
 relation, the token attaining a maximum, the two tokens of a Jacobian entry) and a few *totals* over all tokens
@@ -14,12 +15,15 @@ statement's margin is then a function of
   (stick-breaking coordinates).
 
 Each quantity declares how it reads an instance in these terms: its ``relaxed`` form on its specification
-(:mod:`attnbounds.theory.mathematics.quantities`), written against :class:`RelaxedInstance`. Each hypothesis says what it
-means for the space (its ``relax`` rule, :class:`Space`); a statement with a hypothesis or a quantity that has no
-such rule is not relaxed (:class:`Declined`, with the reason), and keeps the search's verdict.
+(:mod:`attnbounds.theory.mathematics.quantities`), written against the vocabulary of
+:mod:`attnbounds.theory.mathematics.quantities.relaxed` (here :class:`RelaxedInstance`). Each hypothesis says what it
+means for the space (its ``relax`` rule, :class:`~attnbounds.theory.deciding.prover.space.Space`); a statement with a
+hypothesis or a quantity that has no such rule is not relaxed (:class:`~attnbounds.theory.deciding.prover.space.Declined`,
+with the reason), and keeps the search's verdict. :func:`relax` builds the statement's problems
+(:class:`~attnbounds.theory.deciding.prover.problem.Problem`).
 
-The map from instances to points (:meth:`RelaxedInstance.image`) is what the cross-check of forms checks: the relaxed
-form evaluated at an instance's own point equals the quantity on that instance.
+The map from instances to points (:mod:`~attnbounds.theory.deciding.prover.image`) is what the cross-check of forms
+checks: the relaxed form evaluated at an instance's own point equals the quantity on that instance.
 """
 
 from __future__ import annotations
@@ -35,321 +39,18 @@ import sympy as sp
 
 from attnbounds.theory.mathematics.errors import AttnBoundsError
 from attnbounds.theory.mathematics.intervals import Unsupported
-from attnbounds.theory.mathematics.normalisers import L_sym, RatioNormaliser, derivative, l_sym, sigmoid, softplus
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin
-from attnbounds.theory.deciding.prover.bnb import branch_and_bound
-from attnbounds.theory.deciding.prover.program import compile_program, exact_rational, run_rigorous
-from attnbounds.theory.mathematics.quantities import QUANTITIES
+from attnbounds.theory.deciding.prover.problem import Coordinate, Problem, strip_positive, t_sym
+from attnbounds.theory.deciding.prover.program import compile_program, run_rigorous
+from attnbounds.theory.deciding.prover.space import (INF, NO_LOGIT, NO_SLOPE, Declined, LogFValues, Space, Token,
+                                                     TokenModel, exact_floats, t_scaled)
+from attnbounds.theory.mathematics.quantities import QUANTITIES, relaxed
 from attnbounds.theory.mathematics.statement import Statement, conjuncts
 
-INF = math.inf
-#: the relaxed length variable t = 1/L
-t_sym = sp.Symbol("t", nonnegative=True)
 #: roles a statement may distinguish (their patterns are enumerated: Bell numbers)
 MAX_ROLES = 5
 #: independent token functions the totals may read (atoms are that many, plus one when constrained)
 MAX_MOMENTS = 6
-#: work (operations) spent deciding whether log F is monotone in the logit
-MONOTONE_WORK = 2_000_000
-
-
-class Declined(AttnBoundsError):
-    """The statement has no relaxation (a hypothesis or quantity the prover does not read, ...): the reason."""
-
-
-@dataclass(frozen=True)
-class Coordinate:
-    """One coordinate of the relaxed space: its symbol, its box (the closure: ``t = 0``, unbounded ends) and what
-    it stands for."""
-
-    symbol: sp.Symbol
-    lo: float
-    hi: float
-    kind: str  # "length", "parameter", "role", "atom", "weight"
-    text: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": str(self.symbol), "lo": _num(self.lo), "hi": _num(self.hi), "kind": self.kind, "text": self.text}
-
-
-def _num(x: float) -> float | str:
-    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
-
-
-@dataclass
-class Token:
-    """A token of the relaxed instance: its coordinates, logit ``l``, ``lam = log F(l)`` and ``g = (log F)'(l)``;
-    in the weights model (softmax over unbounded logits) its ``weight`` itself, and no logit (``l`` None: softmax
-    weights determine the logits only up to a common shift)."""
-
-    name: str
-    coordinates: list[Coordinate]
-    l: sp.Expr | None
-    lam: sp.Expr
-    g: sp.Expr
-    weight: sp.Expr | None = None
-
-    @property
-    def F(self) -> sp.Expr:
-        return sp.exp(self.lam)
-
-
-# -- the normaliser universe and the token model -------------------------------------------------------------
-@dataclass
-class Space:
-    """What the statement's hypotheses say about the relaxed space (their ``relax`` rules write here)."""
-
-    statement: Statement
-    log_F: sp.Expr | None = None  # log F over l_sym, L_sym and parameter symbols
-    normaliser_params: dict[str, float] = field(default_factory=dict)  # fixed values (T excluded)
-    normaliser_text: str = ""
-    name: str = "relaxed"
-    bounded_logits: bool = False
-    selection: bool = False
-    min_length: int = 1
-    boxes: dict[str, tuple[float, float]] = field(default_factory=dict)  # parameter boxes (closure)
-    understood: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    pending: list[tuple[Callable[[RatioNormaliser], bool], str]] = field(default_factory=list)
-
-    # rules the hypotheses call -----------------------------------------------------------------------------
-    def normaliser(self, log_F: sp.Expr, params: dict[str, float], text: str, name: str = "relaxed") -> None:
-        """The weights come from ``F = exp(log_F)`` with these parameter values (``T`` free)."""
-        log_F = sp.sympify(log_F)
-        self.name = name
-        if self.log_F is not None and sp.simplify(self.log_F - log_F) != 0:
-            self.problems.append(f"two normalisers ({self.normaliser_text}; {text})")
-        self.log_F = log_F
-        self.normaliser_params = {k: float(v) for k, v in params.items() if k != "T"}
-        self.normaliser_text = text
-        self._bound("T", 0.0, INF)  # a temperature is > 0
-
-    def make(self, T: float) -> RatioNormaliser:
-        """The universe's normaliser at temperature ``T`` (its other parameters at their values)."""
-        assert self.log_F is not None
-        return RatioNormaliser(self.name, self.log_F, {**self.normaliser_params, "T": float(T)})
-
-    def softmax(self) -> None:
-        """``log F = l / T + c`` (the constant c cancels in the weights)."""
-        T = sp.Symbol("T")
-        if self.log_F is None:
-            self.normaliser(l_sym / T, {}, "softmax, log F = l/T", name="softmax")
-            return
-        slope = sp.diff(self.log_F, l_sym)
-        if l_sym in slope.free_symbols or sp.simplify(slope * T - 1) != 0:
-            self.problems.append(f"the statement's normaliser ({self.normaliser_text}) is not a softmax")
-
-    def normaliser_property(self, holds: Callable[[RatioNormaliser], bool], text: str) -> None:
-        """A property of F the prover checks on the universe's ``log F`` once it is known (it then holds on every
-        instance); alone, with no hypothesis fixing log F, it ranges over every such F (not relaxed)."""
-        self.pending.append((holds, text))
-
-    def check_properties(self) -> None:
-        """Decide the pending properties on the universe's log F (after every hypothesis is read)."""
-        for holds, text in self.pending:
-            if self.log_F is None:
-                self.problems.append(f"'{text}' alone ranges over every such F (the prover reads one log F)")
-            elif not holds(RatioNormaliser("relaxed", self.log_F, {**self.normaliser_params, "T": 1.0})):
-                self.problems.append(f"the normaliser {self.normaliser_text} does not satisfy '{text}'")
-
-    def bound_logits(self) -> None:
-        """Every logit lies in ``[-a, a]``."""
-        self.bounded_logits = True
-
-    def top_n(self) -> None:
-        """The selection I_N holds N largest weights: two populations of tokens, every selected one at least as heavy
-        as every other one."""
-        self.selection = True
-
-    def require_length(self, n: int) -> None:
-        self.min_length = max(self.min_length, int(n))
-
-    def parameter_formula(self, formula: sp.Basic) -> None:
-        """A conjunction of bounds on one parameter (``T > 0``, ``1 <= N <= L``): the parameter's box."""
-        parts = list(formula.args) if isinstance(formula, sp.And) else [formula]
-        for rel in parts:
-            if not isinstance(rel, sp.core.relational.Relational):
-                self.problems.append(f"cannot read the bound {rel}")
-                continue
-            lhs, rhs = rel.lhs, rel.rhs
-            if isinstance(rel, (sp.GreaterThan, sp.StrictGreaterThan)):
-                lhs, rhs = rhs, lhs  # now lhs <= rhs
-            if isinstance(rhs, sp.Symbol) and lhs.is_number:
-                self._bound(str(rhs), float(lhs), INF)
-            elif isinstance(lhs, sp.Symbol) and rhs.is_number:
-                self._bound(str(lhs), -INF, float(rhs))
-            elif isinstance(lhs, sp.Symbol) and isinstance(rhs, sp.Symbol) and {str(lhs), str(rhs)} == {"N", "L"}:
-                continue  # N <= L: the selection's structure
-            else:
-                self.problems.append(f"cannot read the bound {rel}")
-
-    def _bound(self, name: str, lo: float, hi: float) -> None:
-        if name == "L":
-            self.require_length(int(math.ceil(lo)))
-            if hi < INF:
-                self.boxes["L"] = (max(self.boxes.get("L", (1, INF))[0], lo), min(self.boxes.get("L", (1, INF))[1], hi))
-            return
-        old = self.boxes.get(name, (-INF, INF))
-        self.boxes[name] = (max(old[0], lo), min(old[1], hi))
-
-
-def _t_scaled(log_F: sp.Expr) -> bool:
-    """Whether log F depends on the logit and T only through l / T (the logit coordinate then absorbs T)."""
-    T = sp.Symbol("T")
-    if T not in log_F.free_symbols and any(s.name == "T" for s in log_F.free_symbols):
-        T = next(s for s in log_F.free_symbols if s.name == "T")
-    z = sp.Dummy("z")
-    scaled = log_F.xreplace({l_sym: z * T})
-    return T not in sp.simplify(scaled).free_symbols
-
-
-def _plain(expr: sp.Expr) -> sp.Expr:
-    """Parameter symbols without assumptions (the relaxed space's coordinates are plain real symbols)."""
-    return expr.xreplace({s: sp.Symbol(s.name, real=True) for s in expr.free_symbols
-                          if isinstance(s, sp.Symbol) and s not in (l_sym, L_sym)})
-
-
-class TokenModel:
-    """A token's coordinates and features under the space's normaliser and logit domain.
-
-    Bounded logits: ``l = a u`` with ``u`` in ``[-1, 1]``. Unbounded logits: ``l = S log(s / (1 - s))`` with ``s``
-    in ``[0, 1]`` (``S = T`` when log F reads ``l / T`` only, else 1): a bounded change of variable, so that
-    suprema approached as logits go to infinity are in the (closed) relaxed space; F's features are then
-    simplified symbolically, so that they usually extend continuously to ``s = 0`` and ``s = 1``.
-    """
-
-    def __init__(self, space: Space, params: dict[str, sp.Expr], length: sp.Expr, boxes: list[Coordinate]):
-        assert space.log_F is not None
-        self.boxes = boxes
-        self.space = space
-        self.params = params
-        self.length = length
-        log_F = _plain(space.log_F)
-        subs = {sp.Symbol(k, real=True): v for k, v in params.items()}
-        self.log_F = _exact_floats(log_F.xreplace(subs).xreplace({L_sym: length}))
-        self.dlog_F = _exact_floats(_plain(derivative(space.log_F, l_sym)).xreplace(subs).xreplace({L_sym: length}))
-        self.scaled = _t_scaled(space.log_F)
-        self._monotone: int | None = None
-        T = params.get("T", sp.Symbol("T"))
-        slope = sp.diff(self.log_F, l_sym)
-        #: softmax over unbounded logits: every point of the open simplex is the weights of some logits, so the
-        #: tokens are their weights (roles by stick-breaking, the others as a mass-weighted distribution of weights)
-        self.weights = (not space.bounded_logits and not space.selection and l_sym not in slope.free_symbols
-                        and sp.simplify(slope * T - 1) == 0)
-        self.T = T
-
-    def describe(self) -> str:
-        if self.weights:
-            return ("softmax over unbounded logits: the weights themselves (distinguished tokens by stick-breaking, "
-                    "the others as a mass-weighted distribution of their weights)")
-        if self.space.bounded_logits:
-            return "logits l = a u, u in [-1, 1]"
-        return "logits l = " + ("T" if self.scaled else "") + " log(s / (1 - s)), s in [0, 1] (compactified)"
-
-    def new_weighted(self, name: str, kind: str, left: sp.Expr) -> tuple[Token, sp.Expr]:
-        """The weights model: a distinguished token taking the share ``b`` of the weight ``left`` not yet given out
-        (``kind`` role), or an atom of the others (``kind`` atom: a weight ``left * y``, ``y`` the fraction of the
-        others' total); returns the token and what is left."""
-        if kind == "role":
-            b = sp.Symbol(f"b_{name}", nonnegative=True)
-            w = left * b
-            coord = Coordinate(b, 0.0, 1.0, kind, f"share of {name} in the weight left")
-            return Token(name, [coord], None, sp.log(w), 1 / self.T, w), left * (1 - b)
-        y = sp.Symbol(f"y_{name}", nonnegative=True)
-        w = left * y
-        coord = Coordinate(y, 0.0, 1.0, kind, f"weight of a token of {name} over the others' total")
-        return Token(name, [coord], None, sp.log(w), 1 / self.T, w), left
-
-    def at_end(self, side: int) -> Token:
-        """The token box's end ``l = +a`` (``side`` 1) or ``-a`` (-1), as a token without coordinates."""
-        if not self.space.bounded_logits:
-            raise Declined("the ends of the logit box are at infinity without logits-bounded")
-        l = side * self.params["a"]
-        return Token(f"end{'+' if side > 0 else '-'}", [], l, self.log_F.xreplace({l_sym: l}),
-                     self.dlog_F.xreplace({l_sym: l}))
-
-    def monotone(self) -> int:
-        """+1 when log F increases with the logit on the whole box for every parameter value in ``boxes`` (certified
-        by a small branch and bound on ``(log F)' >= 0``), -1 when it decreases, 0 otherwise."""
-        if self._monotone is None:
-            tok = self.new("mono", "role")
-            self._monotone = 0
-            for sign in (1, -1):
-                core, _ = strip_positive(sign * tok.g)
-                L_lo, L_hi = self.space.boxes.get("L", (1.0, INF))
-                length = Coordinate(t_sym, 0.0 if not math.isfinite(L_hi) else 1.0 / L_hi, 1.0 / max(L_lo, 1.0),
-                                    "length", "t = 1/L")  # a length-aware F reads L
-                coords = [*tok.coordinates, *(c for c in [*self.boxes, length] if c.symbol in core.free_symbols)]
-                if not core.free_symbols <= {c.symbol for c in coords}:
-                    continue
-                problem = Problem("monotone", 0, "log F", coords, core, [], False, core, [], {}, 0, 0, {}, "")
-                if branch_and_bound(problem, MONOTONE_WORK).status == "proved":
-                    self._monotone = sign
-                    break
-        return self._monotone
-
-    @property
-    def span(self) -> tuple[float, float]:
-        """The range of a token's coordinate (u over a, or the compactified s)."""
-        return (-1.0, 1.0) if self.space.bounded_logits else (0.0, 1.0)
-
-    def new(self, name: str, kind: str, within: tuple[sp.Expr, sp.Expr] | None = None) -> Token:
-        """A token with its own coordinate; ``within = (lo, hi)`` (expressions of other coordinates) makes its
-        coordinate ``lo + (hi - lo) sigma`` with ``sigma`` in [0, 1] its own (a token of one side of a threshold)."""
-        bounded = self.space.bounded_logits
-        base = sp.Symbol(f"{'u' if bounded else 's'}_{name}", real=True)
-        if within is None:
-            lo, hi = self.span
-            coord = Coordinate(base, lo, hi, kind, f"logit of {name} over a" if bounded else
-                               f"sigmoid of the logit of {name}" + (" over T" if self.scaled else ""))
-            c: sp.Expr = base
-        else:
-            sigma = sp.Symbol(f"sigma_{name}", real=True)
-            coord = Coordinate(sigma, 0.0, 1.0, kind, f"place of {name} between {within[0]} and {within[1]}")
-            c = within[0] + (within[1] - within[0]) * sigma
-        if bounded:
-            l = self.params["a"] * c
-            return Token(name, [coord], l, self.log_F.xreplace({l_sym: l}), self.dlog_F.xreplace({l_sym: l}))
-        scale = self.params["T"] if self.scaled else sp.Integer(1)
-        l = scale * sp.log(base / (1 - base))
-        lam = _compact(self.log_F.xreplace({l_sym: l}), base).xreplace({base: c})
-        g = _compact(self.dlog_F.xreplace({l_sym: l}), base).xreplace({base: c})
-        return Token(name, [coord], l.xreplace({base: c}), lam, g)
-
-
-#: what a token of the log-F-values model has instead of a logit and a slope: a relation that reads one declines
-NO_LOGIT, NO_SLOPE = sp.Symbol("_no_logit", real=True), sp.Symbol("_no_slope", real=True)
-
-
-class LogFValues:
-    """The tokens as their values ``lam = log F`` alone, each a real coordinate ``D`` (what it exceeds a reference
-    token's by, :func:`_anchor`): for a relation that reads F only through ratios of its values (the weights, Lemma
-    1's C_1 and C_2), every instance is a point (``D`` its log F's differences, the extremes of F on [-a, a] free
-    points beyond the tokens'), so a proof holds for every F, monotone or not. Ties are ``D = 0``, faces of the
-    space. A point is not realised as logits (F need not be onto the reals): a negative box refutes nothing here."""
-
-    weights = False
-    scaled = False
-
-    def __init__(self, model: TokenModel):
-        self.T = model.T
-        self.space = model.space
-
-    def describe(self) -> str:
-        return "log F values: each token its log F over a reference token's (F read through ratios only)"
-
-    def monotone(self) -> int:
-        return 0  # the extremes of F on [-a, a] are free points (or the tokens')
-
-    def at_end(self, side: int) -> Token:
-        raise Declined("the ends of the logit box in the log-F-values model")
-
-    def new(self, name: str, kind: str, within: tuple[sp.Expr, sp.Expr] | None = None) -> Token:
-        if within is not None:
-            raise Declined("a token beyond a threshold in the log-F-values model")
-        d = sp.Symbol(f"D_{name}", real=True)
-        return Token(name, [Coordinate(d, -INF, INF, kind, f"log F of {name} over the reference token's")], NO_LOGIT,
-                     d, NO_SLOPE)
 
 
 def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], reference: Token
@@ -459,15 +160,6 @@ def _anchor_problem(b: "_Builder", margin: sp.Expr, constraints: list[sp.Expr], 
     return margin, constraints, out
 
 
-def _compact(expr: sp.Expr, s: sp.Symbol) -> sp.Expr:
-    """``expr`` at ``l = S log(s/(1-s))``, simplified so that it is finite at s = 0, 1 where it can be: sigmoid
-    and softplus of the logit become rational in s."""
-    rewritten = expr.replace(lambda e: isinstance(e, sigmoid), lambda e: e.rewrite(sp.exp)) \
-                    .replace(lambda e: isinstance(e, softplus), lambda e: e.rewrite(sp.log))
-    out = sp.simplify(sp.powsimp(sp.expand_log(rewritten, force=True), force=True))
-    return out
-
-
 # -- what a quantity's relaxed form reads ------------------------------------------------------------------------
 @dataclass
 class Role:
@@ -489,7 +181,8 @@ class _Total:
 
 
 class RelaxedInstance:
-    """The relaxed instance a quantity's ``relaxed`` form reads (the analogue of a ball form's BallInstance).
+    """The relaxed instance a quantity's ``relaxed`` form reads
+    (:class:`~attnbounds.theory.mathematics.quantities.relaxed.RelaxedInstance`), over a builder.
 
     ``t`` is ``1/L``; :meth:`param` a parameter; :meth:`role` a distinguished token (per-token quantities share the
     role ``i``; a quantity of one value per instance names its own, as ``rx.role("top", dominates=...)``);
@@ -548,16 +241,16 @@ class RelaxedInstance:
         """Whether every logit lies in ``[-a, a]`` (the hypothesis ``logits-bounded``)."""
         return self._b.space.bounded_logits
 
-    def same(self, a: Token, b: Token) -> bool:
+    def same(self, a: relaxed.RelaxedToken, b: relaxed.RelaxedToken) -> bool:
         return a is b
 
-    def total(self, fn: Callable[[Token], sp.Expr], exclude: Sequence[Token] = (), *, selected: bool | None = None
-              ) -> sp.Expr:
+    def total(self, fn: Callable[[Token], sp.Expr], exclude: Sequence[relaxed.RelaxedToken] = (), *,
+              selected: bool | None = None) -> sp.Expr:
         """``(1/L) sum_j fn(token_j)`` over every token (but ``exclude``), or over the selected ones (``selected``
         True) or the others (False) of the top-N selection."""
         return self._b.total(fn, tuple(tok.name for tok in exclude), selected)
 
-    def weight(self, tok: Token) -> sp.Expr:
+    def weight(self, tok: relaxed.RelaxedToken) -> sp.Expr:
         """``alpha = F(l) / sum_j F(l_j) = t / total(F / F(l))`` (the ratio form: no large numbers), or the token's
         weight itself in the weights model."""
         if tok.weight is not None:
@@ -631,45 +324,6 @@ class _Builder:
         sym = sp.Symbol(f"_total{len(self.totals)}", real=True)
         self.totals.append(_Total(sym, fn, exclude, selected))
         return sym
-
-
-# -- the relaxation of one statement ------------------------------------------------------------------------------
-@dataclass
-class Problem:
-    """One conjunct of a statement under one pattern of its roles: prove ``core >= 0`` (``> 0`` when strict) on the
-    box of ``coordinates`` where ``constraints`` (each ``>= 0``) may hold."""
-
-    statement_id: str
-    conjunct: int
-    pattern: str
-    coordinates: list[Coordinate]
-    core: sp.Expr
-    constraints: list[sp.Expr]
-    strict: bool
-    margin: sp.Expr  # the margin itself (rhs - lhs), before positive factors were divided out
-    stripped: list[str]  # the positive factors divided out ("t", "1/T", ...)
-    roles: dict[str, str]  # role -> token of the pattern
-    atoms: int
-    moments: int
-    parameters: dict[str, sp.Expr]
-    model: str
-    #: absolute values replaced by their argument's sign on the whole box (each certified there): (argument, sign)
-    signs: list[tuple[sp.Expr, int]] = field(default_factory=list)
-    #: whether the margin is the instance's at its point (False: at most it, a maximum read at another token or F's
-    #: extremes over the tokens; a proof still proves the statement)
-    exact: bool = True
-    #: how a point becomes an instance: the logits of the distinguished tokens and the atoms, the atoms' masses (or,
-    #: in the weights model, their token counts), the range of L
-    realisation: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def symbols(self) -> list[sp.Symbol]:
-        return [c.symbol for c in self.coordinates]
-
-    def describe(self) -> str:
-        return (f"conjunct {self.conjunct}, {self.pattern}: {len(self.coordinates)} coordinates ("
-                + ", ".join(f"{c.symbol} in [{c.lo:g}, {c.hi:g}]" for c in self.coordinates) + f"); {self.atoms} atom(s) "
-                f"for {self.moments} total(s) of the other tokens; {self.model}")
 
 
 @dataclass
@@ -773,7 +427,7 @@ def _parameter_coordinates(statement: Statement, space: Space) -> tuple[dict[str
         coords.append(Coordinate(nu, 0.0, 1.0, "parameter", "nu = N / L, the share of the selection (N >= 1: nu >= t)"))
         out["N"] = nu / t_sym
     a, T = out.get("a"), out.get("T")
-    if space.bounded_logits and isinstance(a, sp.Symbol) and isinstance(T, sp.Symbol) and _t_scaled(space.log_F):
+    if space.bounded_logits and isinstance(a, sp.Symbol) and isinstance(T, sp.Symbol) and t_scaled(space.log_F):
         # F reads l / T = (a / T) u: one coordinate beta = a / T for both (a = beta T wherever a appears)
         ca = next(c for c in coords if c.symbol == a)
         cT = next(c for c in coords if c.symbol == T)
@@ -798,7 +452,7 @@ def _exact(value: float) -> sp.Expr:
     return sp.Integer(int(value)) if float(value).is_integer() else sp.Rational(value)
 
 
-def _relation_env(statement: Statement, rx: RelaxedInstance, builder: _Builder, conjunct: sp.Rel) -> dict[sp.Basic, sp.Expr]:
+def _relation_env(statement: Statement, builder: _Builder, conjunct: sp.Rel) -> dict[sp.Basic, sp.Expr]:
     env: dict[sp.Basic, sp.Expr] = {}
     aliased = {name.split(".", 1)[0] for name in builder.aliases}
     # in a fixed order (sympy's sets are not); a quantity read at another's token after that one
@@ -811,7 +465,7 @@ def _relation_env(statement: Statement, rx: RelaxedInstance, builder: _Builder, 
         if "selection" in QUANTITIES[qname].needs and not builder.space.selection:
             raise Declined(f"{qname} reads the selection I_N, and no hypothesis says which tokens it holds (top-N)")
         q = QUANTITIES[qname]
-        form = q.forms.get("relaxed")
+        form: Callable[[relaxed.RelaxedInstance], sp.Expr] | None = q.forms.get("relaxed")
         if form is None:
             raise Declined(f"the quantity {qname} has no relaxed form")
         if q.shape == "BN":
@@ -867,7 +521,7 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
         for plan_model, margin_signs in plans:
             discovery = _Builder(space, None, parameters, param_coords, plan_model, margin_signs=margin_signs)
             try:
-                _relation_env(statement, RelaxedInstance(discovery), discovery, conjunct)
+                _relation_env(statement, discovery, conjunct)
                 if margin_signs and not discovery.bounded_by_tokens:
                     continue
                 per += _strategies(statement, space, c, conjunct, strict, parameters, param_coords, plan_model,
@@ -986,8 +640,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
              aliases: dict[str, str] | None = None, atoms_override: int | None = None,
              margin_signs: dict[str, int] | None = None) -> Problem:
     b = _Builder(space, pattern, parameters, param_coords, model, aliases, margin_signs)
-    env = _relation_env(statement, RelaxedInstance(b), b, conjunct)
-    lhs, rhs = (_exact_floats(_opaque(side.xreplace(env))) for side in (conjunct.lhs, conjunct.rhs))
+    env = _relation_env(statement, b, conjunct)
+    lhs, rhs = (exact_floats(_opaque(side.xreplace(env))) for side in (conjunct.lhs, conjunct.rhs))
     k = len(b.tokens)
     # the totals: t * (the roles not excluded) + (1 - k t) * (the atoms), atoms enough for the functions read
     lam_x, g_x, l_x = (sp.Symbol(f"_{n}_x", real=True) for n in ("lam", "g", "l"))
@@ -1154,12 +808,6 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                    realisation)
 
 
-def _exact_floats(expr: sp.Expr) -> sp.Expr:
-    """Every float of the relation as the exact rational it is (what certification reads: 0.026 is the double
-    nearest 0.026), so that the prover's algebra is exact."""
-    return expr.xreplace({f: sp.Rational(exact_rational(f)) for f in expr.atoms(sp.Float)})
-
-
 def _opaque(expr: sp.Expr) -> sp.Expr:
     """sympy's Min, Max and Abs as the opaque functions (:mod:`attnbounds.theory.mathematics.opaque`): they have derivatives the
     prover can differentiate, and sympy does not re-simplify them at every rebuild."""
@@ -1226,47 +874,6 @@ def _substitute(expr: sp.Expr, subs: dict[sp.Symbol, sp.Expr]) -> sp.Expr:
     return expr
 
 
-def strip_positive(margin: sp.Expr) -> tuple[sp.Expr, list[str]]:
-    """The margin divided by its factors that are positive on the whole (open) space: powers of ``t`` (the order
-    at which the margin vanishes as L -> oo), of positive parameters, ``exp`` of anything, positive numbers. The
-    sign of what is left is the sign of the margin wherever ``t > 0`` (every instance)."""
-    expr = sp.factor_terms(_abs_out(margin))
-    stripped: list[str] = []
-    if not isinstance(expr, sp.Mul):
-        return expr, stripped
-    keep = []
-    for f in expr.args:
-        if _positive_factor(f):
-            stripped.append(str(f))
-        else:
-            keep.append(f)
-    return sp.Mul(*keep), stripped
-
-
-def _positive_factor(f: sp.Expr) -> bool:
-    """Whether ``f`` is > 0 wherever the relaxed space is open: a positive number, ``exp`` of anything, a power of
-    ``t`` or of a parameter whose domain is ``> 0``."""
-    base, exp_ = f.as_base_exp()
-    if f.is_number:
-        return bool(f.is_positive)
-    if isinstance(f, sp.exp):
-        return True
-    return (base == t_sym or (isinstance(base, sp.Symbol) and base.is_positive is True)) and bool(exp_.is_number)
-
-
-def _abs_out(expr: sp.Expr) -> sp.Expr:
-    """``|c x| = c |x|`` for the positive factors c of an absolute value (so that they can be divided out)."""
-    def pull(node: sp.Expr) -> sp.Expr:
-        factors = sp.Mul.make_args(sp.factor_terms(node.args[0]))
-        pos = [f for f in factors if _positive_factor(f)]
-        if not pos:
-            return node
-        rest = sp.Mul(*[f for f in factors if not _positive_factor(f)])
-        return sp.Mul(*pos) * (rest if rest.is_number and rest.is_nonnegative else OAbs(rest))
-
-    return expr.replace(lambda e: isinstance(e, OAbs), pull)
-
-
 def _positive_domain(statement: Statement, sym: sp.Symbol | str) -> bool:
     """Whether the statement's hypotheses make this parameter > 0 (its domain formula)."""
     for h in statement.hypotheses:
@@ -1282,5 +889,4 @@ def _positive_domain(statement: Statement, sym: sp.Symbol | str) -> bool:
     return False
 
 
-__all__ = ["Coordinate", "Declined", "Group", "Problem", "Relaxation", "RelaxedInstance", "Space", "Token", "relax",
-           "strip_positive", "t_sym"]
+__all__ = ["Group", "Relaxation", "RelaxedInstance", "Role", "relax"]

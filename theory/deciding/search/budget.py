@@ -105,9 +105,7 @@ def plan(statement: Statement, budget_s: float, *, gradient: bool) -> Plan:
         SHARES["refine"] if r.refine_per_s > 0 else 0.0)
     random_share = 1.0 - others
     class_share = CLASS_SHARE if r.class_per_s > 0 else 0.0
-    from attnbounds.theory.mathematics.callables import uncertified
-
-    if uncertified(statement) is not None:  # a Python callable runs through torch a batch at a time: slower
+    if not statement.certifiable:  # a Python callable runs through torch a batch at a time: slower
         random_share *= r.callable_rate
     return Plan(
         cost_class=r.name,

@@ -7,7 +7,7 @@ import math
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Protocol
 
 import numpy as np
 
@@ -58,6 +58,17 @@ class SearchResult:
     def violated(self) -> bool:
         """True when some candidate has a negative float margin (not yet certified)."""
         return bool(self.violations)
+
+
+class Search(Protocol):
+    """The search :func:`attnbounds.theory.running.verify.verify` runs: :func:`search`, or a replacement (a test's
+    stand-in) that takes the same keywords and returns a :class:`SearchResult`. ``interior``: only violations on no
+    boundary of the hypotheses count; ``runner`` runs its pieces; ``deadline`` (a ``time.time()`` value): planned
+    work not started by then is skipped."""
+
+    def __call__(self, statement: Statement, *, budget_s: float, seed: int, progress: bool = False,
+                 interior: bool = False, runner: Runner | None = None,
+                 deadline: float | None = None) -> SearchResult: ...
 
 
 @contextlib.contextmanager

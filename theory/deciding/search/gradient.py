@@ -48,9 +48,7 @@ def unsupported_reason(statement: Statement) -> str | None:
         import torch  # noqa: F401
     except ImportError:
         return "torch is not installed"
-    from attnbounds.theory.mathematics.callables import uncertified
-
-    if uncertified(statement) is not None:
+    if not statement.certifiable:
         return "the statement's normaliser is a Python callable without log F (gradient ascent steps log F)"
     return None if torch_eval.supports(statement) else "no torch form for some quantity of the statement"
 
@@ -104,7 +102,8 @@ class _Problem:
             raise NotApplicable("gradient search needs a normaliser of the form F / sum F")
         self.name = "softmax" if self.weights_only else n.name
         self.extra = {} if self.weights_only else {k: v for k, v in n.params.items() if k != "T"}
-        self.free_T = not self.weights_only and not ({"C_1", "C_2"} & set(statement.bindings.values()))
+        reads_extremes = any(QUANTITIES[q].F_extremes for q in statement.bindings.values())  # F on [-a, a] moves with T
+        self.free_T = not self.weights_only and not reads_extremes
         T0 = np.broadcast_to(np.asarray(1.0 if self.weights_only else n.params["T"], dtype=np.float64), (inst.B,))
         self.T_fixed = float(T0[0])
         t = lambda a: torch.tensor(np.asarray(a, dtype=np.float64))  # noqa: E731

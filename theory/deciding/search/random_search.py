@@ -48,7 +48,7 @@ def draw_spec(rng: np.random.Generator, statement: Statement, plan: Plan, *, cla
         L = int(rng.integers(2, plan.max_L + 1))
         spec = spec.with_(L=L, N=int(rng.integers(1, L + 1)), d=int(rng.choice([2, 3, 4])),
                           mc_draws=int(rng.choice([400, 2000])), K=0, B=plan.batch)
-    if classes and _callable(statement):  # a Python callable sees the classes written out: fewer rows of long ones
+    if classes and not statement.certifiable:  # a Python callable sees the classes written out: fewer rows of long ones
         from attnbounds.theory.mathematics.callables import MAX_EXPANDED
 
         spec = spec.with_(B=max(1, min(spec.B, MAX_EXPANDED // max(spec.L, 1))))
@@ -60,12 +60,6 @@ def draw_spec(rng: np.random.Generator, statement: Statement, plan: Plan, *, cla
             per = spec.L**2 if plan.cost.quadratic else spec.L
             spec = spec.with_(B=max(1, min(spec.B, TOKENS_PER_BATCH // per)))
     return spec
-
-
-def _callable(statement: Statement) -> bool:
-    from attnbounds.theory.mathematics.callables import uncertified
-
-    return uncertified(statement) is not None
 
 
 def build_batch(statement: Statement, spec: Spec, tracker: Tracker, method: str) -> Instance | None:

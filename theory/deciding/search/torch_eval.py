@@ -64,7 +64,7 @@ def gap(statement: Statement, state: State) -> Tensor:
             sides.append(as_tensor(_evaluate(expr, env)))
         lhs, rhs = torch.broadcast_tensors(*(s.reshape(state.B, -1) if s.ndim else s.expand(state.B, 1) for s in sides))
         g = -relative_margin(lhs, rhs)
-        kind = statement._token_kinds[c]
+        kind = statement.token_kinds[c]
         if lhs.shape[1] > 1 and kind != "none":
             cols = (state.mask & state.present) if kind == "selected" else state.present
             g = torch.where(cols, g, torch.full_like(g, -float("inf")))

@@ -30,7 +30,7 @@ from attnbounds.theory.mathematics.quantities.torch_state import State
 if TYPE_CHECKING:
     from torch import Tensor
 
-    from attnbounds.theory.deciding.prover.relax import RelaxedInstance
+    from attnbounds.theory.mathematics.quantities.relaxed import RelaxedInstance
 
 _L2 = "Lemma 2 (Jacobian of a general normaliser)"
 _C3 = "Corollary 3 (softmax)"
@@ -129,7 +129,7 @@ def top_eigenvalue(a: np.ndarray, r: np.ndarray, mult: np.ndarray) -> np.ndarray
 # -- J_spectral ------------------------------------------------------------------------------------------
 J_spectral = define("J_spectral", "B", "||d alpha / d l||_2, the spectral norm of the Jacobian",
                     definition="||d alpha / d l||_2", reference=f"{_L2}; {_C3}", needs=("logits",), cost="jacobian",
-                    normaliser=True, nonnegative=True)
+                    normaliser=True, nonnegative=True, autograd=True)
 
 
 @J_spectral.float_form
@@ -219,7 +219,8 @@ def _j_spec_torch(state: State) -> Tensor:
 
 # -- J_frobenius, J_row, J_entry ------------------------------------------------------------------------------
 J_frobenius = define("J_frobenius", "B", "||d alpha / d l||_F", definition="||d alpha / d l||_F",
-                     reference=f"{_L2}; {_C3}", needs=("logits",), cost="jacobian", normaliser=True, nonnegative=True)
+                     reference=f"{_L2}; {_C3}", needs=("logits",), cost="jacobian", normaliser=True, nonnegative=True,
+                     closed_form=True, autograd=True)
 
 
 @J_frobenius.float_form
@@ -265,7 +266,7 @@ def _j_frob_relaxed(rx: RelaxedInstance) -> sp.Expr:
 
 J_row = define("J_row", "B", "max_i ||grad_l alpha_i||_2, the largest row norm of the Jacobian",
                definition="max_i ||grad_l alpha_i||_2", reference=_C3, needs=("logits",), cost="jacobian",
-               normaliser=True, nonnegative=True)
+               normaliser=True, nonnegative=True, closed_form=True, autograd=True)
 
 
 @J_row.float_form
@@ -303,7 +304,8 @@ def _j_row_relaxed(rx: RelaxedInstance) -> sp.Expr:
 
 
 J_entry = define("J_entry", "B", "max_{i,j} |d alpha_i / d l_j|", definition="max_{i,j} |d alpha_i / d l_j|",
-                 reference=_C3, needs=("logits",), cost="jacobian", normaliser=True, nonnegative=True)
+                 reference=_C3, needs=("logits",), cost="jacobian", normaliser=True, nonnegative=True,
+                 closed_form=True, autograd=True)
 
 
 @J_entry.float_form
@@ -388,7 +390,8 @@ def _g_fd_magnitude(inst: Instance) -> np.ndarray:
 
 g_fd = define("g_fd", "B", "g(T, eps) = ||alpha(l + eps v) - alpha(l)||_2 / eps with the instance's direction v",
               definition="||alpha(l + eps v) - alpha(l)||_2 / eps", reference="section 3 (Fig. 4)",
-              needs=("logits", "fd"), cost="jacobian", normaliser=True, magnitude=_g_fd_magnitude, nonnegative=True)
+              needs=("logits", "fd"), cost="jacobian", normaliser=True, magnitude=_g_fd_magnitude, nonnegative=True,
+              closed_form=True)
 
 
 @g_fd.float_form
@@ -421,7 +424,7 @@ def _g_fd_torch(state: State) -> Tensor:
 # -- the terms of Lemma 2's bounds ----------------------------------------------------------------------------
 dF_max = define("dF_max", "B", "max_j |F'(l_j)| / sum_k F(l_k) = max_j alpha_j |g_j|, g = (log F)'",
                 definition="max_j |F'(l_j)| / sum_k F(l_k)", reference=_L2, needs=("logits", "ratio"), cost="jacobian",
-                normaliser=True, nonnegative=True)
+                normaliser=True, nonnegative=True, closed_form=True)
 
 
 @dF_max.float_form
@@ -448,7 +451,7 @@ def _df_max_relaxed(rx: RelaxedInstance) -> sp.Expr:
 
 
 F_l2 = define("F_l2", "B", "||F||_2 / sum_k F(l_k) = ||alpha||_2", definition="||F||_2 / sum_k F(l_k)", reference=_L2,
-              needs=(), cost="weights", nonnegative=True)
+              needs=(), cost="weights", nonnegative=True, closed_form=True)
 
 
 @F_l2.float_form
@@ -472,7 +475,8 @@ def _f_l2_relaxed(rx: RelaxedInstance) -> sp.Expr:
 
 
 dF_l2 = define("dF_l2", "B", "||F'||_2 / sum_k F(l_k) = ||alpha * g||_2", definition="||F'||_2 / sum_k F(l_k)",
-               reference=_L2, needs=("logits", "ratio"), cost="jacobian", normaliser=True, nonnegative=True)
+               reference=_L2, needs=("logits", "ratio"), cost="jacobian", normaliser=True, nonnegative=True,
+               closed_form=True)
 
 
 @dF_l2.float_form
@@ -497,7 +501,7 @@ def _df_l2_relaxed(rx: RelaxedInstance) -> sp.Expr:
 
 
 g_absmax = define("g_absmax", "B", "max_j |(log F)'(l_j)|", definition="max_j |(log F)'(l_j)|", reference=_L2,
-                  needs=("logits", "ratio"), cost="jacobian", normaliser=True, nonnegative=True)
+                  needs=("logits", "ratio"), cost="jacobian", normaliser=True, nonnegative=True, closed_form=True)
 
 
 @g_absmax.float_form

@@ -19,7 +19,7 @@ from attnbounds.theory.mathematics.quantities.torch_state import State
 if TYPE_CHECKING:
     from torch import Tensor
 
-    from attnbounds.theory.deciding.prover.relax import RelaxedInstance
+    from attnbounds.theory.mathematics.quantities.relaxed import RelaxedInstance
 
 _REFERENCE = "Lemma 1 (extrema of F on the compact [-a, a])"
 
@@ -70,7 +70,7 @@ def _exp_magnitude(sign: float) -> Any:
 
 C_1 = define("C_1", "B", "Lemma 1 lower constant min F / max F on [-a, a]", definition="min_{|l|<=a} F / max_{|l|<=a} F",
              reference=_REFERENCE, needs=("ratio", "logits"), cost="weights", normaliser=True,
-             magnitude=_exp_magnitude(-1.0), nonnegative=True)
+             magnitude=_exp_magnitude(-1.0), nonnegative=True, closed_form=True, F_extremes=True)
 
 
 @C_1.float_form
@@ -105,7 +105,8 @@ def _c1_relaxed(rx: RelaxedInstance) -> sp.Expr:
 
 C_2 = define("C_2", "B", "Lemma 1 upper constant max F / min F on [-a, a] (inf when it exceeds the float range)",
              definition="max_{|l|<=a} F / min_{|l|<=a} F", reference=_REFERENCE, needs=("ratio", "logits"),
-             cost="weights", normaliser=True, magnitude=_exp_magnitude(1.0), nonnegative=True)
+             cost="weights", normaliser=True, magnitude=_exp_magnitude(1.0), nonnegative=True,
+             closed_form=True, F_extremes=True)
 
 
 @C_2.float_form
@@ -140,7 +141,8 @@ def _need_qk(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
 
 
 Delta_own = define("Delta_own", "BL", "||q||_2 ||k_i||_2 for every key i", definition="||q||_2 ||k_i||_2",
-                   reference="Corollary 1 (Delta with the i-th key)", needs=("qk",), cost="weights", nonnegative=True)
+                   reference="Corollary 1 (Delta with the i-th key)", needs=("qk",), cost="weights", nonnegative=True,
+                   closed_form=True)
 
 
 @Delta_own.float_form
@@ -162,7 +164,8 @@ def _delta_own_torch(state: State) -> Tensor:
 
 
 Delta_max = define("Delta_max", "B", "||q||_2 max_j ||k_j||_2", definition="||q||_2 max_j ||k_j||_2",
-                   reference="Corollary 1 (Delta with the largest key)", needs=("qk",), cost="weights", nonnegative=True)
+                   reference="Corollary 1 (Delta with the largest key)", needs=("qk",), cost="weights", nonnegative=True,
+                   closed_form=True)
 
 
 @Delta_max.float_form

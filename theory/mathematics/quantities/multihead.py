@@ -28,7 +28,7 @@ coverage_enum = define(
     "coverage_enum", "B", "P(a token is covered by at least one of H independent heads), by enumerating "
     "the 2^H head outcomes, grouped by how many heads cover (not by the closed form)",
     definition="sum over head outcomes with >= 1 covering head",
-    reference="Discussion (multi-head remark)", needs=("heads",), cost="weights")
+    reference="Discussion (multi-head remark)", needs=("heads",), cost="weights", closed_form=True)
 
 
 def _heads(H: np.ndarray, limit: int) -> np.ndarray:

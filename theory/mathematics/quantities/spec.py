@@ -10,7 +10,7 @@ certification), and, for expectations, its Monte Carlo protocol. Its implementat
   (columns with their counts; :mod:`attnbounds.theory.mathematics.instance`), the search's and the oracle's;
 - ``ball``: interval arithmetic from the definition (:mod:`attnbounds.theory.mathematics.balls`), what certification trusts;
 - ``torch``: differentiable, what gradient ascent climbs;
-- ``relaxed``: the quantity on the relaxed space of :mod:`attnbounds.theory.deciding.prover.relax` (a few distinguished tokens
+- ``relaxed``: the quantity on the relaxed space of :mod:`attnbounds.theory.mathematics.quantities.relaxed` (a few distinguished tokens
   and totals over all tokens, with ``t = 1/L``), a sympy expression: what the relaxation prover reads.
 
 Search, certification, budgets and strategies read the specification; nothing else keeps a table
@@ -34,10 +34,10 @@ if TYPE_CHECKING:
     import sympy as sp
     from torch import Tensor
 
-    from attnbounds.theory.deciding.prover.relax import RelaxedInstance
     from attnbounds.theory.mathematics.balls import BallInstance
     from attnbounds.theory.mathematics.instance import Instance
     from attnbounds.theory.mathematics.intervals import BallValue
+    from attnbounds.theory.mathematics.quantities.relaxed import RelaxedInstance
     from attnbounds.theory.mathematics.quantities.torch_state import State
 
 #: each backend's form, as registered (the decorators return the function unchanged)
@@ -172,8 +172,14 @@ class Quantity:
     class_limit: int | None = None  # longest token-class instance supported (None: any L)
     #: the ball form reads the counts only through ``ex.m``, ``ex.length`` and ``ex.size_N`` and decides no
     #: branch on a count-dependent value, so it gives a closed form along growing token classes
-    #: (:mod:`attnbounds.theory.deciding.limits`)
+    #: (:mod:`attnbounds.theory.deciding.limits`; the others decide branches on count-dependent values, enumerate
+    #: count vectors, sample, or bound eigenvalues from float eigenvectors)
     closed_form: bool = False
+    #: the float form differentiates the normaliser with autograd (a Jacobian): a Python callable whose autograd
+    #: Jacobian cannot be trusted is refused for it (:func:`attnbounds.theory.mathematics.callables.refuse_off_graph`)
+    autograd: bool = False
+    #: it reads the extremes of F on [-a, a], which move with the temperature: gradient ascent keeps T fixed
+    F_extremes: bool = False
     forms: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -211,7 +217,7 @@ class Quantity:
         return fn
 
     def relaxed_form(self, fn: RelaxedForm) -> RelaxedForm:
-        """Register ``fn(rx) -> sympy expression`` on a :class:`~attnbounds.theory.deciding.prover.relax.RelaxedInstance`."""
+        """Register ``fn(rx) -> sympy expression`` on a :class:`~attnbounds.theory.mathematics.quantities.relaxed.RelaxedInstance`."""
         self._register("relaxed", fn)
         return fn
 

@@ -57,7 +57,7 @@ def _jensen_scale(inst: Instance) -> np.ndarray:
 
 # -- max_norm ------------------------------------------------------------------------------------------
 max_norm = define("max_norm", "B", "max_{j in I_N} ||x_j||_2", definition="max_{j in I_N} ||x_j||_2", reference=_FIXED,
-                  needs=("x", "selection"), cost="tokens")
+                  needs=("x", "selection"), cost="tokens", closed_form=True)
 
 
 @max_norm.float_form
@@ -98,7 +98,8 @@ def _x_max_torch(state: State) -> Tensor:
 # -- d_1 -----------------------------------------------------------------------------------------------
 d_1 = define("d_1", "B", "d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||_2 (0 when N = L)",
              definition="max_{i not in I_N, j in I_N} ||x_i - x_j||_2", reference=_FIXED, needs=("x", "selection"),
-             cost="tokens", magnitude=lambda inst: 2 * np.sqrt(F.masked_max(F.norms_sq(inst), inst.present, 0.0)))
+             cost="tokens", magnitude=lambda inst: 2 * np.sqrt(F.masked_max(F.norms_sq(inst), inst.present, 0.0)),
+             closed_form=True)
 
 
 @d_1.float_form
@@ -190,7 +191,7 @@ context_distance = define("context_distance", "BL", "||alpha_i x_i - s||_2 for e
                           definition="||alpha_i x_i - s||_2, s = sum_{j in I_N} alpha_j x_j",
                           reference="eq. (7); Definition (geometric distinguishability)", needs=("x", "selection"),
                           cost="tokens", magnitude=lambda inst: F.y_norms(inst)
-                          + F.norm(F.context(inst), axis=-1)[:, None])
+                          + F.norm(F.context(inst), axis=-1)[:, None], closed_form=True)
 
 
 @context_distance.float_form
@@ -211,7 +212,7 @@ def _context_distance_torch(state: State) -> Tensor:
 # -- dtilde (eq. 7) --------------------------------------------------------------------------------------
 dtilde_R1 = define("dtilde_R1", "B", "R1 of eq. (7): sum_{i not in I_N} ||alpha_i x_i - s||_2",
                    definition="sum_{i not in I_N} ||alpha_i x_i - s||_2", reference="eq. (7), reading R1",
-                   needs=("x", "selection"), cost="tokens", magnitude=_r1_scale)
+                   needs=("x", "selection"), cost="tokens", magnitude=_r1_scale, closed_form=True)
 
 
 @dtilde_R1.float_form
@@ -235,7 +236,7 @@ def _dtilde_r1_torch(state: State) -> Tensor:
 
 dtilde_R2 = define("dtilde_R2", "B", "R2 of eq. (7): ||sum_{i not in I_N} alpha_i x_i - s||_2",
                    definition="||sum_{i not in I_N} alpha_i x_i - s||_2", reference="eq. (7), reading R2",
-                   needs=("x", "selection"), cost="tokens", magnitude=_A)
+                   needs=("x", "selection"), cost="tokens", magnitude=_A, closed_form=True)
 
 
 @dtilde_R2.float_form
@@ -260,7 +261,7 @@ def _dtilde_r2_torch(state: State) -> Tensor:
 
 # -- Corollary 2 -------------------------------------------------------------------------------------------
 A_norm = define("A_norm", "B", "sum_i ||alpha_i x_i||_2 (Corollary 2 (i))", definition="sum_i ||alpha_i x_i||_2",
-                reference="Corollary 2 (i)", needs=("x",), cost="tokens")
+                reference="Corollary 2 (i)", needs=("x",), cost="tokens", closed_form=True)
 
 
 @A_norm.float_form
@@ -280,7 +281,7 @@ def _a_norm_torch(state: State) -> Tensor:
 
 m_norm = define("m_norm", "B", "||sum_i alpha_i x_i||_2, the norm of the attention output",
                 definition="||sum_i alpha_i x_i||_2", reference="Corollary 2", needs=("x",), cost="tokens",
-                magnitude=_A)
+                magnitude=_A, closed_form=True)
 
 
 @m_norm.float_form
@@ -346,7 +347,7 @@ for _c in ("scaled", "printed"):
         _q = define(f"J_{_c}_{_xb}", "B",
                     f"(L-N)/L sum_i ||c_i x_i - xbar||_2 with coefficient '{_c}' and xbar '{_xb}' (Theorem 1, random)",
                     definition="(L-N)/L sum_i ||c_i x_i - xbar||_2", reference=_RANDOM, needs=("x",), cost="tokens",
-                    magnitude=_jensen_scale)
+                    magnitude=_jensen_scale, closed_form=True)
         _q.float_form(lambda inst, c=_c, xb=_xb: _jensen(inst, c, xb))  # type: ignore[misc]  # lambda with loop-bound defaults
         _q.ball_form(lambda ex, c=_c, xb=_xb: _jensen_ball(ex, c, xb))  # type: ignore[misc]  # lambda with loop-bound defaults
         _q.torch_form(lambda state, c=_c, xb=_xb: _jensen_torch(state, c, xb))  # type: ignore[misc]  # lambda with loop-bound defaults
@@ -357,7 +358,8 @@ jensen_gap_bound = define(
     "jensen_gap_bound", "B",
     "(L-N)/L sum_i sqrt(Var(s | i not in S)): a proven bound on the Jensen gap eps (Theorem 1, random)",
     definition="(L-N)/L sum_i sqrt(N (L-1-N)/(L-2) sigma_i^2), sigma_i^2 the population variance of {y_j : j != i}",
-    reference=_RANDOM + ", bound on eps by attnbounds", needs=("x",), cost="tokens", magnitude=_jensen_scale)
+    reference=_RANDOM + ", bound on eps by attnbounds", needs=("x",), cost="tokens", magnitude=_jensen_scale,
+    closed_form=True)
 
 
 @jensen_gap_bound.float_form

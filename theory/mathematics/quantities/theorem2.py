@@ -53,7 +53,7 @@ xi = define("xi", "BN", "xi_i = sqrt(M^2 P_i^2 - delta^2/2 (P_i^2 - Q_i)), P_i, 
             "of the other selected weights: the bound on ||s - alpha_i x_i|| from <x_j,x_k> <= M^2 - delta^2/2",
             definition="sqrt(M^2 P_i^2 - delta^2/2 (P_i^2 - Q_i))", reference=_REF + ", proof",
             needs=("selection", "sphere"), cost="weights",
-            magnitude=lambda inst: _xi_magnitude(inst))
+            magnitude=lambda inst: _xi_magnitude(inst), closed_form=True)
 
 
 def _xi_magnitude(inst: Instance) -> np.ndarray:
@@ -90,7 +90,7 @@ def _xi_torch(state: State) -> Tensor:
 C_other = define("C_other", "BN", "C_i = sum_{j != k in I_N \\ {i}} alpha_j alpha_k = P_i^2 - Q_i for every selected i, "
                  "P_i and Q_i the sum and sum of squares of the other selected weights (Theorem 2)",
                  definition="sum_{j != k in I_N \\ {i}} alpha_j alpha_k", reference=_REF + ", proof (corrected form)",
-                 needs=("selection",), cost="weights", magnitude=lambda inst: _abar(inst) ** 2)
+                 needs=("selection",), cost="weights", magnitude=lambda inst: _abar(inst) ** 2, closed_form=True)
 
 
 @C_other.float_form
@@ -167,7 +167,7 @@ r_paper = define("r_paper", "B", "r = min_{i not in I_N} ||s - alpha_i x_i||_2, 
                  definition="min_{i not in I_N} ||s - alpha_i x_i||_2", reference="section 3 (Fig. 3)",
                  needs=("x", "selection"), cost="tokens",
                  magnitude=lambda inst: F.masked_max(F.y_norms(inst), inst.present, 0.0)
-                 + F.norm(F.context(inst), axis=-1))
+                 + F.norm(F.context(inst), axis=-1), closed_form=True)
 
 
 @r_paper.float_form

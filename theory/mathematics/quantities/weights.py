@@ -18,11 +18,11 @@ if TYPE_CHECKING:
     import sympy as sp
     from torch import Tensor
 
-    from attnbounds.theory.deciding.prover.relax import RelaxedInstance
+    from attnbounds.theory.mathematics.quantities.relaxed import RelaxedInstance
 
 alpha_i = define("alpha_i", "BL", "attention weight of every token", definition="alpha_i = F(l_i) / sum_j F(l_j)",
                  reference="eq. (3)", needs=(), cost="weights",
-                 magnitude=lambda inst: inst.alpha * (1 + F.exponent_size(inst)), nonnegative=True)
+                 magnitude=lambda inst: inst.alpha * (1 + F.exponent_size(inst)), nonnegative=True, closed_form=True)
 
 
 @alpha_i.float_form
@@ -48,7 +48,8 @@ def _alpha_i_relaxed(rx: RelaxedInstance) -> sp.Expr:
 def _extreme_weight(how: Literal["min", "max"]) -> Quantity:
     """``alpha_min`` (smallest weight) or ``alpha_max`` (largest), with its four forms; Lemma 2."""
     q = define(f"alpha_{how}", "B", f"{'smallest' if how == 'min' else 'largest'} weight {how}_i alpha_i",
-               definition=f"{how}_i alpha_i", reference="Lemma 2", needs=(), cost="weights", nonnegative=True)
+               definition=f"{how}_i alpha_i", reference="Lemma 2", needs=(), cost="weights", nonnegative=True,
+               closed_form=True)
     masked = F.masked_min if how == "min" else F.masked_max
     sign = -1 if how == "min" else 1  # the token of the extreme dominates every other: sign * (lam_r - lam_k) >= 0
 
@@ -76,7 +77,7 @@ alpha_min, alpha_max = _extreme_weight("min"), _extreme_weight("max")
 
 
 abar_N = define("abar_N", "B", "selected mass abar_N = sum_{i in I_N} alpha_i", definition="sum_{i in I_N} alpha_i",
-                reference="Theorem 1", needs=("selection",), cost="weights", nonnegative=True)
+                reference="Theorem 1", needs=("selection",), cost="weights", nonnegative=True, closed_form=True)
 
 
 @abar_N.float_form
@@ -100,7 +101,8 @@ def _abar_relaxed(rx: RelaxedInstance) -> sp.Expr:
 
 
 logit_absmax = define("logit_absmax", "B", "max_i |l_i|, the tightest a with l_i in [-a, a]",
-                      definition="max_i |l_i|", reference="Lemma 1", needs=("logits",), cost="weights", nonnegative=True)
+                      definition="max_i |l_i|", reference="Lemma 1", needs=("logits",), cost="weights", nonnegative=True,
+                      closed_form=True)
 
 
 @logit_absmax.float_form

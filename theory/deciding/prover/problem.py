@@ -1,0 +1,117 @@
+"""The problem branch and bound reads (:mod:`~attnbounds.theory.deciding.prover.bnb`): prove ``core >= 0`` on a box of
+coordinates of the relaxed space (``t = 1/L`` among them) where some constraints hold, with the margin's positive
+factors divided out (:func:`strip_positive`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+from attnbounds.theory.mathematics.opaque import OAbs
+
+#: the relaxed length variable t = 1/L
+t_sym = sp.Symbol("t", nonnegative=True)
+
+
+@dataclass(frozen=True)
+class Coordinate:
+    """One coordinate of the relaxed space: its symbol, its box (the closure: ``t = 0``, unbounded ends) and what
+    it stands for."""
+
+    symbol: sp.Symbol
+    lo: float
+    hi: float
+    kind: str  # "length", "parameter", "role", "atom", "weight"
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": str(self.symbol), "lo": _num(self.lo), "hi": _num(self.hi), "kind": self.kind, "text": self.text}
+
+
+def _num(x: float) -> float | str:
+    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+
+@dataclass
+class Problem:
+    """One conjunct of a statement under one pattern of its roles: prove ``core >= 0`` (``> 0`` when strict) on the
+    box of ``coordinates`` where ``constraints`` (each ``>= 0``) may hold."""
+
+    statement_id: str
+    conjunct: int
+    pattern: str
+    coordinates: list[Coordinate]
+    core: sp.Expr
+    constraints: list[sp.Expr]
+    strict: bool
+    margin: sp.Expr  # the margin itself (rhs - lhs), before positive factors were divided out
+    stripped: list[str]  # the positive factors divided out ("t", "1/T", ...)
+    roles: dict[str, str]  # role -> token of the pattern
+    atoms: int
+    moments: int
+    parameters: dict[str, sp.Expr]
+    model: str
+    #: absolute values replaced by their argument's sign on the whole box (each certified there): (argument, sign)
+    signs: list[tuple[sp.Expr, int]] = field(default_factory=list)
+    #: whether the margin is the instance's at its point (False: at most it, a maximum read at another token or F's
+    #: extremes over the tokens; a proof still proves the statement)
+    exact: bool = True
+    #: how a point becomes an instance: the logits of the distinguished tokens and the atoms, the atoms' masses (or,
+    #: in the weights model, their token counts), the range of L
+    realisation: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def symbols(self) -> list[sp.Symbol]:
+        return [c.symbol for c in self.coordinates]
+
+    def describe(self) -> str:
+        return (f"conjunct {self.conjunct}, {self.pattern}: {len(self.coordinates)} coordinates ("
+                + ", ".join(f"{c.symbol} in [{c.lo:g}, {c.hi:g}]" for c in self.coordinates) + f"); {self.atoms} atom(s) "
+                f"for {self.moments} total(s) of the other tokens; {self.model}")
+
+
+def strip_positive(margin: sp.Expr) -> tuple[sp.Expr, list[str]]:
+    """The margin divided by its factors that are positive on the whole (open) space: powers of ``t`` (the order
+    at which the margin vanishes as L -> oo), of positive parameters, ``exp`` of anything, positive numbers. The
+    sign of what is left is the sign of the margin wherever ``t > 0`` (every instance)."""
+    expr = sp.factor_terms(_abs_out(margin))
+    stripped: list[str] = []
+    if not isinstance(expr, sp.Mul):
+        return expr, stripped
+    keep = []
+    for f in expr.args:
+        if _positive_factor(f):
+            stripped.append(str(f))
+        else:
+            keep.append(f)
+    return sp.Mul(*keep), stripped
+
+
+def _positive_factor(f: sp.Expr) -> bool:
+    """Whether ``f`` is > 0 wherever the relaxed space is open: a positive number, ``exp`` of anything, a power of
+    ``t`` or of a parameter whose domain is ``> 0``."""
+    base, exp_ = f.as_base_exp()
+    if f.is_number:
+        return bool(f.is_positive)
+    if isinstance(f, sp.exp):
+        return True
+    return (base == t_sym or (isinstance(base, sp.Symbol) and base.is_positive is True)) and bool(exp_.is_number)
+
+
+def _abs_out(expr: sp.Expr) -> sp.Expr:
+    """``|c x| = c |x|`` for the positive factors c of an absolute value (so that they can be divided out)."""
+    def pull(node: sp.Expr) -> sp.Expr:
+        factors = sp.Mul.make_args(sp.factor_terms(node.args[0]))
+        pos = [f for f in factors if _positive_factor(f)]
+        if not pos:
+            return node
+        rest = sp.Mul(*[f for f in factors if not _positive_factor(f)])
+        return sp.Mul(*pos) * (rest if rest.is_number and rest.is_nonnegative else OAbs(rest))
+
+    return expr.replace(lambda e: isinstance(e, OAbs), pull)
+
+
+__all__ = ["Coordinate", "Problem", "strip_positive", "t_sym"]
