@@ -1,9 +1,18 @@
-"""The relaxation prover on its quality set: ``python bench/relaxation.py [--budget S]``.
+"""The relaxation prover on its quality sets: ``python bench/relaxation.py [--budget S] [--set SET] [--baseline REV]``.
 
-Per family (weights or Jacobian norms, by normaliser) the share of the true statements PROVED, and per statement
-the time and the boxes to a proof (or to a certified counterexample for the false ones); the median and worst time
-to a proof; every true statement left open, with the prover's reason. The work is counted in operations, so the
-boxes are the same on every machine; the seconds are this machine's, measured in this run.
+``--set relaxation`` (the default): per family (weights or Jacobian norms, by normaliser) the share of the true
+statements PROVED by the prover alone, and per statement the time and the boxes to a proof (or to a certified
+counterexample for the false ones); the median and worst time to a proof; every true statement left open, with the
+prover's reason. The work is counted in operations, so the boxes are the same on every machine.
+
+``--set tight`` (``tests/quality/tight_set.toml``): every statement through the whole pipeline (search,
+certification, the prover: ``attnbounds verify``); per family (equality cases, strict suprema, below float64, bands,
+L through other functions) the share of final verdicts (PROVED for the true ones, REFUTED for the false ones), the
+wrong ones (must be none), and the median and worst time to a verdict.
+
+``--baseline REV`` measures the same set with the sources of git revision ``REV`` too (extracted to a temporary
+directory and run in a subprocess, in turns with this version's), so before and after come from one run on one
+machine. The seconds are this machine's, measured in this run.
 """
 
 from __future__ import annotations
@@ -67,11 +76,107 @@ def rows(budget: float) -> list[Row]:
     return out
 
 
+TIGHT = SET.with_name("tight_set.toml")
+#: the families of the tight set, by the second part of an id
+TIGHT_FAMILIES = {"eq": "equality cases", "sup": "strict suprema", "tiny": "below float64", "band": "bands of L and T",
+                  "reach": "L through log log L, L^s"}
+
+
+def measure_tight(budget: float) -> dict[str, tuple[str, float]]:
+    """``{id: (verdict, seconds)}`` of every statement of the tight set through ``verify`` (a statement this version
+    cannot read: ``REFUSED``)."""
+    from attnbounds.theory.running.verify import verify
+
+    data = tomllib.loads(TIGHT.read_text())
+    out: dict[str, tuple[str, float]] = {}
+    for table_ in data["statement"]:
+        start = time.perf_counter()
+        try:
+            ub = load_data({"normaliser": data.get("normaliser", []), "statement": [table_]}, str(TIGHT))
+            with constructors_added(ub.normalisers):
+                verdict = verify(None, budget_s=budget, progress=False, statements=ub.statements)[0].verdict
+        except Exception as exc:  # noqa: BLE001 - an older version may refuse a statement: counted, not final
+            verdict = f"REFUSED ({type(exc).__name__})"
+        out[table_["id"]] = (verdict, time.perf_counter() - start)
+    return out
+
+
+def _final(sid: str, verdict: str) -> bool:
+    return verdict == ("PROVED" if sid.startswith("true.") else "REFUTED")
+
+
+def _wrong(sid: str, verdict: str) -> bool:
+    return verdict == ("REFUTED" if sid.startswith("true.") else "PROVED")
+
+
+def tight_rows(results: dict[str, dict[str, tuple[str, float]]]) -> list[Row]:
+    """Per version (this one, and the baseline's when measured) and family: final verdicts, wrong ones, times."""
+    out: list[Row] = []
+    for version, got in results.items():
+        by_family: dict[str, list[str]] = {}
+        for sid in got:
+            by_family.setdefault(TIGHT_FAMILIES.get(sid.split(".")[1], sid.split(".")[1]), []).append(sid)
+        for fam, ids in [*sorted(by_family.items()), ("every statement", list(got))]:
+            final = [sid for sid in ids if _final(sid, got[sid][0])]
+            wrong = [sid for sid in ids if _wrong(sid, got[sid][0])]
+            times = [got[sid][1] for sid in final]
+            out.append(Row(version, f"final: {fam}", 100.0 * len(final) / len(ids), "%", ">= 95 %" if fam ==
+                           "every statement" else "", None if fam != "every statement" else len(final) >= 0.95 * len(ids),
+                           f"{len(final)} of {len(ids)}" + (f"; WRONG: {wrong}" if wrong else "")
+                           + (f"; time to a final verdict: median {statistics.median(times):.1f} s, worst "
+                              f"{max(times):.1f} s" if times else "")))
+        for sid, (verdict, seconds) in got.items():
+            if not _final(sid, verdict):
+                out.append(Row(version, sid, seconds, "s", note=f"not final: {verdict}"))
+    return out
+
+
+def _baseline(rev: str, budget: float) -> dict[str, tuple[str, float]]:
+    """The tight set measured with the sources of git revision ``rev``, in a subprocess."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        subprocess.run(f"git -C {root} archive {rev} | tar -x -C {tmp}", shell=True, check=True)
+        package = src / "attnbounds"
+        package.mkdir(parents=True)
+        for name in ("theory", "proofs", "empirical"):
+            (package / name).symlink_to(Path(tmp) / name)
+        for f in (Path(tmp) / "attnbounds").iterdir():
+            (package / f.name).symlink_to(f)
+        out = Path(tmp) / "baseline.json"
+        env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{Path(__file__).resolve().parent}"}  # then _util
+        subprocess.run([sys.executable, "-P", str(Path(__file__)), "--set", "tight", "--budget", str(budget),
+                        "--json", str(out)], check=True, env=env, cwd=tmp, stdout=subprocess.DEVNULL)
+        return {k: (v[0], v[1]) for k, v in json.loads(out.read_text()).items()}
+
+
 def main() -> None:
+    import json
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--budget", type=float, default=7.0, help="seconds of budget per statement (the default: 7)")
+    ap.add_argument("--budget", type=float, default=None, help="seconds of budget per statement (default: 7 for the "
+                    "relaxation set, 2 for the tight set)")
+    ap.add_argument("--set", choices=("relaxation", "tight"), default="relaxation", help="which quality set")
+    ap.add_argument("--baseline", metavar="REV", help="also measure git revision REV (the tight set)")
+    ap.add_argument("--json", metavar="PATH", help="write the tight set's verdicts and seconds to PATH")
     args = ap.parse_args()
-    print(table(rows(args.budget)))
+    if args.set == "relaxation":
+        print(table(rows(7.0 if args.budget is None else args.budget)))
+        return
+    budget = 2.0 if args.budget is None else args.budget
+    results: dict[str, dict[str, tuple[str, float]]] = {}
+    if args.baseline:
+        results[f"before ({args.baseline})"] = _baseline(args.baseline, budget)
+    results["this version"] = measure_tight(budget)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results["this version"]))
+    print(table(tight_rows(results)))
 
 
 if __name__ == "__main__":

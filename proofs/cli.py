@@ -11,8 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from attnbounds.theory.mathematics.errors import AttnBoundsError
+
+if TYPE_CHECKING:
+    from attnbounds.proofs.framework import Replay
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,14 +56,14 @@ def replay_records(path: str, ids: list[str]) -> int:
     return 1 if failed else 0
 
 
-def _replay_line(statement_id: str, replay) -> str:
+def _replay_line(statement_id: str, replay: Replay) -> str:
     counts = (f"{replay.checked:2d} checked {replay.size_limited:d} size-limited {replay.cited:2d} cited "
               f"{replay.prose:d} prose {len(replay.premises):d} premises")
     sharp = {True: "sharp", False: "WITNESS FAILED", None: "no witness"}[replay.sharp]
     return f"{statement_id:48s} {replay.result:20s} {counts}  {sharp:10s} {replay.name}"
 
 
-def _steps(replay) -> list[str]:
+def _steps(replay: Replay) -> list[str]:
     mark = {True: "ok  ", False: "FAIL", None: "... "}
     return [f"    [{mark[s.ok]}] {s.kind:10s} {s.text}" + ("" if s.ok else f"\n           -> {s.detail}")
             for s in (*replay.steps, *replay.witness)]

@@ -10,6 +10,8 @@ Loewner order (the quadratic form is a sum of squared differences) and
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import sympy as sp
 
@@ -57,7 +59,7 @@ TWO_TERM = (
 )
 
 
-def _softmax_instances(logits: list[list[float]], T_: float = 0.3, **kw) -> list[Instance]:
+def _softmax_instances(logits: list[list[float]], T_: float = 0.3, **kw: Any) -> list[Instance]:
     return [Instance.from_logits(np.array(logits), softmax(T=T_), **kw)]
 
 

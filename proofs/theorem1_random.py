@@ -9,6 +9,8 @@ that of a without-replacement sample sum. R2: dtilde = ||m - 2 s|| and E[s] = (N
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import sympy as sp
 
@@ -49,7 +51,7 @@ CONDITIONAL_MEAN = (
 J_DEFINITION = {J: P * SJ}
 
 
-def _instances(L_: int, N_: int, x_fn, seed: int, B: int = 3) -> list[Instance]:
+def _instances(L_: int, N_: int, x_fn: Callable[..., np.ndarray], seed: int, B: int = 3) -> list[Instance]:
     rng = np.random.default_rng(seed)
     logits = rng.normal(size=(B, L_)) * 1.5
     alpha = softmax().weights(logits)

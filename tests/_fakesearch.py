@@ -31,7 +31,7 @@ def random_search(statement: Statement, *, budget_s: float, seed: int, progress:
         spec = families.random_spec(rng, statement, B=B, max_L=6).with_(mc_draws=200)
         inst = families.build(statement, spec)
         ev = statement.evaluate(inst)
-        inside = boundary.interior(inst) if interior else np.ones(inst.B, dtype=bool)
+        inside = boundary.interior(inst, statement.reads_selection) if interior else np.ones(inst.B, dtype=bool)
         tried += inst.B
         applicable += int(ev.applicable.sum())
         for b in np.flatnonzero(ev.applicable):
@@ -56,7 +56,7 @@ def scripted(violations: Instance | Iterable[Instance] = (), best: Instance | No
     def search(statement: Statement, *, budget_s: float, seed: int, progress: bool = False, interior: bool = False,
                runner: Runner | None = None, deadline: float | None = None) -> SearchResult:
         info: Any = {"tried": tried} if applicable is None else {"tried": tried, "applicable": applicable}
-        kept = [c for c in cands if bool(boundary.interior(c)[0])] if interior else cands
+        kept = [c for c in cands if bool(boundary.interior(c, statement.reads_selection)[0])] if interior else cands
         return SearchResult(statement.id, kept, best, margin, ratio, tried, {"scripted": info}, wall_s=0.0,
                             seed=seed, budget_s=budget_s, shortest=shortest)
 

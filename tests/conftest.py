@@ -18,6 +18,9 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "N
 
 register_profiles(os.path.join(os.path.dirname(os.path.dirname(__file__)), ".hypothesis", "examples"))
 settings.load_profile(os.environ.get("ATTNBOUNDS_PROFILE", "ci"))  # --hypothesis-profile overrides this
+# the CLI's verify starts one worker per core by itself for 8 or more readings; xdist already shares the cores, so the
+# tests run it in process unless a test asks for a scheduler (tests/acceptance/test_cluster.py)
+os.environ.setdefault("ATTNBOUNDS_SCHEDULER", "none")
 
 
 def _limit_threads() -> None:

@@ -256,3 +256,21 @@ def test_ctrl_c_at_any_time_exits_130_without_a_traceback(tmp_path, delay):
     assert proc.returncode in (130, -signal.SIGINT) and "interrupted" in err, (proc.returncode, err)
     assert "Traceback" not in err and "terminate" not in err, err
     assert set(tmp_path.iterdir()) <= {tmp_path / "cache"}  # no records, no partial file, nothing else
+
+
+def test_verify_uses_the_machines_cores_by_itself_for_many_readings(monkeypatch) -> None:
+    """The main command (``attnbounds verify --json records.json``, no other flag) starts one worker per core when it
+    runs 8 or more readings on a machine of several cores; a given scheduler or $ATTNBOUNDS_SCHEDULER wins."""
+    from attnbounds.theory.mathematics import memory
+    from attnbounds.theory.running.cli import AUTO_READINGS, default_scheduler
+
+    monkeypatch.delenv("ATTNBOUNDS_SCHEDULER", raising=False)
+    monkeypatch.setattr(memory, "cores", lambda: 2)
+    assert default_scheduler(None, 54) == "processes:2"
+    assert default_scheduler(None, AUTO_READINGS - 1) is None
+    assert default_scheduler("none", 54) == "none"
+    monkeypatch.setattr(memory, "cores", lambda: 1)
+    assert default_scheduler(None, 54) is None
+    monkeypatch.setattr(memory, "cores", lambda: 2)
+    monkeypatch.setenv("ATTNBOUNDS_SCHEDULER", "none")
+    assert default_scheduler(None, 54) is None  # parallel.parse reads the environment

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from attnbounds.theory.deciding import closed_claims
+from attnbounds.theory.mathematics import exact as exact_tier
 from attnbounds.theory.deciding.certify import certify
 from attnbounds.theory.mathematics import normalisers as nm
 from attnbounds.theory.mathematics.instance import Instance
@@ -36,8 +36,12 @@ def test_a_strict_bound_at_its_equality_case_is_open_and_says_so() -> None:
     tie = Instance.from_logits(np.array([[1.0, 1.0]]), nm.softmax(1.0))  # alpha = (1/2, 1/2) exactly
     exact = certify(_statement("alpha_max < 1/2"), tie)  # margin exactly 0: the strict bound fails, certified
     assert exact.status == "violated" and not exact.strict
-    # a margin of exp(-1000), below what 512 bits resolve next to 1/2: a ball around 0, the equality case open
-    open_ = certify(_statement("alpha_max < 1/2 + exp(-1000)"), tie)
+    # a margin of exp(-1000), below what the balls resolve next to 1/2: decided by the exact tier
+    tiny = certify(_statement("alpha_max < 1/2 + exp(-1000)"), tie)
+    assert tiny.status == "holds" and tiny.backend == "exact" and not tiny.strict, (tiny.status, tiny.notes)
+    assert certify(_statement("alpha_max < 1/2 - exp(-1000)"), tie).status == "violated"
+    # the spectral norm's ball form needs a range (Gershgorin): no exact value, the equality case stays open
+    open_ = certify(_statement("J_spectral < 1/2"), tie)
     assert open_.status == "inconclusive" and open_.strict, (open_.status, open_.notes)
     violated = certify(_statement("alpha_max < 1/4"), tie)
     assert violated.status == "violated" and not violated.strict
@@ -47,6 +51,6 @@ def test_a_strict_bound_at_its_equality_case_is_open_and_says_so() -> None:
 
 def test_a_rational_closed_claim_is_decided_in_exact_rational_arithmetic() -> None:
     for value, sign in ((sp.Rational(1, 100), 1), (sp.Rational(-3, 7), -1), (sp.Integer(0), 0)):
-        assert closed_claims.sign_of(value) == (sign, "exact rational arithmetic")
-    sign, method = closed_claims.sign_of(sp.sqrt(2) - sp.Rational(141421, 100000))
+        assert exact_tier.sign_of(value) == (sign, "exact rational arithmetic")
+    sign, method = exact_tier.sign_of(sp.sqrt(2) - sp.Rational(141421, 100000))
     assert sign == 1 and "interval arithmetic" in method

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 import pytest
@@ -40,14 +42,27 @@ def test_a_sign_fact_over_a_symbol_outside_the_coordinates_is_refused() -> None:
     assert why is not None and "outside the coordinates" in why
 
 
-def test_a_box_that_stays_undecided_is_reported_with_its_coordinates() -> None:
-    """softmax with |l| <= 800: alpha_min L >= exp(-1599) is false at L = 2, with both sides far below the double
-    range; the branch and bound cannot split the box at L -> oo any further and says so, naming the box."""
+def test_bounds_far_below_the_doubles_are_decided_by_the_prover() -> None:
+    """softmax with |l| <= 800 and T = 1: L alpha_min >= exp(-1600) is true (L alpha_min = L e^-1600 / (L - 1 +
+    e^-1600) at the worst logits, > e^-1600, approached as L grows) and L alpha_min >= exp(-1599) is false already at
+    L = 2 (2 e^-1600 / (1 + e^-1600) < e^-1599); both sides lie far below the doubles, where the float tier sees 0:
+    the prover reads those boxes in rigorous arithmetic, proves the first (the certificate replays) and realises a
+    counterexample of the second that certification confirms."""
+    import json
+
     from attnbounds.theory.deciding import prover
+    from attnbounds.theory.deciding.certify import certify
     from attnbounds.theory.running import api
 
-    user = api.statement("alpha_min*L >= exp(-1599)", hypotheses=["softmax", "logits-bounded"],
-                         fixed={"a": 800.0, "T": 1.0}, id="tiny")
-    result = prover.prove(user.statements[0], work=prover.work_for(1.0))  # the work is counted: the same everywhere
-    assert result.status == "open" and "narrower than the split limit stayed undecided at t in [0, " in result.reason, \
-        result.reason
+    def statement(rhs: str) -> Any:
+        return api.statement(f"alpha_min*L >= {rhs}", hypotheses=["softmax", "logits-bounded"],
+                             fixed={"a": 800.0, "T": 1.0}, id="tiny").statements[0]
+
+    true = statement("exp(-1600)")
+    proved = prover.prove(true, work=prover.work_for(1.0))
+    assert proved.status == "proved", proved.reason
+    assert prover.replay(true, json.loads(json.dumps(proved.to_json())))[0]
+    false = statement("exp(-1599)")
+    refuted = prover.prove(false, work=prover.work_for(1.0))
+    assert refuted.status == "refuted" and refuted.counterexample is not None, refuted.reason
+    assert certify(false, refuted.counterexample).status == "violated"

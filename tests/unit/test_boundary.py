@@ -27,6 +27,21 @@ def test_named_cases() -> None:
     assert boundaries(Instance.from_qk(q, k, softmax(1.0))) == [[ZERO], []]
 
 
+def test_the_top_n_boundaries_are_boundaries_only_of_a_statement_that_reads_the_selection() -> None:
+    """``alpha_max > 1/L`` has no N: an instance's N (the search may draw one) is no hypothesis of it, so equal logits
+    at N = L or a tie at the top N are interior; a statement about the selected tokens keeps both boundaries."""
+    from attnbounds.theory.mathematics import registry
+    from attnbounds.theory.running import api
+
+    no_n = api.statement("alpha_max > 1/L", hypotheses=["softmax"], id="no_n").statements[0]
+    assert not no_n.reads_selection and registry.get("theorem2.upper[full]").reads_selection
+    tied = Instance.from_logits(np.zeros((1, 3)), softmax(1.0), N=1)
+    full = Instance.from_logits(np.zeros((1, 3)), softmax(1.0), N=3)
+    assert boundaries(tied) == [[TIE]] and boundaries(full) == [["N = L"]]
+    assert boundaries(tied, no_n.reads_selection) == [[]] and boundaries(full, no_n.reads_selection) == [[]]
+    assert interior(full, selection=False).tolist() == [True]
+
+
 @settings(max_examples=60, deadline=None)
 @given(hs.integers(1, 5), hs.integers(1, 6), hs.data())
 def test_a_batch_reads_like_its_rows(B: int, L: int, data: hs.DataObject) -> None:

@@ -52,6 +52,6 @@ def test_a_search_returns_single_instances_interior_ones_when_asked(name: str, i
     for one in [*res.violations, *([res.best] if res.best is not None else [])]:
         assert isinstance(one, Instance) and one.B == 1
     if inside:
-        assert all(bool(interior(v)[0]) for v in res.violations)
+        assert all(bool(interior(v, st.reads_selection)[0]) for v in res.violations)
     elif name == "scripted":
         assert res.violations == [ON_BOUNDARY, INSIDE]

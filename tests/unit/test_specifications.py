@@ -16,6 +16,7 @@ from attnbounds.theory.mathematics import hypotheses
 from attnbounds.theory.mathematics.hypotheses import DOMAIN_PREFIX, DOMAINS, FIXED_HYPOTHESIS, RANGES_HYPOTHESIS, Hypothesis, domain_id
 from attnbounds.theory.mathematics.quantities import COSTS
 from attnbounds.theory.io.userbounds import hypothesis_catalogue
+from tests._ast import strings
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = [p for d in ("theory", "proofs", "empirical") for p in sorted((ROOT / d).rglob("*.py"))]
@@ -24,15 +25,6 @@ PREFIXES = (DOMAIN_PREFIX, "normaliser(")
 COST_NAMES = frozenset(COSTS)
 #: where each kind of name is defined (and may be spelt)
 HOMES = {"hypothesis": {ROOT / "theory" / "mathematics" / "hypotheses.py"}, "cost": {ROOT / "theory" / "mathematics" / "quantities" / "spec.py"}}
-
-
-def _strings(node: ast.AST) -> list[str]:
-    """The string constants of a constant or of a literal tuple, list or set of them."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [node.value]
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return [s for e in node.elts for s in _strings(e)]
-    return []
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -50,15 +42,15 @@ def _findings(path: Path, kind: str, names: frozenset[str], subjects: set[str]) 
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
-            named = [s for o in operands for s in _strings(o) if s in names]
+            named = [s for o in operands for s in strings(o) if s in names]
             if named and _names(node) & subjects:
                 out.append(f"{where}:{node.lineno} compares {named}")
         elif kind == "hypothesis" and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == "startswith" and any(s.startswith(PREFIXES) for a in node.args for s in _strings(a)):
+                and node.func.attr == "startswith" and any(s.startswith(PREFIXES) for a in node.args for s in strings(a)):
             out.append(f"{where}:{node.lineno} tests an id prefix")
         elif isinstance(node, (ast.Dict, ast.Set, ast.Tuple, ast.List)):
             keys = node.keys if isinstance(node, ast.Dict) else node.elts
-            named = [s for k in keys if k is not None for s in _strings(k) if s in names]
+            named = [s for k in keys if k is not None for s in strings(k) if s in names]
             if len(set(named)) >= 2:
                 out.append(f"{where}:{node.lineno} keeps a table of {sorted(set(named))}")
     return out

@@ -9,8 +9,14 @@ symbols, over tokens). Status:
 
 - ``violated``: the whole margin interval is below 0 and every hypothesis is certified to hold;
 - ``holds``: the whole margin interval is at or above 0;
-- ``inconclusive``: neither (an equality case, a tie that cannot be decided, a quantity that
-  cannot be bounded tightly enough); never a refutation;
+- ``inconclusive``: neither (a tie that cannot be decided, a quantity that cannot be bounded tightly
+  enough); never a refutation.
+
+An interval that stays around 0 at every precision up to :data:`MAX_BITS` goes to the exact tier: the same
+ball forms on exact numbers (:class:`~attnbounds.theory.mathematics.exact.ExactOps`) and the margin's sign decided
+by :func:`~attnbounds.theory.mathematics.exact.sign_of`, the decision the prover and closed claims use too. An
+exact 0 holds a non-strict bound and violates a strict one (``backend == "exact"``); a form that needs a range
+(a spectral norm's Gershgorin hull, a Monte Carlo interval) leaves the certificate inconclusive;
 - ``not-applicable``: a hypothesis certainly fails on this instance.
 
 Expectations are exact when enumerated (``method="enumeration"``) or bounded for every sphere
@@ -34,10 +40,11 @@ import numpy as np
 
 from attnbounds.theory.mathematics import balls
 from attnbounds.theory.mathematics.errors import InvalidArgument
+from attnbounds.theory.mathematics.exact import ExactOps
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
 from attnbounds.theory.deciding.margins import relative_margins
-from attnbounds.theory.mathematics.quantities import QUANTITIES, ball_value
+from attnbounds.theory.mathematics.quantities.spec import QUANTITIES, ball_value
 from attnbounds.theory.mathematics.quantities.theorem2 import refine_sphere
 from attnbounds.theory.mathematics.statement import Statement, conjuncts
 
@@ -48,6 +55,8 @@ STATUSES: tuple[Status, ...] = get_args(Status)
 FLOAT_REPORT = {"exact": "float check", "float": "float check only (not certified)"}
 #: default relative band of :func:`decide` (float margins above band * magnitude are "holds")
 BAND = 1e-6
+#: the ceiling of certification's precision doubling, in bits
+MAX_BITS = 4096
 
 
 @dataclass(frozen=True)
@@ -227,12 +236,15 @@ def _relative_width(ops: Ops, m: _Margin) -> float:
 
 
 def certify(statement: Statement | str, inst: Instance, index: int = 0, *, precision_bits: int = 128,
-            max_bits: int = 512, backend_name: str | None = None) -> Certificate:
+            max_bits: int = MAX_BITS, backend_name: str | None = None) -> Certificate:
     """Re-check instance ``index`` of ``inst`` against ``statement`` in interval arithmetic (module docstring).
 
     Precision doubles from ``precision_bits`` up to ``max_bits`` while the answer is inconclusive
     and the margin interval is wider than ``2**(-bits/4)`` relative to the sides (precision lost
-    to cancellation); an interval that is tight but straddles 0 (an equality case) stops at once.
+    to cancellation); an interval that is tight but straddles 0 (an equality case) stops at once and goes to the
+    exact tier (:func:`_exact`): the margin computed exactly and its sign decided by
+    :func:`~attnbounds.theory.mathematics.exact.sign_of`, so that an exact 0 holds a non-strict bound and violates a
+    strict one (``backend`` "exact" in the certificate).
     """
     start = time.perf_counter()
     st = _statement(statement)
@@ -254,7 +266,7 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
     base: dict[str, Any] = dict(statement_id=st.id, weights="", worst={"conjunct": -1, "token": -1}, level=None)
 
     def finish(status: Status, bits: int, m: _Margin | None, ex: balls.BallInstance | None, notes: list[str],
-               method: str) -> Certificate:
+               method: str, ops: Ops = ops) -> Certificate:
         if m is None:
             nan = float("nan")
             lo_f = hi_f = scale = nan
@@ -318,7 +330,50 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                     and _relative_width(ops, m) > 2.0 ** (-bits / 4)):
                 bits *= 2
                 continue
+            if (status == "inconclusive" and not statistical and not undecided and not float_only
+                    and _relative_width(ops, m) <= 2.0 ** (-bits / 4)):  # tight around 0: an equality case?
+                decided = _exact(st, one, defaulted, bits)
+                if decided is not None:
+                    exact_status, m_exact, ex_exact, exact_notes = decided
+                    return finish(exact_status, bits, m_exact, ex_exact, notes + exact_notes, "exact", ex_exact.ops)
             return finish(status, bits, m, ex, notes, _method(ops, ex))
+
+
+#: the most columns (token classes or tokens) the exact tier expands: its expressions grow with them
+EXACT_MAX_COLUMNS = 16
+
+
+def _exact(st: Statement, one: Instance, defaulted: frozenset[str], bits: int
+           ) -> tuple[Status, _Margin, balls.BallInstance, list[str]] | None:
+    """The status of an instance whose interval margin straddles 0, decided exactly (:class:`ExactOps`): the
+    margin computed from the same ball forms on exact numbers and its sign decided by
+    :func:`~attnbounds.theory.mathematics.exact.sign_of`; None when a form needs a range, a sign cannot be decided,
+    the instance has more than :data:`EXACT_MAX_COLUMNS` columns or carries vectors (``x``, ``q``, ``k``: sums of
+    squares of 53-bit rationals grow beyond what sympy decides in reasonable time)."""
+    if one.K > EXACT_MAX_COLUMNS or one.x is not None or one.q is not None or one.k is not None:
+        return None
+    exact = ExactOps()
+    try:
+        with exact.precision(bits):
+            ex = balls.ball_instance(one, exact)
+            for name in defaulted:
+                ex.params[name] = ball_value(st.defaults[name], ex)
+            if any(h.ball(ex, defaulted) is not True for h in st.hypotheses if h.ball is not None):
+                return None
+            m = _margin(st, ex)
+    except (Unsupported, InvalidArgument, ArithmeticError, TypeError, ValueError, RecursionError):
+        return None
+    if ex.methods & {"hoeffding"}:
+        return None
+    zero = exact.sign(m.ball) == 0
+    what = ("the margin is exactly 0 (an equality case" + (": the strict inequality fails there)" if m.violated
+                                                          else ": the bound holds with equality)")
+            if zero else "the margin's sign was decided exactly")
+    if m.violated:
+        return "violated", m, ex, [what]
+    if m.holds:
+        return "holds", m, ex, [what]
+    return None
 
 
 def _method(ops: Ops, ex: balls.BallInstance) -> str:

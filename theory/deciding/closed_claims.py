@@ -14,11 +14,10 @@ from typing import Any, TypedDict
 
 import sympy as sp
 
+from attnbounds.theory.mathematics.exact import PRECISIONS, sign_of
 from attnbounds.theory.mathematics.statement import Verdict
 from attnbounds.theory.mathematics.statement import Statement, conjuncts
 
-#: working precisions tried, in bits
-PRECISIONS = (128, 512, 2048, 4096)
 #: decimal digits shown for each side
 DIGITS = 30
 
@@ -35,31 +34,6 @@ def _text(ops: Any, value: sp.Expr) -> str:
         return sp.sstr(sp.Float(value, DIGITS)) if not value.is_Integer else str(value)
     with ops.precision(PRECISIONS[1]):
         return ops.text(BallEvaluator(ops, {})(value), DIGITS)
-
-
-def sign_of(value: sp.Expr) -> tuple[int | None, str]:
-    """The sign (-1, 0, 1) of a closed sympy number, and how it was decided: exactly when it is rational, else in
-    arb balls at increasing precision, an exact zero recognised by sympy; ``None`` when it stays unknown."""
-    from attnbounds.theory.mathematics.intervals import BallEvaluator, PrecisionLoss, Unsupported, backend
-
-    if value.is_Rational:
-        return (0 if value == 0 else 1 if value > 0 else -1), "exact rational arithmetic"
-    ops = backend(None)
-    method = f"arb balls up to {PRECISIONS[-1]} bits: the sign stayed unknown"
-    for bits in PRECISIONS:
-        try:
-            with ops.precision(bits):
-                ball = BallEvaluator(ops, {})(value)
-        except (PrecisionLoss, OverflowError):
-            continue
-        except Unsupported as exc:
-            method = f"not evaluable in interval arithmetic: {exc}"
-            break
-        if ops.positive(ball) or ops.negative(ball):
-            return (1 if ops.positive(ball) else -1), f"{ops.name} interval arithmetic at {bits} bits"
-    if value.equals(0):
-        return 0, "sympy: exactly 0 (equality)"
-    return None, method
 
 
 class ClosedClaim(TypedDict):

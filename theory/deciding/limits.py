@@ -33,7 +33,7 @@ from attnbounds.theory.mathematics import balls
 from attnbounds.theory.mathematics.errors import AttnBoundsError, CannotCertify, InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallEvaluator, Unsupported
-from attnbounds.theory.mathematics.quantities import QUANTITIES, ball_value
+from attnbounds.theory.mathematics.quantities.spec import QUANTITIES, ball_value
 from attnbounds.theory.mathematics.symbolic import SymbolicOps, Work, WorkLimit, differentiate, size, t
 from attnbounds.theory.deciding.parallel import Runner
 from attnbounds.theory.mathematics.statement import Statement, conjuncts

@@ -256,7 +256,7 @@ def _handshake(address: str) -> None:
     import asyncio
     import threading
 
-    from distributed.comm import connect
+    from distributed.comm.core import connect
 
     outcome: list[BaseException | None] = []
 

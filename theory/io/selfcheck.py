@@ -183,7 +183,7 @@ def _describe(env: dict[str, np.ndarray], inst: Instance, column: int) -> str:
 def check_normaliser(normaliser: RatioNormaliser, where: str, *, samples: int = SAMPLES, seed: int = 0) -> None:
     """Refuse a user's normaliser unless its ``log F`` evaluates in interval arithmetic (every certificate
     recomputes the weights from it) and agrees with the float kernel at random logits in [-5, 5]."""
-    from attnbounds.theory.mathematics.balls import log_F
+    from attnbounds.theory.mathematics.normalisers.ratio import log_F
 
     rng = np.random.default_rng(seed)
     ops = backend(None)

@@ -222,11 +222,14 @@ def _fold(node: ast.AST, allowed: Mapping[str, Any], where: str) -> float | None
         if name not in _UNARY or len(values) != 1 or values[0] is None:
             return None
         try:
-            return _finite(_UNARY[name](values[0]), text, where)
+            value = _finite(_UNARY[name](values[0]), text, where)
         except OverflowError:
             raise InvalidArgument(f"{where}: {text} exceeds the double range (about 1.8e308)") from None
         except ValueError:  # log(0), sqrt(-1)
             raise InvalidArgument(f"{where}: {text} is not a finite real number") from None
+        # exp below the double range: sympy keeps it exact (no rational blows up), and certification reads it in
+        # balls; it is not folded further (a product with it is not a double's underflow)
+        return None if value == 0 and name == "exp" else value
     for child in ast.iter_child_nodes(node):
         _fold(child, allowed, where)
     return None

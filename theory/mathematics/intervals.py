@@ -596,10 +596,11 @@ class BallEvaluator:
         for idx in np.ndindex(out.shape):
             acc: Any = None
             for v, c in zip(vals, conds):
-                if c[idx] is False:
+                decided: Any = c[idx]  # True, False or an undecided condition
+                if decided is False:
                     continue
                 acc = v[idx] if acc is None else ops.hull(acc, v[idx])
-                if c[idx] is True:
+                if decided is True:
                     break
             else:
                 if acc is None:

@@ -316,7 +316,7 @@ def _mathml_printer() -> Any:
     """sympy's presentation MathML printer, with cases (``Piecewise``) as a brace and a table of value, condition."""
     from sympy.printing.mathml import MathMLPresentationPrinter
 
-    class Printer(MathMLPresentationPrinter):  # type: ignore[misc]
+    class Printer(MathMLPresentationPrinter):
         def _print_Piecewise(self, expr: Any) -> Any:
             rows = self.dom.createElement("mtable")
             for value, condition in expr.args:

@@ -342,6 +342,16 @@ class Statement:
                 out |= set(NEED_PARAMETERS.get(need, ()))
         return out
 
+    @functools.cached_property
+    def reads_selection(self) -> bool:
+        """Whether the statement reads a top-N selection: ``N``, a quantity over the selected tokens, a sum over
+        them, or the hypothesis top-N. Only then are ``N = L`` and a tie at the top-N boundary boundaries of its
+        hypotheses (:mod:`attnbounds.theory.deciding.boundary`)."""
+        from attnbounds.theory.mathematics.hypotheses import TOP_N
+
+        return ("N" in self.used_parameters() or TOP_N in self.hypotheses or bool(self.relation.atoms(sp.Sum))
+                or any("selection" in QUANTITIES[q].needs for q in self.bindings.values()))
+
     def subs(self, **values: Any) -> "Statement":
         """A variant with symbols replaced (e.g. a constant moved), under the id ``id{name=value,...}``."""
         by_name = {str(sym): sym for sym in self.relation.free_symbols}  # symbols carry assumptions

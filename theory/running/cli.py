@@ -10,6 +10,7 @@ Subcommands: ``list``, ``verify``, ``search``, ``cite``, ``table``, ``report``, 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -75,6 +76,27 @@ def _print_table(records: list) -> None:
             _say("  ".join("-" * w for w in widths))
 
 
+#: the fewest readings for which ``verify`` starts local workers by itself (starting them takes seconds)
+AUTO_READINGS = 8
+
+
+def _registry_ids() -> list[str]:
+    from attnbounds.theory.mathematics import registry
+
+    return registry.ids()
+
+
+def default_scheduler(given: str | None, readings: int) -> str | None:
+    """``verify``'s scheduler: the one given, else ``$ATTNBOUNDS_SCHEDULER``, else one local worker per core
+    (``processes:N``) when the machine has more than one core and at least :data:`AUTO_READINGS` readings run, else
+    none (in this process). The records are the same either way."""
+    from attnbounds.theory.mathematics.memory import cores
+
+    if given is not None or os.environ.get("ATTNBOUNDS_SCHEDULER", "").strip():
+        return given
+    return f"processes:{cores()}" if cores() > 1 and readings >= AUTO_READINGS else None
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from attnbounds.theory.deciding import parallel
     from attnbounds.theory.io import atomic
@@ -87,8 +109,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         atomic.check_target(args.json, "--json")
     user = _user_bounds(args)
     hypothesis_home()
+    readings = len(args.ids) if args.ids else len(user.statements) if user is not None else len(_registry_ids())
     records = verify(args.ids or None, budget_s=args.budget, seed=args.seed, progress=not args.quiet,
-                     statements=None if user is None else user.statements, scheduler=args.scheduler)
+                     statements=None if user is None else user.statements,
+                     scheduler=default_scheduler(args.scheduler, readings))
     _stop_if_interrupted()
     if args.json is not None:
         rec.save_records(args.json, records)
@@ -289,7 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--quiet", action="store_true", help="no progress bars")
         p.add_argument("--scheduler", metavar="SCHED", default=None,
                        help="where the work runs: none (in this process), processes:N (N local worker processes) or "
-                            "tcp://HOST:PORT (a running dask scheduler); default $ATTNBOUNDS_SCHEDULER or none. "
+                            "tcp://HOST:PORT (a running dask scheduler); default $ATTNBOUNDS_SCHEDULER, else for verify one "
+                            f"worker per core when {AUTO_READINGS} or more readings run, else none. "
                             "Records are the same whichever runs them (apart from timing)")
 
     p = _parser(sub, "verify", "search, certify and prove every reading (or the given ids); write records",

@@ -178,7 +178,7 @@ def _counterexample(r: Reading, res: SearchResult, cands: list[Instance], summar
     counterexample when it lies on a boundary of the hypotheses, the statement along L from there."""
     rank, cand, cert = chosen
     shrunk = res.minimal is not None and cand is res.minimal
-    cx = r.record.counterexample = _counterexample_part(cand, cert, rank, shrunk)
+    cx = r.record.counterexample = _counterexample_part(r.st, cand, cert, rank, shrunk)
     _shortest_violation(cx, r.st, cands, summaries, cand, res.shortest)
     at_limit = cand
     if cx["boundary"]:  # also look for a counterexample inside the hypotheses
@@ -223,6 +223,8 @@ def _refutation(r: Reading, chosen: Chosen) -> Refutation:
 def _refuted(cx: CounterexamplePart, cert: Certificate) -> str:
     """What a certified counterexample is and where (its contexts, the boundary, the limits along L)."""
     kind = (f"a statistical counterexample (Monte Carlo interval at level {cert.level})" if cert.statistical
+            else "a counterexample certified in exact arithmetic (an exact 0 decided by sympy, or a sign decided in "
+            "balls at rising precision)" if cert.backend == "exact"
             else f"a counterexample certified in {cert.backend} interval arithmetic ({cert.method})")
     where = f" at L = {cx['L']}"
     if cx["boundary"]:
@@ -273,7 +275,7 @@ def _float_only_findings(r: Reading, res: SearchResult, cands: list[Instance], c
     if found is not None:
         rank, one, lhs, rhs, margin, rel = found
         cert = chosen[2] if chosen is not None and chosen[0] == rank else certify(st, one, 0)
-        cx = record.counterexample = _counterexample_part(one, cert, rank, rank == 0 and res.minimal is not None)
+        cx = record.counterexample = _counterexample_part(st, one, cert, rank, rank == 0 and res.minimal is not None)
         cx["statistical"], cx["certified"] = False, False
         cx["float"] = FloatViolation(lhs=lhs, rhs=rhs, margin=margin, relative_margin=rel)
         cx["note"] = ("NOT certified: " + why + "; the certificate above (if any) is about the float weights the "
@@ -310,13 +312,13 @@ def _certified(st: Statement, cands: list[Instance]) -> tuple[Chosen | None, lis
     return chosen or statistical, summaries
 
 
-def _counterexample_part(cand: Instance, cert: Certificate, rank: int, shrunk: bool) -> CounterexamplePart:
+def _counterexample_part(st: Statement, cand: Instance, cert: Certificate, rank: int, shrunk: bool) -> CounterexamplePart:
     """A counterexample: the instance, its certificate, its rank among the candidates, its boundaries."""
     from attnbounds.theory.deciding.boundary import boundaries
 
     return CounterexamplePart(instance=instance_to_json(cand.take(0)), certificate=cert.to_json(timing=False),
                               statistical=cert.statistical, candidate_rank=rank, shrunk=shrunk, L=int(cand.L),
-                              boundary=boundaries(cand.take(0))[0])
+                              boundary=boundaries(cand.take(0), st.reads_selection)[0])
 
 
 def _shortest_violation(cx: CounterexamplePart, st: Statement, cands: list[Instance], summaries: list[CandidatePart],
@@ -344,7 +346,7 @@ def _interior_counterexample(r: Reading, cands: list[Instance], chosen: Chosen) 
     budget, the next seed)."""
     from attnbounds.theory.deciding.boundary import interior
 
-    others = [c for k, c in enumerate(cands) if k != chosen[0] and bool(interior(c.take(0))[0])]
+    others = [c for k, c in enumerate(cands) if k != chosen[0] and bool(interior(c.take(0), r.st.reads_selection)[0])]
     found, _ = _certified(r.st, others[:r.max_candidates])
     tried = 0
     if found is None:
@@ -356,7 +358,7 @@ def _interior_counterexample(r: Reading, cands: list[Instance], chosen: Chosen) 
         return InteriorPart(found=False, tried=tried, reason=f"no interior counterexample among the candidates and "
                                                              f"{tried} more instances searched (seed + 1, half the budget)"), None
     rank, inst, cert = found
-    cx = _counterexample_part(inst, cert, rank, False)
+    cx = _counterexample_part(r.st, inst, cert, rank, False)
     return InteriorPart(found=True, tried=tried, instance=cx["instance"], certificate=cx["certificate"],
                         statistical=cx["statistical"], candidate_rank=rank, shrunk=False, L=cx["L"],
                         boundary=cx["boundary"]), inst

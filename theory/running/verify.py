@@ -222,12 +222,22 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
     todo: list[tuple[Statement, Source]] = [(s, "user" if s.id in user_ids else "paper") for s in [*chosen, *extra]]
     with parallel.runner(scheduler) as run:
         if run.workers > 1 and len(todo) >= min(run.workers, READINGS_AS_TASKS):
-            tasks = [(st, source, budget_s, seed, search, prover, run.name) for st, source in todo]
-            out = run.map(_verify_task, tasks, label="verify", progress=progress)
+            order = sorted(range(len(todo)), key=lambda i: -_cost_rank(todo[i][0]))  # the costliest first: no long tail
+            tasks = [(todo[i][0], todo[i][1], budget_s, seed, search, prover, run.name) for i in order]
+            done = run.map(_verify_task, tasks, label="verify", progress=progress)
+            out = [done[order.index(i)] for i in range(len(todo))]
         else:
             out = _verify_here(todo, budget_s=budget_s, seed=seed, progress=progress, search=search, prover=prover,
                                runner=run)
     return Records(out)  # a list that Jupyter shows as the report
+
+
+def _cost_rank(st: Statement) -> int:
+    """How costly a reading's search is: the rank of its costliest quantity's cost class (sphere expectations last)."""
+    from attnbounds.theory.mathematics.quantities import QUANTITIES
+    from attnbounds.theory.mathematics.quantities.spec import COSTS
+
+    return max((COSTS[QUANTITIES[q].cost].rank for q in st.bindings.values()), default=0)
 
 
 def _verify_task(args: tuple[Statement, Source, float, int, Search | None, ProverFn | None, str]) -> Record:

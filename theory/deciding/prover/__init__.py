@@ -65,6 +65,10 @@ class ProblemReport:
         if o.status == "proved":
             out["tree"] = o.tree.encode()
             out["tree_sha256"] = o.tree.digest()
+        if o.unexplored is not None:
+            left, bound, lo, hi = o.unexplored
+            out["unexplored"] = {"boxes": left, "lowest_float_margin_bound": _j(bound),
+                                 "box": {str(s): [_j(a), _j(b)] for s, a, b in zip(p.symbols, lo, hi)}}
         if o.tightest is not None:
             bound, lo, hi = o.tightest
             out["tightest"] = {"core_lower_bound": bound,
@@ -136,10 +140,11 @@ def _without_restrictions(statement: Statement) -> Statement | None:
     import dataclasses
 
     from attnbounds.theory.mathematics.hypotheses import LOGITS_BOUNDED, domain_hypothesis
+    from attnbounds.theory.mathematics.quantities import QUANTITIES
 
     if LOGITS_BOUNDED not in statement.hypotheses or "a" in statement.symbols():
         return None
-    if any(q in ("C_1", "C_2", "logit_absmax") for q in statement.bindings.values()):
+    if any(QUANTITIES[q].reads_logit_bound for q in statement.bindings.values()):
         return None
     hyps = tuple(h for h in statement.hypotheses if h not in (LOGITS_BOUNDED, domain_hypothesis("a")))
     defaults = {k: v for k, v in statement.defaults.items() if k != "a"}
@@ -234,17 +239,23 @@ LENGTHS = tuple(10**k for k in range(1, 16))
 
 
 def realise(problem: Problem, rel: Relaxation, node: Node, programs: Programs) -> Instance | None:
-    """A token-class instance at a point of the negative box whose float margin is negative (None if none is): at
-    the shortest length of :data:`LENGTHS` that still violates it when the box reaches L -> oo."""
+    """A token-class instance at a point of the negative box that violates the statement (None if none does): at
+    the shortest length of :data:`LENGTHS` that still violates it when the box reaches L -> oo.
+
+    The points whose float margins are negative come first (the caller certifies the instance); then every point
+    again, each instance certified in interval arithmetic here: a float64 margin that rounds to 0 or to the wrong
+    sign (weights below the doubles' range, an exact tie) says nothing."""
     point_program = compile_program([problem.core], problem.symbols)
     t_index = next((d for d, c in enumerate(problem.coordinates) if c.symbol == t_sym), None)
+    points = []
     for p in _candidates(problem, node):
-        tries = [p]
         if t_index is not None and node.lo[t_index] <= problem.coordinates[t_index].lo + 1e-12:
-            tries = [_with(p, t_index, 1.0 / L) for L in LENGTHS if problem.coordinates[t_index].lo <= 1.0 / L
-                     <= problem.coordinates[t_index].hi] + tries
-        for q in tries:
-            inst = _violating(problem, rel, point_program, q)
+            points += [_with(p, t_index, 1.0 / L) for L in LENGTHS if problem.coordinates[t_index].lo <= 1.0 / L
+                       <= problem.coordinates[t_index].hi]
+        points.append(p)
+    for certified in (False, True):
+        for q in points:
+            inst = _violating(problem, rel, point_program, q, certified)
             if inst is not None:
                 return inst
     return None
@@ -256,9 +267,10 @@ def _with(p: np.ndarray, d: int, value: float) -> np.ndarray:
     return q
 
 
-def _violating(problem: Problem, rel: Relaxation, program: Any, p: np.ndarray) -> Instance | None:
-    """The instance at ``p`` when its relaxed and its own float margins are negative."""
-    if not run_float(program, p[None], p[None])[0][1][0] < 0:
+def _violating(problem: Problem, rel: Relaxation, program: Any, p: np.ndarray, certified: bool) -> Instance | None:
+    """The instance at ``p`` when its relaxed and its own float margins are negative; with ``certified``, when
+    certification says it is violated (whatever the float margins say)."""
+    if not certified and not run_float(program, p[None], p[None])[0][1][0] < 0:
         return None
     try:
         inst = _instance(problem, rel, {s: float(v) for s, v in zip(problem.symbols, p)})
@@ -266,6 +278,13 @@ def _violating(problem: Problem, rel: Relaxation, program: Any, p: np.ndarray) -
         return None
     if inst is None:
         return None
+    if certified:
+        from attnbounds.theory.deciding.certify import certify
+
+        try:
+            return inst if certify(rel.statement, inst, 0).status == "violated" else None
+        except AttnBoundsError:
+            return None
     ev = rel.statement.evaluate(inst)
     return inst if bool(ev.applicable[0]) and bool(ev.margin_hi[0] < 0) else None
 
@@ -335,7 +354,8 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
     extra: dict[str, Any] = {k_: v for k_, v in params.items() if k_ not in normaliser.params and k_ != "N"
              and k_ in st.parameters() | set(st.fixed)}
     N_ = N if info["N"] is not None else None
-    return Instance.from_logits(np.array([logits]), normaliser, counts=np.array([counts]), N=N_, **extra)
+    # the statement's fixed values and defaults too (a bound of the logits the core does not read, say)
+    return st.prepare(Instance.from_logits(np.array([logits]), normaliser, counts=np.array([counts]), N=N_, **extra))
 
 
 def _counts(masses: list[float], total: int) -> list[int]:

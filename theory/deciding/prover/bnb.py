@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import heapq
 import json
 import math
 import zlib
@@ -40,10 +41,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import numpy as np
 import sympy as sp
 
-from attnbounds.theory.deciding.closed_claims import sign_of
+from attnbounds.theory.mathematics.exact import PRECISIONS, sign_of
 from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.mathematics.symbolic import differentiate
-from attnbounds.theory.deciding.prover.program import Program, compile_program, run_float, run_rigorous
+from attnbounds.theory.deciding.prover.program import Program, compile_program, rigorous_signs, run_float, run_rigorous
 
 if TYPE_CHECKING:
     from attnbounds.theory.deciding.prover.problem import Problem
@@ -76,6 +77,11 @@ class Node:
     children: list["Node"] = field(default_factory=list)
     bound: float = -INF  # the core's certified lower bound on the box, for closed ones
     face: tuple[tuple[int, float], ...] = ()
+    #: the float lower bound of the core on the parent box: boxes are taken lowest first (best first)
+    priority: float = -INF
+    #: on the face t = 0 (L -> oo, no instance), reached by a projection along t where the core strictly grows:
+    #: every instance the box stands for then has a larger margin, so a strict bound needs only ``core >= 0`` here
+    at_limit: bool = False
 
 
 #: the largest expression (nodes) and the most symbols sympy is asked to factor on a face (factoring is
@@ -299,6 +305,8 @@ class Outcome:
     negative: Node | None = None
     tightest: tuple[float, list[float], list[float]] | None = None  # (bound, lo, hi) of the closest closed box
     reason: str = ""
+    #: when the work ran out: the boxes left, and the one whose parent's float lower bound of the core is lowest
+    unexplored: tuple[int, float, list[float], list[float]] | None = None
 
 
 class Tree:
@@ -316,7 +324,8 @@ class Tree:
             stack.extend(reversed(node.children))
 
     def encode(self) -> str:
-        """Preorder tokens: ``S<d>:<point>`` split, ``P<d><+|->...`` projection (``-``: onto the lower end),
+        """Preorder tokens: ``S<d>:<point>`` split, ``P<d><+|-|<>...`` projection (``-``: onto the lower end; ``<``:
+        onto t = 0 where the core strictly grows in t, :attr:`Node.at_limit`),
         ``C<method>`` closed, ``I<k>`` infeasible by constraint k, ``E`` exact point; zlib + base64."""
         out = []
         for node in self.walk():
@@ -324,7 +333,8 @@ class Tree:
                 d, point = node.detail
                 out.append(f"S{d}:{float(point).hex()}")
             elif node.kind == "project":
-                out.append("P" + ",".join(f"{d}{'-' if side < 0 else '+'}" for d, side in node.detail))
+                out.append("P" + ",".join(f"{d}{'<' if side == LIMIT else '-' if side < 0 else '+'}"
+                                          for d, side in node.detail))
             elif node.kind == "closed":
                 out.append("C" + str(node.detail))
             elif node.kind == "infeasible":
@@ -381,6 +391,63 @@ def _rigorous(program: Program, lo: np.ndarray, hi: np.ndarray, work: list[int],
     return [(max(a[0], b[0]), min(a[1], b[1])) for a, b in zip(out, other)]
 
 
+#: the side of a projection onto t = 0 along which the core strictly grows (:attr:`Node.at_limit`)
+LIMIT = -2
+#: a float enclosure of the core within [-TINY, TINY] may be an underflow: its sign is read in rigorous arithmetic
+TINY = 1e-280
+
+
+def _blind(m_lo: float, m_hi: float) -> bool:
+    """Whether the float tier's enclosure of the core shows nothing: the whole line (an overflow), or too close to 0
+    to show a sign (an underflow)."""
+    return (m_lo == -INF and m_hi == INF) or max(abs(m_lo), abs(m_hi)) <= TINY
+
+
+def _negative(program: Program, node: Node, work: list[int], precisions: Sequence[int] = (128,)) -> bool:
+    """Whether the core is certainly negative on the box, in rigorous arithmetic at each of ``precisions`` in turn
+    (the sign of the values themselves, however far below the doubles)."""
+    bounded = bool(np.all(np.isfinite(node.lo)) and np.all(np.isfinite(node.hi)))
+    for bits in precisions:
+        for name in ("arb", "mpmath.iv") if bounded else ("mpmath.iv",):  # endpoints where balls are too wide
+            work[0] += COST[name] * program.size * max(bits // 128, 1)
+            if rigorous_signs(program, node.lo, node.hi, name, bits)[0] < 0:
+                return True
+    return False
+
+
+def _grows(face: Face, lo: np.ndarray, hi: np.ndarray, d: int, slope_lo: float, work: list[int]) -> bool:
+    """Whether the core strictly grows along coordinate ``d`` on the box: the rigorous lower end of its partial
+    derivative is positive, or rounds to 0 while the rigorous value itself is positive (a slope below the doubles'
+    range) in either of the derivative's two forms."""
+    if slope_lo > 0:
+        return True
+    if slope_lo < 0 or not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        return False
+    work[0] += COST["arb"] * face.grad.size
+    signs = rigorous_signs(face.grad, lo, hi, "arb")
+    return signs[d] > 0 or signs[face.n + d] > 0
+
+
+def _all_finite(enclosures: list[tuple[float, float]]) -> bool:
+    return all(math.isfinite(a) and math.isfinite(b) for a, b in enclosures)
+
+
+def _natural(program: Program, lo: np.ndarray, hi: np.ndarray, strict: bool, work: list[int]) -> float | None:
+    """The core's certified lower bound on the box when its natural enclosure closes the box (``>= 0``, ``> 0``
+    when strict), else None. A lower end that rounds to the double 0 closes a strict box when the rigorous value
+    itself is positive (below the doubles' range)."""
+    bound = _rigorous(program, lo, hi, work, lambda r_: _ok(r_[0][0], strict))[0][0]
+    if _ok(bound, strict):
+        return bound
+    if strict and bound == 0.0:
+        bounded = bool(np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)))
+        for name in ("arb", "mpmath.iv") if bounded else ("mpmath.iv",):
+            work[0] += COST[name] * program.size
+            if rigorous_signs(program, lo, hi, name)[0] > 0:
+                return bound
+    return None
+
+
 def _ok(bound: float, strict: bool) -> bool:
     return bound > 0 if strict else bound >= 0
 
@@ -405,7 +472,8 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
     lo, hi = _box(problem)
     root = Node(lo, hi, lo.copy(), hi.copy())
     tree = Tree(root, [str(s) for s in problem.symbols])
-    queue = [root]
+    queue = _Queue()
+    queue.push(root)
     work = [0]
     boxes = 0
     closed: dict[str, int] = {}
@@ -413,10 +481,13 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
     n = len(problem.coordinates)
     scale = np.array([1.0 if not (math.isfinite(c.lo) and math.isfinite(c.hi)) else max(c.hi - c.lo, 1e-300)
                       for c in problem.coordinates])
-    strict = problem.strict
+    limit_axis = next((d for d, c in enumerate(problem.coordinates) if c.kind == "length" and c.lo == 0.0), None)
 
     def outcome(status: str, reason: str, negative: Node | None = None) -> Outcome:
-        return Outcome(status, tree, work[0], boxes, closed, negative=negative, tightest=state["tightest"], reason=reason)
+        if status in ("open", "stuck") and state.get("stuck"):
+            status, reason = "stuck", f"{state['stuck']}; then {reason}"
+        return Outcome(status, tree, work[0], boxes, closed, negative=negative, tightest=state["tightest"],
+                       reason=reason, unexplored=queue.lowest() if status in ("open", "stuck") else None)
 
     def count(kind: str, node: Node, bound: float) -> None:
         closed[kind] = closed.get(kind, 0) + 1
@@ -426,13 +497,11 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
 
     while queue:
         if work[0] > work_limit:
-            return outcome("open", f"the work limit ({work_limit:.3g} operations) ran out with {len(queue)} open boxes")
+            return outcome("open", f"the work limit ({work_limit:.3g} operations) ran out with {len(queue)} open boxes"
+                           + _lowest_text(queue.lowest(), tree.names))
         if boxes > MAX_NODES:
             return outcome("open", f"more than {MAX_NODES} boxes")
-        face_key = queue[0].face
-        batch = [nd for nd in queue if nd.face == face_key][:BATCH]  # one face's boxes, depth first
-        taken = {id(nd) for nd in batch}
-        queue = [nd for nd in queue if id(nd) not in taken]
+        face_key, batch = queue.take(BATCH)  # one face's boxes, lowest first
         face = P.face(face_key, work)
         k_forms = len(face.forms)
         boxes += len(batch)
@@ -451,10 +520,19 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
         new: list[Node] = []
         for b, node in enumerate(batch):
             node.face = face_key
+            strict = problem.strict and not node.at_limit
             lows = [outs[f][0][b] for f in range(k_forms)]
             best_form = int(np.argmax(lows))
             m_lo, m_hi = lows[best_form], min(outs[f][1][b] for f in range(k_forms))
             g_lo, g_hi = face.gradient([(outs[k_forms + j][0][b], outs[k_forms + j][1][b]) for j in range(2 * n)])
+            bounded = bool(np.all(np.isfinite(node.lo)) and np.all(np.isfinite(node.hi)))
+            blind = bounded and _blind(m_lo, m_hi)
+            if blind:  # the doubles over- or underflow on this box: its enclosures in rigorous arithmetic instead
+                r_box = _rigorous(face.enclose, node.lo, node.hi, work, _all_finite)
+                lows = [r_box[f][0] for f in range(k_forms)]
+                best_form = int(np.argmax(lows))
+                m_lo, m_hi = lows[best_form], min(r_box[f][1] for f in range(k_forms))
+                g_lo, g_hi = face.gradient(r_box[k_forms:])
             # 2. infeasible
             certain: list[bool] = []
             if cons is not None:
@@ -470,15 +548,14 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                 certain = [bool(cons[k][0][b] >= 0) for k in range(len(cons))]
             feasible = all(certain)
             # 3. closed by the natural enclosure of one of the forms
-            if _ok(m_lo, strict):
-                natural = _rigorous(face.form_programs[best_form], node.lo, node.hi, work,
-                                    lambda r_: _ok(r_[0][0], strict))[0]
-                if _ok(natural[0], strict):
-                    node.kind, node.detail, node.bound = "closed", f"natural:{best_form}", natural[0]
-                    count("natural", node, natural[0])
+            if _ok(m_lo, strict) or abs(m_lo) <= TINY:
+                natural = _natural(face.form_programs[best_form], node.lo, node.hi, strict, work)
+                if natural is not None:
+                    node.kind, node.detail, node.bound = "closed", f"natural:{best_form}", natural
+                    count("natural", node, natural)
                     continue
-            # a candidate counterexample
-            if m_hi < 0 and feasible:
+            # a candidate counterexample (where the doubles underflow, the rigorous values' own sign)
+            if feasible and (m_hi < 0 or (blind and _negative(face.form_programs[0], node, work))):
                 node.kind = "negative"
                 return outcome("negative", "the float tier found a box of feasible points where the margin is negative",
                                node)
@@ -500,13 +577,18 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                 moves = [(d, side) for d, side in moves if (r_lo[d] >= 0 if side < 0 else r_hi[d] <= 0)]
                 if moves and cons is not None and not _moves_keep_feasible(P, moves, node.clo, node.chi, work):
                     moves = []
+                if strict and limit_axis is not None and (limit_axis, -1) in moves and node.lo[limit_axis] == 0.0 \
+                        and _grows(face, node.lo, node.hi, limit_axis, float(r_lo[limit_axis]), work):
+                    moves = [(d, LIMIT if d == limit_axis else side) for d, side in moves]
             if moves:
-                child = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy())
+                child = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(),
+                             at_limit=node.at_limit or (limit_axis, LIMIT) in moves)
                 for d, side in moves:
                     v = node.lo[d] if side < 0 else node.hi[d]
                     child.lo[d] = child.hi[d] = child.clo[d] = child.chi[d] = v
                 child.face = P.child_face(face_key, [(d, float(child.lo[d])) for d, _ in moves])
                 node.kind, node.detail, node.children = "project", moves, [child]
+                child.priority = m_lo if not math.isnan(m_lo) else -INF
                 new.append(child)
                 continue
             # 6. a point: decide the core exactly there
@@ -521,8 +603,9 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                     what = "0 at an equality case of a strict bound" if sign == 0 else "negative"
                     return outcome("negative", f"the margin is {what} at a point ({method})", node)
                 node.kind, node.detail = "stuck", method
-                return outcome("stuck", f"a point where the margin could not be decided: {method} at "
-                               + ", ".join(f"{s_} = {v:.6g}" for s_, v in zip(tree.names, node.lo)))
+                state.setdefault("stuck", f"a point where the margin could not be decided: {method} at "
+                                 + ", ".join(f"{s_} = {v:.6g}" for s_, v in zip(tree.names, node.lo)))
+                continue
             # 5. the mean-value form
             finite = np.isfinite(node.lo) & np.isfinite(node.hi)
             if np.all(finite) and np.all(np.isfinite(g_lo)) and np.all(np.isfinite(g_hi)):
@@ -544,19 +627,100 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
             smear = np.where(width > MIN_WIDTH * scale, smear, -1.0)
             d = int(np.argmax(smear))
             if smear[d] < 0:
+                if feasible and _negative(face.form_programs[0], node, work, PRECISIONS):
+                    node.kind = "negative"
+                    return outcome("negative", "the margin is negative on a box too narrow to split (rigorous "
+                                   "arithmetic at rising precision)", node)
                 node.kind, node.detail = "stuck", "boxes too narrow to split"
-                return outcome("stuck", "a box narrower than the split limit stayed undecided at "
-                               + ", ".join(f"{s_} in [{a:.6g}, {z:.6g}]" for s_, a, z in zip(tree.names, node.lo, node.hi)))
+                state.setdefault("stuck", "a box narrower than the split limit stayed undecided at " + ", ".join(
+                    f"{s_} in [{a:.6g}, {z:.6g}]" for s_, a, z in zip(tree.names, node.lo, node.hi)))
+                continue  # no proof now, but the other boxes may still hold a counterexample
             point = _split_point(float(node.lo[d]), float(node.hi[d]))
-            left = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(), face=face_key)
-            right = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(), face=face_key)
+            left = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(), face=face_key,
+                        at_limit=node.at_limit)
+            right = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(), face=face_key,
+                         at_limit=node.at_limit)
             left.hi[d] = right.lo[d] = point
             if node.clo[d] == node.lo[d] and node.chi[d] == node.hi[d]:  # not projected: constraints follow the split
                 left.chi[d] = right.clo[d] = point
             node.kind, node.detail, node.children = "split", (d, point), [left, right]
             new.extend((left, right))
-        queue = new + queue
+            left.priority = right.priority = m_lo if not math.isnan(m_lo) else -INF
+        queue.push_all(new)
+    if state.get("stuck"):
+        return outcome("stuck", "every other box closed")
     return outcome("proved", "every box closed: " + ", ".join(f"{v} {k}" for k, v in sorted(closed.items())))
+
+
+def _lowest_text(lowest: tuple[int, float, list[float], list[float]] | None, names: Sequence[str]) -> str:
+    """Where the unexplored box nearest a counterexample lies (by the float lower bound of the core on its parent)."""
+    if lowest is None:
+        return ""
+    _, bound, lo, hi = lowest
+    return (f" (the lowest float lower bound of the margin among them, {bound:.3g}, at "
+            + ", ".join(f"{n} in [{a:.6g}, {z:.6g}]" for n, a, z in zip(names, lo, hi)) + ")")
+
+
+class _Queue:
+    """The open boxes. :meth:`take` gives a batch of one face's boxes, in turns: depth first (the newest boxes, as a
+    stack: a dive reaches a counterexample's neighbourhood fast) and best first (the boxes whose parent's float lower
+    bound of the core is lowest: no region is left for last because the dive went elsewhere)."""
+
+    def __init__(self) -> None:
+        self.stack: list[Node] = []  # newest first
+        self.heap: list[tuple[float, int, Node]] = []
+        self.taken: set[int] = set()
+        self.count = 0
+        self.turn = 0
+
+    def __len__(self) -> int:
+        return self.count - len(self.taken)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def push_all(self, nodes: list[Node]) -> None:
+        self.stack[:0] = nodes
+        for node in nodes:
+            self.count += 1
+            heapq.heappush(self.heap, (node.priority, -self.count, node))
+
+    def push(self, node: Node) -> None:
+        self.push_all([node])
+
+    def take(self, size: int) -> tuple[tuple[tuple[int, float], ...], list[Node]]:
+        self.turn += 1
+        batch: list[Node] = []
+        if self.turn % 2:  # depth first
+            self.stack = [nd for nd in self.stack if id(nd) not in self.taken]
+            face = self.stack[0].face
+            batch = [nd for nd in self.stack if nd.face == face][:size]
+        else:  # best first
+            while id(self.heap[0][2]) in self.taken:
+                heapq.heappop(self.heap)
+            face = self.heap[0][2].face
+            other: list[tuple[float, int, Node]] = []
+            while self.heap and len(batch) < size:
+                entry = heapq.heappop(self.heap)
+                if id(entry[2]) in self.taken:
+                    continue
+                if entry[2].face == face:
+                    batch.append(entry[2])
+                else:
+                    other.append(entry)
+            for entry in other:
+                heapq.heappush(self.heap, entry)
+        self.taken.update(id(nd) for nd in batch)
+        return face, batch
+
+    def lowest(self) -> tuple[int, float, list[float], list[float]] | None:
+        """``(boxes left, the lowest priority, that box's lo, hi)``, or None when no box is left."""
+        while self.heap and id(self.heap[0][2]) in self.taken:
+            heapq.heappop(self.heap)
+        if not self.heap:
+            return None
+        priority, _, node = self.heap[0]
+        return len(self), priority, node.lo.tolist(), node.hi.tolist()
 
 
 def _pairs(bounds: tuple[np.ndarray, np.ndarray]) -> list[tuple[float, float]]:
@@ -646,18 +810,19 @@ def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None
     P = programs or Programs.build(problem)
     n = len(problem.coordinates)
     lo, hi = _box(problem)
-    Box = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[tuple[int, float], ...]]
-    stack: list[Box] = [(lo, hi, lo.copy(), hi.copy(), ())]
+    Box = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[tuple[int, float], ...], bool]
+    stack: list[Box] = [(lo, hi, lo.copy(), hi.copy(), (), False)]
     work = [0]
     leaves = 0
     pos = 0
-    strict = problem.strict
+    limit_axis = next((d for d, c in enumerate(problem.coordinates) if c.kind == "length" and c.lo == 0.0), None)
     while stack:
         if pos >= len(tokens):
             return False, "the encoding ends before every box is accounted for", leaves
         tok = tokens[pos]
         pos += 1
-        b_lo, b_hi, c_lo, c_hi, fixed = stack.pop()
+        b_lo, b_hi, c_lo, c_hi, fixed, at_limit = stack.pop()
+        strict = problem.strict and not at_limit
         face = P.face(fixed)
         kind = tok[0]
         if kind == "S":
@@ -667,36 +832,40 @@ def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None
                 return False, f"a split along coordinate {d}, which the problem does not have", leaves
             if not b_lo[d] < point < b_hi[d]:
                 return False, f"a split of {problem.symbols[d]} at {point} outside its box", leaves
-            left = (b_lo.copy(), b_hi.copy(), c_lo.copy(), c_hi.copy(), fixed)
-            right = (b_lo.copy(), b_hi.copy(), c_lo.copy(), c_hi.copy(), fixed)
+            left = (b_lo.copy(), b_hi.copy(), c_lo.copy(), c_hi.copy(), fixed, at_limit)
+            right = (b_lo.copy(), b_hi.copy(), c_lo.copy(), c_hi.copy(), fixed, at_limit)
             left[1][d] = right[0][d] = point
             if c_lo[d] == b_lo[d] and c_hi[d] == b_hi[d]:
                 left[3][d] = right[2][d] = point
             stack.extend([right, left])  # preorder: left first
         elif kind == "P":
             claims = [(int(part[:-1]), part[-1]) for part in tok[1:].split(",")]
-            if not claims or any(not 0 <= d < n or side not in "+-" for d, side in claims) \
+            if not claims or any(not 0 <= d < n or side not in "+-<" for d, side in claims) \
                     or len({d for d, _ in claims}) != len(claims):
                 return False, f"a projection {tok[:40]!r} along coordinates the problem does not have", leaves
+            if any(side == "<" and not (d == limit_axis and b_lo[d] == 0.0 and strict) for d, side in claims):
+                return False, f"a projection onto the limit t = 0 along {tok[:40]!r}, which is not t at 0", leaves
             r = _pairs(face.gradient(_rigorous(face.grad, b_lo, b_hi, work, lambda r_: all(
-                (face.gradient(r_)[0][d] >= 0 if side == "-" else face.gradient(r_)[1][d] <= 0) for d, side in claims))))
+                (face.gradient(r_)[0][d] >= 0 if side in "-<" else face.gradient(r_)[1][d] <= 0) for d, side in claims))))
             c_lo2, c_hi2 = b_lo.copy(), b_hi.copy()
             moves = []
             for part in tok[1:].split(","):
                 d, side = int(part[:-1]), part[-1]
-                if not (r[d][0] >= 0 if side == "-" else r[d][1] <= 0):
+                if not (_grows(face, b_lo, b_hi, d, r[d][0], work) if side == "<" else r[d][0] >= 0 if side == "-"
+                        else r[d][1] <= 0):
                     return False, f"the core is not monotone in {problem.symbols[d]} on a projected box", leaves
-                v = b_lo[d] if side == "-" else b_hi[d]
+                v = b_hi[d] if side == "+" else b_lo[d]
                 if not math.isfinite(v):
                     return False, f"a projection onto an infinite end of {problem.symbols[d]}", leaves
                 c_lo2[d] = c_hi2[d] = v
                 moves.append((d, float(v)))
-            if not _moves_keep_feasible(P, [(d, -1 if side == "-" else 1) for d, side in claims], c_lo, c_hi, work):
+            if not _moves_keep_feasible(P, [(d, 1 if side == "+" else -1) for d, side in claims], c_lo, c_hi, work):
                 return False, "a projection along a coordinate whose constraints do not allow it", leaves
             k_lo, k_hi = c_lo.copy(), c_hi.copy()
             for d, v in moves:
                 k_lo[d] = k_hi[d] = v
-            stack.append((c_lo2, c_hi2, k_lo, k_hi, P.child_face(fixed, moves)))
+            stack.append((c_lo2, c_hi2, k_lo, k_hi, P.child_face(fixed, moves),
+                          at_limit or any(side == "<" for _, side in claims)))
         elif kind == "C":
             leaves += 1
             method, _, form = tok[1:].partition(":")
@@ -704,7 +873,7 @@ def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None
             if not 0 <= k < len(face.forms):
                 return False, f"a box closed by form {k}, which its face does not have", leaves
             if method == "natural":
-                ok = _ok(_rigorous(face.form_programs[k], b_lo, b_hi, work, lambda r_: _ok(r_[0][0], strict))[0][0], strict)
+                ok = _natural(face.form_programs[k], b_lo, b_hi, strict, work) is not None
             elif method == "mean-value":
                 c = b_lo / 2 + b_hi / 2
                 rc = _rigorous(face.form_programs[0], c, c, work)[0]

@@ -293,6 +293,10 @@ class _Rigorous:
         """Doubles ``lo <= x <= hi`` (rounded outward; NaN as the whole line)."""
         raise NotImplementedError
 
+    def sign(self, x: Any) -> int:
+        """-1 or 1 when ``x`` is certainly negative or positive (however far below the doubles), else 0."""
+        raise NotImplementedError
+
     def apply(self, code: str, args: list[Any], payload: Any) -> Any:
         raise NotImplementedError
 
@@ -315,6 +319,9 @@ class _Arb(_Rigorous):
         if isinstance(value, str):
             return self.arb.pi() if value == "pi" else self.arb(1).exp()
         return self.arb(self.flint.fmpq(value.numerator, value.denominator))
+
+    def sign(self, x: Any) -> int:
+        return 0 if not x.is_finite() else -1 if x < 0 else 1 if x > 0 else 0
 
     def ends(self, x: Any) -> tuple[float, float]:
         if not x.is_finite():
@@ -384,6 +391,10 @@ class _Iv(_Rigorous):
         if isinstance(value, str):
             return self.iv.pi if value == "pi" else self.iv.e
         return self.iv.mpf(value.numerator) / self.iv.mpf(value.denominator)
+
+    def sign(self, x: Any) -> int:
+        lo, hi = (self.mp.make_mpf(v) for v in x._mpi_)
+        return 0 if self.mp.isnan(lo) or self.mp.isnan(hi) else -1 if hi < 0 else 1 if lo > 0 else 0
 
     def ends(self, x: Any) -> tuple[float, float]:
         lo, hi = x._mpi_
@@ -479,7 +490,20 @@ def run_rigorous(program: Program, lo: Sequence[float] | np.ndarray, hi: Sequenc
                  bits: int = 128) -> list[tuple[float, float]]:
     """Every output's enclosure on one box, rigorously, as doubles rounded outward (the whole line where the
     arithmetic loses the value: NaN, division by an interval holding 0, ...)."""
+    return _run(program, lo, hi, name, bits, "ends")
+
+
+def rigorous_signs(program: Program, lo: Sequence[float] | np.ndarray, hi: Sequence[float] | np.ndarray,
+                   name: str = "arb", bits: int = 128) -> list[int]:
+    """Every output's certain sign on one box (-1, 1; 0 when unknown), read from the rigorous values themselves:
+    a value far below the doubles' range keeps its sign (its outward-rounded doubles would be 0)."""
+    return _run(program, lo, hi, name, bits, "sign")
+
+
+def _run(program: Program, lo: Sequence[float] | np.ndarray, hi: Sequence[float] | np.ndarray, name: str, bits: int,
+         read: str) -> list[Any]:
     ex = rigorous(name)
+    lost = (-_INF, _INF) if read == "ends" else 0
     if name == "arb":
         old = ex.flint.ctx.prec  # type: ignore[attr-defined]
         ex.flint.ctx.prec = bits  # type: ignore[attr-defined]
@@ -493,9 +517,9 @@ def run_rigorous(program: Program, lo: Sequence[float] | np.ndarray, hi: Sequenc
                 slots.append(ex.const(payload))
             else:
                 slots.append(ex.apply(code, [slots[k] for k in args], payload))
-        return [ex.ends(slots[k]) for k in program.outputs]
+        return [getattr(ex, read)(slots[k]) for k in program.outputs]
     except (ZeroDivisionError, ValueError, OverflowError):
-        return [(-_INF, _INF) for _ in program.outputs]
+        return [lost for _ in program.outputs]
     finally:
         if name == "arb":
             ex.flint.ctx.prec = old  # type: ignore[attr-defined]

@@ -701,7 +701,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
             excluded = set(tot.exclude)
             part_roles = sp.Add(*[tot.fn(tok) for tok in role_tokens.values() if tok.name not in excluded])
             if b.model.weights:  # (1/L) sum over tokens: an atom of mass m and weight w holds m * left / w tokens
-                per_atom = [b.left / a.weight * tot.fn(a) for a in atoms]  # type: ignore[operator]
+                per_atom = [b.left / a.weight * tot.fn(a) for a in atoms]
                 if per_atom and all(sp.simplify(x - per_atom[0]) == 0 for x in per_atom[1:]):
                     part_atoms = per_atom[0]  # the same for every atom: the masses sum to 1
                 else:

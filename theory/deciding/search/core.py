@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
@@ -95,6 +96,11 @@ def _one_thread() -> Iterator[None]:
             torch.set_flush_denormal(False)
 
 
+def _interior(st: Statement) -> Callable[[Instance], np.ndarray]:
+    """Which instances of a batch lie inside the statement's hypotheses (:func:`boundary.interior`)."""
+    return functools.partial(boundary.interior, selection=st.reads_selection)
+
+
 def _statement(statement: Statement | str) -> Statement:
     from attnbounds.theory.mathematics.registry import resolve  # the registry imports every statement module: keep it lazy
 
@@ -139,7 +145,7 @@ Shared = tuple[Statement, budget_mod.Plan, bool, float]  # the statement, its pl
 
 def _random_piece(shared: Shared, piece: tuple[tuple[int, ...], range, int]) -> Tracker:
     (st, pl, interior, deadline), (root, indices, shard) = shared, piece
-    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard, deadline=deadline)
+    tracker = Tracker(st, accept=_interior(st) if interior else None, shard=shard, deadline=deadline)
     with _one_thread():
         random_search.run(st, pl, root, tracker, indices)  # times each round under its method
     return tracker
@@ -148,7 +154,7 @@ def _random_piece(shared: Shared, piece: tuple[tuple[int, ...], range, int]) -> 
 def _gradient_piece(shared: tuple[Statement, budget_mod.Plan, bool, float, list[Instance]],
                     piece: tuple[tuple[int, ...], range, int]) -> Tracker:
     (st, pl, interior, deadline, pool), (root, indices, shard) = shared, piece
-    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard, deadline=deadline)
+    tracker = Tracker(st, accept=_interior(st) if interior else None, shard=shard, deadline=deadline)
     t = time.perf_counter()
     with _one_thread():
         gradient.run(st, pl, root, tracker, pool, indices)
@@ -158,7 +164,7 @@ def _gradient_piece(shared: tuple[Statement, budget_mod.Plan, bool, float, list[
 
 def _targeted_piece(shared: Shared, piece: tuple[int, int, int]) -> Tracker:
     (st, pl, interior, deadline), (piece_seed, examples, shard) = shared, piece
-    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=shard, deadline=deadline)
+    tracker = Tracker(st, accept=_interior(st) if interior else None, shard=shard, deadline=deadline)
     t = time.perf_counter()
     with _one_thread():
         targeted.run(st, pl, piece_seed, tracker, examples=examples)
@@ -204,7 +210,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     start = time.perf_counter()
     if deadline is None:  # the wall-clock ceiling (a reading's searches share the one verify sets)
         deadline = time.time() + budget_mod.deadline_s(budget_s)
-    tracker = Tracker(st, accept=boundary.interior if interior else None, shard=-1, deadline=deadline)
+    tracker = Tracker(st, accept=_interior(st) if interior else None, shard=-1, deadline=deadline)
     shared = (st, pl, interior, deadline)
     # the random and targeted phases are independent: both start now, the targeted runs in the background, where
     # they fill the wait for the last random rounds and the gradient phase that starts from the random phase's

@@ -142,7 +142,7 @@ class _Problem:
             if k in statement.parameters() and k not in self.params and not isinstance(v, str):
                 self.params[k] = t(np.full(inst.B, float(v)))
 
-    def value(self, name: str):
+    def value(self, name: str) -> Any:
         return self.vars[name] * self.scale[name] if name in self.vars else None
 
     def T(self):

@@ -349,7 +349,7 @@ def shrink(statement: Statement, inst: Instance, evaluations: int, threshold: fl
     return current, used
 
 
-def run(statement: Statement, plan: Plan, tracker: Tracker, progress=None) -> Instance | None:
+def run(statement: Statement, plan: Plan, tracker: Tracker, progress: Any = None) -> Instance | None:
     """Shrink the most negative clear violation; record the result under method ``shrink``."""
     clear = [c for c in tracker.violations if c.rel < -1e-9]
     if not clear or plan.shrink_evaluations == 0:

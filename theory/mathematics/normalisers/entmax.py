@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attnbounds.theory.mathematics.errors import NotApplicable
-from attnbounds.theory.mathematics.normalisers.spec import SimplexMap, check_logits, column, map_spec, multiplicity
+from attnbounds.theory.mathematics.normalisers.spec import (THRESHOLD_LACKS, SimplexMap, check_logits, column, map_spec,
+                                                          multiplicity)
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -17,9 +18,7 @@ class Entmax15(SimplexMap):
     """1.5-entmax (Peters et al. 2019) of ``l / T``: ``alpha = [(z/2 - tau)_+]^2``, exact sort-based."""
 
     name = "entmax15"
-    lacks = {"ball": "the sort-based threshold tau has no interval form yet: a certificate takes the instance's given "
-                     "weights (renormalised onto the simplex), whatever map produced them",
-             "relaxed": "not of the form F / sum F: there is no log F for the relaxation prover to read"}
+    lacks = THRESHOLD_LACKS
     torch_classes = False
 
     def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:

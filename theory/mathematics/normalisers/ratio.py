@@ -163,11 +163,11 @@ class RatioNormaliser(Normaliser):
 
     # -- computed hypotheses ---------------------------------------------------------------
     @functools.cached_property
-    def length_independent(self) -> bool:  # type: ignore[override]
+    def length_independent(self) -> bool:
         return L_sym not in self.log_F.free_symbols
 
     @functools.cached_property
-    def positive(self) -> bool:  # type: ignore[override]
+    def positive(self) -> bool:
         """F = exp(log F) > 0 iff log F is real-valued (finite) for every real l."""
         expr = self._subs_symbols()
         if expr.is_real is True and not expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):

@@ -29,7 +29,7 @@ class ReluNormalised(SimplexMap):
         return np.maximum(l, 0.0)
 
     @functools.cached_property
-    def positive(self) -> bool:  # type: ignore[override]
+    def positive(self) -> bool:
         probe = np.linspace(-10.0, 10.0, 201)
         return bool(np.all(self.F(probe) > 0))
 

@@ -160,6 +160,13 @@ class Normaliser:
         return hash(repr(self))
 
 
+#: what a map through a sort-based threshold (sparsemax, entmax) lacks, and why
+THRESHOLD_LACKS: Mapping[str, str] = {
+    "ball": "the sort-based threshold tau has no interval form yet: a certificate takes the instance's given weights "
+            "(renormalised onto the simplex), whatever map produced them",
+    "relaxed": "not of the form F / sum F: there is no log F for the relaxation prover to read"}
+
+
 class SimplexMap(Normaliser):
     """A normaliser that is not of the form F / sum F with F > 0 (breaks Lemma 1 on purpose), with a temperature."""
 

@@ -17,7 +17,8 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.theory.mathematics import memory
-from attnbounds.theory.mathematics.balls import BallInstance, log_F, spectral_norm, weights_from_logits
+from attnbounds.theory.mathematics.balls import BallInstance, spectral_norm, weights_from_logits
+from attnbounds.theory.mathematics.normalisers.ratio import log_F
 from attnbounds.theory.mathematics.errors import InvalidArgument, NotApplicable
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallValue, Unsupported

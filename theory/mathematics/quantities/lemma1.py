@@ -70,7 +70,7 @@ def _exp_magnitude(sign: float) -> Any:
 
 C_1 = define("C_1", "B", "Lemma 1 lower constant min F / max F on [-a, a]", definition="min_{|l|<=a} F / max_{|l|<=a} F",
              reference=_REFERENCE, needs=("ratio", "logits"), cost="weights", normaliser=True,
-             magnitude=_exp_magnitude(-1.0), nonnegative=True, closed_form=True, F_extremes=True)
+             magnitude=_exp_magnitude(-1.0), nonnegative=True, closed_form=True, F_extremes=True, reads_logit_bound=True)
 
 
 @C_1.float_form
@@ -106,7 +106,7 @@ def _c1_relaxed(rx: RelaxedInstance) -> sp.Expr:
 C_2 = define("C_2", "B", "Lemma 1 upper constant max F / min F on [-a, a] (inf when it exceeds the float range)",
              definition="max_{|l|<=a} F / min_{|l|<=a} F", reference=_REFERENCE, needs=("ratio", "logits"),
              cost="weights", normaliser=True, magnitude=_exp_magnitude(1.0), nonnegative=True,
-             closed_form=True, F_extremes=True)
+             closed_form=True, F_extremes=True, reads_logit_bound=True)
 
 
 @C_2.float_form

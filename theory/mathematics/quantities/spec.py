@@ -180,6 +180,9 @@ class Quantity:
     autograd: bool = False
     #: it reads the extremes of F on [-a, a], which move with the temperature: gradient ascent keeps T fixed
     F_extremes: bool = False
+    #: its value reads the logits' bound ``a`` (the extremes of F on [-a, a], or the tightest such ``a``): a statement
+    #: reading it is not the same statement without the hypothesis logits-bounded
+    reads_logit_bound: bool = False
     forms: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -348,9 +348,9 @@ for _c in ("scaled", "printed"):
                     f"(L-N)/L sum_i ||c_i x_i - xbar||_2 with coefficient '{_c}' and xbar '{_xb}' (Theorem 1, random)",
                     definition="(L-N)/L sum_i ||c_i x_i - xbar||_2", reference=_RANDOM, needs=("x",), cost="tokens",
                     magnitude=_jensen_scale, closed_form=True)
-        _q.float_form(lambda inst, c=_c, xb=_xb: _jensen(inst, c, xb))  # type: ignore[misc]  # lambda with loop-bound defaults
-        _q.ball_form(lambda ex, c=_c, xb=_xb: _jensen_ball(ex, c, xb))  # type: ignore[misc]  # lambda with loop-bound defaults
-        _q.torch_form(lambda state, c=_c, xb=_xb: _jensen_torch(state, c, xb))  # type: ignore[misc]  # lambda with loop-bound defaults
+        _q.float_form(lambda inst, c=_c, xb=_xb: _jensen(inst, c, xb))
+        _q.ball_form(lambda ex, c=_c, xb=_xb: _jensen_ball(ex, c, xb))
+        _q.torch_form(lambda state, c=_c, xb=_xb: _jensen_torch(state, c, xb))
 
 
 # -- the Jensen gap bound --------------------------------------------------------------------------------------
@@ -585,7 +585,7 @@ for _reading, _scale in (("R1", _r1_scale_random), ("R2", lambda inst: 3 * _A(in
                 f"E over uniform N-subsets of dtilde ({_reading}): exact over class count vectors, or MC with interval",
                 definition=f"E_{{I_N uniform}}[dtilde_{_reading}]", reference=_RANDOM, needs=("x",), cost="subsets",
                 magnitude=_scale, montecarlo=SUBSETS)
-    _q.float_form(lambda inst, r=_reading: _expected_dtilde(inst, r))  # type: ignore[misc]  # lambda with loop-bound defaults
-    _q.ball_form(lambda ex, r=_reading: _expected_dtilde_ball(ex, r))  # type: ignore[misc]  # lambda with loop-bound defaults
-    _q.torch_form(lambda state, r=_reading: _expected_dtilde_torch(state, r))  # type: ignore[misc]  # lambda with loop-bound defaults
+    _q.float_form(lambda inst, r=_reading: _expected_dtilde(inst, r))
+    _q.ball_form(lambda ex, r=_reading: _expected_dtilde_ball(ex, r))
+    _q.torch_form(lambda state, r=_reading: _expected_dtilde_torch(state, r))
 

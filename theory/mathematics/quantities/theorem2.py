@@ -158,8 +158,8 @@ for _which, _name, _what in ((0, "Ns_relaxed", "selected tokens with alpha_i x_i
                               "alpha_j x_j is in the ball)")):
     _q = define(_name, "B", _what, definition="#{i in I_N : ||alpha_i x_i - s|| <= r}", reference="Definition "
                 "(geometric distinguishability)", needs=("x", "selection", "sphere"), cost="tokens")
-    _q.float_form(lambda inst, w=_which: _counts(inst)[w])  # type: ignore[misc]  # lambda with loop-bound defaults
-    _q.ball_form(lambda ex, w=_which: ex.ops.hull(*(ex.num(v) for v in _cached_counts_ball(ex)[w])))  # type: ignore[misc]  # lambda with loop-bound defaults
+    _q.float_form(lambda inst, w=_which: _counts(inst)[w])
+    _q.ball_form(lambda ex, w=_which: ex.ops.hull(*(ex.num(v) for v in _cached_counts_ball(ex)[w])))
 
 
 # -- the paper's radius and separation (section 3) ------------------------------------------------------------
@@ -466,5 +466,5 @@ for _which, _name in ((0, "E_Ns_relaxed"), (1, "E_Ns_full")):
     _q = define(_name, "B", f"E[N_s]/N ({'relaxed' if _which == 0 else 'full Definition'}) over random sphere "
                 "embeddings, weights fixed; MC with interval", definition="E_x[N_s] / N", reference=_REF,
                 needs=("selection", "sphere"), cost="sphere", montecarlo=SPHERE, class_limit=SPHERE_TOKENS)
-    _q.float_form(lambda inst, w=_which: _expected_ns(inst, w))  # type: ignore[misc]  # lambda with loop-bound defaults
-    _q.ball_form(lambda ex, w=_which: _expected_ns_ball(ex, w))  # type: ignore[misc]  # lambda with loop-bound defaults
+    _q.float_form(lambda inst, w=_which: _expected_ns(inst, w))
+    _q.ball_form(lambda ex, w=_which: _expected_ns_ball(ex, w))

@@ -102,7 +102,7 @@ def _abar_relaxed(rx: RelaxedInstance) -> sp.Expr:
 
 logit_absmax = define("logit_absmax", "B", "max_i |l_i|, the tightest a with l_i in [-a, a]",
                       definition="max_i |l_i|", reference="Lemma 1", needs=("logits",), cost="weights", nonnegative=True,
-                      closed_form=True)
+                      closed_form=True, reads_logit_bound=True)
 
 
 @logit_absmax.float_form

@@ -6,6 +6,8 @@ The derivations, and the instances showing each bound cannot be improved, are in
 Registering a corrected form claims nothing about the printed one, whose verdict comes from the search.
 """
 
+from typing import Any
+
 import sympy as sp
 
 from attnbounds.theory.mathematics import hypotheses as hyp
@@ -20,7 +22,7 @@ J_sw = sp.Symbol("J", nonnegative=True)
 
 
 def _corrected(printed: str, title: str, relation: sp.Basic, citation: str, hypotheses: tuple,
-               bindings: dict, notes: str, **kwargs) -> Statement:
+               bindings: dict, notes: str, **kwargs: Any) -> Statement:
     result, reading = printed.split("[", 1)
     return Statement(f"{result}[{reading[:-1]},corrected]", title, relation,
                      Citation(f"{citation}, corrected by attnbounds"), hypotheses, bindings=bindings,

@@ -1,0 +1,212 @@
+"""Exact decisions: the sign of a closed real number, and ball operations on exact numbers.
+
+:func:`sign_of` is the one decision that certification, the relaxation prover and closed claims share where an
+interval enclosure straddles 0: exact rational arithmetic when the number is rational, else arb balls at rising
+precision (:data:`PRECISIONS`, up to 4096 bits), and an exact zero recognised by sympy (``Expr.equals``, which
+answers True only from an exact simplification, a surd's self-consistency or a minimal polynomial). An equality
+case is then a fact: a non-strict bound holds there, a strict one fails.
+
+:class:`ExactOps` is the :class:`~attnbounds.theory.mathematics.intervals.Ops` interface on exact sympy numbers
+(doubles read as the rationals they are, ``exp``/``log``/``sqrt`` kept symbolic): a quantity's ``ball`` form run on
+it yields the exact value of the quantity on one instance, and every decision a form makes on the way (a maximum,
+an absolute value, a sign) goes through :func:`sign_of`. A decision it cannot make, or a range where a point is
+needed (a spectral norm's Gershgorin hull, a Monte Carlo interval), raises
+:class:`~attnbounds.theory.mathematics.intervals.Unsupported`: the exact tier then says nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from fractions import Fraction
+from typing import Any, Iterator
+
+import numpy as np
+import sympy as sp
+
+from attnbounds.theory.mathematics.intervals import Ball, BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
+
+#: working precisions of :func:`sign_of`, in bits (the ceiling is the last)
+PRECISIONS = (128, 512, 2048, 4096)
+#: the largest expression (sympy nodes) :class:`ExactOps` decides a sign of
+MAX_NODES = 3000
+#: the largest expression (sympy nodes) :func:`sign_of` asks sympy to recognise as 0 (``equals`` simplifies: its
+#: time grows fast with the size); it asks only when arb's enclosure at the highest precision holds 0 within 2^-bits/2
+MAX_ZERO_TEST = 600
+
+
+def sign_of(value: sp.Expr) -> tuple[int | None, str]:
+    """The sign (-1, 0, 1) of a closed sympy number, and how it was decided (module docstring); ``None`` when it
+    stays unknown."""
+    value = sp.sympify(value)
+    if value.is_Rational:
+        return (0 if value == 0 else 1 if value > 0 else -1), "exact rational arithmetic"
+    if value.free_symbols:
+        return None, "not a closed number"
+    ops = backend(None)
+    method = f"arb balls up to {PRECISIONS[-1]} bits: the sign stayed unknown"
+    near_zero = False  # the enclosure at the highest precision reached holds 0 and is tiny: worth a proof of 0
+    for bits in PRECISIONS:
+        try:
+            with ops.precision(bits):
+                ball = BallEvaluator(ops, {})(value)
+        except (PrecisionLoss, OverflowError):
+            continue
+        except Unsupported as exc:
+            method = f"not evaluable in interval arithmetic: {exc}"
+            break
+        if ops.positive(ball) or ops.negative(ball):
+            return (1 if ops.positive(ball) else -1), f"{ops.name} interval arithmetic at {bits} bits"
+        near_zero = ops.is_finite(ball) and ops.mid_rad(ball)[1] < 2.0 ** (-bits // 2)
+    if sp.expand(sp.powsimp(value, combine="exp")) == 0:
+        return 0, "sympy: exactly 0 (equality)"
+    if not near_zero:
+        return None, method
+    if sum(1 for _ in sp.preorder_traversal(value)) > MAX_ZERO_TEST:
+        return None, f"{method}; too large for sympy to recognise an exact 0"
+    if value.equals(0) is True:
+        return 0, "sympy: exactly 0 (equality)"
+    return None, method
+
+
+def _closed(value: Any) -> sp.Expr:
+    return value if isinstance(value, sp.Basic) else sp.sympify(value)
+
+
+class ExactOps(Ops):
+    """Ball operations on exact sympy numbers (module docstring): every ball is a point, every decision
+    :func:`sign_of`."""
+
+    name = "exact"
+
+    def __init__(self) -> None:
+        self._arb = backend(None)
+        self._signs: dict[sp.Basic, int | None] = {}
+
+    @contextlib.contextmanager
+    def precision(self, bits: int) -> Iterator[None]:
+        old = self.bits
+        self.bits = int(bits)
+        try:
+            yield
+        finally:
+            self.bits = old
+
+    # -- decisions --------------------------------------------------------------------------------------------
+    def sign(self, b: Any) -> int | None:
+        """The exact sign of ``b`` (memoised), None when :func:`sign_of` cannot decide it; an expression of more than
+        :data:`MAX_NODES` nodes is refused (:class:`Unsupported`): exact arithmetic is for small equality cases."""
+        value = _closed(b)
+        if value not in self._signs:
+            if sum(1 for _ in sp.preorder_traversal(value)) > MAX_NODES:
+                raise Unsupported(f"an expression of more than {MAX_NODES} nodes: too large for exact arithmetic")
+            self._signs[value] = sign_of(value)[0]
+        return self._signs[value]
+
+    def _known_sign(self, b: Any, what: str) -> int:
+        s = self.sign(b)
+        if s is None:
+            raise Unsupported(f"the exact sign of {what} could not be decided")
+        return s
+
+    def positive(self, b: Any) -> bool:
+        return self.sign(b) == 1
+
+    def negative(self, b: Any) -> bool:
+        return self.sign(b) == -1
+
+    def nonnegative(self, b: Any) -> bool:
+        return self.sign(b) in (0, 1)
+
+    def is_finite(self, b: Any) -> bool:
+        return not _closed(b).has(sp.zoo, sp.nan, sp.oo, -sp.oo)  # (sympy's own is_finite evaluates: slow)
+
+    def exact(self, b: Any) -> bool:
+        return True
+
+    # -- constructors -----------------------------------------------------------------------------------------
+    def to_fraction(self, b: Any) -> Fraction:
+        value = _closed(b)
+        if not value.is_Rational:
+            raise Unsupported(f"{value} is not a rational number")
+        return Fraction(int(value.p), int(value.q))
+
+    def num(self, value: float | int) -> Ball:
+        if isinstance(value, (int, np.integer)):
+            return sp.Integer(int(value))
+        if not math.isfinite(float(value)):
+            raise PrecisionLoss(f"{value} is not a finite number")
+        return sp.Rational(*float(value).as_integer_ratio())
+
+    def rational(self, p: int, q: int) -> Ball:
+        return sp.Rational(int(p), int(q))
+
+    def dyadic(self, man: int, exp: int) -> Ball:
+        return sp.Integer(int(man)) * sp.Integer(2) ** int(exp)
+
+    def hull(self, lo: Any, hi: Any) -> Ball:
+        if lo == hi or self.sign(_closed(hi) - _closed(lo)) == 0:
+            return lo
+        raise Unsupported("exact arithmetic holds numbers, not ranges")
+
+    def pi(self) -> Ball:
+        return sp.pi
+
+    def lower(self, b: Any) -> Ball:
+        return b
+
+    def upper(self, b: Any) -> Ball:
+        return b
+
+    # -- to doubles and text, through an arb enclosure ---------------------------------------------------------
+    def _ball(self, b: Any) -> Any:
+        with self._arb.precision(max(self.bits, 128)):
+            return BallEvaluator(self._arb, {})(_closed(b))
+
+    def lower_float(self, b: Any) -> float:
+        return 0.0 if self.sign(b) == 0 else self._arb.lower_float(self._ball(b))
+
+    def upper_float(self, b: Any) -> float:
+        return 0.0 if self.sign(b) == 0 else self._arb.upper_float(self._ball(b))
+
+    def _to_float(self, b: Any) -> float:
+        return self._arb._to_float(self._ball(b))
+
+    def mid_rad(self, b: Any) -> tuple[float, float]:
+        return self._arb.mid_rad(self._ball(b))
+
+    def text(self, b: Any, digits: int = 20) -> str:
+        return "0" if self.sign(b) == 0 else self._arb.text(self._ball(b), digits)
+
+    def endpoint_text(self, b: Any, digits: int = 20) -> str:
+        return "0" if self.sign(b) == 0 else self._arb.endpoint_text(self._ball(b), digits)
+
+    # -- functions ----------------------------------------------------------------------------------------------
+    def exp(self, b: Any) -> Ball:
+        return sp.exp(b)
+
+    def log(self, b: Any) -> Ball:
+        if self._known_sign(b, "the argument of a logarithm") <= 0:
+            raise Unsupported("the logarithm of a number that is not positive")
+        return sp.log(b)
+
+    def sqrt(self, b: Any) -> Ball:
+        return sp.Integer(0) if self._known_sign(b, "the argument of a square root") <= 0 else sp.sqrt(b)
+
+    def abs(self, b: Any) -> Ball:
+        return -b if self._known_sign(b, "an absolute value's argument") < 0 else b
+
+    def min2(self, a: Any, b: Any) -> Ball:
+        return a if self._known_sign(_closed(b) - _closed(a), "a minimum's comparison") >= 0 else b
+
+    def max2(self, a: Any, b: Any) -> Ball:
+        return a if self._known_sign(_closed(a) - _closed(b), "a maximum's comparison") >= 0 else b
+
+    def lgamma(self, n: int) -> Ball:
+        return sp.loggamma(sp.Integer(int(n)))
+
+    def total(self, v: Any) -> Ball:
+        return sp.Add(*list(np.ravel(v))) if np.size(v) else sp.Integer(0)
+
+
+__all__ = ["ExactOps", "PRECISIONS", "sign_of"]
