@@ -377,7 +377,7 @@ def _rigorous(program: Program, lo: np.ndarray, hi: np.ndarray, work: list[int],
     """The outputs' enclosures on one box in rigorous arithmetic: arb balls first for a bounded box, then
     ``mpmath.iv`` endpoint intervals (tighter on wide boxes, exact at 0, and unbounded boxes) when ``accept`` does
     not take arb's answer; the intersection of both when both ran."""
-    bounded = bool(np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)))
+    bounded = _bounded(lo, hi)
     out = None
     if bounded:
         work[0] += COST["arb"] * program.size
@@ -403,16 +403,29 @@ def _blind(m_lo: float, m_hi: float) -> bool:
     return (m_lo == -INF and m_hi == INF) or max(abs(m_lo), abs(m_hi)) <= TINY
 
 
+def _bounded(lo: np.ndarray, hi: np.ndarray) -> bool:
+    return bool(np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)))
+
+
+def _sign(program: Program, lo: np.ndarray, hi: np.ndarray, work: list[int], bits: int = 128) -> int:
+    """The core's certain sign on the box (-1, 1; 0 when unknown) from the rigorous values themselves, however far
+    below the doubles: arb balls, then ``mpmath.iv`` endpoints where balls are too wide (only those when unbounded)."""
+    for name in ("arb", "mpmath.iv") if _bounded(lo, hi) else ("mpmath.iv",):
+        work[0] += COST[name] * program.size * max(bits // 128, 1)
+        sign = rigorous_signs(program, lo, hi, name, bits)[0]
+        if sign:
+            return sign
+    return 0
+
+
 def _negative(program: Program, node: Node, work: list[int], precisions: Sequence[int] = (128,)) -> bool:
-    """Whether the core is certainly negative on the box, in rigorous arithmetic at each of ``precisions`` in turn
-    (the sign of the values themselves, however far below the doubles)."""
-    bounded = bool(np.all(np.isfinite(node.lo)) and np.all(np.isfinite(node.hi)))
-    for bits in precisions:
-        for name in ("arb", "mpmath.iv") if bounded else ("mpmath.iv",):  # endpoints where balls are too wide
-            work[0] += COST[name] * program.size * max(bits // 128, 1)
-            if rigorous_signs(program, node.lo, node.hi, name, bits)[0] < 0:
-                return True
-    return False
+    """Whether the core is certainly negative on the box, in rigorous arithmetic at each of ``precisions`` in turn."""
+    return any(_sign(program, node.lo, node.hi, work, bits) < 0 for bits in precisions)
+
+
+def _limit_axis(problem: Problem) -> int | None:
+    """The coordinate t = 1/L when its range reaches t = 0 (L -> oo: a limit, no instance), else None."""
+    return next((d for d, c in enumerate(problem.coordinates) if c.kind == "length" and c.lo == 0.0), None)
 
 
 def _grows(face: Face, lo: np.ndarray, hi: np.ndarray, d: int, slope_lo: float, work: list[int]) -> bool:
@@ -421,7 +434,7 @@ def _grows(face: Face, lo: np.ndarray, hi: np.ndarray, d: int, slope_lo: float, 
     range) in either of the derivative's two forms."""
     if slope_lo > 0:
         return True
-    if slope_lo < 0 or not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+    if slope_lo < 0 or not _bounded(lo, hi):
         return False
     work[0] += COST["arb"] * face.grad.size
     signs = rigorous_signs(face.grad, lo, hi, "arb")
@@ -439,12 +452,8 @@ def _natural(program: Program, lo: np.ndarray, hi: np.ndarray, strict: bool, wor
     bound = _rigorous(program, lo, hi, work, lambda r_: _ok(r_[0][0], strict))[0][0]
     if _ok(bound, strict):
         return bound
-    if strict and bound == 0.0:
-        bounded = bool(np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)))
-        for name in ("arb", "mpmath.iv") if bounded else ("mpmath.iv",):
-            work[0] += COST[name] * program.size
-            if rigorous_signs(program, lo, hi, name)[0] > 0:
-                return bound
+    if strict and bound == 0.0 and _sign(program, lo, hi, work) > 0:
+        return bound
     return None
 
 
@@ -481,7 +490,7 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
     n = len(problem.coordinates)
     scale = np.array([1.0 if not (math.isfinite(c.lo) and math.isfinite(c.hi)) else max(c.hi - c.lo, 1e-300)
                       for c in problem.coordinates])
-    limit_axis = next((d for d, c in enumerate(problem.coordinates) if c.kind == "length" and c.lo == 0.0), None)
+    limit_axis = _limit_axis(problem)
 
     def outcome(status: str, reason: str, negative: Node | None = None) -> Outcome:
         if status in ("open", "stuck") and state.get("stuck"):
@@ -525,14 +534,14 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
             best_form = int(np.argmax(lows))
             m_lo, m_hi = lows[best_form], min(outs[f][1][b] for f in range(k_forms))
             g_lo, g_hi = face.gradient([(outs[k_forms + j][0][b], outs[k_forms + j][1][b]) for j in range(2 * n)])
-            bounded = bool(np.all(np.isfinite(node.lo)) and np.all(np.isfinite(node.hi)))
-            blind = bounded and _blind(m_lo, m_hi)
+            blind = _bounded(node.lo, node.hi) and _blind(m_lo, m_hi)
             if blind:  # the doubles over- or underflow on this box: its enclosures in rigorous arithmetic instead
                 r_box = _rigorous(face.enclose, node.lo, node.hi, work, _all_finite)
                 lows = [r_box[f][0] for f in range(k_forms)]
                 best_form = int(np.argmax(lows))
                 m_lo, m_hi = lows[best_form], min(r_box[f][1] for f in range(k_forms))
                 g_lo, g_hi = face.gradient(r_box[k_forms:])
+            priority = m_lo if not math.isnan(m_lo) else -INF  # of the children this box may have
             # 2. infeasible
             certain: list[bool] = []
             if cons is not None:
@@ -588,7 +597,7 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                     child.lo[d] = child.hi[d] = child.clo[d] = child.chi[d] = v
                 child.face = P.child_face(face_key, [(d, float(child.lo[d])) for d, _ in moves])
                 node.kind, node.detail, node.children = "project", moves, [child]
-                child.priority = m_lo if not math.isnan(m_lo) else -INF
+                child.priority = priority
                 new.append(child)
                 continue
             # 6. a point: decide the core exactly there
@@ -645,7 +654,7 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                 left.chi[d] = right.clo[d] = point
             node.kind, node.detail, node.children = "split", (d, point), [left, right]
             new.extend((left, right))
-            left.priority = right.priority = m_lo if not math.isnan(m_lo) else -INF
+            left.priority = right.priority = priority
         queue.push_all(new)
     if state.get("stuck"):
         return outcome("stuck", "every other box closed")
@@ -815,7 +824,7 @@ def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None
     work = [0]
     leaves = 0
     pos = 0
-    limit_axis = next((d for d, c in enumerate(problem.coordinates) if c.kind == "length" and c.lo == 0.0), None)
+    limit_axis = _limit_axis(problem)
     while stack:
         if pos >= len(tokens):
             return False, "the encoding ends before every box is accounted for", leaves
