@@ -6,7 +6,10 @@ where constraints ``c >= 0`` may hold) boxes are processed in batches:
 1. the float tier (:func:`~attnbounds.theory.deciding.prover.program.run_float`) encloses the core, its partial
    derivatives and the constraints on every box of the batch (fast, and only a filter);
 2. a box whose constraint is certainly negative holds no point of the space: *infeasible*;
-3. a box whose core is certainly ``>= 0``: *closed* (natural enclosure);
+3. a box whose core is certainly ``>= 0``: *closed* (natural enclosure); or, for a non-strict bound, a box of
+   the root face where the core is ``q * c`` for a constraint ``c`` (exact algebra: the quotient cancels) and
+   ``q >= 0``: *closed by the constraint* (``core >= 0`` wherever ``c >= 0``; an equality along the constraint's
+   boundary, ``alpha_max >= 1/L`` at equal weights, closes no other way);
 4. a box on which the core is monotone in some coordinates is *projected* onto the face where it is smallest
    (``core(x) >= core(face point)``); constraints keep reading the coordinate's range before the projection, so
    that nothing is discarded that a feasible point projects onto;
@@ -72,7 +75,7 @@ class Node:
     hi: np.ndarray
     clo: np.ndarray
     chi: np.ndarray
-    kind: str = "open"  # split / project / closed / infeasible / point / negative / open / stuck
+    kind: str = "open"  # split / project / closed / constraint / infeasible / point / negative / open / stuck
     detail: Any = None
     children: list["Node"] = field(default_factory=list)
     bound: float = -INF  # the core's certified lower bound on the box, for closed ones
@@ -265,6 +268,7 @@ class Programs:
         self.constraint_grad = compile_program([differentiate(problem.constraints[k], problem.symbols[d]) for k, d in self.pairs],
                                                problem.symbols) if self.pairs else None
         self._given = dict(faces or {})
+        self._quotients: dict[int, Program | None] = {}
         self.faces: dict[tuple[tuple[int, float], ...], Face] = {}
         lo, hi = _box(problem)
         self.ends = [(float(a), float(b)) for a, b in zip(lo, hi)]
@@ -272,6 +276,20 @@ class Programs:
     @classmethod
     def build(cls, problem: Problem) -> "Programs":
         return cls(problem)
+
+    def quotient(self, k: int, work: list[int] | None = None) -> Program | None:
+        """The program of ``core / constraint k`` when the quotient cancels to an expression no larger than the core
+        (the core is then that multiple of the constraint), else None; built once."""
+        if k not in self._quotients:
+            core, con = self.problem.core, self.problem.constraints[k]
+            q = None
+            if max(_size(core), _size(con)) <= MAX_FACTOR and con != 0:
+                if work is not None:
+                    work[0] += FACE_WORK * (_size(core) + _size(con))
+                q = sp.cancel(sp.together(core / con))
+                q = q if _size(q) <= _size(core) and not q.has(sp.zoo, sp.nan, sp.oo, -sp.oo) else None
+            self._quotients[k] = compile_program([q], self.problem.symbols) if q is not None else None
+        return self._quotients[k]
 
     def face(self, fixed: tuple[tuple[int, float], ...], work: list[int] | None = None) -> Face:
         if fixed not in self.faces:
@@ -326,7 +344,8 @@ class Tree:
     def encode(self) -> str:
         """Preorder tokens: ``S<d>:<point>`` split, ``P<d><+|-|<>...`` projection (``-``: onto the lower end; ``<``:
         onto t = 0 where the core strictly grows in t, :attr:`Node.at_limit`),
-        ``C<method>`` closed, ``I<k>`` infeasible by constraint k, ``E`` exact point; zlib + base64."""
+        ``C<method>`` closed, ``I<k>`` infeasible by constraint k, ``M<k>`` closed as a multiple of constraint k,
+        ``E`` exact point; zlib + base64."""
         out = []
         for node in self.walk():
             if node.kind == "split":
@@ -339,6 +358,8 @@ class Tree:
                 out.append("C" + str(node.detail))
             elif node.kind == "infeasible":
                 out.append(f"I{node.detail}")
+            elif node.kind == "constraint":
+                out.append(f"M{node.detail}")
             elif node.kind == "point":
                 out.append("E")
             else:
@@ -461,6 +482,22 @@ def _ok(bound: float, strict: bool) -> bool:
     return bound > 0 if strict else bound >= 0
 
 
+def _by_constraint(P: Programs, lo: np.ndarray, hi: np.ndarray, ks: Sequence[int], work: list[int]) -> int | None:
+    """A constraint ``k`` among ``ks`` with ``core = q * c_k`` and ``q >= 0`` certified on the box (then ``core >= 0``
+    at each of its points where ``c_k >= 0``), else None. Only for a box of the root face that the constraints read
+    as it is (no projection)."""
+    for k in ks:
+        q = P.quotient(k, work)
+        if q is None:
+            continue
+        work[0] += COST["float"] * q.size * (1 + FLOAT_CALL)
+        if not run_float(q, lo[None], hi[None])[0][0][0] >= 0:
+            continue
+        if _rigorous(q, lo, hi, work, lambda r_: r_[0][0] >= 0)[0][0] >= 0:
+            return k
+    return None
+
+
 def _exact_point(core: sp.Expr, symbols: Sequence[sp.Symbol], point: np.ndarray) -> tuple[int | None, str]:
     """The sign of ``core`` at a point of the closure (coordinates exact doubles; an infinite one: not decided)."""
     if not np.all(np.isfinite(point)):
@@ -562,6 +599,13 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                 if natural is not None:
                     node.kind, node.detail, node.bound = "closed", f"natural:{best_form}", natural
                     count("natural", node, natural)
+                    continue
+            if not strict and cons is not None and not face_key and np.array_equal(node.clo, node.lo) \
+                    and np.array_equal(node.chi, node.hi) and m_lo < 0:
+                k_by = _by_constraint(P, node.lo, node.hi, [k for k in range(len(cons)) if cons[k][0][b] < 0], work)
+                if k_by is not None:
+                    node.kind, node.detail, node.bound = "constraint", k_by, 0.0
+                    count("constraint", node, 0.0)
                     continue
             # a candidate counterexample (where the doubles underflow, the rigorous values' own sign)
             if feasible and (m_hi < 0 or (blind and _negative(face.form_programs[0], node, work))):
@@ -900,6 +944,16 @@ def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None
                 return False, f"a box said infeasible by constraint {k}, which the problem does not have", leaves
             if P.constraints is None or not _rigorous(P.constraints, c_lo, c_hi, work, lambda r_: r_[k][1] < 0)[k][1] < 0:
                 return False, f"a box said infeasible by constraint {k} is not", leaves
+        elif kind == "M":
+            leaves += 1
+            k = int(tok[1:])
+            if not 0 <= k < len(problem.constraints):
+                return False, f"a box closed by constraint {k}, which the problem does not have", leaves
+            if strict or fixed or not (np.array_equal(c_lo, b_lo) and np.array_equal(c_hi, b_hi)):
+                return False, "a box closed by a constraint where that rule does not apply (a strict bound, a face, " \
+                              "or a projected box)", leaves
+            if _by_constraint(P, b_lo, b_hi, [k], work) is None:
+                return False, f"a box closed by constraint {k} does not re-check", leaves
         elif kind == "E":
             leaves += 1
             if np.any(b_hi > b_lo):

@@ -79,6 +79,10 @@ def strip_positive(margin: sp.Expr) -> tuple[sp.Expr, list[str]]:
     sign of what is left is the sign of the margin wherever ``t > 0`` (every instance)."""
     expr = sp.factor_terms(_abs_out(margin))
     stripped: list[str] = []
+    num, den = sp.fraction(sp.together(expr))  # 1 - b/t = (t - b)/t: a positive denominator goes too
+    if den != 1 and all(_positive_factor(f) for f in sp.Mul.make_args(den)) and sp.count_ops(num) <= sp.count_ops(expr):
+        stripped.append(f"1/({den})")
+        expr = sp.factor_terms(num)
     if not isinstance(expr, sp.Mul):
         return expr, stripped
     keep = []

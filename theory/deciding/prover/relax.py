@@ -624,6 +624,28 @@ def _signed_symbols(statement: Statement, conjunct: sp.Rel) -> dict[sp.Symbol, s
     return out
 
 
+def _against_mean(b: "_Builder", role: Role, tok: Token, k: int) -> sp.Expr | None:
+    """The weights model: ``role``'s dominance over the mean weight of the other tokens, ``left / (L - k)``, as a
+    constraint linear in the weights, ``w_r (1 - k t) - left t >= 0`` for a maximum of the log-weights (``<=`` for a
+    minimum), or None.
+
+    Sound and exact where the dominance reads another token through its log-weight alone, linearly (``r.lam -
+    k.lam``): it then bounds each other weight on one side, a distribution of the others' weight ``left`` over
+    ``L - k`` tokens within that bound exists exactly when their mean is within it (the mean of numbers on one
+    side of a bound is on that side; all equal at the mean is such a distribution). Without it, a relaxation whose
+    margin reads none of the others (``alpha_max >= 1/L``) leaves the largest weight below the mean."""
+    if role.dominates is None:
+        return None
+    lam = sp.Symbol("_lam_mean", real=True)
+    d = sp.expand(role.dominates(tok, Token("mean", [], None, lam, 1 / b.model.T, sp.exp(lam))))
+    slope = sp.diff(d, lam)
+    if not (slope.is_number and slope.is_nonzero) or sp.expand(d - slope * lam).has(lam):
+        return None
+    bound = sp.exp(sp.expand(-(d - slope * lam) / slope))  # the dominance: other's weight <= bound (slope < 0)
+    side = 1 if slope.is_negative else -1
+    return sp.expand(side * (bound * (1 - k * t_sym) - b.left * t_sym))
+
+
 def _substitutes(favourable: list[str], pattern: dict[str, int], discovery: "_Builder") -> Iterator[tuple[str, ...]]:
     """For each favourable role, a role of another quantity to read it at (one per class of the pattern)."""
     classes: dict[int, str] = {}
@@ -725,6 +747,10 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
             if role.dominates is not None:
                 constraints.append(_substitute(role.dominates(tok, other), subs))
                 owners.append(role.name)
+        mean = _against_mean(b, role, tok, k) if b.model.weights else None
+        if mean is not None:
+            constraints.append(mean)
+            owners.append(role.name)
     for role, point in b.points.values():
         for other in [*role_tokens.values(), *atoms]:
             if role.dominates is not None:
