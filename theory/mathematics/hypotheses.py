@@ -309,13 +309,14 @@ def _logits_bounded_ball(ex: BallInstance, defaulted: frozenset[str] = frozenset
 F_POSITIVE = Hypothesis(
     "F-positive", "alpha = F / sum F with F a smooth positive function of the logit (paper eq. 3)",
     lambda inst: _all(inst, isinstance(inst.normaliser, RatioNormaliser) and inst.normaliser.positive),
-    relax=lambda space: space.normaliser_property(lambda n: n.positive, "F positive"), exact=True, normaliser="form")
+    relax=lambda space: space.normaliser_property(lambda n: n.positive, "F positive", every_F=True), exact=True,
+    normaliser="form")
 
 F_LENGTH_INDEPENDENT = Hypothesis(
     "F-length-independent", "F does not depend explicitly on the number of tokens L (Lemma 1)",
     lambda inst: _all(inst, inst.normaliser is not None and inst.normaliser.length_independent),
-    relax=lambda space: space.normaliser_property(lambda n: n.length_independent, "F independent of L"), exact=True,
-    normaliser="form")
+    relax=lambda space: space.normaliser_property(lambda n: n.length_independent, "F independent of L", every_F=True),
+    exact=True, normaliser="form")
 
 SOFTMAX = Hypothesis(
     "softmax", "alpha = F / sum F with log F(l) = l / T + c (c free of l) for the instance's temperature T: softmax "

@@ -516,7 +516,9 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
         # values); then over logits, with F's extremes over the tokens where the margin allows it (when some quantity
         # reads them: a bound of the margin, its roles constrained among tokens only), then exactly
         plans: list[tuple[Any, dict[str, int]]] = [(model, signs), (model, {})]
-        if not model.weights and not space.selection:
+        if space.every_F:  # no log F is fixed: only its values, every F at once
+            plans = [(LogFValues(model), {})]
+        elif not model.weights and not space.selection:
             plans.insert(0, (LogFValues(model), {}))
         for plan_model, margin_signs in plans:
             discovery = _Builder(space, None, parameters, param_coords, plan_model, margin_signs=margin_signs)
@@ -527,7 +529,7 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
                 per += _strategies(statement, space, c, conjunct, strict, parameters, param_coords, plan_model,
                                    atoms, discovery)
             except Declined:
-                if plan_model is model:
+                if plan_model is model or space.every_F:
                     raise
         strategies.append(per)
     return Relaxation(statement, strategies, space)

@@ -59,7 +59,10 @@ class Space:
     boxes: dict[str, tuple[float, float]] = field(default_factory=dict)  # parameter boxes (closure)
     understood: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    pending: list[tuple[Callable[[RatioNormaliser], bool], str]] = field(default_factory=list)
+    pending: list[tuple[Callable[[RatioNormaliser], bool], str, bool]] = field(default_factory=list)
+    #: no hypothesis fixes log F and those about F say only what every point of the log-F-values model satisfies
+    #: (F positive, independent of L): the relaxation ranges over every such F (:class:`LogFValues` alone)
+    every_F: bool = False
 
     # rules the hypotheses call -----------------------------------------------------------------------------
     def normaliser(self, log_F: sp.Expr, params: dict[str, float], text: str, name: str = "relaxed") -> None:
@@ -88,14 +91,21 @@ class Space:
         if l_sym in slope.free_symbols or sp.simplify(slope * T - 1) != 0:
             self.problems.append(f"the statement's normaliser ({self.normaliser_text}) is not a softmax")
 
-    def normaliser_property(self, holds: Callable[[RatioNormaliser], bool], text: str) -> None:
+    def normaliser_property(self, holds: Callable[[RatioNormaliser], bool], text: str, every_F: bool = False) -> None:
         """A property of F the prover checks on the universe's ``log F`` once it is known (it then holds on every
-        instance); alone, with no hypothesis fixing log F, it ranges over every such F (not relaxed)."""
-        self.pending.append((holds, text))
+        instance); alone, with no hypothesis fixing log F, it ranges over every such F: relaxed (by the log-F-values
+        model, whose points are the instances of every F with finite positive values) when ``every_F`` says the
+        property holds at each such point, else not relaxed."""
+        self.pending.append((holds, text, every_F))
 
     def check_properties(self) -> None:
-        """Decide the pending properties on the universe's log F (after every hypothesis is read)."""
-        for holds, text in self.pending:
+        """Decide the pending properties on the universe's log F (after every hypothesis is read), or mark the space
+        as ranging over every F (:attr:`every_F`) when none fixes it and each is one the log-F-values model keeps."""
+        if self.log_F is None and self.pending and all(every for _, _, every in self.pending):
+            self.every_F = True
+            self.normaliser(l_sym, {}, "every F positive and independent of L (log F values only)", name="every-F")
+            return
+        for holds, text, _ in self.pending:
             if self.log_F is None:
                 self.problems.append(f"'{text}' alone ranges over every such F (the prover reads one log F)")
             elif not holds(RatioNormaliser("relaxed", self.log_F, {**self.normaliser_params, "T": 1.0})):
