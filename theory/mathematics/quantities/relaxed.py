@@ -75,8 +75,9 @@ class Space(Protocol):
 
     def softmax(self) -> None: ...
 
-    def normaliser_property(self, holds: Callable[[RatioNormaliser], bool], text: str) -> None:
-        """A property of F, checked on the space's log F once it is known."""
+    def normaliser_property(self, holds: Callable[[RatioNormaliser], bool], text: str, every_F: bool = False) -> None:
+        """A property of F, checked on the space's log F once it is known (``every_F``: one every finite positive F
+        value satisfies, so that with no log F fixed the space ranges over every such F)."""
 
     def bound_logits(self) -> None: ...
 
