@@ -49,7 +49,8 @@ MISSING: dict[tuple[str, str], str] = {
          ("A_norm", "E_dtilde_R1", "E_dtilde_R2", "J_printed_mean", "J_printed_weighted", "J_scaled_mean",
           "J_scaled_weighted", "Ns_full", "Ns_relaxed", "context_distance", "d_1", "delta_min", "dtilde_R1",
           "dtilde_R2", "jensen_gap_bound", "m_norm", "max_norm", "r_paper", "x_max")),
-        ("the query and keys: l_i = <q, k_i> couples every logit to one query (not built)", ("Delta_max", "Delta_own")),
+        ("||q|| ||k_i|| bounds one token's logit only: the role would need one more coordinate in [|l_i|, a] (not "
+         "built; Delta_max is relaxed as the logit box's a under logits-qk)", ("Delta_own",)),
         ("an expectation over random sphere embeddings or heads (the relaxation reads deterministic quantities)",
          ("E_Ns_full", "E_Ns_relaxed", "coverage_enum", "xi")),
         ("a per-selected-token quantity (the selected tokens are a distribution in the relaxation)", ("C_other",)),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from attnbounds.theory.mathematics import strategies
 from attnbounds.theory.mathematics.errors import AttnBoundsError
@@ -38,8 +39,11 @@ def _close(value: float, candidates: list[float], scale: float) -> bool:
 
 @pytest.mark.parametrize("name", RELAXED)
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(inst=strategies.adversarial_instance(max_L=6, batch=1, ratio_only=True, qk=False, max_count=10**6))
-def test_the_float_value_is_attained_at_the_instances_point(name: str, inst) -> None:
+@given(data=st.data())
+def test_the_float_value_is_attained_at_the_instances_point(name: str, data: st.DataObject) -> None:
+    # a quantity of the query and keys (Delta_max: the logits' bound under logits-qk) on instances that have them
+    inst = data.draw(strategies.adversarial_instance(max_L=6, batch=1, ratio_only=True,
+                                                     qk="qk" in QUANTITIES[name].needs, max_count=10**6))
     one = inst.take(0)
     assume(one.K <= 6)
     try:

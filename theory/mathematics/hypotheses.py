@@ -326,7 +326,8 @@ SOFTMAX = Hypothesis(
 
 LOGITS_QK = Hypothesis(
     "logits-qk", "the logits are the query-key products l_i = <q, k_i> (the scale 1/T is in F); checked to the "
-    "rounding of the dot product in float64, exactly in balls", _logits_qk, ball=_logits_qk_ball)
+    "rounding of the dot product in float64, exactly in balls", _logits_qk, ball=_logits_qk_ball,
+    relax=lambda space: space.bound_logits(by="keys"))
 
 LOGITS_BOUNDED = Hypothesis(
     "logits-bounded", "every logit lies in [-a, a] (a: instance parameter, default max_i |l_i|)",

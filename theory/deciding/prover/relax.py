@@ -241,6 +241,11 @@ class RelaxedInstance:
         """Whether every logit lies in ``[-a, a]`` (the hypothesis ``logits-bounded``)."""
         return self._b.space.bounded_logits
 
+    @property
+    def logit_bound(self) -> str:
+        """What ``a`` is: "a" (the statement's parameter), "keys" (``Delta_max``, under ``logits-qk``), or ""."""
+        return self._b.space.logit_bound
+
     def same(self, a: relaxed.RelaxedToken, b: relaxed.RelaxedToken) -> bool:
         return a is b
 

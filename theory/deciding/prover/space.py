@@ -63,6 +63,8 @@ class Space:
     #: no hypothesis fixes log F and those about F say only what every point of the log-F-values model satisfies
     #: (F positive, independent of L): the relaxation ranges over every such F (:class:`LogFValues` alone)
     every_F: bool = False
+    #: what bounds the logits: the parameter "a" (logits-bounded) or "keys" (logits-qk: a = Delta_max)
+    logit_bound: str = ""
 
     # rules the hypotheses call -----------------------------------------------------------------------------
     def normaliser(self, log_F: sp.Expr, params: dict[str, float], text: str, name: str = "relaxed") -> None:
@@ -111,9 +113,19 @@ class Space:
             elif not holds(RatioNormaliser("relaxed", self.log_F, {**self.normaliser_params, "T": 1.0})):
                 self.problems.append(f"the normaliser {self.normaliser_text} does not satisfy '{text}'")
 
-    def bound_logits(self) -> None:
-        """Every logit lies in ``[-a, a]``."""
+    def bound_logits(self, by: str = "a") -> None:
+        """Every logit lies in ``[-a, a]``: ``a`` the statement's parameter (``by`` "a"), or (``by`` "keys", the logits
+        are query-key products) ``a = Delta_max = ||q|| max_j ||k_j||``, which bounds every ``|<q, k_j>|`` by
+        Cauchy-Schwarz: the instances of q and k are then among the relaxed points with that ``a``."""
+        if self.bounded_logits and self.logit_bound != by:
+            self.problems.append("two bounds of the logits (the parameter a and the keys' Delta_max)")
+        if by == "keys":
+            if "a" in self.statement.parameters():
+                self.problems.append("the statement reads a parameter 'a', the name the relaxation gives the keys' "
+                                     "bound Delta_max")
+            self._bound("a", 0.0, INF)
         self.bounded_logits = True
+        self.logit_bound = by
 
     def top_n(self) -> None:
         """The selection I_N holds N largest weights: two populations of tokens, every selected one at least as heavy

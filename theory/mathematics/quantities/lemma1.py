@@ -181,3 +181,12 @@ def _delta_max_ball(ex: BallInstance) -> BallValue:
 @Delta_max.torch_form
 def _delta_max_torch(state: State) -> Tensor:
     return state.masked(_delta_own_torch(state), state.present, "max")
+
+
+@Delta_max.relaxed_form
+def _delta_max_relaxed(rx: RelaxedInstance) -> sp.Expr:
+    # under logits-qk the relaxed logits lie in [-a, a] with a standing for Delta_max (Cauchy-Schwarz): every instance
+    # of q and k is a relaxed point with a = Delta_max, so a bound proved over the relaxed points holds for them
+    if rx.logit_bound != "keys":
+        raise Unsupported("Delta_max is relaxed only under logits-qk, as the bound of every logit")
+    return rx.param("a")

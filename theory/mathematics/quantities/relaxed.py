@@ -57,6 +57,10 @@ class RelaxedInstance(Protocol):
     @property
     def bounded_logits(self) -> bool: ...
 
+    @property
+    def logit_bound(self) -> str:
+        """What bounds the logits: "a" (the parameter), "keys" (``a`` is ``Delta_max``), or ""."""
+
     def same(self, a: RelaxedToken, b: RelaxedToken) -> bool: ...
 
     def total(self, fn: Callable[[RelaxedToken], sp.Expr], exclude: Sequence[RelaxedToken] = (), *,
@@ -79,7 +83,8 @@ class Space(Protocol):
         """A property of F, checked on the space's log F once it is known (``every_F``: one every finite positive F
         value satisfies, so that with no log F fixed the space ranges over every such F)."""
 
-    def bound_logits(self) -> None: ...
+    def bound_logits(self, by: str = "a") -> None:
+        """Every logit lies in ``[-a, a]``; ``by`` "keys": ``a`` is ``Delta_max`` (the logits are query-key products)."""
 
     def top_n(self) -> None: ...
 
