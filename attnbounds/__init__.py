@@ -11,6 +11,8 @@ The public API, imported lazily so that ``import attnbounds`` stays fast::
     records = attnbounds.verify([st.id], budget_s=2)            # search + certify + proofs -> citable records
     r = attnbounds.check("J_spectral <= 1/(2*T)", hypotheses=["softmax"], budget=2)   # your own bound
     r.verdict, r.counterexample, r.cite()                       # attnbounds.assert_bound(...) raises on REFUTED
+    t = attnbounds.tighten("J_entry <= C", hypotheses=["softmax"], fixed={"T": 1})  # the best C, as a bracket
+    t.lower, t.upper, t.proved, t.refuted                       # REFUTED at one side, PROVED at the other
 
 Sub-packages: :mod:`attnbounds.theory` (statements, quantities, search, certification, records, CLI),
 :mod:`attnbounds.proofs` (replayable derivations), :mod:`attnbounds.empirical` (the paper's
@@ -48,6 +50,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "load_statements": ("attnbounds.theory.io.userbounds", "load_statements"),
     "hypothesis_catalogue": ("attnbounds.theory.io.userbounds", "hypothesis_catalogue"),
     "assert_bound": ("attnbounds.theory.running.api", "assert_bound"),
+    "tighten": ("attnbounds.theory.running.tighten", "tighten"),
+    "TightenResult": ("attnbounds.theory.running.tighten", "TightenResult"),
     "Record": ("attnbounds.theory.io.records", "Record"),
     "AttnBoundsError": ("attnbounds.theory.mathematics.errors", "AttnBoundsError"),
     "InvalidArgument": ("attnbounds.theory.mathematics.errors", "InvalidArgument"),

@@ -140,12 +140,15 @@ def _table(relation: Any, hypotheses: Any, fixed: Any, ranges: Any, defaults: An
 
 def statement(relation: str, *, hypotheses: Iterable[str] = (), fixed: Mapping[str, float] | None = None,
               ranges: Mapping[str, Any] | None = None, defaults: Mapping[str, Any] | None = None,
-              normaliser: Any = None, id: str | None = None) -> Any:
-    """The :class:`~attnbounds.theory.io.userbounds.UserBounds` of a check (its one statement and its normaliser)."""
+              normaliser: Any = None, id: str | None = None, parameters: Iterable[str] = ()) -> Any:
+    """The :class:`~attnbounds.theory.io.userbounds.UserBounds` of a check (its one statement and its normaliser);
+    ``parameters``: names of the relation declared as parameters of the statement (a constant left free)."""
     from attnbounds.theory.io import userbounds
     from attnbounds.theory.mathematics.normalisers import Normaliser
 
     table = _table(relation, hypotheses, fixed, ranges, defaults, id)
+    if parameters:
+        table["parameters"] = list(parameters)
     ntable, name = _normaliser_tables(normaliser)
     if name is not None:
         table["normaliser"] = name

@@ -1,6 +1,6 @@
 """The ``attnbounds`` command: a thin layer over public functions.
 
-Subcommands: ``list``, ``verify``, ``search``, ``cite``, ``table``, ``report``, ``prove``, ``empirical``; their help
+Subcommands: ``list``, ``verify``, ``search``, ``cite``, ``tighten``, ``table``, ``report``, ``prove``, ``empirical``; their help
 (:data:`DESCRIPTION`, :data:`EXAMPLES`, :data:`EXIT_CODES`) is plain text. Exit codes: 0 when the run completed
 (whatever the verdicts), 2 on bad input, 1 on internal error (or a replayed counterexample that did not reproduce),
 130 when interrupted (Ctrl-C), start-up included. Everything printed for people goes through
@@ -210,6 +210,30 @@ def cmd_cite(args: argparse.Namespace) -> int:
     return 1 if record.verdict == "ERROR" else 0
 
 
+def cmd_tighten(args: argparse.Namespace) -> int:
+    """``tighten ID --statements FILE [--constant C]``: the best constant of one statement as a certified bracket
+    (:func:`attnbounds.theory.running.tighten.tighten_statement`); progress on stderr, the result on stdout."""
+    from attnbounds.theory.io import atomic
+    from attnbounds.theory.io.records import write_json
+    from attnbounds.theory.running.tighten import load_for_tighten, tighten_statement
+    from attnbounds.theory.running.verify import check_arguments
+
+    check_arguments(args.budget, args.seed)
+    if args.json is not None:  # refuse an unusable output path now, not after the checks
+        atomic.check_target(args.json, "--json")
+    user, st = load_for_tighten(args.statements, args.id, args.constant)
+    result = tighten_statement(st, args.constant, budget=args.budget, seed=args.seed, rtol=args.rtol,
+                               max_checks=args.max_checks, start=args.start, normalisers=user.normalisers,
+                               progress=not args.quiet)
+    _stop_if_interrupted()
+    if args.json is not None:
+        write_json(args.json, result.to_json())
+    _say(str(result))
+    if args.json is not None:
+        _say(f"result and records written to {args.json}")
+    return 1 if any(step.verdict == "ERROR" for step in result.steps) else 0
+
+
 def cmd_table(args: argparse.Namespace) -> int:
     from attnbounds.theory.io import records as rec
 
@@ -258,7 +282,9 @@ examples:
   attnbounds search 'corollary3[spectral]' --replay records.json
                                                re-certify the counterexample a record holds
   attnbounds cite lemma1 --records records.json
-                                               a sentence to cite, the paper's BibTeX, the record's hash"""
+                                               a sentence to cite, the paper's BibTeX, the record's hash
+  attnbounds tighten --statements mine.toml mine.bound --constant C
+                                               the best constant of your bound, as a certified bracket"""
 
 EXIT_CODES = """\
 exit codes:
@@ -342,6 +368,37 @@ def build_parser() -> argparse.ArgumentParser:
     common(p, "without --records: ")
     p.add_argument("--records", metavar="PATH", help="take the record from this file (written by verify --json)")
     p.set_defaults(func=cmd_cite)
+    from attnbounds.theory.running.tighten import DEFAULT_MAX_CHECKS, DEFAULT_RTOL
+
+    import textwrap
+
+    p = _parser(sub, "tighten", "the best constant of one of your bounds, as a certified bracket",
+                textwrap.fill("For a statement of a statements file monotone in one free constant (e.g. relation = "
+                "\"L*alpha_max <= C\"), find the best constant as a bracket [lower, upper]: on one side the bound is "
+                "PROVED for every L, on the other REFUTED with a certified counterexample (both records are in --json). "
+                "The constant is substituted exactly (a rational) in every check; each check is an attnbounds verify "
+                "of the statement at that constant. It stops at a relative width of --rtol, or says why it stopped "
+                "(checks ran out, a verdict only VERIFIED or UNDECIDED, ...); a side no check settled is shown as ?. "
+                              "Each check costs about its budget or more: --budget 0.5 to 1 is often enough.", 110),
+                "  attnbounds tighten --statements mine.toml mine.lemma1 --constant C\n"
+                "  attnbounds tighten --statements mine.toml mine.lemma1 --budget 1 --json bracket.json")
+    p.add_argument("id", help="the statement's id in the statements file")
+    p.add_argument("--statements", metavar="FILE", action="append", required=True,
+                   help="the statements file declaring ID (a .toml file, or a trusted .py); the constant need not be "
+                        "listed in the statement's 'parameters'")
+    p.add_argument("--constant", metavar="NAME", default="C",
+                   help="the free constant of the relation to tighten (default C)")
+    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S",
+                   help=f"budget of each check, as for verify (default {DEFAULT_BUDGET_S:g})")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of every check (default 0)")
+    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL, metavar="R",
+                   help=f"the relative width to narrow the bracket to, in (0, 1) (default {DEFAULT_RTOL:g})")
+    p.add_argument("--max-checks", type=int, default=DEFAULT_MAX_CHECKS, metavar="K",
+                   help=f"the most checks to run, in [1, 10000] (default {DEFAULT_MAX_CHECKS})")
+    p.add_argument("--start", type=float, default=None, metavar="X", help="a first guess of the constant")
+    p.add_argument("--json", metavar="PATH", help="write the result and both records as JSON to PATH (atomically)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=cmd_tighten)
     p = _parser(sub, "table", "the Markdown verdict table (or erratum) of a records file",
                 "Print the Markdown verdict table of a records file (one row per record), or with --erratum the "
                 "erratum (per result of the paper: what it prints, the readings that hold and fail, the corrected "
@@ -370,7 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: commands whose search runs torch (gradient ascent): torch is loaded at start-up for them
-_TORCH_COMMANDS = {"verify", "search", "cite"}
+_TORCH_COMMANDS = {"verify", "search", "cite", "tighten"}
 
 
 def _load_numerical_stack(torch: bool) -> None:
