@@ -17,7 +17,7 @@ near ties, one-hot rows, logits up to 1e3, graded rows (weights down to 1e-300 o
 T from 1e-8 (huge Jacobians) to 1e6, dense L up to 1024, token classes with counts up to 10^6. The counts of
 Theorem 2 (:data:`COUNTS`) are step functions: float may count a token otherwise only where its distance lies
 within rounding of the radius. A quantity lacking a form fails :func:`test_every_quantity_has_every_form`
-unless it is on :data:`MISSING`, where each entry says why.
+unless its specification lists it in :attr:`Quantity.lacks` with the reason.
 """
 
 from __future__ import annotations
@@ -34,30 +34,6 @@ from attnbounds.theory.mathematics.intervals import backend
 from attnbounds.theory.mathematics.quantities import BACKENDS, COSTS, QUANTITIES, ball_value, compute, magnitude
 from attnbounds.theory.mathematics.quantities import _float as qfloat
 
-#: forms a quantity may lack, and why (the test fails on a missing form not listed here, and on a stale entry)
-MISSING: dict[tuple[str, str], str] = {
-    ("Ns_relaxed", "torch"): "a count: piecewise constant in every input, no gradient for ascent to follow",
-    ("Ns_full", "torch"): "a count: piecewise constant in every input, no gradient for ascent to follow",
-    ("E_Ns_relaxed", "torch"): "a Monte Carlo mean of counts over random sphere draws: no gradient",
-    ("E_Ns_full", "torch"): "a Monte Carlo mean of counts over random sphere draws: no gradient",
-    ("r_paper", "torch"): "the empirical radius of section 3, a minimum only read from real tensors",
-    ("delta_min", "torch"): "the empirical separation of section 3, a minimum only read from real tensors",
-    # the relaxation prover's reduction (theory/deciding/prover): quantities that read token vectors, the query and keys,
-    # random draws or a selection have none yet; their statements keep the search's verdict, with the reason
-    **{(name, "relaxed"): why for why, names in (
-        ("token vectors x: a relaxation would give every token d coordinates (not built)",
-         ("A_norm", "E_dtilde_R1", "E_dtilde_R2", "J_printed_mean", "J_printed_weighted", "J_scaled_mean",
-          "J_scaled_weighted", "Ns_full", "Ns_relaxed", "context_distance", "d_1", "delta_min", "dtilde_R1",
-          "dtilde_R2", "jensen_gap_bound", "m_norm", "max_norm", "r_paper", "x_max")),
-        ("||q|| ||k_i|| bounds one token's logit only: the role would need one more coordinate in [|l_i|, a] (not "
-         "built; Delta_max is relaxed as the logit box's a under logits-qk)", ("Delta_own",)),
-        ("an expectation over random sphere embeddings or heads (the relaxation reads deterministic quantities)",
-         ("E_Ns_full", "E_Ns_relaxed", "coverage_enum", "xi")),
-        ("a per-selected-token quantity (the selected tokens are a distribution in the relaxation)", ("C_other",)),
-        ("the spectral norm solves a secular equation: not a function of finitely many totals", ("J_spectral",)),
-        ("the unit direction v couples every token (its norm is a total inside each shifted weight)", ("g_fd",)),
-    ) for name in names},
-}
 #: units in the last place of the magnitude allowed per column (K + 8 of them) between float and ball
 ULPS = 64
 EPS = 2.0**-52
@@ -67,9 +43,13 @@ ESTIMATES = {name for name, q in QUANTITIES.items() if q.estimate}
 
 
 def test_every_quantity_has_every_form() -> None:
+    """A form a quantity lacks is listed in its specification with the reason (:attr:`Quantity.lacks`), and a form
+    listed there does not exist (no stale reason)."""
     missing = {(name, b) for name, q in QUANTITIES.items() for b in BACKENDS if not q.has(b)}
-    assert missing <= set(MISSING), f"forms missing and not on the allow-list: {sorted(missing - set(MISSING))}"
-    assert set(MISSING) <= missing, f"stale allow-list entries (the form exists now): {sorted(set(MISSING) - missing)}"
+    listed = {(name, b) for name, q in QUANTITIES.items() for b in q.lacks}
+    assert missing <= listed, f"forms missing and not in the quantity's lacks: {sorted(missing - listed)}"
+    assert listed <= missing, f"stale lacks entries (the form exists now): {sorted(listed - missing)}"
+    assert all(why.strip() for q in QUANTITIES.values() for why in q.lacks.values())
 
 
 def _max_L(name: str) -> int:

@@ -472,7 +472,7 @@ def _relation_env(statement: Statement, builder: _Builder, conjunct: sp.Rel) -> 
         q = QUANTITIES[qname]
         form: Callable[[relaxed.RelaxedInstance], sp.Expr] | None = q.forms.get("relaxed")
         if form is None:
-            raise Declined(f"the quantity {qname} has no relaxed form")
+            raise Declined(f"{qname} has no relaxed form: {q.why_not('relaxed')}")
         if q.shape == "BN":
             raise Declined(f"{qname} is a per-selected-token quantity (not relaxed yet)")
         try:

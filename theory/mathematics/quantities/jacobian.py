@@ -130,7 +130,9 @@ def top_eigenvalue(a: np.ndarray, r: np.ndarray, mult: np.ndarray) -> np.ndarray
 # -- J_spectral ------------------------------------------------------------------------------------------
 J_spectral = define("J_spectral", "B", "||d alpha / d l||_2, the spectral norm of the Jacobian",
                     definition="||d alpha / d l||_2", reference=f"{_L2}; {_C3}", needs=("logits",), cost="jacobian",
-                    normaliser=True, nonnegative=True, autograd=True)
+                    normaliser=True, nonnegative=True, autograd=True,
+                    lacks={"relaxed": 'the spectral norm solves a secular equation: not a function of finitely many '
+                                      'totals'})
 
 
 @J_spectral.float_form
@@ -392,7 +394,9 @@ def _g_fd_magnitude(inst: Instance) -> np.ndarray:
 g_fd = define("g_fd", "B", "g(T, eps) = ||alpha(l + eps v) - alpha(l)||_2 / eps with the instance's direction v",
               definition="||alpha(l + eps v) - alpha(l)||_2 / eps", reference="section 3 (Fig. 4)",
               needs=("logits", "fd"), cost="jacobian", normaliser=True, magnitude=_g_fd_magnitude, nonnegative=True,
-              closed_form=True)
+              closed_form=True,
+              lacks={"relaxed": 'the unit direction v couples every token (its norm is a total inside each '
+                                'shifted weight)'})
 
 
 @g_fd.float_form

@@ -142,7 +142,10 @@ def _need_qk(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
 
 Delta_own = define("Delta_own", "BL", "||q||_2 ||k_i||_2 for every key i", definition="||q||_2 ||k_i||_2",
                    reference="Corollary 1 (Delta with the i-th key)", needs=("qk",), cost="weights", nonnegative=True,
-                   closed_form=True)
+                   closed_form=True,
+                   lacks={"relaxed": "||q|| ||k_i|| bounds one token's logit only: the role would need one more "
+                                     "coordinate in [|l_i|, a] (not built; Delta_max is relaxed as the logit box's a "
+                                     "under logits-qk)"})
 
 
 @Delta_own.float_form

@@ -14,7 +14,7 @@ from attnbounds.theory.mathematics.balls import BallInstance
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallValue, Unsupported
-from attnbounds.theory.mathematics.quantities.spec import define
+from attnbounds.theory.mathematics.quantities.spec import NO_RELAXED_RANDOM, define
 from attnbounds.theory.mathematics.quantities.torch_state import State
 
 if TYPE_CHECKING:
@@ -28,7 +28,8 @@ coverage_enum = define(
     "coverage_enum", "B", "P(a token is covered by at least one of H independent heads), by enumerating "
     "the 2^H head outcomes, grouped by how many heads cover (not by the closed form)",
     definition="sum over head outcomes with >= 1 covering head",
-    reference="Discussion (multi-head remark)", needs=("heads",), cost="weights", closed_form=True)
+    reference="Discussion (multi-head remark)", needs=("heads",), cost="weights", closed_form=True,
+    lacks={"relaxed": NO_RELAXED_RANDOM})
 
 
 def _heads(H: np.ndarray, limit: int) -> np.ndarray:

@@ -23,7 +23,7 @@ Shapes: ``B`` (one value per instance), ``BL`` (per token: one value per column,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, TypeVar
 
 import numpy as np
 
@@ -183,6 +183,8 @@ class Quantity:
     #: its value reads the logits' bound ``a`` (the extremes of F on [-a, a], or the tightest such ``a``): a statement
     #: reading it is not the same statement without the hypothesis logits-bounded
     reads_logit_bound: bool = False
+    #: forms it does not have, each with the reason (a missing form not listed here fails the forms test)
+    lacks: Mapping[str, str] = field(default_factory=dict)
     forms: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -227,6 +229,10 @@ class Quantity:
     def has(self, backend: Backend) -> bool:
         return backend in self.forms
 
+    def why_not(self, backend: Backend) -> str:
+        """Why the quantity has no ``backend`` form (its :attr:`lacks`), or a plain statement that it has none."""
+        return self.lacks.get(backend, f"the quantity {self.name} has no {backend} form")
+
     def __repr__(self) -> str:
         return f"Quantity({self.name!r}, {self.shape}, cost={self.cost}, forms={sorted(self.forms)})"
 
@@ -240,6 +246,13 @@ def register(q: Quantity) -> Quantity:
         raise InvalidArgument(f"a quantity named {q.name!r} is already registered")
     QUANTITIES[q.name] = q
     return q
+
+
+#: reasons a form is missing that several quantities share (:attr:`Quantity.lacks`)
+NO_RELAXED_VECTORS = 'token vectors x: a relaxation would give every token d coordinates (not built)'
+NO_RELAXED_RANDOM = 'an expectation over random sphere embeddings or heads (the relaxation reads deterministic quantities)'
+NO_TORCH_COUNT = 'a count: piecewise constant in every input, no gradient for ascent to follow'
+NO_TORCH_MC = 'a Monte Carlo mean of counts over random sphere draws: no gradient'
 
 
 def define(name: str, shape: Shape, description: str, *, definition: str, reference: str, needs: Any,

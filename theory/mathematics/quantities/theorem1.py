@@ -19,7 +19,8 @@ from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallValue
 from attnbounds.theory.mathematics.quantities import _float as F
 from attnbounds.theory.mathematics.quantities import _subsets
-from attnbounds.theory.mathematics.quantities.spec import MonteCarlo, define, hoeffding_halfwidth, mc_settings
+from attnbounds.theory.mathematics.quantities.spec import (NO_RELAXED_VECTORS, MonteCarlo, define, hoeffding_halfwidth,
+                                                             mc_settings)
 from attnbounds.theory.mathematics.quantities.torch_state import State
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def _jensen_scale(inst: Instance) -> np.ndarray:
 
 # -- max_norm ------------------------------------------------------------------------------------------
 max_norm = define("max_norm", "B", "max_{j in I_N} ||x_j||_2", definition="max_{j in I_N} ||x_j||_2", reference=_FIXED,
-                  needs=("x", "selection"), cost="tokens", closed_form=True)
+                  needs=("x", "selection"), cost="tokens", closed_form=True, lacks={"relaxed": NO_RELAXED_VECTORS})
 
 
 @max_norm.float_form
@@ -77,7 +78,8 @@ def _max_norm_torch(state: State) -> Tensor:
 
 # -- the largest token vector ------------------------------------------------------------------------------
 x_max = define("x_max", "B", "max_i ||x_i||_2 over every token (selected or not)", definition="max_i ||x_i||_2",
-               reference="Theorem 1 (the norms its bounds use)", needs=("x",), cost="tokens", closed_form=True)
+               reference="Theorem 1 (the norms its bounds use)", needs=("x",), cost="tokens", closed_form=True,
+               lacks={"relaxed": NO_RELAXED_VECTORS})
 
 
 @x_max.float_form
@@ -99,7 +101,7 @@ def _x_max_torch(state: State) -> Tensor:
 d_1 = define("d_1", "B", "d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||_2 (0 when N = L)",
              definition="max_{i not in I_N, j in I_N} ||x_i - x_j||_2", reference=_FIXED, needs=("x", "selection"),
              cost="tokens", magnitude=lambda inst: 2 * np.sqrt(F.masked_max(F.norms_sq(inst), inst.present, 0.0)),
-             closed_form=True)
+             closed_form=True, lacks={"relaxed": NO_RELAXED_VECTORS})
 
 
 @d_1.float_form
@@ -191,7 +193,8 @@ context_distance = define("context_distance", "BL", "||alpha_i x_i - s||_2 for e
                           definition="||alpha_i x_i - s||_2, s = sum_{j in I_N} alpha_j x_j",
                           reference="eq. (7); Definition (geometric distinguishability)", needs=("x", "selection"),
                           cost="tokens", magnitude=lambda inst: F.y_norms(inst)
-                          + F.norm(F.context(inst), axis=-1)[:, None], closed_form=True)
+                          + F.norm(F.context(inst), axis=-1)[:, None], closed_form=True,
+                          lacks={"relaxed": NO_RELAXED_VECTORS})
 
 
 @context_distance.float_form
@@ -212,7 +215,8 @@ def _context_distance_torch(state: State) -> Tensor:
 # -- dtilde (eq. 7) --------------------------------------------------------------------------------------
 dtilde_R1 = define("dtilde_R1", "B", "R1 of eq. (7): sum_{i not in I_N} ||alpha_i x_i - s||_2",
                    definition="sum_{i not in I_N} ||alpha_i x_i - s||_2", reference="eq. (7), reading R1",
-                   needs=("x", "selection"), cost="tokens", magnitude=_r1_scale, closed_form=True)
+                   needs=("x", "selection"), cost="tokens", magnitude=_r1_scale, closed_form=True,
+                   lacks={"relaxed": NO_RELAXED_VECTORS})
 
 
 @dtilde_R1.float_form
@@ -236,7 +240,8 @@ def _dtilde_r1_torch(state: State) -> Tensor:
 
 dtilde_R2 = define("dtilde_R2", "B", "R2 of eq. (7): ||sum_{i not in I_N} alpha_i x_i - s||_2",
                    definition="||sum_{i not in I_N} alpha_i x_i - s||_2", reference="eq. (7), reading R2",
-                   needs=("x", "selection"), cost="tokens", magnitude=_A, closed_form=True)
+                   needs=("x", "selection"), cost="tokens", magnitude=_A, closed_form=True,
+                   lacks={"relaxed": NO_RELAXED_VECTORS})
 
 
 @dtilde_R2.float_form
@@ -261,7 +266,8 @@ def _dtilde_r2_torch(state: State) -> Tensor:
 
 # -- Corollary 2 -------------------------------------------------------------------------------------------
 A_norm = define("A_norm", "B", "sum_i ||alpha_i x_i||_2 (Corollary 2 (i))", definition="sum_i ||alpha_i x_i||_2",
-                reference="Corollary 2 (i)", needs=("x",), cost="tokens", closed_form=True)
+                reference="Corollary 2 (i)", needs=("x",), cost="tokens", closed_form=True,
+                lacks={"relaxed": NO_RELAXED_VECTORS})
 
 
 @A_norm.float_form
@@ -281,7 +287,7 @@ def _a_norm_torch(state: State) -> Tensor:
 
 m_norm = define("m_norm", "B", "||sum_i alpha_i x_i||_2, the norm of the attention output",
                 definition="||sum_i alpha_i x_i||_2", reference="Corollary 2", needs=("x",), cost="tokens",
-                magnitude=_A, closed_form=True)
+                magnitude=_A, closed_form=True, lacks={"relaxed": NO_RELAXED_VECTORS})
 
 
 @m_norm.float_form
@@ -347,7 +353,7 @@ for _c in ("scaled", "printed"):
         _q = define(f"J_{_c}_{_xb}", "B",
                     f"(L-N)/L sum_i ||c_i x_i - xbar||_2 with coefficient '{_c}' and xbar '{_xb}' (Theorem 1, random)",
                     definition="(L-N)/L sum_i ||c_i x_i - xbar||_2", reference=_RANDOM, needs=("x",), cost="tokens",
-                    magnitude=_jensen_scale, closed_form=True)
+                    magnitude=_jensen_scale, closed_form=True, lacks={"relaxed": NO_RELAXED_VECTORS})
         _q.float_form(lambda inst, c=_c, xb=_xb: _jensen(inst, c, xb))
         _q.ball_form(lambda ex, c=_c, xb=_xb: _jensen_ball(ex, c, xb))
         _q.torch_form(lambda state, c=_c, xb=_xb: _jensen_torch(state, c, xb))
@@ -359,7 +365,7 @@ jensen_gap_bound = define(
     "(L-N)/L sum_i sqrt(Var(s | i not in S)): a proven bound on the Jensen gap eps (Theorem 1, random)",
     definition="(L-N)/L sum_i sqrt(N (L-1-N)/(L-2) sigma_i^2), sigma_i^2 the population variance of {y_j : j != i}",
     reference=_RANDOM + ", bound on eps by attnbounds", needs=("x",), cost="tokens", magnitude=_jensen_scale,
-    closed_form=True)
+    closed_form=True, lacks={"relaxed": NO_RELAXED_VECTORS})
 
 
 @jensen_gap_bound.float_form
@@ -584,7 +590,7 @@ for _reading, _scale in (("R1", _r1_scale_random), ("R2", lambda inst: 3 * _A(in
     _q = define(f"E_dtilde_{_reading}", "B",
                 f"E over uniform N-subsets of dtilde ({_reading}): exact over class count vectors, or MC with interval",
                 definition=f"E_{{I_N uniform}}[dtilde_{_reading}]", reference=_RANDOM, needs=("x",), cost="subsets",
-                magnitude=_scale, montecarlo=SUBSETS)
+                magnitude=_scale, montecarlo=SUBSETS, lacks={"relaxed": NO_RELAXED_VECTORS})
     _q.float_form(lambda inst, r=_reading: _expected_dtilde(inst, r))
     _q.ball_form(lambda ex, r=_reading: _expected_dtilde_ball(ex, r))
     _q.torch_form(lambda state, r=_reading: _expected_dtilde_torch(state, r))

@@ -21,7 +21,8 @@ from attnbounds.theory.mathematics.errors import NotApplicable
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallValue, Ops, Unsupported
 from attnbounds.theory.mathematics.quantities import _float as F
-from attnbounds.theory.mathematics.quantities.spec import MonteCarlo, define, hoeffding_halfwidth, mc_settings
+from attnbounds.theory.mathematics.quantities.spec import (NO_RELAXED_RANDOM, NO_RELAXED_VECTORS, NO_TORCH_COUNT, NO_TORCH_MC,
+                                                             MonteCarlo, define, hoeffding_halfwidth, mc_settings)
 from attnbounds.theory.mathematics.quantities.torch_state import State
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ xi = define("xi", "BN", "xi_i = sqrt(M^2 P_i^2 - delta^2/2 (P_i^2 - Q_i)), P_i, 
             "of the other selected weights: the bound on ||s - alpha_i x_i|| from <x_j,x_k> <= M^2 - delta^2/2",
             definition="sqrt(M^2 P_i^2 - delta^2/2 (P_i^2 - Q_i))", reference=_REF + ", proof",
             needs=("selection", "sphere"), cost="weights",
-            magnitude=lambda inst: _xi_magnitude(inst), closed_form=True)
+            magnitude=lambda inst: _xi_magnitude(inst), closed_form=True, lacks={"relaxed": NO_RELAXED_RANDOM})
 
 
 def _xi_magnitude(inst: Instance) -> np.ndarray:
@@ -90,7 +91,9 @@ def _xi_torch(state: State) -> Tensor:
 C_other = define("C_other", "BN", "C_i = sum_{j != k in I_N \\ {i}} alpha_j alpha_k = P_i^2 - Q_i for every selected i, "
                  "P_i and Q_i the sum and sum of squares of the other selected weights (Theorem 2)",
                  definition="sum_{j != k in I_N \\ {i}} alpha_j alpha_k", reference=_REF + ", proof (corrected form)",
-                 needs=("selection",), cost="weights", magnitude=lambda inst: _abar(inst) ** 2, closed_form=True)
+                 needs=("selection",), cost="weights", magnitude=lambda inst: _abar(inst) ** 2, closed_form=True,
+                 lacks={"relaxed": 'a per-selected-token quantity (the selected tokens are a distribution in the '
+                                   'relaxation)'})
 
 
 @C_other.float_form
@@ -157,7 +160,8 @@ for _which, _name, _what in ((0, "Ns_relaxed", "selected tokens with alpha_i x_i
                              (1, "Ns_full", "N_s of the Definition (relaxed count, zero if any non-selected "
                               "alpha_j x_j is in the ball)")):
     _q = define(_name, "B", _what, definition="#{i in I_N : ||alpha_i x_i - s|| <= r}", reference="Definition "
-                "(geometric distinguishability)", needs=("x", "selection", "sphere"), cost="tokens")
+                "(geometric distinguishability)", needs=("x", "selection", "sphere"), cost="tokens",
+                lacks={"relaxed": NO_RELAXED_VECTORS, "torch": NO_TORCH_COUNT})
     _q.float_form(lambda inst, w=_which: _counts(inst)[w])
     _q.ball_form(lambda ex, w=_which: ex.ops.hull(*(ex.num(v) for v in _cached_counts_ball(ex)[w])))
 
@@ -167,7 +171,9 @@ r_paper = define("r_paper", "B", "r = min_{i not in I_N} ||s - alpha_i x_i||_2, 
                  definition="min_{i not in I_N} ||s - alpha_i x_i||_2", reference="section 3 (Fig. 3)",
                  needs=("x", "selection"), cost="tokens",
                  magnitude=lambda inst: F.masked_max(F.y_norms(inst), inst.present, 0.0)
-                 + F.norm(F.context(inst), axis=-1), closed_form=True)
+                 + F.norm(F.context(inst), axis=-1), closed_form=True,
+                 lacks={"relaxed": NO_RELAXED_VECTORS,
+                        'torch': 'the empirical radius of section 3, a minimum only read from real tensors'})
 
 
 @r_paper.float_form
@@ -186,7 +192,9 @@ def _r_paper_ball(ex: BallInstance) -> BallValue:
 delta_min = define("delta_min", "B", "delta = min_{i != j} ||x_i - x_j||_2 (Assumption 2, empirical)",
                    definition="min_{i != j} ||x_i - x_j||_2", reference="Assumption 2; section 3 (Fig. 3)",
                    needs=("x",), cost="tokens",
-                   magnitude=lambda inst: 2 * np.sqrt(F.masked_max(F.norms_sq(inst), inst.present, 0.0)))
+                   magnitude=lambda inst: 2 * np.sqrt(F.masked_max(F.norms_sq(inst), inst.present, 0.0)),
+                   lacks={"relaxed": NO_RELAXED_VECTORS,
+                          'torch': 'the empirical separation of section 3, a minimum only read from real tensors'})
 
 
 @delta_min.float_form
@@ -465,6 +473,7 @@ SPHERE = MonteCarlo(
 for _which, _name in ((0, "E_Ns_relaxed"), (1, "E_Ns_full")):
     _q = define(_name, "B", f"E[N_s]/N ({'relaxed' if _which == 0 else 'full Definition'}) over random sphere "
                 "embeddings, weights fixed; MC with interval", definition="E_x[N_s] / N", reference=_REF,
-                needs=("selection", "sphere"), cost="sphere", montecarlo=SPHERE, class_limit=SPHERE_TOKENS)
+                needs=("selection", "sphere"), cost="sphere", montecarlo=SPHERE, class_limit=SPHERE_TOKENS,
+                lacks={"relaxed": NO_RELAXED_RANDOM, "torch": NO_TORCH_MC})
     _q.float_form(lambda inst, w=_which: _expected_ns(inst, w))
     _q.ball_form(lambda ex, w=_which: _expected_ns_ball(ex, w))
