@@ -77,9 +77,9 @@ def test_parameters_domains_and_test_ranges(name: str) -> None:
         assert p.test[0] <= p.default <= p.test[1], f"{name}.{p.name}: default {p.default} outside {p.test}"
         if p.stress is not None:
             assert p.test[0] <= p.stress[0] < p.stress[1] <= p.test[1], f"{name}.{p.name}: stress outside its tests"
-        for value in (*p.test, p.default):
+        for value in (*p.test, p.default, *((lo,) if p.closed else ())):  # a closed domain holds its end
             spec(**{p.name: value})
-        for bad in ((lo, -1.0) if lo == 0 else ()) + (np.nan, np.inf):
+        for bad in (((-1.0,) if p.closed else (lo, -1.0)) if lo == 0 else ()) + (np.nan, np.inf):
             with pytest.raises(InvalidArgument, match=p.name):
                 spec(**{p.name: bad})
     with pytest.raises(TypeError):

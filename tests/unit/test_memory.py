@@ -38,7 +38,7 @@ def long_logits() -> np.ndarray:
     return np.random.default_rng(0).standard_normal((1, 100_000))
 
 
-@pytest.mark.parametrize("normaliser", ["sparsemax", "entmax15", "sigmoid"])
+@pytest.mark.parametrize("normaliser", ["sparsemax", "entmax15", "sigmoid", "softpick", "sa_softmax"])
 @pytest.mark.parametrize("quantity", ["J_spectral", "J_frobenius", "J_row", "J_entry"])
 def test_dense_jacobians_of_long_contexts_are_refused(long_logits, normaliser, quantity):
     inst = Instance.from_logits(long_logits, nm.make(normaliser, T=1.0))

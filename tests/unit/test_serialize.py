@@ -38,7 +38,7 @@ def _same(a: Instance, b: Instance) -> None:
 
 
 @pytest.mark.parametrize("name", ["softmax", "softplus", "exp_poly", "shifted_sigmoid", "ssmax", "relu",
-                                  "sparsemax", "entmax15", "sigmoid"])
+                                  "sparsemax", "entmax15", "sigmoid", "softpick", "sa_softmax"])
 def test_every_family_roundtrips(name):
     rng = np.random.default_rng(3)
     logits = rng.standard_normal((3, 5)) + (2.0 if name == "relu" else 0.0)

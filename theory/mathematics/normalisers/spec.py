@@ -30,7 +30,7 @@ import numpy as np
 
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.intervals import Ball, Ops, Unsupported
-from attnbounds.theory.mathematics.validation import as_float_array, positive
+from attnbounds.theory.mathematics.validation import as_float_array, nonnegative, positive
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -43,9 +43,9 @@ FORMS: dict[str, str] = {"float": "weights", "jacobian": "jacobian", "torch": "t
 @dataclass(frozen=True)
 class Param:
     """One parameter of a normaliser: its default, its domain (``(0, inf)``, one value or one per instance, when
-    ``positive``; else the real line, one value) and the range ``test`` the tests and the search draw it from
-    (log-uniformly when ``log``); ``stress``, when given, a narrower range the cross-check of forms also draws from
-    (half the time) because the kernels are hardest there."""
+    ``positive``, ``[0, inf)`` when also ``closed``; else the real line, one value) and the range ``test`` the tests and
+    the search draw it from (log-uniformly when ``log``); ``stress``, when given, a narrower range the cross-check of
+    forms also draws from (half the time) because the kernels are hardest there."""
 
     name: str
     default: float
@@ -53,14 +53,19 @@ class Param:
     log: bool
     positive: bool = True
     stress: tuple[float, float] | None = None
+    #: with ``positive``: the domain includes its end 0, ``[0, inf)`` (softpick's ``epsilon``)
+    closed: bool = False
 
     @property
     def domain(self) -> tuple[float, float]:
+        """The domain's ends: ``(0, inf)`` (``[0, inf)`` when :attr:`closed`) or the real line."""
         return (0.0, math.inf) if self.positive else (-math.inf, math.inf)
 
     def check(self, value: Any) -> float | np.ndarray:
         """``value`` validated on the domain (:class:`InvalidArgument` naming the parameter otherwise)."""
-        return positive(self.name, value) if self.positive else float(as_float_array(self.name, value, 0))
+        if not self.positive:
+            return float(as_float_array(self.name, value, 0))
+        return nonnegative(self.name, value) if self.closed else positive(self.name, value)
 
 
 #: the temperature every built-in normaliser divides the logits by; drawn log-uniformly over ``[1e-4, 1e3]``
@@ -71,7 +76,7 @@ TEMPERATURE = Param("T", 1.0, (1e-4, 1e3), log=True)
 class BallContext(Protocol):
     """What a ball form reads of the instance in balls (a :class:`~attnbounds.theory.mathematics.balls.BallInstance`,
     which imports this package): the backend, the float instance, its logits as balls and where they come from, the
-    context length, and sums and shares weighted by the token counts."""
+    context length, the columns that hold tokens, and sums and shares weighted by the token counts."""
 
     @property
     def ops(self) -> Ops: ...
@@ -83,6 +88,8 @@ class BallContext(Protocol):
     def logit_source(self) -> str | None: ...
     @property
     def length(self) -> Ball: ...
+    @property
+    def present(self) -> np.ndarray: ...
     def weighted_total(self, values: np.ndarray, columns: np.ndarray | None = None) -> Any: ...
     def share(self, v: np.ndarray, total: Any) -> np.ndarray: ...
 
@@ -203,6 +210,20 @@ def column(value: Any) -> Any:
     """Broadcast a scalar or per-instance ``(B,)`` parameter against ``(B, L)`` arrays."""
     arr = np.asarray(value, dtype=np.float64)
     return float(arr) if arr.ndim == 0 else arr[:, None]
+
+
+def others(values: np.ndarray, extra: Any = 0.0) -> np.ndarray:
+    """``sum_{j != i} values_j + extra`` for each column ``i`` of a ``(B, L)`` array of non-negative values: the sum
+    less the column, except on each row's largest column, summed directly (``1 - alpha_i`` where ``alpha_i`` is
+    nearly 1 without the cancellation of ``total - values_i``; elsewhere ``values_i <= total / 2``)."""
+    rows = np.arange(values.shape[0])
+    top = values.argmax(-1)
+    extra = np.broadcast_to(np.asarray(extra, dtype=np.float64), (values.shape[0], 1))[:, 0]
+    out = values.sum(-1, keepdims=True) + extra[:, None] - values
+    rest = values.copy()
+    rest[rows, top] = 0.0
+    out[rows, top] = rest.sum(-1) + extra
+    return out
 
 
 def first_value(value: Any) -> float:
