@@ -13,6 +13,8 @@ The public API, imported lazily so that ``import attnbounds`` stays fast::
     r.verdict, r.counterexample, r.cite()                       # attnbounds.assert_bound(...) raises on REFUTED
     t = attnbounds.tighten("J_entry <= C", hypotheses=["softmax"], fixed={"T": 1})  # the best C, as a bracket
     t.lower, t.upper, t.proved, t.refuted                       # REFUTED at one side, PROVED at the other
+    p = attnbounds.profile("sparsemax", a=1, T=1)                # which of the paper's limits it escapes
+    attnbounds.profile.compare(["softmax", "ssmax"])             # profiles side by side (a Markdown table)
 
 Sub-packages: :mod:`attnbounds.theory` (statements, quantities, search, certification, records, CLI),
 :mod:`attnbounds.proofs` (replayable derivations), :mod:`attnbounds.empirical` (the paper's
@@ -52,6 +54,10 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "assert_bound": ("attnbounds.theory.running.api", "assert_bound"),
     "tighten": ("attnbounds.theory.running.tighten", "tighten"),
     "TightenResult": ("attnbounds.theory.running.tighten", "TightenResult"),
+    "profile": ("attnbounds.theory.running.profile", "profile"),
+    "Profile": ("attnbounds.theory.running.profile", "Profile"),
+    "ProfileRow": ("attnbounds.theory.running.profile", "ProfileRow"),
+    "Comparison": ("attnbounds.theory.running.profile", "Comparison"),
     "Record": ("attnbounds.theory.io.records", "Record"),
     "AttnBoundsError": ("attnbounds.theory.mathematics.errors", "AttnBoundsError"),
     "InvalidArgument": ("attnbounds.theory.mathematics.errors", "InvalidArgument"),

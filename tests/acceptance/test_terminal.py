@@ -35,7 +35,7 @@ def test_help_is_plain_text_with_examples_and_exit_codes(capsys: pytest.CaptureF
     assert "``" not in text and "examples:" in text and "exit codes:" in text
     for code in ("0 ", "1 ", "2 ", "130 "):
         assert re.search(rf"^\s+{code}", text, re.M), code
-    for command in ("verify", "search", "cite", "tighten", "table", "report", "list"):
+    for command in ("verify", "search", "cite", "tighten", "profile", "table", "report", "list"):
         sub = _help([command, "--help"], capsys)
         assert "``" not in sub and "`" not in sub and "exit codes:" in sub, command
     budget = _help(["verify", "--help"], capsys)

@@ -87,6 +87,32 @@ PRINTED: dict[str, Printed] = {
 CORRECTED = "corrected"
 
 
+@dataclass(frozen=True)
+class Alternative:
+    """The paper's closing explanation of one alternative to softmax: which limit it addresses, the registry names
+    it may have, and the rows of a profile (:mod:`attnbounds.theory.running.profile`) that bear on the claim."""
+
+    name: str
+    names: tuple[str, ...]
+    claim: str
+    rows: tuple[str, ...]
+
+
+#: the paper's closing explanation of the alternatives (its prose, in the project's words): each addresses one of
+#: the limits the paper identifies; a profile certifies or refutes the part each row bears on
+ALTERNATIVES: tuple[Alternative, ...] = (
+    Alternative("Sparsemax", ("sparsemax",),
+                "sparsity addresses vanishing attention: weights need not be of order 1/L under bounded logits",
+                ("vanish.max", "vanish.min", "vanish.escape", "collapse.mass")),
+    Alternative("Scalable-Softmax", ("ssmax",),
+                "length awareness (logits scaled by s log L) keeps attention from vanishing as the context grows",
+                ("vanish.max", "vanish.escape", "collapse.mass")),
+    Alternative("Self-Adjusted Softmax", ("sa_softmax",),
+                "gradient stability: the trade-off between separability and gradient size set by the temperature",
+                ("grad.entry", "grad.row", "grad.frobenius", "grad.spectral")),
+)
+
+
 def result_of(statement_id: str) -> str:
     """The result a reading belongs to (``theorem1.fixed`` for ``theorem1.fixed[R1,g2]``)."""
     return statement_id.split("[", 1)[0]

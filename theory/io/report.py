@@ -879,11 +879,16 @@ class Recorded(Protocol):
 
 
 def write_report(records: Iterable[Recorded], out: str | os.PathLike[str], *, name: str,
-                 progress: bool = False) -> Path:
+                 progress: bool = False, profile: Any = None) -> Path:
     """Write ``out/index.html`` and its figures for ``records`` (checked records, e.g.
     :func:`attnbounds.theory.io.records.iter_records` of the records file ``name``; module docstring); returns the page's
     path. Records are taken one at a time (only their sections are kept). ``progress``: a progress bar (tqdm) on
-    stderr."""
+    stderr. ``profile``: a profile file's data (:func:`attnbounds.theory.io.profiles.load`), shown after the erratum
+    with the paper's explanation of the alternatives linked to the rows that bear on it."""
+    from attnbounds.theory.io import profiles
+
+    shown = "" if profile is None else profiles.html_section(profiles.normalise(profile) if "kind" in profile
+                                                              else profile)
     folder = _out_dir(out)
     built = _build_folder(folder)
     try:
@@ -909,7 +914,7 @@ def write_report(records: Iterable[Recorded], out: str | os.PathLike[str], *, na
             raise InvalidArgument(f"records file {name!r} holds no records")
         verdicts = {i: (k, v) for k, i, v, _, _ in summary}
         entries = paper.erratum((i, v, src) for (_, i, v, _, _), src in zip(summary, sources))
-        text = page(f"attnbounds records: {name}", _erratum(entries, verdicts), _summary(summary), sections)
+        text = page(f"attnbounds records: {name}", _erratum(entries, verdicts) + shown, _summary(summary), sections)
         (built / "index.html").write_text(_siblings(text, verdicts), encoding="utf-8")
         _swap_into_place(built, folder)
     except OSError as exc:

@@ -1,6 +1,6 @@
 """The ``attnbounds`` command: a thin layer over public functions.
 
-Subcommands: ``list``, ``verify``, ``search``, ``cite``, ``tighten``, ``table``, ``report``, ``prove``, ``empirical``; their help
+Subcommands: ``list``, ``verify``, ``search``, ``cite``, ``tighten``, ``profile``, ``table``, ``report``, ``prove``, ``empirical``; their help
 (:data:`DESCRIPTION`, :data:`EXAMPLES`, :data:`EXIT_CODES`) is plain text. Exit codes: 0 when the run completed
 (whatever the verdicts), 2 on bad input, 1 on internal error (or a replayed counterexample that did not reproduce),
 130 when interrupted (Ctrl-C), start-up included. Everything printed for people goes through
@@ -234,11 +234,68 @@ def cmd_tighten(args: argparse.Namespace) -> int:
     return 1 if any(step.verdict == "ERROR" for step in result.steps) else 0
 
 
+def _params(items: list[str] | None) -> dict[str, float]:
+    """``--param NAME=VALUE`` options as a dict (:class:`InvalidArgument` naming a malformed one)."""
+    out: dict[str, float] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise InvalidArgument(f"--param expects NAME=NUMBER (e.g. s=0.5), got {item!r}") from None
+    return out
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    """``profile NORMALISER`` / ``profile --compare [NAME ...]``: which of the paper's limits a normaliser escapes
+    (:mod:`attnbounds.theory.running.profile`); progress on stderr, the table on stdout."""
+    from attnbounds.theory.io import atomic
+    from attnbounds.theory.io.records import write_json
+    from attnbounds.theory.running import profile as prof
+
+    if args.json is not None:
+        atomic.check_target(args.json, "--json")
+    if not args.compare and len(args.normalisers) != 1:
+        raise InvalidArgument("profile: give one normaliser (or --compare with several, or none for the default list); "
+                              f"known: {', '.join(prof.known_names())}")
+    kwargs: dict[str, Any] = dict(a=args.a, T=args.T, budget=args.budget, seed=args.seed, rtol=args.rtol,
+                                  max_checks=args.max_checks, progress=not args.quiet, rows=args.rows or None)
+    if args.statements:
+        kwargs["statements"] = args.statements
+    params = _params(args.param)
+    if params:
+        kwargs["params"] = params
+    if args.compare:
+        result: Any = prof.compare(args.normalisers or None, **kwargs)
+        profiles = list(result.profiles)
+        text = result.markdown()
+    else:
+        result = prof.profile(args.normalisers[0], **kwargs)
+        profiles = [result]
+        text = str(result)
+    _stop_if_interrupted()
+    _say(text)
+    if args.json is not None:
+        write_json(args.json, result.to_json())
+        _say(f"profile written to {args.json}")
+        for p, path in zip(profiles, prof.plot_paths(args.json, [p.normaliser for p in profiles])):
+            _say(p.write_plot(path))
+    return 1 if any(r.verdict == "ERROR" for p in profiles for r in p.rows) else 0
+
+
 def cmd_table(args: argparse.Namespace) -> int:
     from attnbounds.theory.io import records as rec
 
+    if args.profile is not None and not args.erratum:
+        raise InvalidArgument("table: --profile goes with --erratum (the alternatives are part of the erratum)")
     if args.erratum:
         text = rec.erratum_table(rec.iter_records(args.records))
+        if args.profile is not None:
+            from attnbounds.theory.io import profiles
+
+            text += "\n\n" + profiles.markdown(profiles.load(args.profile))
     else:
         text = rec.verdict_table(rec.iter_records(args.records))  # read one record at a time: only the rows are kept
     if args.readme:
@@ -253,8 +310,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     from attnbounds.theory.io import records
     from attnbounds.theory.io.report import write_report
 
+    profile = None
+    if args.profile is not None:
+        from attnbounds.theory.io import profiles
+
+        profile = profiles.load(args.profile)
     page = write_report(records.iter_records(args.records), args.out, name=Path(args.records).name,
-                        progress=not args.quiet)
+                        progress=not args.quiet, profile=profile)
     _say(f"report written to {page}")
     return 0
 
@@ -284,7 +346,9 @@ examples:
   attnbounds cite lemma1 --records records.json
                                                a sentence to cite, the paper's BibTeX, the record's hash
   attnbounds tighten --statements mine.toml mine.bound --constant C
-                                               the best constant of your bound, as a certified bracket"""
+                                               the best constant of your bound, as a certified bracket
+  attnbounds profile --compare softmax ssmax sparsemax --json profile.json
+                                               which of the paper's limits each normaliser escapes"""
 
 EXIT_CODES = """\
 exit codes:
@@ -399,6 +463,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", help="write the result and both records as JSON to PATH (atomically)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_tighten)
+    from attnbounds.theory.running import profile as prof
+
+    p = _parser(sub, "profile", "which of the paper's limits a normaliser escapes, each row certified or saying why not",
+                textwrap.fill("For logits in [-a, a] at temperature T: the best constants of L*alpha_max <= C and "
+                "L*alpha_min >= C over every L, whether alpha_max can stay above a constant as L grows, the top-N mass "
+                "(L*abar_N <= C*N, Theorem 1's part about the normaliser alone), and the best "
+                "constants of the Jacobian's entry, row, Frobenius and spectral norms (as C/T over every T where that "
+                "is PROVED, else at the given T), each a tighten (PROVED on one side, REFUTED on the other) or saying "
+                "why a side is open. --compare prints one Markdown table side by side (no names: the built-in "
+                "alternatives in the registry; the missing ones are named). --json writes everything (every record) "
+                "and a PNG per normaliser next to it: alpha_max of the worst logits against L with the certified C/L.",
+                110),
+                "  attnbounds profile softmax\n"
+                "  attnbounds profile ssmax --param s=0.5 -a 2 -T 0.5\n"
+                "  attnbounds profile mine --statements mine.toml       a [[normaliser]] of your file\n"
+                "  attnbounds profile --compare softmax ssmax sparsemax --json profile.json")
+    p.add_argument("normalisers", nargs="*", metavar="NORMALISER",
+                   help="a built-in normaliser (softmax, ssmax, sparsemax, entmax15, sigmoid, ...) or a [[normaliser]] "
+                        "of --statements")
+    p.add_argument("--compare", action="store_true", help="profile every NORMALISER (default: the built-in "
+                   "alternatives) and print one table side by side")
+    p.add_argument("--statements", metavar="FILE", action="append", help="a statements file declaring the normaliser")
+    p.add_argument("-a", type=float, default=prof.DEFAULT_A, metavar="A",
+                   help=f"the logit bound: every logit in [-A, A] (default {prof.DEFAULT_A:g})")
+    p.add_argument("-T", type=float, default=prof.DEFAULT_T, metavar="T",
+                   help=f"the temperature (default {prof.DEFAULT_T:g})")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="a parameter of the normaliser besides T (e.g. s=0.5 for ssmax); repeatable")
+    p.add_argument("--rows", nargs="+", metavar="ROW", help=f"only these rows ({', '.join(prof.ROW_KEYS)})")
+    p.add_argument("--budget", type=float, default=prof.DEFAULT_BUDGET, metavar="S",
+                   help=f"budget of each check (default {prof.DEFAULT_BUDGET:g})")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of every check (default 0)")
+    p.add_argument("--rtol", type=float, default=prof.DEFAULT_RTOL, metavar="R",
+                   help=f"relative width each bracket is narrowed to (default {prof.DEFAULT_RTOL:g})")
+    p.add_argument("--max-checks", type=int, default=prof.DEFAULT_MAX_CHECKS, metavar="K",
+                   help=f"the most checks of one row (default {prof.DEFAULT_MAX_CHECKS})")
+    p.add_argument("--json", metavar="PATH", help="write the profile(s) with every record as JSON to PATH, and a PNG "
+                   "per normaliser next to it (PATH's stem.NAME.png)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=cmd_profile)
     p = _parser(sub, "table", "the Markdown verdict table (or erratum) of a records file",
                 "Print the Markdown verdict table of a records file (one row per record), or with --erratum the "
                 "erratum (per result of the paper: what it prints, the readings that hold and fail, the corrected "
@@ -409,6 +513,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--erratum", action="store_true", help="the erratum instead of the verdict table")
     p.add_argument("--readme", metavar="PATH", help="replace the generated table between its markers in this "
                    "document instead of printing it")
+    p.add_argument("--profile", metavar="PROFILE", help="with --erratum: add the paper's explanation of the "
+                   "alternatives, each claim with the rows of this profile file (attnbounds profile --json) that bear "
+                   "on it, and the profiles side by side")
     p.set_defaults(func=cmd_table)
     p = _parser(sub, "report", "a static HTML page (and PNG figures) of a records file, viewable offline",
                 "Write a static HTML page of a records file: the erratum, a summary, then per record its verdict and "
@@ -419,6 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", required=True,
                    help="the folder to write index.html and fig-NNN.png into: a new one, or one a report wrote (it is "
                         "replaced whole when the page is done; Ctrl-C leaves it as it was)")
+    p.add_argument("--profile", metavar="PROFILE", help="show this profile file (attnbounds profile --json) after "
+                   "the erratum, the paper's explanation of the alternatives linked to the rows that bear on it")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_report)
     sub.add_parser("prove", help="replay the machine-checked derivations (see attnbounds prove --help)")
@@ -427,7 +536,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: commands whose search runs torch (gradient ascent): torch is loaded at start-up for them
-_TORCH_COMMANDS = {"verify", "search", "cite", "tighten"}
+_TORCH_COMMANDS = {"verify", "search", "cite", "tighten", "profile"}
 
 
 def _load_numerical_stack(torch: bool) -> None:

@@ -285,7 +285,10 @@ def _violating(problem: Problem, rel: Relaxation, program: Any, p: np.ndarray, c
             return inst if certify(rel.statement, inst, 0).status == "violated" else None
         except AttnBoundsError:
             return None
-    ev = rel.statement.evaluate(inst)
+    try:  # an instance the statement cannot read (a parameter the weaker statement of prove() dropped): none
+        ev = rel.statement.evaluate(inst)
+    except AttnBoundsError:
+        return None
     return inst if bool(ev.applicable[0]) and bool(ev.margin_hi[0] < 0) else None
 
 
