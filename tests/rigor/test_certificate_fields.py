@@ -54,3 +54,27 @@ def test_a_rational_closed_claim_is_decided_in_exact_rational_arithmetic() -> No
         assert exact_tier.sign_of(value) == (sign, "exact rational arithmetic")
     sign, method = exact_tier.sign_of(sp.sqrt(2) - sp.Rational(141421, 100000))
     assert sign == 1 and "interval arithmetic" in method
+
+
+def test_a_closed_claims_sides_are_shown_exactly_when_rational_and_as_enclosures_when_not() -> None:
+    """The record's decimals of a closed claim's sides: a rational side is its own decimal (an integer as itself, no
+    enclosure, since it is exact), an irrational one an enclosure (midpoint +/- radius) that holds the value."""
+    from attnbounds.theory.deciding.closed_claims import decide_conjunct
+
+    def le(a: sp.Expr, b: sp.Expr) -> sp.Rel:
+        return sp.Le(a, b, evaluate=False)
+
+    for rational in (sp.Rational(24, 25), sp.Rational(1, 3), sp.Integer(2), sp.Rational(-7, 8), sp.Integer(10)**40):
+        out = decide_conjunct(le(rational, rational + 1))
+        for side, value in (("lhs_decimal", rational), ("rhs_decimal", rational + 1)):
+            text = out[side]
+            assert "+/-" not in text and "[" not in text, (value, text)
+            if value.is_Integer:
+                assert text == str(value), (value, text)
+            else:
+                assert abs(sp.Rational(text) - value) <= abs(value) * sp.Rational(1, 10**29), (value, text)
+    for irrational in (sp.sqrt(2) - 1, sp.exp(-sp.Integer(1000)), sp.pi):
+        text = decide_conjunct(le(sp.Integer(0), irrational))["rhs_decimal"]
+        assert text.startswith("[") and "+/-" in text, (irrational, text)
+        mid, rad = (sp.Rational(part.strip(" []")) for part in text.split("+/-"))
+        assert mid - rad <= irrational <= mid + rad, (irrational, text)

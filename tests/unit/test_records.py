@@ -93,6 +93,36 @@ def test_files_are_written_atomically(tmp_path, refuted, verified):
     json.loads(before)
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1000, 1 << 20])
+def test_records_read_the_same_whatever_the_size_of_the_pieces(tmp_path, monkeypatch, refuted, verified, chunk):
+    """A file is read in pieces (a record may span many of them, or share one with the next): the records are the
+    same whatever the piece size."""
+    path = tmp_path / "records.json"
+    rec.save_records(path, [refuted, verified, refuted])
+    read_chunks = rec.atomic.read_chunks
+    monkeypatch.setattr(rec.atomic, "read_chunks", lambda *a, **k: read_chunks(*a, **{**k, "chunk": chunk}))
+    back = rec.load_records(path)
+    assert [r.content_hash for r in back] == [refuted.content_hash, verified.content_hash, refuted.content_hash]
+    path.write_text(path.read_text()[:-3])  # cut short inside the last record
+    with pytest.raises(AttnBoundsError, match="not JSON"):
+        rec.load_records(path)
+
+
+def test_every_leaf_of_an_instance_array_is_validated(refuted):
+    """The arrays of an instance (nested lists of hex strings and numbers) are checked leaf by leaf."""
+    good = refuted.to_json()
+    assert rec.validate(good) == []
+    for where, leaf in ((("alpha", "hex"), 5), (("alpha", "hex"), None), (("alpha", "values"), "one"),
+                        (("alpha", "values"), True), (("logits", "hex"), ["0x1p-1", 3.0])):
+        bad = copy.deepcopy(good)
+        array = bad["counterexample"]["instance"]
+        for key in where:
+            array = array[key]
+        array[0][-1] = leaf  # the last leaf of the first row
+        problems = rec.validate(bad)
+        assert any(".".join(where) in p for p in problems), (where, leaf, problems)
+
+
 def test_loading_bad_files_names_the_problem(tmp_path):
     p = tmp_path / "r.json"
     p.write_text("{not json")

@@ -174,7 +174,8 @@ _SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's splitting constant for doubles
 
 def _product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A double <= a b and one >= a b: the rounded product, moved one ulp only on the side its rounding error
-    (Dekker's TwoProduct, exact for finite operands below 2^996) says; 0 * inf is 0."""
+    (Dekker's TwoProduct, exact for finite operands below 2^996 whose product is 0 or at least 2^-968: below, the
+    error term underflows and reads 0) says; 0 * inf is 0."""
     with np.errstate(invalid="ignore", over="ignore"):
         p = a * b
         ta, tb = _SPLIT * a, _SPLIT * b
@@ -183,7 +184,8 @@ def _product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         err = ((ah * bh - p) + ah * bl_ + al_ * bh) + al_ * bl_  # a b = p + err exactly
     zero = ((a == 0) & np.isinf(b)) | ((b == 0) & np.isinf(a))
     p = np.where(zero, 0.0, p)
-    exact_ok = np.isfinite(err) & (np.abs(a) < 2.0**996) & (np.abs(b) < 2.0**996)
+    exact_ok = np.isfinite(err) & (np.abs(a) < 2.0**996) & (np.abs(b) < 2.0**996) & (
+        (np.abs(p) >= 2.0**-968) | (a == 0) | (b == 0))
     lo = np.where(zero, 0.0, np.where(exact_ok & (err >= 0), p, _down(p)))
     hi = np.where(zero, 0.0, np.where(exact_ok & (err <= 0), p, _up(p)))
     return lo, hi

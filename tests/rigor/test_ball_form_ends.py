@@ -1,0 +1,107 @@
+"""Quantities at the ends of their ranges and their statistical enclosures (issue 35).
+
+- ``jensen_gap_bound`` is exactly 0 when ``N >= L - 1`` (the other ``L - 1`` tokens hold the whole subset, or the
+  subset is everything): in the float, the ball and the torch form, for class sizes 1 to 4 and token vectors of any size (a
+  general formula there would read ``0 * inf`` where the squared deviations overflow);
+- the Monte Carlo enclosure of ``E_dtilde`` (the ball form beyond exact enumeration) is a Hoeffding interval of the
+  documented range ``0 <= dtilde_R1 <= A + (L - N) top_N`` (``A + 2 top_N`` for R2): at least that half-width, and it
+  holds the exact expectation (enumerated);
+- ``xi``'s magnitude (the size of its float rounding error) is at most ``2^26 (M + delta) abar`` as its docstring
+  says (``sqrt(eps) (M + delta) abar`` of error), and it bounds the float form's actual error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from attnbounds.theory.mathematics import balls, normalisers as nm
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.intervals import backend
+from attnbounds.theory.mathematics.quantities import QUANTITIES, _subsets, ball_value, compute, magnitude
+from attnbounds.theory.mathematics.quantities.spec import hoeffding_halfwidth
+
+COUNTS = [[1, 1, 1], [2, 1], [1, 2, 1], [3, 1, 4], [2, 2, 2], [4, 4]]
+
+
+def _ball(name: str, inst: Instance, bits: int = 128) -> Any:
+    ops = backend("arb")
+    with ops.precision(bits):
+        return ops, ball_value(name, balls.ball_instance(inst, ops))
+
+
+def _instance(counts: list[int], scale: float, N: int, seed: int = 0, **params: Any) -> Instance:
+    K = len(counts)
+    x = np.random.default_rng(seed).standard_normal((1, K, 3)) * scale
+    return Instance.from_logits(np.linspace(-1.0, 1.0, K)[None], nm.softmax(1.0), counts=[counts], x=x, N=N, **params)
+
+
+@pytest.mark.parametrize("counts", COUNTS, ids=str)
+@pytest.mark.parametrize("scale", [1.0, 1e160, 1e200, 1e300])
+def test_the_jensen_gap_bound_is_zero_when_the_subset_is_determined(counts: list[int], scale: float) -> None:
+    L = sum(counts)
+    for N in (L - 1, L):
+        inst = _instance(counts, scale, N)
+        with np.errstate(all="ignore"):
+            value = compute("jensen_gap_bound", inst)
+        assert value.tolist() == [0.0], (counts, scale, N, value)
+        ops, ball = _ball("jensen_gap_bound", inst)
+        assert ops.lower_float(ball) == ops.upper_float(ball) == 0.0, (counts, scale, N, ops.text(ball))
+        torch = pytest.importorskip("torch")
+        from attnbounds.theory.mathematics.quantities.torch_state import state_of
+
+        with torch.no_grad():
+            steer = QUANTITIES["jensen_gap_bound"].forms["torch"](state_of(inst)).numpy()
+        assert steer.tolist() == [0.0], (counts, scale, N, steer)
+
+
+def _exact_expectation(name: str, inst: Instance) -> float:
+    value = compute(name, inst)
+    mean = value[0] if isinstance(value, tuple) else value
+    return float(np.asarray(mean).ravel()[0])
+
+
+@pytest.mark.parametrize("name, reading", [("E_dtilde_R1", "R1"), ("E_dtilde_R2", "R2")])
+@pytest.mark.parametrize("counts", [[2, 1, 3], [1, 1, 1, 1], [3, 2, 2, 1]], ids=str)
+@pytest.mark.parametrize("draws", [5, 50])
+def test_the_sampled_expectation_is_a_hoeffding_interval_of_the_documented_range(
+        monkeypatch: pytest.MonkeyPatch, name: str, reading: str, counts: list[int], draws: int) -> None:
+    L = sum(counts)
+    for N in range(1, L):
+        inst = _instance(counts, 1.0, N, seed=N, mc_draws=draws)
+        exact = _exact_expectation(name, inst)  # the float form enumerates these few count vectors exactly
+        ops = backend("arb")
+        with monkeypatch.context() as patch, ops.precision(128):
+            patch.setattr(_subsets, "BALL_ENUMERATION_WORK", 0)  # the ball form samples
+            ex = balls.ball_instance(inst, ops)
+            ball = ball_value(name, ex)
+        assert "hoeffding" in ex.methods and ex.level == 1 - 1e-6
+        lo, hi = ops.lower_float(ball), ops.upper_float(ball)
+        norms = np.linalg.norm(inst.alpha[0][:, None] * inst.x[0], axis=-1)
+        m = inst.multiplicity[0]  # the classes (a class the N-th token falls in is split in two)
+        top = _subsets.top_sum(norms, tuple(int(c) for c in m), N)
+        U = float(np.dot(m, norms)) + (L - N if reading == "R1" else 2) * top
+        half = float(hoeffding_halfwidth(U, draws, 1e-6))
+        assert (hi - lo) / 2 >= half * (1 - 1e-9), (name, counts, N, lo, hi, half)
+        assert lo <= exact <= hi, (name, counts, N, lo, hi, exact)
+
+
+@pytest.mark.parametrize("counts", COUNTS, ids=str)
+@pytest.mark.parametrize("M, delta", [(1.0, 0.5), (3.0, 0.0), (0.5, 2.0)])
+def test_the_magnitude_of_xi_bounds_its_float_error_and_is_capped(counts: list[int], M: float, delta: float) -> None:
+    L = sum(counts)
+    for N in range(1, L + 1):
+        inst = _instance(counts, 1.0, N, M=M, delta=delta)
+        mag = np.asarray(magnitude("xi", inst), dtype=np.float64)[0]
+        abar = float(np.sum(np.where(inst.mask[0], inst.alpha[0] * inst.multiplicity[0], 0.0)))
+        cap = 2.0**26 * (M + delta) * abar
+        assert np.all(mag <= cap * (1 + 1e-12)), (counts, N, mag, cap)
+        value = np.asarray(compute("xi", inst), dtype=np.float64)[0]
+        ops, ball = _ball("xi", inst, bits=256)
+        selected = np.flatnonzero(inst.mask[0] & inst.present[0])  # the ball form's entries, in column order
+        assert len(ball) == len(selected)
+        for b, c in zip(ball, selected):
+            mid = (ops.lower_float(b) + ops.upper_float(b)) / 2
+            assert abs(value[c] - mid) <= 64 * 2.0**-52 * mag[c] + 1e-300, (counts, N, c, value[c], ops.text(b), mag[c])

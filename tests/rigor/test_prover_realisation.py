@@ -1,0 +1,103 @@
+"""How the relaxation prover turns a point into an instance, and how its replay compares a recorded problem (issue 35).
+
+- ``_counts`` splits a whole number of tokens over classes in proportion to their (not all zero) masses: the counts
+  are whole, non-negative, sum to the total (0 included: an empty rest when N = L) and follow the masses to within one
+  token;
+- the points ``realise`` tries for a box lie in the box, unbounded sides included (a point outside would be an
+  instance of another box, and a counterexample inside could be missed);
+- the replay reads a recorded problem as JSON: 1 and 1.0 alike, but a boolean is never a number, so a certificate
+  whose ``strict`` or ``conjunct`` was rewritten as the other type is not the rebuilt problem.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from attnbounds.theory.deciding import prover
+from attnbounds.theory.deciding.prover import _candidates, _counts, _same
+from attnbounds.theory.deciding.prover.bnb import Node
+from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
+from attnbounds.theory.running import api
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_token_counts_are_whole_sum_to_the_total_and_follow_the_masses(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    cases: list[tuple[list[float], int]] = [([1.0], 0), ([0.3, 0.7], 0), ([], 5), ([], 0), ([1.0, 0.0, 2.0], 1),
+                                            ([1e-300, 1.0], 7), ([2.0, 0.0, 0.0, 1.0], 50)]
+    cases += [(rng.exponential(size=int(rng.integers(1, 6))).tolist(), int(rng.integers(0, 40))) for _ in range(30)]
+    for masses, total in cases:
+        counts = _counts(masses, total)
+        assert len(counts) == len(masses) and all(isinstance(c, int) and c >= 0 for c in counts), (masses, total, counts)
+        if not masses or total <= 0:
+            assert counts == [0] * len(masses)
+            continue
+        assert sum(counts) == total, (masses, total, counts)
+        share = np.array(masses) / sum(masses) * total
+        assert np.all(np.abs(np.array(counts) - share) < 1.0 + 1e-9), (masses, total, counts)
+
+
+def _problem(lo: float, hi: float) -> Problem:
+    x = sp.Symbol("x", real=True)
+    return Problem("test", 0, "test", [Coordinate(x, lo, hi, "parameter", "x")], x, [], False, x, [], {}, 0, 0, {},
+                   "test", [])
+
+
+@pytest.mark.parametrize("c_lo, c_hi, b_lo, b_hi", [
+    (-math.inf, 5.0, -math.inf, 2.0), (-math.inf, math.inf, -math.inf, -3.0), (-math.inf, math.inf, 4.0, math.inf),
+    (-math.inf, math.inf, -math.inf, math.inf), (-10.0, 10.0, -2.0, 3.0), (0.0, math.inf, 1.0, math.inf),
+    (-math.inf, 0.0, -math.inf, -1e-3),
+])
+def test_the_points_tried_for_a_box_lie_in_the_box(c_lo: float, c_hi: float, b_lo: float, b_hi: float) -> None:
+    lo, hi = np.array([b_lo]), np.array([b_hi])
+    node = Node(lo, hi, lo.copy(), hi.copy())
+    points = _candidates(_problem(c_lo, c_hi), node)
+    assert points
+    for p in points:
+        assert b_lo <= p[0] <= b_hi and math.isfinite(p[0]), (c_lo, c_hi, b_lo, b_hi, p)
+    assert b_lo < points[0][0] < b_hi  # the first one inside
+
+
+@pytest.mark.parametrize("a, b, same", [
+    (1, 1.0, True), (0, -0.0, True), (2.5, 2.5, True), (True, True, True), (False, False, True),
+    (True, 1, False), (1, True, False), (False, 0, False), (0, False, False), (0.0, False, False), (True, 1.0, False),
+    ([1, False], [1.0, False], True), ([1, False], [1.0, 0], False), ({"a": 0}, {"a": False}, False),
+    ({"a": True}, {"a": 1}, False), ("1", 1, False), (None, 0, False), (None, False, False),
+])
+def test_json_equality_keeps_booleans_apart_from_numbers(a: Any, b: Any, same: bool) -> None:
+    assert _same(a, b) is same and _same(b, a) is same
+
+
+@pytest.fixture(scope="module")
+def proved() -> tuple[Any, dict[str, Any]]:
+    st = api.statement("alpha_max*(1 - alpha_max) + alpha_min*(1 - alpha_min) <= 1", hypotheses=["softmax"],
+                       id="realise.same").statements[0]
+    result = prover.prove(st, work=prover.work_for(2.0))
+    assert result.status == "proved", result.reason
+    return st, json.loads(json.dumps(result.to_json()))
+
+
+def test_the_untampered_certificate_replays(proved: tuple[Any, dict[str, Any]]) -> None:
+    st, cert = proved
+    ok, why = prover.replay(st, cert)
+    assert ok, why
+
+
+@pytest.mark.parametrize("field, to_other_type", [("strict", lambda v: int(v)), ("conjunct", lambda v: bool(v))])
+def test_a_field_rewritten_as_the_other_json_type_is_refused(proved: tuple[Any, dict[str, Any]], field: str,
+                                                             to_other_type: Any) -> None:
+    st, cert = proved
+    for k in range(len(cert["problems"])):
+        forged = copy.deepcopy(cert)
+        value = forged["problems"][k][field]
+        assert isinstance(value, bool) == (field == "strict")
+        forged["problems"][k][field] = to_other_type(value)
+        ok, why = prover.replay(st, forged)
+        assert not ok, f"problem {k} with {field} = {forged['problems'][k][field]!r} replayed: {why}"
