@@ -86,7 +86,7 @@ def cell(row: Mapping[str, Any]) -> str:
 
 
 def _md(text: Any) -> str:
-    from attnbounds.theory.io.records import markdown_text
+    from attnbounds.theory.io.markdown import markdown_text
 
     return markdown_text(" ".join(str(text).split())).replace("|", "\\|")
 

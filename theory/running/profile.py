@@ -255,7 +255,7 @@ class Profile:
 
     def markdown(self) -> str:
         """The profile as a Markdown table (row, verdict, bracket, finding, records, why)."""
-        from attnbounds.theory.io.records import markdown_text
+        from attnbounds.theory.io.markdown import markdown_text
 
         def cell(text: str) -> str:
             return markdown_text(" ".join(text.split())).replace("|", "\\|")

@@ -146,7 +146,7 @@ class TightenResult:
                          f"(budget {self.budget_s:g} s per check, seed {self.seed})")]
 
     def _repr_markdown_(self) -> str:
-        from attnbounds.theory.io.records import markdown_text
+        from attnbounds.theory.io.markdown import markdown_text
 
         lines = ["| | |", "|---|---|"]
         lines += [f"| {k} | {markdown_text(v).replace('|', chr(92) + '|')} |" for k, v in self._rows()]
