@@ -515,41 +515,36 @@ def _vanish_rows(run: _Runner, curve: Curve | None, keys: Sequence[str]) -> list
     return rows
 
 
-def _max_row(run: _Runner, spec: RowSpec, fixed: Mapping[str, float], curve: Curve | None
-             ) -> tuple[ProfileRow, Any]:
-    rel = "L*alpha_max <= C"
+def _bracket_row(run: _Runner, spec: RowSpec, rel: str, fixed: Mapping[str, float], start: float | None,
+                 proved: Callable[[Any], str], refuted: Callable[[Any], str]) -> tuple[ProfileRow, Any]:
+    """A row that is one tighten of ``rel``: its bracket, and what a PROVED side (``proved(t)``), else a REFUTED one
+    (``refuted(t)``), says; the row of the failure (and None) when the tighten cannot run."""
     began = time.perf_counter()
     try:
-        # first guess: the worst logits' L*alpha_max up to L = 10^4, a length the search reaches (REFUTED, then jumps)
-        t_max = run.tighten(rel, fixed, start=_guess(curve, lambda L, v: L * v if L <= GUESS_L else 0.0, max))
+        t = run.tighten(rel, fixed, start=start)
     except AttnBoundsError as exc:
         return _failed_row(spec, rel, exc, time.perf_counter() - began), None
-    if t_max.proved is not None:
-        finding = f"every weight <= {t_max.upper:.6g}/L for every L"
-    elif t_max.refuted is not None:
-        finding = f"no 1/L bound below {t_max.lower:.6g} (REFUTED there); no C PROVED"
-    else:
-        finding = "no side settled"
-    return _tighten_row(spec, rel, t_max, run.target.certified, finding), t_max
+    finding = proved(t) if t.proved is not None else refuted(t) if t.refuted is not None else "no side settled"
+    return _tighten_row(spec, rel, t, run.target.certified, finding), t
+
+
+def _max_row(run: _Runner, spec: RowSpec, fixed: Mapping[str, float], curve: Curve | None
+             ) -> tuple[ProfileRow, Any]:
+    # first guess: the worst logits' L*alpha_max up to L = 10^4, a length the search reaches (REFUTED, then jumps)
+    return _bracket_row(run, spec, "L*alpha_max <= C", fixed,
+                        _guess(curve, lambda L, v: L * v if L <= GUESS_L else 0.0, max),
+                        lambda t: f"every weight <= {t.upper:.6g}/L for every L",
+                        lambda t: f"no 1/L bound below {t.lower:.6g} (REFUTED there); no C PROVED")
 
 
 def _mass_row(run: _Runner, spec: RowSpec, curve: Curve | None) -> ProfileRow:
     """Theorem 1's part about the normaliser alone: the mass ``abar_N`` of the N largest weights (what the context
     vector keeps of the selected tokens) is at most C N / L for every L and N, or not."""
-    rel = "L*abar_N <= C*N"
-    began = time.perf_counter()
-    try:
-        t = run.tighten(rel, {"a": run.a, "T": run.T},
-                        start=_guess(curve, lambda L, v: L * v if L <= GUESS_L else 0.0, max))
-    except AttnBoundsError as exc:
-        return _failed_row(spec, rel, exc, time.perf_counter() - began)
-    if t.proved is not None:
-        finding = f"the top-N mass collapses: abar_N <= {t.upper:.6g} N/L for every L and N"
-    elif t.refuted is not None:
-        finding = f"no N/L bound on the top-N mass below {t.lower:.6g} (REFUTED there); no C PROVED"
-    else:
-        finding = "no side settled"
-    return _tighten_row(spec, rel, t, run.target.certified, finding)
+    return _bracket_row(run, spec, "L*abar_N <= C*N", {"a": run.a, "T": run.T},
+                        _guess(curve, lambda L, v: L * v if L <= GUESS_L else 0.0, max),
+                        lambda t: f"the top-N mass collapses: abar_N <= {t.upper:.6g} N/L for every L and N",
+                        lambda t: f"no N/L bound on the top-N mass below {t.lower:.6g} (REFUTED there); no C PROVED"
+                        )[0]
 
 
 def _min_row(run: _Runner, spec: RowSpec, fixed: Mapping[str, float]) -> ProfileRow:
@@ -571,17 +566,8 @@ def _min_row(run: _Runner, spec: RowSpec, fixed: Mapping[str, float]) -> Profile
                               f"REFUTED for every C > 0", _ball_note(run.target) + "the side C <= 0 holds trivially "
                               "(weights are >= 0) and has no record of its own", ref, 1,
                               time.perf_counter() - began, True, rec.to_json())
-    try:
-        t_min = run.tighten(rel, fixed)
-    except AttnBoundsError as exc:
-        return _failed_row(spec, rel, exc, time.perf_counter() - began)
-    if t_min.proved is not None:
-        finding = f"every weight >= {t_min.lower:.6g}/L for every L"
-    elif t_min.refuted is not None:
-        finding = f"no C/L lower bound with C >= {t_min.upper:.6g} (REFUTED there)"
-    else:
-        finding = "no side settled"
-    return _tighten_row(spec, rel, t_min, run.target.certified, finding)
+    return _bracket_row(run, spec, rel, fixed, None, lambda t: f"every weight >= {t.lower:.6g}/L for every L",
+                        lambda t: f"no C/L lower bound with C >= {t.upper:.6g} (REFUTED there)")[0]
 
 
 def _float_min_is_zero(target: _Target, a: float) -> bool:
