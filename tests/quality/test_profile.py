@@ -9,9 +9,11 @@ erratum with a profile. The comparison over the built-in alternatives runs under
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -182,3 +184,18 @@ def test_a_statements_files_normaliser(tmp_path: Path) -> None:
     assert p.rows[0].key == "vanish.min" and p.rows[0].checks == 1
     with pytest.raises(InvalidArgument, match="tilt"):
         attnbounds.profile("other", statements=str(path))
+
+
+def _cells(line: str) -> int:
+    """Cells of a Markdown table line: bars not escaped by a backslash (``\\|`` is a bar inside a cell; ``\\\\|`` an
+    escaped backslash and then a bar that ends the cell)."""
+    return len(re.findall(r"(?<!\\)(?:\\\\)*\|", line)) - 1
+
+
+def test_markdown_tables_keep_a_bar_inside_its_cell() -> None:
+    """A title with bars (J_entry's "max |d alpha_i/d l_j|") stays in its cell: every row has the header's cells."""
+    p = softmax_profile()
+    barred = dataclasses.replace(p, rows=tuple(dataclasses.replace(r, title=f"max |{r.title}|") for r in p.rows))
+    for text in (barred.markdown(), io_profiles.table_markdown([barred.to_json()])):
+        table = [line for line in text.splitlines() if line.startswith("|")]
+        assert table and all(_cells(line) == _cells(table[0]) for line in table), table

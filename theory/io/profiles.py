@@ -85,10 +85,12 @@ def cell(row: Mapping[str, Any]) -> str:
     return f"{bracket_text(row, 6)} {row['verdict']}{label}; {row['finding']}"
 
 
-def _md(text: Any) -> str:
+def md(text: Any) -> str:
+    """``text`` on one line, runs of white space as one space, as literal Markdown for a paragraph or a table cell
+    (:func:`~attnbounds.theory.io.markdown.markdown_text`, which already writes a table's bar as ``\\|``)."""
     from attnbounds.theory.io.markdown import markdown_text
 
-    return markdown_text(" ".join(str(text).split())).replace("|", "\\|")
+    return markdown_text(" ".join(str(text).split()))
 
 
 def table_markdown(profiles: list[Mapping[str, Any]], missing: Iterable[str] = (), seconds: float | None = None) -> str:
@@ -108,24 +110,24 @@ def table_markdown(profiles: list[Mapping[str, Any]], missing: Iterable[str] = (
              f"per check, at most {p0['max_checks']} checks per row, rtol {float(p0['rtol']):g}, seed {p0['seed']}"
              f"{took}. Brackets [lower, upper]: P = PROVED there (every L), R = REFUTED there (certified "
              "counterexample), open = no record.", "",
-             "| row | " + " | ".join(_md(p["normaliser"]) for p in profiles) + " |",
+             "| row | " + " | ".join(md(p["normaliser"]) for p in profiles) + " |",
              "|---" * (len(profiles) + 1) + "|"]
     for key in keys:
         cells = []
         for p in profiles:
             row = next((r for r in p["rows"] if r["key"] == key), None)
-            cells.append("n/a" if row is None else _md(cell(row)))
-        lines.append(f"| {_md(titles[key])} | " + " | ".join(cells) + " |")
+            cells.append("n/a" if row is None else md(cell(row)))
+        lines.append(f"| {md(titles[key])} | " + " | ".join(cells) + " |")
     params = "; ".join(f"{p['normaliser']}: " + ", ".join(f"{k} = {float(v):g}" for k, v in sorted(p["params"].items()))
                        for p in profiles if p.get("params"))
     if params:
-        lines += ["", f"Parameters: {_md(params)}."]
+        lines += ["", f"Parameters: {md(params)}."]
     uncertified = [p["normaliser"] for p in profiles if not p.get("certified", True)]
     if uncertified:
-        lines += ["", f"Float only (Python functions, nothing certified): {_md(', '.join(uncertified))}."]
+        lines += ["", f"Float only (Python functions, nothing certified): {md(', '.join(uncertified))}."]
     missing = list(missing)
     if missing:
-        lines += ["", f"Not in the registry (not profiled): {_md(', '.join(missing))}."]
+        lines += ["", f"Not in the registry (not profiled): {md(', '.join(missing))}."]
     return "\n".join(lines) + "\n"
 
 
@@ -146,12 +148,12 @@ def alternatives_markdown(data: Mapping[str, Any]) -> str:
     for alt in paper.ALTERNATIVES:
         p = _profile_of(profiles, alt.names)
         if p is None:
-            rows = f"not profiled ({_md(', '.join(alt.names))} not in the profile file)"
+            rows = f"not profiled ({md(', '.join(alt.names))} not in the profile file)"
         else:
             found = [r for r in p["rows"] if r["key"] in alt.rows]
-            rows = "<br>".join(f"{_md(r['title'])}: {_md(r['verdict'])} {_md(bracket_text(r, 6))}, "
-                               f"{_md(r['finding'])}" for r in found) or "none of its rows were run"
-        lines.append(f"| {_md(alt.name)}: {_md(alt.claim)} | {rows} |")
+            rows = "<br>".join(f"{md(r['title'])}: {md(r['verdict'])} {md(bracket_text(r, 6))}, "
+                               f"{md(r['finding'])}" for r in found) or "none of its rows were run"
+        lines.append(f"| {md(alt.name)}: {md(alt.claim)} | {rows} |")
     return "\n".join(lines) + "\n"
 
 

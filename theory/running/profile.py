@@ -255,10 +255,7 @@ class Profile:
 
     def markdown(self) -> str:
         """The profile as a Markdown table (row, verdict, bracket, finding, records, why)."""
-        from attnbounds.theory.io.markdown import markdown_text
-
-        def cell(text: str) -> str:
-            return markdown_text(" ".join(text.split())).replace("|", "\\|")
+        from attnbounds.theory.io.profiles import md as cell
 
         lines = [f"**{cell(self.heading())}**", "", "| row | verdict | bracket [lower, upper] | finding | records | why a "
                  "side is open |", "|---|---|---|---|---|---|"]

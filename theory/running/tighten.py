@@ -149,7 +149,7 @@ class TightenResult:
         from attnbounds.theory.io.markdown import markdown_text
 
         lines = ["| | |", "|---|---|"]
-        lines += [f"| {k} | {markdown_text(v).replace('|', chr(92) + '|')} |" for k, v in self._rows()]
+        lines += [f"| {k} | {markdown_text(v)} |" for k, v in self._rows()]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -674,10 +674,9 @@ def load_for_tighten(paths: list[str], statement_id: str, constant: str) -> Any:
     """The statement ``statement_id`` of the statements files ``paths`` (and their normalisers), with ``constant``
     declared as a parameter when the file's relation reads it without declaring it (a ``.toml`` file; a ``.py`` file
     must declare it itself)."""
-    import tomllib
     from pathlib import Path
 
-    from attnbounds.theory.io import atomic, userbounds
+    from attnbounds.theory.io import userbounds
     from attnbounds.theory.mathematics.exprparse import free_names
 
     data: dict[str, Any] = {"statement": [], "normaliser": []}
@@ -691,12 +690,7 @@ def load_for_tighten(paths: list[str], statement_id: str, constant: str) -> Any:
             if any(s.id == statement_id for s in user.statements):
                 return user, user.get(statement_id)
             continue
-        if not p.is_file():
-            raise InvalidArgument(f"statements file {str(path)!r} does not exist or is not a regular file")
-        try:
-            parsed = tomllib.loads(atomic.read_text(p, "statements file", userbounds.MAX_FILE_BYTES))
-        except tomllib.TOMLDecodeError as exc:
-            raise InvalidArgument(f"{path}: not valid TOML: {exc}") from None
+        parsed = userbounds.read_toml(p)
         normalisers = parsed.get("normaliser", [])
         if isinstance(normalisers, list):
             data["normaliser"] += normalisers
