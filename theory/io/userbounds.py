@@ -469,14 +469,19 @@ def _tables(data: dict[str, Any], key: str, path: Path) -> list[Any]:
     return tables
 
 
-def _load_toml(path: Path) -> UserBounds:
+def _parse_toml(path: Path) -> dict[str, Any]:
     import tomllib
 
     try:
-        data = tomllib.loads(_read_text(path))
+        return tomllib.loads(_read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise InvalidArgument(f"{path}: not valid TOML: {exc}") from None
-    return load_data(data, str(path))
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """The tables of a ``.toml`` statements file as read, before any is checked (for a caller that amends a table, as
+    ``attnbounds tighten`` declares its constant, and then calls :func:`load_data`)."""
+    return _parse_toml(_checked_path(path))
 
 
 def load_data(data: dict[str, Any], path: str, *, python: bool = False) -> UserBounds:
@@ -546,9 +551,8 @@ def _load_python(path: Path) -> UserBounds:
     return out
 
 
-def load_statements(path: str | Path, *, register: bool = True) -> UserBounds:
-    """Read a statements file (``.toml``, or ``.py`` for trusted files); ``register`` adds its
-    normalisers to :data:`attnbounds.theory.mathematics.normalisers.CONSTRUCTORS`, so the search draws them too."""
+def _checked_path(path: str | Path) -> Path:
+    """``path`` as a regular file, or InvalidArgument saying what it is instead."""
     p = Path(path)
     if not str(path):
         raise InvalidArgument("statements file: expected a path, got an empty string")
@@ -558,8 +562,15 @@ def load_statements(path: str | Path, *, register: bool = True) -> UserBounds:
         raise InvalidArgument(f"statements file {str(path)!r} does not exist")
     if not p.is_file():
         raise InvalidArgument(f"statements file {str(path)!r} is not a regular file (a device, FIFO or socket)")
+    return p
+
+
+def load_statements(path: str | Path, *, register: bool = True) -> UserBounds:
+    """Read a statements file (``.toml``, or ``.py`` for trusted files); ``register`` adds its
+    normalisers to :data:`attnbounds.theory.mathematics.normalisers.CONSTRUCTORS`, so the search draws them too."""
+    p = _checked_path(path)
     if p.suffix == ".toml":
-        out = _load_toml(p)
+        out = load_data(_parse_toml(p), str(p))
     elif p.suffix == ".py":
         out = _load_python(p)
     else:
