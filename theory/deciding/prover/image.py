@@ -73,14 +73,17 @@ class _ImageBuilder:
         keys = inst.q is not None and inst.k is not None  # logits-qk: a is the keys' bound Delta_max
         self.space = type("Space", (), {"bounded_logits": "a" in inst.params or keys,
                                         "logit_bound": "keys" if keys else "a" if "a" in inst.params else ""})()
+        self._keys_bound: float | None = None
+        if keys:
+            from attnbounds.theory.mathematics.quantities import compute
+
+            self._keys_bound = float(np.asarray(compute("Delta_max", inst))[0])
         self.roles: dict[str, Role] = {}
         self.tokens: dict[tuple[int, int], Token] = {}
 
     def param(self, name: str) -> sp.Expr:
-        if name == "a" and self.space.logit_bound == "keys":  # the keys' bound of the logits (logits-qk)
-            from attnbounds.theory.mathematics.quantities import compute
-
-            return _float(float(np.asarray(compute("Delta_max", self.inst))[0]))
+        if name == "a" and self._keys_bound is not None:  # the keys' bound of the logits (logits-qk)
+            return _float(self._keys_bound)
         return _float(self.inst.param(name)[0])
 
     def role(self, role: Role) -> Token:
