@@ -468,6 +468,23 @@ DOMAINS: dict[str, Domain] = {d.name: d for d in (
 NEED_PARAMETERS: dict[str, tuple[str, ...]] = {"sphere": ("M", "delta", "r"), "fd": ("eps",), "heads": ("p", "H")}
 
 
+def domain_sign(name: str) -> str | None:
+    """``"positive"`` when the parameter's domain (:data:`DOMAINS`) makes it ``> 0``, ``"nonnegative"`` when ``>= 0``,
+    else None (no domain, or one that allows negative values), read from the domain's formula."""
+    domain = DOMAINS.get(name)
+    if domain is None:
+        return None
+    sign = None
+    for rel in domain.formula.args if isinstance(domain.formula, sp.And) else (domain.formula,):
+        if str(rel.lhs) != name or not rel.rhs.is_number:
+            continue
+        if (isinstance(rel, sp.StrictGreaterThan) and rel.rhs >= 0) or (isinstance(rel, sp.GreaterThan) and rel.rhs > 0):
+            return "positive"
+        if isinstance(rel, sp.GreaterThan) and rel.rhs == 0:
+            sign = "nonnegative"
+    return sign
+
+
 def domain_id(name: str) -> str:
     return f"{DOMAIN_PREFIX}{name})"
 

@@ -173,10 +173,9 @@ class TightenResult:
 def _assumed(st: Any, constant: str, positive_constant: bool) -> tuple[sp.Basic, sp.Symbol]:
     """The relation with each symbol replaced by one carrying what is known of its sign (parameter domains,
     nonnegative quantities, fixed values), and the constant's symbol."""
+    from attnbounds.theory.mathematics.hypotheses import domain_sign
     from attnbounds.theory.mathematics.quantities import QUANTITIES
 
-    positive = {"L", "N", "T", "eps", "M", "r", "kappa", "C_H", "H"}
-    nonnegative = {"a", "delta", "p"}
     swap: dict[sp.Basic, sp.Basic] = {}
     target = None
     for sym in st.relation.free_symbols:
@@ -189,12 +188,9 @@ def _assumed(st: Any, constant: str, positive_constant: bool) -> tuple[sp.Basic,
         elif name in st.bindings:
             swap[sym] = sp.Symbol(name, nonnegative=True) if QUANTITIES[st.bindings[name]].nonnegative \
                 else sp.Symbol(name, real=True)
-        elif name in positive:
-            swap[sym] = sp.Symbol(name, positive=True)
-        elif name in nonnegative:
-            swap[sym] = sp.Symbol(name, nonnegative=True)
-        else:
-            swap[sym] = sp.Symbol(name, real=True)
+        else:  # a parameter: what its domain says of its sign (hypotheses.DOMAINS)
+            sign = domain_sign(name)
+            swap[sym] = sp.Symbol(name, **{sign: True} if sign else {"real": True})
     assert target is not None
     return st.relation.xreplace(swap), target
 
