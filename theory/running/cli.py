@@ -374,6 +374,17 @@ def _parser(sub: Any, name: str, help: str, description: str, examples: str = ""
                           formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
+def _bracket_options(p: argparse.ArgumentParser, budget: float, rtol: float, max_checks: int, checks: str) -> None:
+    """The options of a command made of tightens (``tighten``, ``profile``): each check's budget and seed, the
+    bracket's relative width, the most checks (``checks`` says of what)."""
+    p.add_argument("--budget", type=float, default=budget, metavar="S",
+                   help=f"budget of each check, as for verify (default {budget:g})")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of every check (default 0)")
+    p.add_argument("--rtol", type=float, default=rtol, metavar="R",
+                   help=f"the relative width to narrow each bracket to, in (0, 1) (default {rtol:g})")
+    p.add_argument("--max-checks", type=int, default=max_checks, metavar="K", help=f"{checks} (default {max_checks})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     import attnbounds
 
@@ -452,13 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "listed in the statement's 'parameters'")
     p.add_argument("--constant", metavar="NAME", default="C",
                    help="the free constant of the relation to tighten (default C)")
-    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S",
-                   help=f"budget of each check, as for verify (default {DEFAULT_BUDGET_S:g})")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of every check (default 0)")
-    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL, metavar="R",
-                   help=f"the relative width to narrow the bracket to, in (0, 1) (default {DEFAULT_RTOL:g})")
-    p.add_argument("--max-checks", type=int, default=DEFAULT_MAX_CHECKS, metavar="K",
-                   help=f"the most checks to run, in [1, 10000] (default {DEFAULT_MAX_CHECKS})")
+    _bracket_options(p, DEFAULT_BUDGET_S, DEFAULT_RTOL, DEFAULT_MAX_CHECKS, "the most checks to run, in [1, 10000]")
     p.add_argument("--start", type=float, default=None, metavar="X", help="a first guess of the constant")
     p.add_argument("--json", metavar="PATH", help="write the result and both records as JSON to PATH (atomically)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -492,13 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="a parameter of the normaliser besides T (e.g. s=0.5 for ssmax); repeatable")
     p.add_argument("--rows", nargs="+", metavar="ROW", help=f"only these rows ({', '.join(prof.ROW_KEYS)})")
-    p.add_argument("--budget", type=float, default=prof.DEFAULT_BUDGET, metavar="S",
-                   help=f"budget of each check (default {prof.DEFAULT_BUDGET:g})")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of every check (default 0)")
-    p.add_argument("--rtol", type=float, default=prof.DEFAULT_RTOL, metavar="R",
-                   help=f"relative width each bracket is narrowed to (default {prof.DEFAULT_RTOL:g})")
-    p.add_argument("--max-checks", type=int, default=prof.DEFAULT_MAX_CHECKS, metavar="K",
-                   help=f"the most checks of one row (default {prof.DEFAULT_MAX_CHECKS})")
+    _bracket_options(p, prof.DEFAULT_BUDGET, prof.DEFAULT_RTOL, prof.DEFAULT_MAX_CHECKS, "the most checks of one row")
     p.add_argument("--json", metavar="PATH", help="write the profile(s) with every record as JSON to PATH, and a PNG "
                    "per normaliser next to it (PATH's stem.NAME.png)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
