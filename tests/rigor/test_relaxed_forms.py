@@ -4,7 +4,8 @@ Soundness of PROVED rests on one fact: every instance of every length is a point
 margin. For each quantity with a ``relaxed`` form (:mod:`attnbounds.theory.deciding.prover`), on adversarial instances
 (dense and token classes, L up to 10^6, T down to 1e-4, logits up to 1e3, interior extrema of F): the float value
 is attained by the relaxed form at the instance's own point, with its distinguished tokens on columns that satisfy
-their constraints (:func:`attnbounds.theory.deciding.prover.image.image_values`). Softmax instances are checked in the
+their constraints (:func:`attnbounds.theory.deciding.prover.image.image_values`); a form that is only an upper bound
+of its quantity (``J_spectral``, Schur's test) reaches at least the float value at one placement. Softmax instances are checked in the
 weights model too (distinguished tokens and the others given by their weights).
 """
 
@@ -19,7 +20,7 @@ from attnbounds.theory.mathematics import strategies
 from attnbounds.theory.mathematics.errors import AttnBoundsError
 from attnbounds.theory.mathematics.hypotheses import SOFTMAX
 from attnbounds.theory.mathematics.quantities import QUANTITIES, compute, magnitude
-from attnbounds.theory.deciding.prover.image import image_values
+from attnbounds.theory.deciding.prover.image import image_values, upper_bounds
 
 RELAXED = sorted(name for name, q in QUANTITIES.items() if q.has("relaxed"))
 #: relative agreement between the float value and the relaxed form at the instance (both from the same features)
@@ -70,6 +71,12 @@ def test_the_float_value_is_attained_at_the_instances_point(name: str, data: st.
                 at_k = [v for place, v, ok in found if ok and place.get("i", (None,))[0] == k]
                 assert _close(float(value[k]), at_k, float(np.ravel(scale)[k] if np.ndim(scale) else scale)), \
                     (name, weights, k, value[k], at_k)
+        elif bounds := upper_bounds(name, one, weights=weights):  # each bound: its largest placement is at least it
+            tol = RTOL * max(abs(float(value)), float(scale)) + ATOL * max(1.0, float(scale))
+            for k, bound in enumerate(bounds):
+                ok_values = [v for _, v, ok in image_values(name, one, weights=weights, bound=k) if ok]
+                assert ok_values and max(ok_values) >= float(value) - tol, (name, bound, weights, float(value),
+                                                                            ok_values[:6])
         else:
             ok_values = [v for _, v, ok in found if ok]
             assert _close(float(value), ok_values, float(scale)), (name, weights, float(value), ok_values[:6])

@@ -165,12 +165,15 @@ def _prove(statement: Statement, work: int) -> ProverResult:
     reports: list[ProblemReport] = []
     spent = 0
     remaining_groups = sum(len(per[-1]) for per in rel.strategies)
-    for per in rel.strategies:
+    #: a negative box of a problem whose margin only bounds the instance's (a quantity read through an upper bound of
+    #: it, at another token, F's extremes over the tokens): realised, but the other strategies are tried first
+    pending: tuple[str, ProblemReport, Instance] | None = None
+    for c, per in enumerate(rel.strategies):
         proved_conjunct = False
         why = ""
         for k_strategy, strategy in enumerate(per):
             ok = True
-            last = k_strategy == len(per) - 1
+            last = k_strategy in rel.final[c] if c < len(rel.final) else k_strategy == len(per) - 1
             for group in strategy:
                 share = max((work - spent) // max(remaining_groups, 1), 1)
                 if not last:  # a strategy tried first leaves most of the work to those after it
@@ -194,8 +197,10 @@ def _prove(statement: Statement, work: int) -> ProverResult:
                     if outcome.status == "negative":
                         assert outcome.negative is not None
                         inst = realise(problem, rel, outcome.negative, programs)
-                        if inst is not None:  # certified by the caller; a substitute's negative may be spurious
+                        if inst is not None and problem.exact:  # certified by the caller
                             return ProverResult("refuted", why, [*reports, report], inst, work=spent, relaxation=rel)
+                        if inst is not None and pending is None:  # a bound's negative may be spurious
+                            pending = (why, report, inst)
                 if not closed:
                     ok = False
                     break
@@ -203,6 +208,9 @@ def _prove(statement: Statement, work: int) -> ProverResult:
                 proved_conjunct = True
                 break
         if not proved_conjunct:
+            if pending is not None:
+                return ProverResult("refuted", pending[0], [*reports, pending[1]], pending[2], work=spent,
+                                    relaxation=rel)
             return ProverResult("open", why or "a group of the relaxation has no problem", reports, work=spent,
                                 relaxation=rel)
     total = sum(r.outcome.boxes for r in reports)

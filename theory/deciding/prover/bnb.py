@@ -16,6 +16,11 @@ where constraints ``c >= 0`` may hold) boxes are processed in batches:
 5. else the mean-value form ``core(c) + grad(box) . (box - c)`` may close it;
 6. a box reduced to a point is decided exactly there: arb at rising precision, sympy for an exact zero (an
    equality case: a non-strict bound holds there, a strict one fails);
+6b. a narrow box holding a rational point ``p`` where the core is exactly ``>= 0`` and no partial derivative points
+   into the box (an equality at a critical point: ``1/4 - a (1 - a)`` at ``a = 1/2`` in two coordinates) is
+   closed by Taylor's theorem to second order, ``core(x) >= core(p) + |x - p|^T M |x - p| / 2`` with ``M`` from the
+   rigorous enclosure of the Hessian on the box (``M_ii`` its lower ends, ``M_ij = -max |H_ij|``), when ``M`` is
+   positive semidefinite (exact LDL^T over the rationals);
 7. else it is split in two (the coordinate of largest width times derivative; unbounded coordinates first,
    geometrically).
 
@@ -46,6 +51,7 @@ import sympy as sp
 
 from attnbounds.theory.mathematics.exact import PRECISIONS, sign_of
 from attnbounds.theory.mathematics.intervals import Unsupported
+from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin, Sign, Step
 from attnbounds.theory.mathematics.symbolic import differentiate
 from attnbounds.theory.deciding.prover.program import Program, compile_program, rigorous_signs, run_float, run_rigorous
 
@@ -235,6 +241,30 @@ class Face:
     form_programs: list[Program]
     grad: Program  # both forms of each partial derivative
     n: int
+    partials: list[sp.Expr] = field(default_factory=list)  # of the first form, as differentiated
+    #: the program of the first form's second derivatives (i <= j, row by row), built when a box first asks for it;
+    #: None when they are too large
+    _hessian: Program | None = None
+    _hessian_built: bool = False
+    #: rational points where the second-order closure held (tried first on the face's next boxes)
+    critical: list[tuple[Fraction, ...]] = field(default_factory=list)
+
+    def hessian(self, syms: Sequence[sp.Symbol], work: list[int]) -> Program | None:
+        if not self._hessian_built:
+            self._hessian_built = True
+            # Taylor's theorem to second order needs a core twice differentiable on the box: never across a kink
+            # (|x|, max, min, a step), whose second derivative the chain rule would read as 0
+            smooth = not self.forms[0].atoms(OAbs, OMax, OMin, Step, Sign, sp.Abs, sp.Max, sp.Min, sp.Heaviside,
+                                              sp.sign, sp.Piecewise, sp.floor, sp.ceiling)
+            if smooth and _size(self.forms[0]) <= MAX_FACTOR:
+                work[0] += FACE_WORK * self.n * _size(self.forms[0])
+                entries = [differentiate(self.partials[i], syms[j]) for i in range(self.n) for j in range(i, self.n)]
+                if sum(_size(e) for e in entries) <= MAX_HESSIAN:
+                    try:
+                        self._hessian = compile_program(entries, syms)
+                    except Unsupported:
+                        self._hessian = None
+        return self._hessian
 
     @classmethod
     def build(cls, problem: Problem, fixed: tuple[tuple[int, float], ...], forms: list[sp.Expr] | None = None) -> "Face":
@@ -246,7 +276,7 @@ class Face:
         alt = [(_forms(g) + [g])[1] if g != 0 else g for g in raw]
         grads = [*raw, *alt]
         return cls(fixed, forms, compile_program([*forms, *grads], syms), [compile_program([f], syms) for f in forms],
-                   compile_program(grads, syms), len(syms))
+                   compile_program(grads, syms), len(syms), raw)
 
     def gradient(self, values: Sequence[tuple[Any, Any]]) -> tuple[np.ndarray, np.ndarray]:
         """The partial derivatives' enclosures from the two forms' (``values`` as returned by the grad program)."""
@@ -345,7 +375,7 @@ class Tree:
         """Preorder tokens: ``S<d>:<point>`` split, ``P<d><+|-|<>...`` projection (``-``: onto the lower end; ``<``:
         onto t = 0 where the core strictly grows in t, :attr:`Node.at_limit`),
         ``C<method>`` closed, ``I<k>`` infeasible by constraint k, ``M<k>`` closed as a multiple of constraint k,
-        ``E`` exact point; zlib + base64."""
+        ``E`` exact point, ``T<p_1>,...`` closed to second order around the rational point p; zlib + base64."""
         out = []
         for node in self.walk():
             if node.kind == "split":
@@ -362,6 +392,8 @@ class Tree:
                 out.append(f"M{node.detail}")
             elif node.kind == "point":
                 out.append("E")
+            elif node.kind == "taylor":
+                out.append("T" + ",".join(f"{v.numerator}/{v.denominator}" for v in node.detail))
             else:
                 out.append("O")
         blob = json.dumps(out, separators=(",", ":")).encode()
@@ -498,11 +530,13 @@ def _by_constraint(P: Programs, lo: np.ndarray, hi: np.ndarray, ks: Sequence[int
     return None
 
 
-def _exact_point(core: sp.Expr, symbols: Sequence[sp.Symbol], point: np.ndarray) -> tuple[int | None, str]:
-    """The sign of ``core`` at a point of the closure (coordinates exact doubles; an infinite one: not decided)."""
-    if not np.all(np.isfinite(point)):
+def _exact_point(core: sp.Expr, symbols: Sequence[sp.Symbol], point: np.ndarray | Sequence[Fraction]
+                 ) -> tuple[int | None, str]:
+    """The sign of ``core`` at a point of the closure (coordinates exact doubles or rationals; an infinite one: not
+    decided)."""
+    if not all(isinstance(v, Fraction) or math.isfinite(float(v)) for v in point):
         return None, "a point at infinity"
-    values = {s: sp.Rational(Fraction(float(v))) for s, v in zip(symbols, point)}
+    values = {s: sp.Rational(v if isinstance(v, Fraction) else Fraction(float(v))) for s, v in zip(symbols, point)}
     try:
         value = core.xreplace(values)
     except (ZeroDivisionError, ValueError, TypeError):
@@ -510,6 +544,158 @@ def _exact_point(core: sp.Expr, symbols: Sequence[sp.Symbol], point: np.ndarray)
     if value.free_symbols or value.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
         return None, "the core is not a finite number at the point"
     return sign_of(value)
+
+
+#: a box narrower than this share of its coordinates' scale in every coordinate tries the second-order closure
+TAYLOR_WIDTH = 2.0**-6
+#: the most nodes the second derivatives of a face's core may have (beyond: no second-order closure on it)
+MAX_HESSIAN = 20_000
+#: the largest denominator a rational critical point may have (the float minimiser, rounded to a simple fraction)
+MAX_DENOMINATOR = 1000
+
+
+def _psd(M: list[list[Fraction]]) -> bool:
+    """Whether the symmetric rational matrix ``M`` is positive semidefinite: exact LDL^T (a zero pivot needs a zero
+    column below it)."""
+    A = [row[:] for row in M]
+    n = len(A)
+    for k in range(n):
+        pivot = A[k][k]
+        if pivot < 0:
+            return False
+        if pivot == 0:
+            if any(A[i][k] != 0 for i in range(k + 1, n)):
+                return False
+            continue
+        for i in range(k + 1, n):
+            f = A[i][k] / pivot
+            for j in range(k + 1, n):
+                A[i][j] -= f * A[k][j]
+    return True
+
+
+def _second_order(problem: Problem, face: Face, p: Sequence[Fraction], lo: np.ndarray, hi: np.ndarray, strict: bool,
+                  work: list[int], curved: list[bool] | None = None) -> int:
+    """Whether Taylor's theorem to second order around the rational point ``p`` of the box closes it (step 6b of the
+    module docstring): ``core(p)`` exactly ``>= 0`` (``> 0`` when strict), each partial derivative at ``p`` exactly 0
+    or pointing out of the box (``p`` on that side's end), and the Hessian bound ``M`` positive semidefinite on the
+    box (:func:`_curvature`; ``curved`` holds its answer once computed, for the next point of the same box). 1: it
+    closes the box; -1: the core at ``p`` is exactly negative, or 0 under a strict bound (a counterexample point);
+    0: neither."""
+    at_p = _at_point(problem, face, p, lo, hi, strict, work)
+    if at_p <= 0:
+        return at_p
+    if curved is None:
+        curved = []
+    if not curved:
+        curved.append(_curvature(problem, face, lo, hi, work))
+    return 1 if curved[0] else 0
+
+
+def _at_point(problem: Problem, face: Face, p: Sequence[Fraction], lo: np.ndarray, hi: np.ndarray, strict: bool,
+              work: list[int]) -> int:
+    """The first-order conditions of :func:`_second_order` at ``p``: 1 when they hold, -1 for a counterexample point,
+    0 otherwise. Read from the rigorous enclosures of the core and its slopes on the doubles around ``p`` where those
+    show a sign, else exactly (sympy: an equality, a slope that is exactly 0)."""
+    syms = problem.symbols
+    free = [d for d in range(face.n) if hi[d] > lo[d]]
+    if not free or len(p) != face.n or not _bounded(lo, hi):
+        return 0
+    if any(not Fraction(float(lo[d])) <= p[d] <= Fraction(float(hi[d])) for d in range(face.n)):
+        return 0
+    if any(p[d] != Fraction(float(lo[d])) for d in range(face.n) if d not in free):
+        return 0
+    p_lo = np.array([_double_below(v) for v in p])
+    p_hi = np.array([_double_above(v) for v in p])
+    work[0] += COST["arb"] * face.enclose.size
+    values = run_rigorous(face.enclose, p_lo, p_hi, "arb")
+    k_forms = len(face.forms)
+    slopes = face.gradient(values[k_forms:])
+
+    def sign(expr: sp.Expr, low: float, high: float) -> int | None:
+        if low > 0 or high < 0:
+            return 1 if low > 0 else -1
+        work[0] += FACE_WORK * _size(expr)
+        return _exact_point(expr, syms, p)[0]
+
+    s0 = sign(face.forms[0], max(a for a, _ in values[:k_forms]), min(z for _, z in values[:k_forms]))
+    if s0 is None:
+        return 0
+    if s0 < 0 or (s0 == 0 and strict):
+        return -1
+    for d in free:
+        at_lo, at_hi = p[d] == Fraction(float(lo[d])), p[d] == Fraction(float(hi[d]))
+        if not (at_lo or at_hi) and (slopes[0][d] > 0 or slopes[1][d] < 0):
+            return 0  # a slope of certain sign inside the box: the core falls toward one side
+        g = sign(face.partials[d], float(slopes[0][d]), float(slopes[1][d]))
+        if not (g == 0 or (g is not None and g > 0 and at_lo) or (g is not None and g < 0 and at_hi)):
+            return 0
+    return 1
+
+
+def _curvature(problem: Problem, face: Face, lo: np.ndarray, hi: np.ndarray, work: list[int]) -> bool:
+    """Whether ``|d|^T M |d| >= 0`` for every ``d`` with ``M`` from the Hessian's rigorous enclosure on the box
+    (``M_ii`` its lower ends, ``M_ij = -max |H_ij|`` over the coordinates the box does not fix): then ``d^T H d >= 0``
+    at every point of the box."""
+    H = face.hessian(problem.symbols, work)
+    if H is None:
+        return False
+    work[0] += COST["arb"] * H.size
+    enc = run_rigorous(H, lo, hi, "arb")
+    index = {}
+    k = 0
+    for i in range(face.n):
+        for j in range(i, face.n):
+            index[(i, j)] = index[(j, i)] = k
+            k += 1
+    free = [d for d in range(face.n) if hi[d] > lo[d]]
+    M: list[list[Fraction]] = []
+    for i in free:
+        row = []
+        for j in free:
+            a, z = enc[index[(i, j)]]
+            if not (math.isfinite(a) and math.isfinite(z)):
+                return False
+            row.append(Fraction(a) if i == j else -max(abs(Fraction(a)), abs(Fraction(z))))
+        M.append(row)
+    return _psd(M)
+
+
+def _double_below(v: Fraction) -> float:
+    f = float(v)
+    return f if Fraction(f) <= v else math.nextafter(f, -INF)
+
+
+def _double_above(v: Fraction) -> float:
+    f = float(v)
+    return f if Fraction(f) >= v else math.nextafter(f, INF)
+
+
+def _critical_candidates(face: Face, lo: np.ndarray, hi: np.ndarray, work: list[int]) -> list[tuple[Fraction, ...]]:
+    """Rational points of the box where an equality at a critical point may lie: the face's points that closed boxes
+    before, the box's corners and centre (dyadic: where splits put an end), and the float minimiser of the core on
+    the box (a few projected Newton steps from the centre) rounded to fractions of small denominator."""
+    out = [p for p in face.critical if all(Fraction(float(a)) <= v <= Fraction(float(z)) for v, a, z in zip(p, lo, hi))]
+    free = [d for d in range(face.n) if hi[d] > lo[d]]
+    mid = lo / 2 + hi / 2
+    x = mid.copy()
+    for _ in range(8):  # projected gradient steps on the float enclosure's midpoint values
+        work[0] += COST["float"] * face.grad.size * (1 + FLOAT_CALL)
+        g_lo, g_hi = face.gradient([(float(a[0]), float(z[0])) for a, z in run_float(face.grad, x[None], x[None])])
+        g = (g_lo + g_hi) / 2
+        if not np.all(np.isfinite(g)):
+            break
+        step = np.where(hi > lo, (hi - lo) / 4, 0.0) * -np.sign(g)
+        x = np.clip(x + step / 2 ** _, lo, hi)
+    out.append(tuple(Fraction(float(v)).limit_denominator(MAX_DENOMINATOR) for v in x))
+    out.append(tuple(Fraction(float(v)) for v in mid))
+    if len(free) <= 3:
+        for corner in np.ndindex(*(2,) * len(free)):
+            q = mid.copy()
+            for d, side in zip(free, corner):
+                q[d] = hi[d] if side else lo[d]
+            out.append(tuple(Fraction(float(v)) for v in q))
+    return list(dict.fromkeys(out))  # each once, in order
 
 
 def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | None = None) -> Outcome:
@@ -673,6 +859,26 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                         node.kind, node.detail, node.bound = "closed", "mean-value:0", bound
                         count("mean-value", node, bound)
                         continue
+            # 6b. an equality at a critical point: the second-order closure
+            if np.all(finite) and np.all(width <= TAYLOR_WIDTH * scale) and work[0] <= work_limit:
+                held: tuple[Fraction, ...] | None = None
+                verdict, curved = 0, list[bool]()
+                for p in _critical_candidates(face, node.lo, node.hi, work):
+                    verdict = _second_order(problem, face, p, node.lo, node.hi, strict, work, curved)
+                    if verdict:
+                        held = p
+                        break
+                if held is not None and verdict > 0:
+                    if held not in face.critical:
+                        face.critical.append(held)
+                    node.kind, node.detail, node.bound = "taylor", held, 0.0
+                    count("second-order", node, 0.0)
+                    continue
+                if held is not None and feasible:
+                    node.kind = "negative"
+                    return outcome("negative", "the margin is negative, or 0 under a strict bound, at the rational "
+                                   "point " + ", ".join(f"{s_} = {v}" for s_, v in zip(tree.names, held))
+                                   + " (exact arithmetic)", node)
             # 7. split
             with np.errstate(invalid="ignore", over="ignore"):  # unbounded coordinates first, then width x slope
                 slope = np.minimum(np.maximum(np.abs(g_lo), np.abs(g_hi)), 1e300)
@@ -961,11 +1167,33 @@ def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None
             sign, method = _exact_point(face.forms[0], problem.symbols, b_lo)
             if sign is None or sign < 0 or (sign == 0 and strict):
                 return False, f"an exact point does not re-check ({method})", leaves
+        elif kind == "T":
+            leaves += 1
+            centre = _fractions(tok[1:], n)
+            if centre is None:
+                return False, f"a second-order closure around {tok[1:60]!r}, not {n} fractions", leaves
+            if _second_order(problem, face, centre, b_lo, b_hi, strict, work) <= 0:
+                return False, "a box closed to second order does not re-check", leaves
         else:
             return False, f"an open box ({tok!r}) in the tree: it is not a proof", leaves
     if pos != len(tokens):
         return False, "the encoding has more entries than boxes", leaves
     return True, f"{leaves} leaves re-checked ({work[0]} operations)", leaves
+
+
+def _fractions(text: str, n: int) -> tuple[Fraction, ...] | None:
+    """``n`` fractions ``p/q`` separated by commas (each of at most 40 digits), or None."""
+    parts = text.split(",")
+    if len(parts) != n:
+        return None
+    out = []
+    for part in parts:
+        num, slash, den = part.partition("/")
+        if not slash or len(num) > 41 or len(den) > 40 or not den.isdigit() or not num.lstrip("-").isdigit() \
+                or int(den) == 0:
+            return None
+        out.append(Fraction(int(num), int(den)))
+    return tuple(out)
 
 
 def check_faces(problem: Problem, faces: dict[tuple[tuple[int, float], ...], list[sp.Expr]]) -> str | None:

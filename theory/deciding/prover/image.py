@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import sympy as sp
@@ -66,7 +66,7 @@ class _ImageBuilder:
     distinguished token's role to ``(column, slot)``: roles with the same pair are the same token, different slots
     of one column different tokens of that class."""
 
-    def __init__(self, inst: Instance, assignment: dict[str, tuple[int, int]], weights: bool):
+    def __init__(self, inst: Instance, assignment: dict[str, tuple[int, int]], weights: bool, bound: int = 0):
         self.inst = inst
         self.assignment = assignment
         self.model = _Model(inst, weights)
@@ -80,6 +80,14 @@ class _ImageBuilder:
             self._keys_bound = float(np.asarray(compute("Delta_max", inst))[0])
         self.roles: dict[str, Role] = {}
         self.tokens: dict[tuple[int, int], Token] = {}
+        self.upper_bounds: list[str] = []
+        self.bound = bound
+
+    def at_most(self, qname: str, bounds: Sequence[str]) -> int:
+        """Read the upper bound ``self.bound`` of ``bounds`` (the image's value is then at least the quantity's at one
+        placement: :func:`upper_bounds`)."""
+        self.upper_bounds = list(bounds)
+        return self.bound
 
     def param(self, name: str) -> sp.Expr:
         if name == "a" and self._keys_bound is not None:  # the keys' bound of the logits (logits-qk)
@@ -134,11 +142,23 @@ class _ImageBuilder:
         return t_sym * total
 
 
-def _roles(qname: str, inst: Instance, weights: bool) -> list[Role]:
-    """The distinguished tokens the quantity's relaxed form asks for (a discovery pass, every role its own token)."""
-    b = _ImageBuilder(inst, {}, weights)
+def _discover(qname: str, inst: Instance, weights: bool, bound: int = 0) -> _ImageBuilder:
+    """A discovery pass of the quantity's relaxed form (every role its own token): what it asks for."""
+    b = _ImageBuilder(inst, {}, weights, bound)
     _form(qname)(RelaxedInstance(b, _namespace(qname)))  # type: ignore[arg-type]
-    return list(b.roles.values())
+    return b
+
+
+def _roles(qname: str, inst: Instance, weights: bool, bound: int = 0) -> list[Role]:
+    """The distinguished tokens the quantity's relaxed form asks for."""
+    return list(_discover(qname, inst, weights, bound).roles.values())
+
+
+def upper_bounds(qname: str, inst: Instance, *, weights: bool = False) -> list[str]:
+    """The upper bounds of the quantity its relaxed form may read (the inequalities they rest on; ``bound=k`` of
+    :func:`image_values` reads the k-th), or ``[]`` when the form is the quantity's value. For each, the largest of
+    :func:`image_values` is at least the quantity, never below it."""
+    return _discover(qname, inst, weights).upper_bounds
 
 
 def _form(qname: str) -> Callable[[RelaxedInstance], sp.Expr]:
@@ -152,12 +172,13 @@ def _namespace(qname: str) -> str:
     return "" if QUANTITIES[qname].shape == "BL" else qname
 
 
-def relaxed_value(qname: str, inst: Instance, assignment: dict[str, tuple[int, int]], *, weights: bool = False) -> float:
+def relaxed_value(qname: str, inst: Instance, assignment: dict[str, tuple[int, int]], *, weights: bool = False,
+                  bound: int = 0) -> float:
     """The quantity's relaxed form at the instance's point with the distinguished tokens placed by ``assignment``
     (role -> (column, slot); B = 1)."""
     if inst.B != 1:
         raise InvalidArgument(f"relaxed_value needs one instance (B = 1), got B = {inst.B}")
-    expr = _form(qname)(RelaxedInstance(_ImageBuilder(inst, assignment, weights), _namespace(qname)))  # type: ignore[arg-type]
+    expr = _form(qname)(RelaxedInstance(_ImageBuilder(inst, assignment, weights, bound), _namespace(qname)))  # type: ignore[arg-type]
     value = sp.sympify(expr).xreplace({t_sym: sp.Rational(1, inst.L)})
     return float(sp.re(sp.N(value, DIGITS)))
 
@@ -180,11 +201,12 @@ def _patterns(names: list[str]) -> Iterator[list[int]]:
     yield from rec(0, [], 0)
 
 
-def image_values(qname: str, inst: Instance, *, weights: bool = False) -> list[tuple[dict[str, tuple[int, int]], float, bool]]:
+def image_values(qname: str, inst: Instance, *, weights: bool = False, bound: int = 0
+                 ) -> list[tuple[dict[str, tuple[int, int]], float, bool]]:
     """Every placement of the quantity's distinguished tokens (each pattern of them, each class on a column holding
     enough tokens), its relaxed value, and whether it satisfies the constraints (a maximum's token is a maximum)."""
     try:
-        roles = _roles(qname, inst, weights)
+        roles = _roles(qname, inst, weights, bound)
     except (Declined, Unsupported):  # the form has no reading in this model (logits under softmax weights)
         return []
     counts = inst.counts[0] if inst.counts is not None else np.ones(inst.K, dtype=np.int64)
@@ -212,13 +234,13 @@ def image_values(qname: str, inst: Instance, *, weights: bool = False) -> list[t
                     mine = model.token(cols[c], "r")
                     ok = ok and all(_dominates(r, mine, model.token(j, "k")) for j in present)
             try:
-                out.append((place, relaxed_value(qname, inst, place, weights=weights), ok))
+                out.append((place, relaxed_value(qname, inst, place, weights=weights, bound=bound), ok))
             except (Declined, Unsupported):  # the form has no reading in this model (logits under softmax weights)
                 return []
     return out
 
 
-__all__ = ["image_values", "relaxed_value"]
+__all__ = ["image_values", "relaxed_value", "upper_bounds"]
 
 
 # -- a statement's relaxed problems at an instance's point --------------------------------------------------------

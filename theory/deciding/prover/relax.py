@@ -53,6 +53,10 @@ MAX_ROLES = 5
 MAX_MOMENTS = 6
 
 
+class _NeedsSign(Declined):
+    """A quantity's form is an upper bound of it, and the margin is not known to fall as the quantity grows."""
+
+
 def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], reference: Token
             ) -> tuple[sp.Expr, list[sp.Expr]]:
     """The log-F-values model's margin and constraints with ``reference``'s log F at 0: sound when they read log F
@@ -262,13 +266,16 @@ class RelaxedInstance:
             return tok.weight
         return t_sym / self.total(lambda other: sp.exp(other.lam - tok.lam))
 
+    def at_most(self, *bounds: str) -> int:
+        return self._b.at_most(self._ns, bounds)
+
 
 class _Builder:
     """One pass over a statement's quantities under one pattern of roles (see :func:`relax`)."""
 
     def __init__(self, space: Space, pattern: dict[str, int] | None, parameters: dict[str, sp.Expr],
                  param_coords: list[Coordinate], model: "TokenModel", aliases: dict[str, str] | None = None,
-                 margin_signs: dict[str, int] | None = None):
+                 margin_signs: dict[str, int] | None = None, bound_choice: dict[str, int] | None = None):
         self.space = space
         self.param_coords = param_coords
         self.pattern = dict(pattern or {})
@@ -285,6 +292,31 @@ class _Builder:
         #: with F's extremes over the tokens (the problem's margin is then at most the instance's)
         self.margin_signs: dict[str, int] = dict(margin_signs or {})
         self.bounded_by_tokens = False
+        #: quantities read through an upper bound of their value (:meth:`at_most`): "name (the inequality)"
+        self.upper_bounds: list[str] = []
+        #: per quantity read through upper bounds: which of them this builder reads (the relaxation's choice) and how
+        #: many there are (what the discovery pass found)
+        self.bound_choice: dict[str, int] = dict(bound_choice or {})
+        self.bound_counts: dict[str, int] = {}
+
+    def at_most(self, qname: str, bounds: Sequence[str]) -> int:
+        """The quantity ``qname``'s form is an upper bound of it, one of ``bounds``: sound only where the margin is
+        nonincreasing in the quantity (a proof with the bound then proves the statement). Which one to read."""
+        if not qname or self.margin_signs.get(qname, 0) >= 0:
+            raise _NeedsSign(f"{qname or 'a per-token quantity'} is relaxed through an upper bound of it "
+                             f"({'; '.join(bounds)}): that proves only bounds whose margin cannot grow with it "
+                             f"({qname or 'it'} <= ...)")
+        self.bound_counts[qname] = len(bounds)
+        k = self.bound_choice.get(qname, 0)
+        if f"{qname} ({bounds[k]})" not in self.upper_bounds:
+            self.upper_bounds.append(f"{qname} ({bounds[k]})")
+        return k
+
+    @property
+    def inexact(self) -> bool:
+        """Whether some quantity was read through a bound of it (F's extremes over the tokens, an upper bound): the
+        problem's margin is then at most the instance's."""
+        return self.bounded_by_tokens or bool(self.upper_bounds)
 
     def param(self, name: str) -> sp.Expr:
         if name not in self.parameters:
@@ -351,6 +383,9 @@ class Relaxation:
     strategies: list[list[list[Group]]]  # per conjunct, its strategies
     space: Space
     notes: list[str] = field(default_factory=list)
+    #: per conjunct, the strategies that end a family (the exact one; each upper bound's own last): each may spend its
+    #: whole share of the work, the others a part of it
+    final: list[set[int]] = field(default_factory=list)
 
     @property
     def problems(self) -> list[Problem]:
@@ -490,7 +525,8 @@ def _moments(bodies: list[sp.Expr], token_symbols: set[sp.Symbol]) -> list[sp.Ex
         expanded = sp.expand(sp.powsimp(body, force=True), power_exp=True, mul=True, multinomial=True, log=False,
                              power_base=False, deep=False)
         for term in sp.Add.make_args(expanded):
-            _, dep = term.as_independent(*token_symbols, as_Add=False)
+            # exp(lam_x - lam_r) = exp(lam_x) exp(-lam_r): a token function times a constant
+            _, dep = sp.expand_power_exp(term).as_independent(*token_symbols, as_Add=False)
             if dep == 1:
                 continue
             if not dep.free_symbols <= token_symbols:
@@ -513,31 +549,47 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
     parameters, param_coords = _parameter_coordinates(statement, space)
     model = TokenModel(space, parameters, 1 / t_sym, param_coords)
     strategies: list[list[list[Group]]] = []
+    final: list[set[int]] = []
     for c, conjunct in enumerate(conjuncts(statement.relation)):
         strict = isinstance(conjunct, sp.StrictLessThan)
         per: list[list[Group]] = []
+        ends: set[int] = set()
         signs = _margin_signs(statement, conjunct)
         # first the tokens as their log F values alone (when the relation reads F only through ratios of its
         # values); then over logits, with F's extremes over the tokens where the margin allows it (when some quantity
         # reads them: a bound of the margin, its roles constrained among tokens only), then exactly
         plans: list[tuple[Any, dict[str, int]]] = [(model, signs), (model, {})]
         if space.every_F:  # no log F is fixed: only its values, every F at once
-            plans = [(LogFValues(model), {})]
+            plans = [(LogFValues(model), signs), (LogFValues(model), {})]
         elif not model.weights and not space.selection:
             plans.insert(0, (LogFValues(model), {}))
         for plan_model, margin_signs in plans:
             discovery = _Builder(space, None, parameters, param_coords, plan_model, margin_signs=margin_signs)
             try:
                 _relation_env(statement, discovery, conjunct)
-                if margin_signs and not discovery.bounded_by_tokens:
+                if margin_signs and not discovery.inexact:
                     continue
                 per += _strategies(statement, space, c, conjunct, strict, parameters, param_coords, plan_model,
                                    atoms, discovery)
+                # each further choice among the upper bounds a quantity is read through: strategies of their own
+                names = sorted(discovery.bound_counts)
+                for combo in itertools.product(*(range(discovery.bound_counts[q]) for q in names)):
+                    if any(combo):
+                        ends.add(len(per) - 1)
+                        other = _Builder(space, None, parameters, param_coords, plan_model, margin_signs=margin_signs,
+                                         bound_choice=dict(zip(names, combo)))
+                        _relation_env(statement, other, conjunct)
+                        per += _strategies(statement, space, c, conjunct, strict, parameters, param_coords,
+                                           plan_model, atoms, other)
+            except _NeedsSign as exc:  # a form that is only an upper bound, and no margin sign says it may be read
+                if not per and margin_signs is plans[-1][1]:  # the last plan: none read it
+                    raise Declined(str(exc)) from None
             except Declined:
                 if plan_model is model or space.every_F:
                     raise
         strategies.append(per)
-    return Relaxation(statement, strategies, space)
+        final.append(ends | {len(per) - 1})
+    return Relaxation(statement, strategies, space, final=final)
 
 
 def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, strict: bool,
@@ -551,7 +603,7 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
 
     def build(pattern: dict[str, int], aliases: dict[str, str] | None = None) -> Problem:
         return _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, aliases,
-                        atoms, discovery.margin_signs)
+                        atoms, discovery.margin_signs, discovery.bound_choice)
 
     per: list[list[Group]] = []
     favourable = _favourable(statement, conjunct, discovery)
@@ -667,8 +719,8 @@ def _substitutes(favourable: list[str], pattern: dict[str, int], discovery: "_Bu
 def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, strict: bool, pattern: dict[str, int],
              parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: TokenModel,
              aliases: dict[str, str] | None = None, atoms_override: int | None = None,
-             margin_signs: dict[str, int] | None = None) -> Problem:
-    b = _Builder(space, pattern, parameters, param_coords, model, aliases, margin_signs)
+             margin_signs: dict[str, int] | None = None, bound_choice: dict[str, int] | None = None) -> Problem:
+    b = _Builder(space, pattern, parameters, param_coords, model, aliases, margin_signs, bound_choice)
     env = _relation_env(statement, b, conjunct)
     lhs, rhs = (exact_floats(_opaque(side.xreplace(env))) for side in (conjunct.lhs, conjunct.rhs))
     k = len(b.tokens)
@@ -687,7 +739,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
         moments = [m for m in moments if sp.simplify(m - sp.exp(lam_x)) != 0]
     if len(moments) > MAX_MOMENTS:
         raise Declined(f"the totals read {len(moments)} independent functions of a token (at most {MAX_MOMENTS})")
-    n_atoms = max(1, len(moments) + (1 if constrained and moments else 0)) if moments else 0
+    # the others exist whenever a total reads them, even through a constant or (weights model) their mass alone
+    n_atoms = max(1, len(moments) + (1 if constrained and moments else 0)) if moments or bodies else 0
     if atoms_override is not None:
         n_atoms = atoms_override
     threshold: Coordinate | None = None
@@ -820,6 +873,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
         text += "; " + ", ".join(f"{r} read at {target}" for r, target in sorted(b.aliases.items()))
     if b.bounded_by_tokens:
         text += "; F's extremes on [-a, a] bounded by the tokens'"
+    if b.upper_bounds:
+        text += "; read through an upper bound: " + ", ".join(b.upper_bounds)
     T = parameters.get("T", sp.Integer(1))
     logit = (lambda tok: T * tok.lam) if b.model.weights else (lambda tok: tok.l)
     realisation = {"roles": [logit(tok) for tok in role_tokens.values()], "atoms": [logit(a) for a in atoms],
@@ -837,7 +892,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                    "reference": anchored.get("reference"), "bracket": anchored.get("bracket"),
                    "points": [(p.coordinates[0].symbol, _extreme_of(role)) for role, p in b.points.values()]}
     return Problem(statement.id, c, text, coords, core, constraints, strict, margin, stripped, names, n_atoms,
-                   len(moments), parameters, model.describe(), signs, not (b.aliases or b.bounded_by_tokens),
+                   len(moments), parameters, model.describe(), signs, not (b.aliases or b.inexact),
                    realisation)
 
 

@@ -130,9 +130,7 @@ def top_eigenvalue(a: np.ndarray, r: np.ndarray, mult: np.ndarray) -> np.ndarray
 # -- J_spectral ------------------------------------------------------------------------------------------
 J_spectral = define("J_spectral", "B", "||d alpha / d l||_2, the spectral norm of the Jacobian",
                     definition="||d alpha / d l||_2", reference=f"{_L2}; {_C3}", needs=("logits",), cost="jacobian",
-                    normaliser=True, nonnegative=True, autograd=True,
-                    lacks={"relaxed": 'the spectral norm solves a secular equation: not a function of finitely many '
-                                      'totals'})
+                    normaliser=True, nonnegative=True, autograd=True)
 
 
 @J_spectral.float_form
@@ -218,6 +216,29 @@ def _j_spec_torch(state: State) -> Tensor:
     value = torch.linalg.svdvals(red)[:, 0]
     same = torch.where(m >= 2, (a * g).abs(), torch.zeros_like(a)).max(-1).values
     return torch.maximum(value, same)
+
+
+@J_spectral.relaxed_form
+def _j_spec_relaxed(rx: RelaxedInstance) -> sp.Expr:
+    """An upper bound (the spectral norm solves a secular equation, not a function of finitely many totals), one of:
+
+    - Schur's test ``||J||_2^2 <= ||J||_1 ||J||_inf``: the largest absolute column sum ``2 |g_j| alpha_j (1 -
+      alpha_j)`` times the largest row sum ``alpha_i (|g_i| (1 - alpha_i) + sum_{j != i} alpha_j |g_j|)``, the sum as
+      ``alpha_i / t`` times the total of ``(F_j / F_i) |g_j|`` over the other tokens. Equal to the norm where ``J``
+      is symmetric with equal absolute row sums: softmax on two tokens (``1 / (2T)`` at equal logits);
+    - interlacing ``||J||_2 <= ||A||_2 max_j |g_j| <= max_i alpha_i max_j |g_j|`` (``A = diag(alpha) - alpha
+      alpha^T`` has its eigenvalues in ``[0, max alpha]``): equal to the norm at equal logits (``1 / (L T)``)."""
+    if rx.at_most("Schur's test: ||J||_2 <= sqrt(||J||_1 ||J||_inf)",
+                  "interlacing: ||J||_2 <= max_i alpha_i max_j |g_j|") == 1:
+        top = rx.role("top", dominates=lambda r, k: r.lam - k.lam)
+        steep = rx.role("steep", dominates=lambda r, k: OAbs(r.g) - OAbs(k.g))
+        return rx.weight(top) * OAbs(steep.g)
+    col, row = rx.role("column"), rx.role("row")
+    a_c, a_r = rx.weight(col), rx.weight(row)
+    others = rx.total(lambda k: sp.exp(k.lam - row.lam) * OAbs(k.g), exclude=[row])
+    column_sum = 2 * OAbs(col.g) * a_c * (1 - a_c)
+    row_sum = a_r * (OAbs(row.g) * (1 - a_r) + a_r / rx.t * others)
+    return sp.sqrt(column_sum * row_sum)
 
 
 # -- J_frobenius, J_row, J_entry ------------------------------------------------------------------------------

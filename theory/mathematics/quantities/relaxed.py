@@ -70,6 +70,11 @@ class RelaxedInstance(Protocol):
     def weight(self, tok: RelaxedToken) -> sp.Expr:
         """The weight ``alpha`` of a token."""
 
+    def at_most(self, *bounds: str) -> int:
+        """The form returns an upper bound of the quantity, not its value: one of ``bounds`` (each named by the
+        inequality it rests on), the one whose index this returns. The relaxation tries each in turn, and reads them
+        only where the margin cannot grow with the quantity (it declines elsewhere)."""
+
 
 class Space(Protocol):
     """What a hypothesis says about the relaxed space: the rules its ``relax`` calls."""

@@ -1,0 +1,138 @@
+"""The second-order closure of the branch and bound (issue 33: equality at a critical point), in the prover and in
+the replay.
+
+A non-strict bound that holds with equality at an interior point where the margin's gradient vanishes cannot be
+closed by the natural enclosure, the mean-value form or a projection on the boxes around that point: every one of
+them reads the margin's slope, which straddles 0 there. Taylor's theorem to second order around the exact point can:
+``core(x) >= core(p) + |x - p|^T M |x - p| / 2`` with ``M`` from the Hessian's rigorous enclosure. Checked here:
+
+- the exact positive-semidefiniteness test on rational matrices, against the eigenvalues of small integer matrices;
+- a true core with an equality at a rational critical point (and one on an end of the box) is proved, with boxes
+  closed to second order, and the tree replays;
+- a core with a saddle or a maximum at that point, or a strict bound at the equality, is never proved, and a tree
+  whose second-order points are moved (off the critical point, out of the box, malformed) does not replay.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from attnbounds.theory.deciding.prover import bnb
+from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
+
+x, y = sp.symbols("x y", real=True)
+HALF, THIRD = sp.Rational(1, 2), sp.Rational(1, 3)
+
+
+def _problem(core: sp.Expr, strict: bool = False, lo: float = -1.0, hi: float = 1.0) -> Problem:
+    coordinates = [Coordinate(x, lo, hi, "parameter", "x"), Coordinate(y, lo, hi, "parameter", "y")]
+    return Problem("second-order", 0, "test", coordinates, core, [], strict, core, [], {}, 0, 0, {}, "test", [])
+
+
+#: exp(u) - 1 - u >= 0 with equality at u = 0 only (convex, tangent there): not a polynomial, so never factored
+def _bowl(u: sp.Expr) -> sp.Expr:
+    return sp.exp(u) - 1 - u
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_exact_psd_test_agrees_with_the_eigenvalues(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        n = int(rng.integers(1, 5))
+        A = rng.integers(-3, 4, size=(n, n))
+        A = A @ A.T if rng.uniform() < 0.5 else A + A.T  # PSD (often singular) or indefinite
+        A = A.astype(np.int64)
+        if rng.uniform() < 0.3:  # a rank-deficient PSD matrix with a zero pivot first
+            v = np.zeros(n, dtype=np.int64)
+            v[1:] = rng.integers(-2, 3, size=n - 1)
+            A = np.outer(v, v)
+        expected = bool(np.linalg.eigvalsh(A.astype(float)).min() >= -1e-9)
+        assert bnb._psd([[Fraction(int(a)) for a in row] for row in A]) is expected, A
+
+
+def test_an_equality_at_an_interior_critical_point_is_proved_to_second_order_and_replays() -> None:
+    # (x - 1/2) and (y - 1/3) meet at a minimum 0 of a convex core; the cross term keeps the Hessian [[1, 1/2], [1/2,
+    # 2]] positive definite but reads both coordinates
+    core = _bowl(x - HALF) + 2 * _bowl(y - THIRD) + (x - HALF) * (y - THIRD) / 2
+    problem = _problem(core)
+    outcome = bnb.branch_and_bound(problem, 10**8)
+    assert outcome.status == "proved", outcome.reason
+    assert outcome.closed.get("second-order", 0) > 0, outcome.closed
+    tokens = bnb.decode(outcome.tree.encode(), 10**8)
+    assert "T1/2,1/3" in tokens  # the critical point itself, exactly (a third is no double)
+    ok, why, leaves = bnb.replay(problem, tokens)
+    assert ok, why
+    assert leaves == sum(t[0] in "CIETM" for t in tokens)
+
+
+def test_an_equality_on_an_end_of_the_box_is_proved_to_second_order() -> None:
+    # the minimum 0 at x = 1/2 sits on the box's upper end of x, where the core's slope in x is 0 too
+    core = _bowl(x - HALF) + _bowl(y - THIRD)
+    problem = _problem(core, lo=-0.5, hi=0.5)
+    outcome = bnb.branch_and_bound(problem, 10**8)
+    assert outcome.status == "proved", outcome.reason
+    ok, why, _ = bnb.replay(problem, bnb.decode(outcome.tree.encode(), 10**8))
+    assert ok, why
+
+
+@pytest.mark.parametrize("core", [
+    _bowl(x - HALF) - 2 * _bowl(y - THIRD),  # a saddle: negative along y
+    _bowl(x - HALF) + _bowl(y - THIRD) - (x - HALF) ** 2,  # Hessian [[-1, 0], [0, 1]] at the point: negative along x
+    _bowl(x - HALF) + _bowl(y - THIRD) + 3 * (x - HALF) * (y - THIRD),  # indefinite through the cross term
+], ids=["saddle", "maximum-along-x", "cross-term"])
+def test_a_core_negative_near_its_critical_point_is_never_proved(core: sp.Expr) -> None:
+    # each is negative somewhere within 1e-2 of (1/2, 1/3): a proof would be wrong
+    grid = [(float(HALF) + a, float(THIRD) + b) for a, b in itertools.product(np.linspace(-0.01, 0.01, 9), repeat=2)]
+    assert min(float(core.subs({x: u, y: v})) for u, v in grid) < 0
+    outcome = bnb.branch_and_bound(_problem(core), 10**7)
+    assert outcome.status != "proved", outcome.reason
+
+
+def test_a_strict_bound_at_an_equality_is_not_proved() -> None:
+    outcome = bnb.branch_and_bound(_problem(_bowl(x - HALF) + _bowl(y - THIRD), strict=True), 10**8)
+    assert outcome.status == "negative", outcome.reason  # the equality point is a counterexample of the strict bound
+
+
+def _tokens_of_true_core() -> tuple[Problem, list[str]]:
+    problem = _problem(_bowl(x - HALF) + 2 * _bowl(y - THIRD) + (x - HALF) * (y - THIRD) / 2)
+    tokens = bnb.decode(bnb.branch_and_bound(problem, 10**8).tree.encode(), 10**8)
+    assert any(t.startswith("T") for t in tokens)
+    return problem, tokens
+
+
+@pytest.mark.parametrize("replacement", ["T1/2,1/4", "T1/2,3/1", "T1/2", "T1/2,1/0", "Tx,1/3", "T1/2,1/3,0/1",
+                                         "T" + "9" * 60 + "/1,1/3"])
+def test_a_second_order_closure_around_another_point_does_not_replay(replacement: str) -> None:
+    """Off the critical point (the slope at it no longer 0), outside the box, malformed or too long: refused."""
+    problem, tokens = _tokens_of_true_core()
+    k = tokens.index("T1/2,1/3")
+    forged = [*tokens[:k], replacement, *tokens[k + 1:]]
+    ok, why, _ = bnb.replay(problem, forged)
+    assert not ok, why
+
+
+def test_the_same_tree_for_a_core_with_a_saddle_does_not_replay() -> None:
+    _, tokens = _tokens_of_true_core()
+    saddle = _problem(_bowl(x - HALF) - 2 * _bowl(y - THIRD) + (x - HALF) * (y - THIRD) / 2)
+    ok, why, _ = bnb.replay(saddle, tokens)
+    assert not ok, why
+
+
+def test_a_kink_at_the_critical_point_is_never_closed_to_second_order() -> None:
+    """``(x - 1/2)^2 - |x - 1/2| / 100`` is negative just beside x = 1/2, where the chain rule reads its slope there
+    as 0 and its curvature as the square's alone (the kink's second derivative is 0 almost everywhere): the
+    second-order closure must refuse the box around the kink, and the branch and bound must not prove the core."""
+    from attnbounds.theory.mathematics.opaque import OAbs
+
+    core = (x - HALF) ** 2 - OAbs(x - HALF) / 100 + _bowl(y - THIRD)
+    problem = _problem(core)
+    face = bnb.Programs(problem).face(())
+    lo, hi = np.array([0.49, 0.33]), np.array([0.51, 0.34])
+    assert bnb._second_order(problem, face, (Fraction(1, 2), Fraction(1, 3)), lo, hi, False, [0]) == 0
+    outcome = bnb.branch_and_bound(problem, 10**7)
+    assert outcome.status != "proved", outcome.reason
