@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -55,3 +56,127 @@ def test_bounds_of_the_weights_by_the_keys_that_are_too_strong_are_not_proved(re
     """With half the exponent the bound fails (one key antiparallel to q, the others parallel with the largest norm)."""
     st = api.statement(relation, hypotheses=["softmax", "logits-qk"], id="qk").statements[0]
     assert prover.prove(st, work=prover.work_for(1.0)).status != "proved"
+
+
+# -- normalisers that read L through log(log L) or a power of L (issue 33: final verdicts where bounds are tight) ------
+#: F = exp(log(1 + log L) l / T) and F = exp(sqrt(L) l / T), logits in [-1, 1]: L alpha_min >= L / (1 + (L - 1) G(L)^2)
+#: with G = 1 + log L (resp. e^sqrt(L)), one token at -1 and the others at +1
+LLOG = {"name": "llog", "log_F": "log(1 + log(L))*l/T"}
+LPOW = {"name": "lpow", "log_F": "sqrt(L)*l/T"}
+REACH = {"hypotheses": ["logits-bounded"], "fixed": {"a": 1.0, "T": 1.0}}
+
+
+def _reach(relation: str, normaliser: dict[str, str], work_s: float = 2.0) -> tuple[Any, Any]:
+    from attnbounds.theory.mathematics.normalisers import constructors_added
+
+    user = api.statement(relation, normaliser=normaliser, id="reach", **REACH)
+    with constructors_added(user.normalisers):
+        statement = user.statements[0]
+        return statement, prover.prove(statement, work=prover.work_for(work_s))
+
+
+@pytest.mark.parametrize("relation, normaliser", [
+    ("L*alpha_min >= 1/(1 + log(L))**2", LLOG),  # equality at L = 1, the margin ~ 1/(L log^2 L) as L -> oo
+    ("L*alpha_min >= exp(-2*sqrt(L))", LPOW),  # the margin ~ e^(-2 sqrt L) / L
+])
+def test_bounds_whose_margin_vanishes_faster_than_any_power_of_t_are_proved_and_replay(relation: str,
+                                                                                     normaliser: dict[str, str]) -> None:
+    """The margin tends to 0 as L -> oo at a rate no power of t = 1/L matches, through log(-log t) or t^(-1/2): the
+    core over its own denominator (numerator factored, denominator kept as built) is a product of factors of known
+    sign on every box [0, h] of t, which the whole-line expansion sympy makes of that denominator is not."""
+    from attnbounds.theory.mathematics.normalisers import constructors_added
+
+    statement, result = _reach(relation, normaliser)
+    assert result.status == "proved", result.reason
+    cert = json.loads(json.dumps(result.to_json()))
+    with constructors_added(api.statement(relation, normaliser=normaliser, id="reach", **REACH).normalisers):
+        assert prover.replay(statement, cert)[0]
+        # a face form that is not the core on its face is refused (exact algebra), whatever the tree says
+        forged = json.loads(json.dumps(cert))
+        problem = forged["problems"][-1]
+        key = next(k for k, forms in problem["faces"].items() if len(forms) > 1)
+        problem["faces"][key] = [problem["faces"][key][0]] * len(problem["faces"][key])
+        problem["faces"][key][-1] = "Integer(1)"
+        ok, why = prover.replay(statement, forged)
+        assert not ok and "is not the core there" in why, why
+
+
+@pytest.mark.parametrize("relation, normaliser", [
+    ("L*alpha_min >= 1/(1 + 0.9*log(L))**2", LLOG),  # false from L = 2 on
+    ("L*alpha_min >= exp(-1.9*sqrt(L))", LPOW),  # false from L = 5 on
+    ("L*alpha_min >= 1.0001/(1 + log(L))**2", LLOG),  # false at L = 1 (and from L of about 1e4 on)
+])
+def test_near_misses_of_those_bounds_are_never_proved(relation: str, normaliser: dict[str, str]) -> None:
+    _, result = _reach(relation, normaliser, work_s=1.0)
+    assert result.status != "proved", result.reason
+
+
+def test_a_bound_false_only_beyond_l_of_ten_to_the_thirteen_is_refuted_there() -> None:
+    """L alpha_min >= 0.001 under llog: L / (1 + (L - 1)(1 + log L)^2) < 0.001 once (1 + log L)^2 > ~1000, L ~ 2e13.
+    Boxes [0, h] of t are cut at h^2 (log log L steps), so the negative box is a few cuts away; the counterexample is
+    realised as token classes (one token at -1, the others at +1) at such an L and certified."""
+    from attnbounds.theory.deciding.certify import certify
+    from attnbounds.theory.mathematics.normalisers import constructors_added
+
+    statement, result = _reach("L*alpha_min >= 0.001", LLOG)
+    assert result.status == "refuted", result.reason
+    inst = result.counterexample
+    assert inst is not None and inst.L >= 2 * 10**13
+    with constructors_added(api.statement("L*alpha_min >= 0.001", normaliser=LLOG, id="reach", **REACH).normalisers):
+        assert certify(statement, inst).status == "violated"
+
+
+def test_the_float_tier_keeps_the_sign_of_odd_powers_and_inverts_powers_of_two_exactly() -> None:
+    """1/t on [0, h] is [1/h, inf] (t^1 was widened below 0: the whole line), and 1/[1, 1] is exactly 1 (log(1/t) at
+    L = 1 is then 0, not a negative ulp that hides every sign read through log(log(1/t) + 1))."""
+    import numpy as np
+    import sympy as sp
+
+    from attnbounds.theory.deciding.prover.program import compile_program, run_float
+
+    t = sp.Symbol("t", real=True)
+    prog = compile_program([1 / t, t**3, sp.log(1 / t), 1 / (-t) ** 3], [t])
+    (r_lo, r_hi), (c_lo, c_hi), (g_lo, g_hi), (n_lo, n_hi) = run_float(prog, np.array([[0.0], [1.0], [0.25]]),
+                                                                       np.array([[0.5], [1.0], [0.5]]))
+    assert r_lo[0] == 2.0 and r_hi[0] == np.inf and c_lo[0] == 0.0 and n_lo[0] == -np.inf and n_hi[0] < 0
+    assert r_lo[1] == r_hi[1] == 1.0 and g_lo[1] == g_hi[1] == 0.0
+    assert (r_lo[2], r_hi[2]) == (2.0, 4.0)
+
+
+def test_float_enclosures_contain_sampled_values_near_t_zero() -> None:
+    """The float tier (a filter) and the rigorous tier enclose the core of the log-log reach statement at sampled
+    points of boxes [0, h], h down to 1e-300 (its own expression and the kept-denominator form)."""
+    import numpy as np
+    import sympy as sp
+
+    from attnbounds.theory.deciding.prover.bnb import _forms
+    from attnbounds.theory.deciding.prover.program import compile_program, run_float, run_rigorous
+
+    t, d = sp.Symbol("t", real=True), sp.Symbol("d", real=True)
+    G = sp.log(1 / t) + 1
+    core = -1 / G**2 + 1 / (t + (1 - t) * sp.exp(d * sp.log(G)))
+    forms = _forms(core)
+    assert len(forms) >= 2
+    prog = compile_program(forms, [t, d])
+    rng = np.random.default_rng(0)
+    for h in (0.5, 1e-3, 1e-20, 1e-300):
+        for d_lo, d_hi in ((0.0, 2.0), (1.5, 2.0), (2.0, 2.0)):
+            lo, hi = np.array([0.0, d_lo]), np.array([h, d_hi])
+            fl = run_float(prog, lo[None], hi[None])
+            rg = run_rigorous(prog, lo, hi, "mpmath.iv")
+            for _ in range(20):
+                x = float(h * rng.random() ** 8) or h
+                dd = float(d_lo + (d_hi - d_lo) * rng.random())
+                value = float(sp.N(core.subs({t: sp.Rational(x), d: sp.Rational(dd)}), 30))
+                for k in range(len(forms)):
+                    assert fl[k][0][0] <= value * (1 + 1e-9) + 1e-300 and value * (1 - 1e-9) - 1e-300 <= fl[k][1][0]
+                    assert rg[k][0] <= value * (1 + 1e-9) + 1e-300 and value * (1 - 1e-9) - 1e-300 <= rg[k][1]
+
+
+def test_boxes_of_t_reaching_zero_are_cut_at_the_square_of_their_end() -> None:
+    from attnbounds.theory.deciding.prover.bnb import _split_point
+
+    assert _split_point(0.0, 0.25, limit=True) == 0.0625
+    assert _split_point(0.0, 1e-200, limit=True) == 1e-200 / 2  # h^2 underflows: halved
+    assert _split_point(0.0, 1.0, limit=True) == 0.5  # (at t = 1 the square is the end itself)
+    assert _split_point(0.0, 0.25) == 0.125  # other coordinates: as before

@@ -117,7 +117,7 @@ def _rational_view(expr: sp.Expr, atoms: dict[sp.Basic, sp.Dummy]) -> sp.Expr:
     return atom(sp.powsimp(expr, combine="exp"))
 
 
-def _forms(expr: sp.Expr) -> list[sp.Expr]:
+def _forms(expr: sp.Expr, keep_denominator: bool = True) -> list[sp.Expr]:
     """Equal forms of one expression whose natural enclosures differ: as built, and factored over a common
     denominator (an even power or a square then shows its sign: ``1/4 - a (1 - a) = (2 a - 1)^2 / 4``).
 
@@ -132,11 +132,24 @@ def _forms(expr: sp.Expr) -> list[sp.Expr]:
         num, den = sp.fraction(sp.together(_rational_view(expr, atoms)))
         if _terms(num) > MAX_TERMS or _terms(den) > MAX_TERMS or _dense(num) > MAX_DENSE or _dense(den) > MAX_DENSE:
             return out
-        factored = (sp.factor(num) / sp.factor(den)).xreplace({d: n for n, d in atoms.items()})
+        back = {d: n for n, d in atoms.items()}
+        top, bottom = sp.factor(num), sp.factor(den)
+        factored = (top / bottom).xreplace(back)
+        # (with ``keep_denominator``) the numerator factored over the denominator as built (a product of the forms'
+        # own denominators): sympy expands an irreducible denominator, t + (1 - t) (1 + log(1/t))^2 say, into terms
+        # that cancel where they grow without bound (t -> 0), and the enclosure of the expansion is the whole line
+        kept = (top / den).xreplace(back) if keep_denominator and bottom != den else None
     except (sp.PolynomialError, ValueError, TypeError, RecursionError, MemoryError):  # pragma: no cover - sympy's limits
         return out
-    if factored != expr and _size(factored) <= 4 * max(_size(expr), 1) and _equal(factored, expr):
+    small = 4 * max(_size(expr), 1)
+    if factored != expr and _size(factored) <= small and _equal(factored, expr):
         out.append(factored)
+        # the same numerator over a denominator equal to the factored one (their difference expands to 0)
+        if kept is not None and _size(kept) <= small and all(kept != f for f in out) \
+                and _terms(bottom) <= MAX_TERMS and _terms(den) <= MAX_TERMS and sp.expand(bottom - den) == 0:
+            out.append(kept)
+    elif kept is not None and kept != expr and _size(kept) <= small and _equal(kept, expr):
+        out.append(kept)
     return out
 
 
@@ -273,7 +286,7 @@ class Face:
             base = problem.core.xreplace({syms[d]: sp.Rational(Fraction(v)) for d, v in fixed})
             forms = _forms(base)
         raw = [differentiate(forms[0], x) for x in syms]
-        alt = [(_forms(g) + [g])[1] if g != 0 else g for g in raw]
+        alt = [(_forms(g, keep_denominator=False) + [g])[1] if g != 0 else g for g in raw]
         grads = [*raw, *alt]
         return cls(fixed, forms, compile_program([*forms, *grads], syms), [compile_program([f], syms) for f in forms],
                    compile_program(grads, syms), len(syms), raw)
@@ -409,9 +422,16 @@ def _box(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _split_point(lo: float, hi: float) -> float:
+#: the narrowest box [0, h] of t = 1/L split further (L beyond 1e300: no instance is realised there)
+TINY_T = 1e-300
+
+
+def _split_point(lo: float, hi: float, limit: bool = False) -> float:
     """Where to cut ``[lo, hi]``: 0 or a power-of-two step into an unbounded side, the geometric mean of a
-    positive range spanning decades, else the midpoint."""
+    positive range spanning decades, else the midpoint. On t = 1/L (``limit``) a box [0, h] is cut at ``h^2``
+    (L at the square of ``1/h``: log log L steps, so that L of 10^13 is a few cuts away, not forty)."""
+    if limit and lo == 0.0 and 0.0 < hi <= 0.5 and hi * hi > 0.0:
+        return hi * hi
     if lo == -INF and hi == INF:
         return 0.0
     if hi == INF:
@@ -757,7 +777,10 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
             best_form = int(np.argmax(lows))
             m_lo, m_hi = lows[best_form], min(outs[f][1][b] for f in range(k_forms))
             g_lo, g_hi = face.gradient([(outs[k_forms + j][0][b], outs[k_forms + j][1][b]) for j in range(2 * n)])
-            blind = _bounded(node.lo, node.hi) and _blind(m_lo, m_hi)
+            # (or its lower end underflows while some slope overflows: the doubles show neither the sign nor a
+            # direction in which the core is monotone, e^-1600 + 1/(t + (1 - t) e^1600) on t in [0, 1/2], say)
+            blind = _bounded(node.lo, node.hi) and (_blind(m_lo, m_hi) or (
+                abs(m_lo) <= TINY and bool(np.any((g_lo == -INF) & (g_hi == INF)))))
             if blind:  # the doubles over- or underflow on this box: its enclosures in rigorous arithmetic instead
                 r_box = _rigorous(face.enclose, node.lo, node.hi, work, _all_finite)
                 lows = [r_box[f][0] for f in range(k_forms)]
@@ -816,6 +839,11 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                 moves = [(d, side) for d, side in moves if (r_lo[d] >= 0 if side < 0 else r_hi[d] <= 0)]
                 if moves and cons is not None and not _moves_keep_feasible(P, moves, node.clo, node.chi, work):
                     moves = []
+                if limit_axis is not None and (limit_axis, -1) in moves and node.lo[limit_axis] == 0.0 \
+                        and limit_axis not in dict(P.child_face(face_key, [(limit_axis, 0.0)])):
+                    # the core has no value at t = 0 (log(1/t), exp(-1/sqrt(t)), ...): the point t = 0 could only be
+                    # stuck there; splitting toward it (geometrically) reaches boxes [0, h] that close or refute
+                    moves = [(d, side) for d, side in moves if d != limit_axis]
                 if strict and limit_axis is not None and (limit_axis, -1) in moves and node.lo[limit_axis] == 0.0 \
                         and _grows(face, node.lo, node.hi, limit_axis, float(r_lo[limit_axis]), work):
                     moves = [(d, LIMIT if d == limit_axis else side) for d, side in moves]
@@ -883,7 +911,10 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
             with np.errstate(invalid="ignore", over="ignore"):  # unbounded coordinates first, then width x slope
                 slope = np.minimum(np.maximum(np.abs(g_lo), np.abs(g_hi)), 1e300)
                 smear = np.where(np.isfinite(width), np.minimum(width * np.where(np.isnan(slope), 1.0, slope), 1e300), INF)
-            smear = np.where(width > MIN_WIDTH * scale, smear, -1.0)
+            wide = width > MIN_WIDTH * scale
+            if limit_axis is not None:  # toward L -> oo the scale is t's own (t = 1/L): relative width
+                wide[limit_axis] = width[limit_axis] > MIN_WIDTH * node.hi[limit_axis] and node.hi[limit_axis] > TINY_T
+            smear = np.where(wide, smear, -1.0)
             d = int(np.argmax(smear))
             if smear[d] < 0:
                 if feasible and _negative(face.form_programs[0], node, work, PRECISIONS):
@@ -894,7 +925,7 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                 state.setdefault("stuck", "a box narrower than the split limit stayed undecided at " + ", ".join(
                     f"{s_} in [{a:.6g}, {z:.6g}]" for s_, a, z in zip(tree.names, node.lo, node.hi)))
                 continue  # no proof now, but the other boxes may still hold a counterexample
-            point = _split_point(float(node.lo[d]), float(node.hi[d]))
+            point = _split_point(float(node.lo[d]), float(node.hi[d]), limit=d == limit_axis)
             left = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(), face=face_key,
                         at_limit=node.at_limit)
             right = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(), face=face_key,
@@ -1008,14 +1039,18 @@ def _moves_keep_feasible(P: Programs, moves: list[tuple[int, int]], clo: np.ndar
     need = [(k, d, side) for d, side in moves for k, dd in P.pairs if dd == d]
     if not need:
         return True
-    values = _rigorous(P.constraints, clo, chi, work)
+    # (arb's answer is taken only when it decides: balls lose a box that reaches t = 0, endpoint intervals do not)
+    values = _rigorous(P.constraints, clo, chi, work, lambda r_: all(r_[k][0] >= 0 for k, _, _ in need))
     todo = [(k, d, side) for k, d, side in need if not values[k][0] >= 0]
     if not todo:
         return True
     assert P.constraint_grad is not None
-    grads = _rigorous(P.constraint_grad, clo, chi, work)
     index = {pair: j for j, pair in enumerate(P.pairs)}
-    return all((grads[index[(k, d)]][1] <= 0 if side < 0 else grads[index[(k, d)]][0] >= 0) for k, d, side in todo)
+
+    def grows(grads: list[tuple[float, float]]) -> bool:
+        return all((grads[index[(k, d)]][1] <= 0 if side < 0 else grads[index[(k, d)]][0] >= 0) for k, d, side in todo)
+
+    return grows(_rigorous(P.constraint_grad, clo, chi, work, grows))
 
 
 def _mean_value_bound(rc: tuple[float, float], rg: list[tuple[float, float]], lo: np.ndarray, hi: np.ndarray,

@@ -111,7 +111,8 @@ def compile_program(exprs: Sequence[sp.Expr], inputs: Sequence[sp.Symbol]) -> Pr
             base, e = node.args
             if e.is_Integer:
                 n = int(e)
-                out = emit("pow", (visit(base),), n) if n >= 0 else emit("div", (const(Fraction(1)), emit("pow", (visit(base),), -n)))
+                inner = visit(base) if abs(n) == 1 else emit("pow", (visit(base),), abs(n))  # x^1 is x itself
+                out = inner if n >= 0 else emit("div", (const(Fraction(1)), inner))
             elif e == sp.Rational(1, 2):
                 out = emit("sqrt", (visit(base),))
             elif e == sp.Rational(-1, 2):
@@ -200,12 +201,21 @@ def _mul(al: np.ndarray, ah: np.ndarray, bl: np.ndarray, bh: np.ndarray) -> tupl
     return np.where(same_sign, np.maximum(lo, 0.0), lo), np.where(opposite, np.minimum(hi, 0.0), hi)
 
 
+def _power_of_two(x: np.ndarray) -> np.ndarray:
+    """Where ``x`` is a finite power of two (its reciprocal a double too, unless it under- or overflows)."""
+    with np.errstate(all="ignore"):
+        mantissa, exponent = np.frexp(x)
+    return np.isfinite(x) & (np.abs(mantissa) == 0.5) & (np.abs(exponent) < 1000)
+
+
 def _recip(bl: np.ndarray, bh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         lo = np.where(bl > 0, 1.0 / bh, np.where(bh < 0, 1.0 / bh, np.where((bl == 0) & (bh > 0), 1.0 / bh, -_INF)))
         hi = np.where(bl > 0, 1.0 / bl, np.where(bh < 0, 1.0 / bl, np.where((bh == 0) & (bl < 0), 1.0 / bl, _INF)))
         lo = np.where((bl == 0) & (bh == 0), np.nan, lo)
-    lo, hi = _down(lo), _up(hi)
+    # 1/x is exact where x is a power of two (t = 1/L at L = 1, 2, 4, ...: log(1/t) is then exactly 0 at L = 1)
+    lo = np.where(_power_of_two(bh) & np.isfinite(lo), lo, _down(lo))
+    hi = np.where(_power_of_two(bl) & np.isfinite(hi), hi, _up(hi))
     return np.where(bl >= 0, np.maximum(lo, 0.0), lo), np.where(bh <= 0, np.minimum(hi, 0.0), hi)  # 1/x has x's sign
 
 
@@ -247,8 +257,9 @@ def run_float(program: Program, lo: np.ndarray, hi: np.ndarray) -> list[tuple[np
                     m_lo = np.where((al <= 0) & (ah >= 0), 0.0, np.minimum(np.abs(al), np.abs(ah)))
                     m_hi = np.maximum(np.abs(al), np.abs(ah))
                     out = (np.maximum(_down(m_lo ** n), 0.0), _up(m_hi ** n))
-                else:
-                    out = (_down(al ** n), _up(ah ** n))
+                else:  # an odd power keeps the sign of its base (and 0 stays 0): the outward rounding never crosses 0
+                    out = (np.where(al >= 0, np.maximum(_down(al ** n), 0.0), _down(al ** n)),
+                           np.where(ah <= 0, np.minimum(_up(ah ** n), 0.0), _up(ah ** n)))
             elif code == "sqrt":
                 out = (np.maximum(_down(np.sqrt(np.maximum(al, 0.0))), 0.0), _up(np.sqrt(np.maximum(ah, 0.0))))
                 out = (out[0], np.where(ah < 0, np.nan, out[1]))
