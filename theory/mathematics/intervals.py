@@ -193,8 +193,10 @@ class Ops:
     def map(self, fn: Callable[[Any], Any], v: Ball) -> Ball: ...
 
     def map(self, fn: Callable[[Any], Any], v: Any) -> Any:
-        """``fn`` elementwise over an object array (or on a single ball)."""
-        return np.frompyfunc(fn, 1, 1)(v) if isinstance(v, np.ndarray) else fn(v)
+        """``fn`` elementwise over an object array (or on a single ball). A float tier's overflow is its value (an
+        infinite end, read as such), not a warning for the user."""
+        with np.errstate(over="ignore"):
+            return np.frompyfunc(fn, 1, 1)(v) if isinstance(v, np.ndarray) else fn(v)
 
     def map2(self, fn: Callable[[Any, Any], Any], a: BallValue, b: BallValue) -> BallValue:
         """``fn`` elementwise over object arrays (broadcast), or on two balls."""

@@ -13,6 +13,9 @@ where constraints ``c >= 0`` may hold) boxes are processed in batches:
 4. a box on which the core is monotone in some coordinates is *projected* onto the face where it is smallest
    (``core(x) >= core(face point)``); constraints keep reading the coordinate's range before the projection, so
    that nothing is discarded that a feasible point projects onto;
+4b. a box on which the core is concave in a coordinate (affine in it, or its second derivative's rigorous enclosure
+   ``<= 0``) is replaced by that coordinate's two ends, where its least value lies (``w E_1 + (1 - w) E_2``: a
+   mixture's weight; the constraints keep reading the whole range);
 5. else the mean-value form ``core(c) + grad(box) . (box - c)`` may close it;
 6. a box reduced to a point is decided exactly there: arb at rising precision, sympy for an exact zero (an
    equality case: a non-strict bound holds there, a strict one fails);
@@ -261,14 +264,55 @@ class Face:
     _hessian_built: bool = False
     #: rational points where the second-order closure held (tried first on the face's next boxes)
     critical: list[tuple[Fraction, ...]] = field(default_factory=list)
+    _affine: dict[int, bool] = field(default_factory=dict)
+    #: the program of the first form's second derivative in each coordinate (False: none, a kink or too large)
+    _curvature: Program | bool | None = None
+
+    def reads(self, syms: Sequence[sp.Symbol]) -> np.ndarray:
+        """Which coordinates the first form reads."""
+        free = self.forms[0].free_symbols
+        return np.array([x in free for x in syms], dtype=bool)
+
+    def affine(self, d: int, syms: Sequence[sp.Symbol]) -> bool:
+        """Whether the first form is affine in coordinate ``d`` (its second derivative there is identically 0, as
+        sympy writes it: ``w X + (1 - w) Y``) and reads it: its least value on a box is then at one of ``d``'s ends."""
+        if d not in self._affine:
+            self._affine[d] = syms[d] in self.forms[0].free_symbols and differentiate(self.partials[d], syms[d]) == 0
+        return self._affine[d]
+
+    def concave(self, syms: Sequence[sp.Symbol], lo: np.ndarray, hi: np.ndarray, work: list[int]) -> list[bool]:
+        """Per coordinate, whether the first form is concave in it on the box: affine in it, or (a smooth form on a
+        bounded box) the rigorous enclosure of its second derivative there is ``<= 0``. Its least value on the box is
+        then at one of that coordinate's ends (a concave function lies above its chord)."""
+        out = [self.affine(d, syms) for d in range(self.n)]
+        if all(out) or not _bounded(lo, hi):
+            return out
+        if self._curvature is None:
+            self._curvature = False
+            if not self.forms[0].atoms(*KINKS):
+                entries = [differentiate(self.partials[k], syms[k]) for k in range(self.n)]
+                if sum(map(_size, entries)) <= MAX_HESSIAN:
+                    try:
+                        self._curvature = compile_program(entries, syms)
+                    except Unsupported:
+                        pass
+        if not isinstance(self._curvature, Program):
+            return out
+        free = self.forms[0].free_symbols
+        wanted = [d for d, a in enumerate(out) if not a and syms[d] in free and hi[d] > lo[d]]
+        if not wanted:
+            return out
+        # arb's balls put a rounding's worth above 0 where the value touches it ((y0 - y1)^2 times -8): endpoint
+        # intervals next, when the balls show no concave coordinate
+        second = _rigorous(self._curvature, lo, hi, work, lambda r_: any(r_[d][1] <= 0 for d in wanted))
+        return [a or (d in wanted and second[d][1] <= 0) for d, a in enumerate(out)]
 
     def hessian(self, syms: Sequence[sp.Symbol], work: list[int]) -> Program | None:
         if not self._hessian_built:
             self._hessian_built = True
             # Taylor's theorem to second order needs a core twice differentiable on the box: never across a kink
             # (|x|, max, min, a step), whose second derivative the chain rule would read as 0
-            smooth = not self.forms[0].atoms(OAbs, OMax, OMin, Step, Sign, sp.Abs, sp.Max, sp.Min, sp.Heaviside,
-                                              sp.sign, sp.Piecewise, sp.floor, sp.ceiling)
+            smooth = not self.forms[0].atoms(*KINKS)
             if smooth and _size(self.forms[0]) <= MAX_FACTOR:
                 work[0] += FACE_WORK * self.n * _size(self.forms[0])
                 entries = [differentiate(self.partials[i], syms[j]) for i in range(self.n) for j in range(i, self.n)]
@@ -388,7 +432,8 @@ class Tree:
         """Preorder tokens: ``S<d>:<point>`` split, ``P<d><+|-|<>...`` projection (``-``: onto the lower end; ``<``:
         onto t = 0 where the core strictly grows in t, :attr:`Node.at_limit`),
         ``C<method>`` closed, ``I<k>`` infeasible by constraint k, ``M<k>`` closed as a multiple of constraint k,
-        ``E`` exact point, ``T<p_1>,...`` closed to second order around the rational point p; zlib + base64."""
+        ``E`` exact point, ``T<p_1>,...`` closed to second order around the rational point p, ``A<d>`` the two ends
+        of coordinate d (the core concave in it on the box); zlib + base64."""
         out = []
         for node in self.walk():
             if node.kind == "split":
@@ -405,6 +450,8 @@ class Tree:
                 out.append(f"M{node.detail}")
             elif node.kind == "point":
                 out.append("E")
+            elif node.kind == "ends":
+                out.append(f"A{node.detail}")
             elif node.kind == "taylor":
                 out.append("T" + ",".join(f"{v.numerator}/{v.denominator}" for v in node.detail))
             else:
@@ -566,6 +613,9 @@ def _exact_point(core: sp.Expr, symbols: Sequence[sp.Symbol], point: np.ndarray 
     return sign_of(value)
 
 
+#: functions whose second derivative the chain rule reads wrong (0 almost everywhere, a jump or a point mass at the
+#: kink): no second-order or concavity argument across them
+KINKS = (OAbs, OMax, OMin, Step, Sign, sp.Abs, sp.Max, sp.Min, sp.Heaviside, sp.sign, sp.Piecewise, sp.floor, sp.ceiling)
 #: a box narrower than this share of its coordinates' scale in every coordinate tries the second-order closure
 TAYLOR_WIDTH = 2.0**-6
 #: the most nodes the second derivatives of a face's core may have (beyond: no second-order closure on it)
@@ -707,7 +757,8 @@ def _critical_candidates(face: Face, lo: np.ndarray, hi: np.ndarray, work: list[
             break
         step = np.where(hi > lo, (hi - lo) / 4, 0.0) * -np.sign(g)
         x = np.clip(x + step / 2 ** _, lo, hi)
-    out.append(tuple(Fraction(float(v)).limit_denominator(MAX_DENOMINATOR) for v in x))
+    for most in (10, 100, MAX_DENOMINATOR):  # the simplest fractions near the float minimiser first
+        out.append(tuple(Fraction(float(v)).limit_denominator(most) for v in x))
     out.append(tuple(Fraction(float(v)) for v in mid))
     if len(free) <= 3:
         for corner in np.ndindex(*(2,) * len(free)):
@@ -844,9 +895,12 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                     # the core has no value at t = 0 (log(1/t), exp(-1/sqrt(t)), ...): the point t = 0 could only be
                     # stuck there; splitting toward it (geometrically) reaches boxes [0, h] that close or refute
                     moves = [(d, side) for d, side in moves if d != limit_axis]
-                if strict and limit_axis is not None and (limit_axis, -1) in moves and node.lo[limit_axis] == 0.0 \
-                        and _grows(face, node.lo, node.hi, limit_axis, float(r_lo[limit_axis]), work):
-                    moves = [(d, LIMIT if d == limit_axis else side) for d, side in moves]
+                if strict and limit_axis is not None and (limit_axis, -1) in moves and node.lo[limit_axis] == 0.0:
+                    if _grows(face, node.lo, node.hi, limit_axis, float(r_lo[limit_axis]), work):
+                        moves = [(d, LIMIT if d == limit_axis else side) for d, side in moves]
+                    elif node.hi[limit_axis] > TINY_T:  # a strict bound may need the limit at t = 0, and its growth
+                        # shows only on narrower boxes [0, h] (t + (1 - t) E loses its lower end on the whole range)
+                        moves = [(d, side) for d, side in moves if d != limit_axis]
             if moves:
                 child = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(),
                              at_limit=node.at_limit or (limit_axis, LIMIT) in moves)
@@ -857,6 +911,16 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                 node.kind, node.detail, node.children = "project", moves, [child]
                 child.priority = priority
                 new.append(child)
+                continue
+            # 4b. concave in a coordinate: the core's least value on the box is at one of that coordinate's two ends
+            concave = face.concave(problem.symbols, node.lo, node.hi, work)
+            d_affine = next((d for d in range(n) if width[d] > 0 and math.isfinite(node.lo[d])
+                             and math.isfinite(node.hi[d]) and concave[d]), None)
+            if d_affine is not None:
+                node.kind, node.detail, node.children = "ends", d_affine, _ends(P, face_key, node, d_affine, limit_axis)
+                for child in node.children:
+                    child.priority = priority
+                new.extend(node.children)
                 continue
             # 6. a point: decide the core exactly there
             if not np.any(width > 0):
@@ -888,7 +952,8 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                         count("mean-value", node, bound)
                         continue
             # 6b. an equality at a critical point: the second-order closure
-            if np.all(finite) and np.all(width <= TAYLOR_WIDTH * scale) and work[0] <= work_limit:
+            read = face.reads(problem.symbols)  # coordinates the face's core does not read may stay wide
+            if np.all(finite) and np.all((width <= TAYLOR_WIDTH * scale) | ~read) and work[0] <= work_limit:
                 held: tuple[Fraction, ...] | None = None
                 verdict, curved = 0, list[bool]()
                 for p in _critical_candidates(face, node.lo, node.hi, work):
@@ -1011,6 +1076,23 @@ class _Queue:
             return None
         priority, _, node = self.heap[0]
         return len(self), priority, node.lo.tolist(), node.hi.tolist()
+
+
+def _ends(P: Programs, face_key: tuple[tuple[int, float], ...], node: Node, d: int, limit_axis: int | None
+          ) -> list[Node]:
+    """The two children of a box whose core is concave (affine, say) in coordinate ``d``: ``d`` fixed at its lower,
+    then its upper end. The constraints keep reading ``d``'s whole range (a feasible point of the box is in the constraint box of
+    both children, so neither discards it). The end t = 0 of t = 1/L is a limit (no instance): there a strict bound
+    needs only ``core >= 0`` (:attr:`Node.at_limit`), as ``core(0) >= 0`` and ``core(h) > 0`` make a concave core
+    ``> 0`` on ``(0, h]``."""
+    out = []
+    for v in (node.lo[d], node.hi[d]):
+        limit = d == limit_axis and v == 0.0
+        child = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(), at_limit=node.at_limit or limit)
+        child.lo[d] = child.hi[d] = v
+        child.face = P.child_face(face_key, [(d, float(v))])
+        out.append(child)
+    return out
 
 
 def _pairs(bounds: tuple[np.ndarray, np.ndarray]) -> list[tuple[float, float]]:
@@ -1202,6 +1284,18 @@ def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None
             sign, method = _exact_point(face.forms[0], problem.symbols, b_lo)
             if sign is None or sign < 0 or (sign == 0 and strict):
                 return False, f"an exact point does not re-check ({method})", leaves
+        elif kind == "A":
+            d_text = tok[1:]
+            if not d_text.isdigit() or not 0 <= int(d_text) < n:
+                return False, f"the two ends of coordinate {d_text[:20]!r}, which the problem does not have", leaves
+            d = int(d_text)
+            if not (b_hi[d] > b_lo[d] and math.isfinite(b_lo[d]) and math.isfinite(b_hi[d])):
+                return False, f"the two ends of {problem.symbols[d]} on a box where it is a point or unbounded", leaves
+            if not face.concave(problem.symbols, b_lo, b_hi, work)[d]:
+                return False, f"the core is not concave in {problem.symbols[d]}: its two ends do not bound it", leaves
+            node_ = Node(b_lo, b_hi, c_lo, c_hi, at_limit=at_limit)
+            children = _ends(P, fixed, node_, d, limit_axis)
+            stack.extend((c.lo, c.hi, c.clo, c.chi, c.face, c.at_limit) for c in reversed(children))
         elif kind == "T":
             leaves += 1
             centre = _fractions(tok[1:], n)

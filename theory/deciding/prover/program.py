@@ -361,7 +361,9 @@ class _Arb(_Rigorous):
             out = self.arb(1)
             for _ in range(n):  # small exponents: repeated products are exact enough and never NaN at 0
                 out = out * base
-            return out
+            # an even power is >= 0 (a ball around 0 would otherwise keep a negative lower end: (y0 - y1)^2 on a
+            # box where y0 = y1 is possible)
+            return out.nonnegative_part() if n % 2 == 0 and out.is_finite() else out
         if code == "sqrt":
             return self.arb("nan") if a.upper() < 0 else a.nonnegative_part().sqrt()
         if code == "exp":

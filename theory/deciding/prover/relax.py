@@ -863,6 +863,9 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     signs: list[tuple[sp.Expr, int]] = []
     core = refine_abs(core, coords, signs)
     constraints = [refine_abs(con, coords, signs) for con in constraints]
+    core, squared = rationalise_root(core, coords)
+    core, signed, exact_factors = strip_signed(core, coords, strict)
+    stripped = [*stripped, *squared, *signed]
     # a sign used to drop an absolute value is part of the proof even when what it read simplified away: keep the
     # coordinates it reads, so that the certificate's replay can re-check it on their box
     fact_symbols = set().union(*(a.free_symbols for a, _ in signs)) if signs else set()
@@ -892,8 +895,149 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                    "reference": anchored.get("reference"), "bracket": anchored.get("bracket"),
                    "points": [(p.coordinates[0].symbol, _extreme_of(role)) for role, p in b.points.values()]}
     return Problem(statement.id, c, text, coords, core, constraints, strict, margin, stripped, names, n_atoms,
-                   len(moments), parameters, model.describe(), signs, not (b.aliases or b.inexact),
+                   len(moments), parameters, model.describe(), signs, exact_factors and not (b.aliases or b.inexact),
                    realisation)
+
+
+#: the largest core (nodes) whose numerator is factored to find factors of known sign on the box
+MAX_SIGNED = 600
+#: the work of the branch and bound that certifies the sign of one factor, and the most coordinates it reads
+SIGN_WORK = 300_000
+SIGN_COORDINATES = 6
+
+
+def lower_end(expr: sp.Expr, coords: list[Coordinate]) -> float:
+    """A certified lower end of ``expr`` on the root box of ``coords``: its enclosure's (``mpmath.iv``), or 0 (> 0:
+    the smallest positive double) where the branch and bound proves it ``> 0`` (``>= 0``) within a little work (a
+    sum like ``t + (1 - t) X``, whose enclosure loses the dependency between ``t`` and ``1 - t``); an expression
+    affine in a bounded coordinate is read at that coordinate's two ends."""
+    from attnbounds.theory.deciding.prover.bnb import branch_and_bound
+
+    syms = [c.symbol for c in coords]
+    if not expr.free_symbols <= set(syms):
+        return -INF
+    lo, hi = [c.lo for c in coords], [c.hi for c in coords]
+    try:
+        bound = run_rigorous(compile_program([expr], syms), lo, hi, "mpmath.iv")[0][0]
+    except Unsupported:
+        return -INF
+    if bound > 0 or len(syms) > SIGN_COORDINATES:
+        return bound
+    for c in coords:  # affine in a coordinate: its smallest value is at one of the two ends
+        if c.symbol in expr.free_symbols and math.isfinite(c.lo) and math.isfinite(c.hi) \
+                and sp.diff(expr, c.symbol, 2) == 0:
+            ends = [lower_end(expr.xreplace({c.symbol: _exact(v)}), coords) for v in (c.lo, c.hi)]
+            return max(bound, min(ends))
+    for strict_, value in ((True, 5e-324), (False, 0.0)):
+        if value <= bound:
+            break
+        problem = Problem("sign", 0, "sign of a factor", coords, expr, [], strict_, expr, [], {}, 0, 0, {}, "", [])
+        try:
+            if branch_and_bound(problem, SIGN_WORK).status == "proved":
+                return value
+        except (AttnBoundsError, ArithmeticError, ValueError, TypeError):  # pragma: no cover - sympy's limits
+            break
+    return bound
+
+
+def rationalise_root(core: sp.Expr, coords: list[Coordinate]) -> tuple[sp.Expr, list[str]]:
+    """``A - B sqrt(Q)`` with ``A >= 0`` and ``B >= 0`` on the whole root box has the sign of ``A^2 - B^2 Q`` (and is
+    0 where it is: both sides are nonnegative), so the root goes: ``1/(2T) - J_frobenius`` becomes a rational
+    function, whose equality cases sympy can factor. Returns the core and what was done (nothing where the core is
+    not of that shape or a sign is not certain)."""
+    terms = sp.Add.make_args(core)
+
+    def root_of(term: sp.Expr) -> sp.Expr | None:
+        roots = [f for f in sp.Mul.make_args(term) if isinstance(f, sp.Pow) and f.exp == sp.Rational(1, 2)]
+        return roots[0] if len(roots) == 1 else None
+
+    with_root = [term for term in terms if root_of(term) is not None]
+    if len(with_root) != 1 or len(terms) < 2:
+        return core, []
+    term = with_root[0]
+    root = root_of(term)
+    assert root is not None
+    coeff = term / root
+    rest = core - term
+    if not (lower_end(rest, coords) >= 0 and lower_end(-coeff, coords) >= 0):
+        return core, []
+    return rest**2 - coeff**2 * root.base, [f"sqrt({root.base}) squared ({rest} >= 0 and {-coeff} >= 0 on the box)"]
+
+
+def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple[sp.Expr, list[str], bool]:
+    """The core divided by the factors of its numerator whose rigorous enclosure on the whole root box is ``> 0``, or
+    ``>= 0`` when the bound is not strict (``core = f r`` with ``f >= 0`` is ``>= 0`` wherever ``r`` is), and by its
+    denominator where that is ``> 0`` on the box: ``t (1 - t) (e^2 E - c) / D`` leaves ``e^2 E - c``, whose equality
+    cases no longer extend along t. Returns the core, the factors divided out, and whether all of them were
+    positive (a nonnegative one makes the margin's zeros those of the factor too: the problem is then not exact, its
+    negative boxes only candidates). The identity holds by construction (sympy's together and factor are exact on
+    the rational view of the core); :func:`_same_function` checks it at a few points, else the core is kept."""
+    from attnbounds.theory.deciding.prover.bnb import (MAX_DENSE, MAX_TERMS, _dense, _rational_view, _size, _terms,
+                                                      branch_and_bound)
+
+    if _size(core) > MAX_SIGNED or not coords:
+        return core, [], True
+    try:
+        atoms: dict[sp.Basic, sp.Dummy] = {}
+        num, den = sp.fraction(sp.together(_rational_view(core, atoms)))
+        if _terms(num) > MAX_TERMS or _dense(num) > MAX_DENSE or _terms(den) > MAX_TERMS:
+            return core, [], True
+        back = {d: n for n, d in atoms.items()}
+        factors = [f.xreplace(back) for f in sp.Mul.make_args(sp.factor(num))]
+        den = den.xreplace(back)
+    except (sp.PolynomialError, ValueError, TypeError, RecursionError, MemoryError):  # pragma: no cover - sympy
+        return core, [], True
+    syms = [c.symbol for c in coords]
+    lo, hi = [c.lo for c in coords], [c.hi for c in coords]
+
+    def low_end(expr: sp.Expr) -> float:
+        return lower_end(expr, coords)
+
+    keep, gone, nonnegative = [], [], []
+    for f in factors:
+        if f.is_number or not f.free_symbols <= set(syms):
+            keep.append(f)
+            continue
+        for sign in (1, -1):  # a factor of known sign either way (t - 1 <= 0): its sign stays with the core
+            bound = low_end(sign * f)
+            if bound > 0 or (not strict and bound >= 0):
+                gone.append(sign * f)
+                keep.append(sp.Integer(sign))
+                nonnegative.append(not bound > 0)
+                break
+        else:
+            keep.append(f)
+    rest = sp.Mul(*keep)
+    if not gone or not rest.free_symbols:  # nothing of known sign, or nothing left to decide
+        return core, [], True
+    den_positive = (den.is_number and bool(den > 0)) or (den.free_symbols <= set(syms) and all(
+        low_end(f) > 0 for f in sp.Mul.make_args(den) if not (f.is_number and f > 0)))
+    out = rest if den_positive else rest / den
+    if not _same_function(out * sp.Mul(*gone) / (den if den_positive else 1), core, coords):
+        return core, [], True
+    return out, [f"{f} ({'>= 0' if nonneg else '> 0'} on the box)" for f, nonneg in zip(gone, nonnegative)] + (
+        [f"1/({den}) (> 0 on the box)"] if den_positive and den != 1 else []), not any(nonnegative)
+
+
+def _same_function(a: sp.Expr, b: sp.Expr, coords: list[Coordinate], digits: int = 40) -> bool:
+    """Whether ``a`` and ``b`` agree at three seeded points inside the box (to ``digits // 2`` digits): a check of an
+    identity built by exact algebra (:func:`strip_signed`), against a slip in its construction."""
+    import random
+
+    rng = random.Random(0)
+    for _ in range(3):
+        point = {}
+        for c in coords:
+            lo = c.lo if math.isfinite(c.lo) else (min(c.hi, 0.0) - 10.0)
+            hi = c.hi if math.isfinite(c.hi) else (max(c.lo, 0.0) + 10.0)
+            point[c.symbol] = sp.Float(lo + (hi - lo) * rng.uniform(0.1, 0.9), digits)
+        try:
+            va, vb = (complex(sp.N(e.xreplace(point), digits)) for e in (a, b))
+        except (TypeError, ValueError, ZeroDivisionError):
+            return False
+        if not (math.isfinite(abs(va)) and abs(va - vb) <= 10.0 ** (-digits // 2) * max(1.0, abs(va), abs(vb))):
+            return False
+    return True
 
 
 def _opaque(expr: sp.Expr) -> sp.Expr:

@@ -1,0 +1,152 @@
+"""Two rules for equality cases that extend along a whole coordinate (issue 33: Lemma 1's exact constant for a
+non-monotone log F holds with equality at every L, and a mixture of two equal atoms is equal at every weight).
+
+- ``strip_signed`` divides the core by the factors of its numerator of known sign on the root box (``t (1 - t)``):
+  positive ones always, nonnegative ones only for a non-strict bound (the problem is then not exact), and by a
+  denominator positive on the box; the quotient agrees with the core wherever the factors do not vanish.
+- the branch and bound replaces a box whose core is concave in a coordinate (affine in it, or its second derivative's
+  enclosure ``<= 0`` on the box) by that coordinate's two ends (``A<d>`` in the tree): the replay re-checks the
+  concavity on that box and refuses the token elsewhere; at the end t = 0 of t = 1/L a strict bound needs only
+  ``>= 0``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from attnbounds.theory.deciding.prover import bnb
+from attnbounds.theory.deciding.prover.problem import Coordinate, Problem, t_sym
+from attnbounds.theory.deciding.prover.relax import strip_signed
+
+t = t_sym
+x, w = sp.symbols("x w", real=True)
+COORDS = [Coordinate(t, 0.0, 0.5, "length", "t = 1/L"), Coordinate(x, -1.0, 1.0, "parameter", "x"),
+          Coordinate(w, 0.0, 1.0, "weight", "w")]
+
+
+def _values(expr: sp.Expr, rng: np.random.Generator) -> list[tuple[dict[sp.Symbol, float], float]]:
+    out = []
+    for _ in range(20):
+        point = {t: rng.uniform(1e-3, 0.5), x: rng.uniform(-1, 1), w: rng.uniform(0, 1)}
+        out.append((point, float(expr.xreplace({k: sp.Float(v, 30) for k, v in point.items()}))))
+    return out
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_factors_of_known_sign_go_and_the_sign_of_the_core_stays(strict: bool) -> None:
+    rest = sp.exp(x) - sp.Rational(3, 2)  # changes sign on the box: what is left to decide
+    core = t * (1 - t) * (1 + x**2) * rest / (t + (1 - t) * sp.exp(x))
+    out, stripped, exact = strip_signed(core, COORDS, strict)
+    # 1 + x^2 and the denominator are > 0 on the box: they go either way; t >= 0 (0 at L -> oo) only when not strict
+    assert (t in out.free_symbols) is strict, (out, stripped)
+    assert exact is strict  # a nonnegative factor makes the problem inexact
+    rng = np.random.default_rng(0)
+    for point, value in _values(core, rng):
+        reduced = float(out.xreplace({k: sp.Float(v, 30) for k, v in point.items()}))
+        assert math.copysign(1, reduced) == math.copysign(1, value) or abs(value) < 1e-12, (point, value, reduced)
+
+
+def test_a_factor_of_unknown_sign_is_kept() -> None:
+    core = (x - sp.Rational(1, 3)) * (sp.exp(x) - 1)  # both factors change sign on the box
+    out, stripped, exact = strip_signed(core, COORDS, False)
+    assert stripped == [] and exact and out == core
+
+
+def test_a_factor_negative_on_the_box_goes_with_its_sign_kept() -> None:
+    core = (t - 1) * (sp.exp(x) - 2)  # t - 1 < 0 on t in [0, 1/2]: the core is -(1 - t) (e^x - 2)
+    out, stripped, exact = strip_signed(core, COORDS, True)
+    assert t not in out.free_symbols and exact
+    assert sp.simplify(out - (2 - sp.exp(x))) == 0
+
+
+def _problem(core: sp.Expr, strict: bool = False) -> Problem:
+    return Problem("ends", 0, "test", COORDS, core, [], strict, core, [], {}, 0, 0, {}, "test", [])
+
+
+def test_a_core_affine_in_a_coordinate_is_closed_through_its_two_ends_and_replays() -> None:
+    # w e^x + (1 - w) e^(-x) - e^(-1) (1 - w) ... : affine in w; each end is >= 0 with equality at an end of x
+    core = w * (sp.exp(x) - sp.exp(-1)) + (1 - w) * (sp.exp(-x) - sp.exp(-1))
+    problem = _problem(core)
+    outcome = bnb.branch_and_bound(problem, 10**7)
+    assert outcome.status == "proved", outcome.reason
+    tokens = bnb.decode(outcome.tree.encode(), 10**8)
+    assert "A2" in tokens
+    ok, why, _ = bnb.replay(problem, tokens)
+    assert ok, why
+
+
+def test_the_two_ends_of_a_coordinate_the_core_is_not_concave_in_do_not_replay() -> None:
+    """The same tree for a core that dips below 0 between the ends of w (less ``w (1 - w)``: convex in w): refused."""
+    core = w * (sp.exp(x) - sp.exp(-1)) + (1 - w) * (sp.exp(-x) - sp.exp(-1))
+    tokens = bnb.decode(bnb.branch_and_bound(_problem(core), 10**7).tree.encode(), 10**8)
+    dipped = _problem(core - w * (1 - w))
+    ok, why, _ = bnb.replay(dipped, tokens)
+    assert not ok and "concave" in why, why
+    forged = ["A7" if tok == "A2" else tok for tok in tokens]  # a coordinate the problem does not have
+    assert not bnb.replay(_problem(core), forged)[0]
+
+
+@pytest.mark.parametrize("core", [
+    t + (1 - t) * (1 - w) * sp.exp(x),  # monotone in w, then growing in t: the limit projection
+    t + (1 - t) * (x - sp.Rational(1, 3)) ** 2,  # affine in t with a slope 1 - (x - 1/3)^2 of both signs: its two ends
+], ids=["monotone", "affine"])
+def test_a_strict_bound_whose_margin_vanishes_only_at_t_zero_is_proved(core: sp.Expr) -> None:
+    # 0 only at t = 0 (no instance there: L -> oo), > 0 at every t in (0, 1/2]
+    outcome = bnb.branch_and_bound(_problem(core, strict=True), 10**7)
+    assert outcome.status == "proved", outcome.reason
+    # and the same core less a constant, negative at small t > 0 (an instance): never proved
+    outcome = bnb.branch_and_bound(_problem(core - sp.Rational(1, 100), strict=True), 10**7)
+    assert outcome.status != "proved", outcome.reason
+
+
+def test_a_core_concave_but_not_affine_in_a_coordinate_is_closed_through_its_ends() -> None:
+    # (e^x - 1/e)(1 - w^2) + w^2 (e^-x - 1/e) + w (1 - w): second derivative in w is -2 (e^x - e^-x) - 2 ... concave
+    # where e^x >= e^-x - 1, i.e. on x >= 0 say; both ends of w are >= 0 with equality at an end of x
+    core = (sp.exp(x) - sp.exp(-1)) * (1 - w) + w * (sp.exp(-x) - sp.exp(-1)) + w * (1 - w)
+    problem = _problem(core)
+    outcome = bnb.branch_and_bound(problem, 10**7)
+    assert outcome.status == "proved", outcome.reason
+    tokens = bnb.decode(outcome.tree.encode(), 10**8)
+    assert "A2" in tokens
+    assert bnb.replay(problem, tokens)[0]
+    face = bnb.Programs(problem).face(())
+    box_lo, box_hi = np.array([0.1, -1.0, 0.0]), np.array([0.2, 1.0, 1.0])
+    assert not face.affine(2, problem.symbols) and face.concave(problem.symbols, box_lo, box_hi, [0])[2]
+    convex = bnb.Programs(_problem(core - 2 * w * (1 - w))).face(())
+    assert not convex.concave(problem.symbols, box_lo, box_hi, [0])[2]
+
+
+def test_a_root_against_a_nonnegative_rest_is_squared_away_with_the_same_sign() -> None:
+    from attnbounds.theory.deciding.prover.relax import rationalise_root
+
+    q = 1 + x**2 * w - x * w  # >= 3/4 on the box
+    core = 1 + t - 2 * sp.sqrt(q)
+    out, note = rationalise_root(core, COORDS)
+    assert note and not out.has(sp.sqrt(q))
+    assert sp.expand(out - ((1 + t) ** 2 - 4 * q)) == 0
+    rng = np.random.default_rng(1)
+    for point, value in _values(core, rng):
+        squared = float(out.xreplace({k: sp.Float(v, 30) for k, v in point.items()}))
+        assert math.copysign(1, squared) == math.copysign(1, value) or abs(value) < 1e-12
+    # a rest that may be negative (x - 2 sqrt(q) < 0 does not follow from x^2 < 4 q when x < 0), or a root with a
+    # coefficient of either sign: kept as they are
+    for kept in (x - 2 * sp.sqrt(q), 1 + x * sp.sqrt(q), 1 - sp.sqrt(q) - sp.sqrt(1 + w)):
+        assert rationalise_root(kept, COORDS) == (kept, [])
+
+
+def test_an_even_power_of_an_interval_around_zero_is_never_negative() -> None:
+    """(y0 - y1)^2 on a box where y0 = y1 is possible: every rigorous tier encloses it in [0, ...] (a ball centred at
+    0 squared would keep a negative lower end, and a concavity read from it would be lost)."""
+    from attnbounds.theory.deciding.prover.program import compile_program, run_rigorous
+
+    y0, y1 = sp.symbols("y0 y1", real=True)
+    program = compile_program([-8 * (y0 - y1) ** 2, (y0 - y1) ** 4], [y0, y1])
+    lo, hi = np.array([0.500953, 0.500953]), np.array([0.500954, 0.500954])
+    for tier in ("arb", "mpmath.iv"):
+        (a_lo, a_hi), (b_lo, b_hi) = run_rigorous(program, lo, hi, tier)
+        assert b_lo >= 0 and b_hi > 0, tier
+        assert a_lo < 0 and a_hi <= 2.1e-20, tier  # at most a rounding above 0 (arb's balls)
