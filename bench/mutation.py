@@ -224,7 +224,7 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, wall: float, total
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     groups = sorted({o.mutant.group for o in outcomes})
     return {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit,
-            "sample": args.sample, "seed": args.seed, "population": total, "wall_s": round(wall, 1),
+            "sample": args.sample, "seed": args.seed, "rerun": args.rerun, "population": total, "wall_s": round(wall, 1),
             "workers": args.workers, "all": summary(outcomes),
             "groups": {g: summary([o for o in outcomes if o.mutant.group == g]) for g in groups},
             "survivors": [{**asdict(o.mutant), "diff": o.diff, "known": o.known, "reason": o.reason} for o in outcomes
@@ -237,7 +237,8 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, wall: float, total
 def markdown(data: dict[str, Any]) -> str:
     a = data["all"]
     score = "n/a" if a["score"] is None else f"{100 * a['score']:.1f} %"
-    which = "every mutant" if not data["sample"] else f"a sample of {data['sample']} (seed {data['seed']})"
+    which = ("every mutant" if not data["sample"] else f"a sample of {data['sample']} (seed {data['seed']})") \
+        if not data.get("rerun") else f"the survivors of {data['rerun']} again ({data['all']['mutants']} mutants)"
     lines = ["# Mutation run of the soundness core", "",
              f"{data['date']}, commit {data['commit'][:12]}, {data['wall_s']:.0f} s on {data['workers']} worker(s); "
              f"{which} of {data['population']}.", "",

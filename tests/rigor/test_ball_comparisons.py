@@ -6,7 +6,8 @@ outward-rounded doubles ``lower_float`` / ``upper_float`` / ``mid_rad`` of the b
 rigorous ``run_rigorous`` in arb and mpmath.iv, and ``bnb._ok``), the Piecewise conditions of ``BallEvaluator``, and
 the margin test of ``certify``. Each is checked on enclosures that straddle 0 with a midpoint of either sign, touch 0
 at an endpoint, are exactly 0, tiny, huge: the answer must be the one the exact endpoints give (read here
-independently, as exact rationals), so a primitive that reads a ball by its midpoint fails.
+independently, as exact rationals), so a primitive that reads a ball by its midpoint fails. ``Ops.sqrt`` is checked
+on the same balls: it holds the root of every non-negative point, and a ball entirely below 0 has no root.
 """
 
 from __future__ import annotations
@@ -164,6 +165,30 @@ def test_step_and_sign_balls_jump_only_where_certain(tier: str, mid: float, rad:
                 assert (g_lo, g_hi) == (want, want), (fn.__name__, ops.text(b), ops.text(got))
             else:  # both values (an arb hull is a little wider)
                 assert g_lo <= below and 1.0 <= g_hi and g_hi - g_lo < 2.0 + 1e-6, (fn.__name__, ops.text(b), ops.text(got))
+
+
+@pytest.mark.parametrize("tier", TIERS)
+@pytest.mark.parametrize("mid, rad", [(c[1], c[2]) for c in CASES], ids=IDS)
+def test_sqrt_of_a_ball_encloses_the_root_of_every_non_negative_point(tier: str, mid: float, rad: float) -> None:
+    """``Ops.sqrt`` (the square root of a ball's non-negative part) holds ``sqrt(p)`` for every point ``p >= 0`` of the
+    ball (the exact endpoints, 0 where the ball holds it, the midpoint), read here in mpmath at 2200 bits; a ball
+    with no such point (entirely below 0) has an empty non-negative part: it raises nothing and gives either no value
+    (a ball that is not finite: ``mpmath.iv``, as the prover's rigorous tiers) or exactly 0, the root of the clamped
+    ``max(b, 0)`` that python-flint's ``nonnegative_part`` makes of it (what ``xi``'s ball form relies on)."""
+    ops = backend(tier)
+    b, lo, hi = _make(tier, mid, rad)
+    with ops.precision(128):
+        got = ops.sqrt(b)
+    g_lo, g_hi = ops.lower_float(got), ops.upper_float(got)  # doubles (or infinities) rounded outward
+    points = [p for p in {lo, hi, (lo + hi) / 2, Fraction(0)} if lo <= p <= hi and p >= 0]
+    with mpmath.workprec(2200):  # a square root of a double to 2200 bits: far inside one ulp of any double
+        for p in points:
+            root = mpmath.sqrt(mpmath.mpf(p.numerator) / p.denominator)
+            assert mpmath.mpf(g_lo) <= root <= mpmath.mpf(g_hi), (ops.text(b), ops.text(got), float(p))
+    if hi < 0:
+        assert not ops.is_finite(got) or g_lo == g_hi == 0.0, (ops.text(b), ops.text(got))
+    if lo >= 0 and tier == "mpmath":  # endpoint arithmetic: a root is never below 0
+        assert g_lo >= 0, (ops.text(b), ops.text(got))
 
 
 # -- the relaxation prover's tiers --------------------------------------------------------------------------------

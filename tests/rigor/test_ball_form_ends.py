@@ -2,12 +2,15 @@
 
 - ``jensen_gap_bound`` is exactly 0 when ``N >= L - 1`` (the other ``L - 1`` tokens hold the whole subset, or the
   subset is everything): in the float, the ball and the torch form, for class sizes 1 to 4 and token vectors of any size (a
-  general formula there would read ``0 * inf`` where the squared deviations overflow);
+  general formula there would read ``0 * inf`` where the squared deviations overflow); below (``N = L - 2`` down to
+  1) it is > 0 in every form, and the torch form agrees with the float one there;
 - the Monte Carlo enclosure of ``E_dtilde`` (the ball form beyond exact enumeration) is a Hoeffding interval of the
   documented range ``0 <= dtilde_R1 <= A + (L - N) top_N`` (``A + 2 top_N`` for R2): at least that half-width, and it
   holds the exact expectation (enumerated);
 - ``xi``'s magnitude (the size of its float rounding error) is at most ``2^26 (M + delta) abar`` as its docstring
-  says (``sqrt(eps) (M + delta) abar`` of error), and it bounds the float form's actual error.
+  says (``sqrt(eps) (M + delta) abar`` of error), and it bounds the float form's actual error;
+- ``delta_min``'s magnitude is the largest distance two tokens of the instance's norms can have: at least every
+  ``||x_i - x_j||``, and attained by two opposite tokens.
 """
 
 from __future__ import annotations
@@ -55,6 +58,28 @@ def test_the_jensen_gap_bound_is_zero_when_the_subset_is_determined(counts: list
         with torch.no_grad():
             steer = QUANTITIES["jensen_gap_bound"].forms["torch"](state_of(inst)).numpy()
         assert steer.tolist() == [0.0], (counts, scale, N, steer)
+
+
+@pytest.mark.parametrize("counts", COUNTS, ids=str)
+def test_the_jensen_gap_bound_is_positive_below_the_determined_sizes_in_every_form(counts: list[int]) -> None:
+    """Below ``N = L - 1`` (down to ``N = 1``, through ``N = L - 2``) the subset is random: with distinct token vectors
+    the others' squared deviations about their mean are > 0 and ``fpc = N (L - 1 - N) / (L - 2) > 0``, so the bound
+    is > 0: the ball certainly, the float form to its rounding and the torch form (which steers the search) with it."""
+    torch = pytest.importorskip("torch")
+    from attnbounds.theory.mathematics.quantities.torch_state import state_of
+
+    L = sum(counts)
+    for N in range(1, L - 1):
+        inst = _instance(counts, 1.0, N, seed=N)
+        value = float(compute("jensen_gap_bound", inst)[0])
+        ops, ball = _ball("jensen_gap_bound", inst)
+        lo, hi = ops.lower_float(ball), ops.upper_float(ball)
+        assert lo > 0.0, (counts, N, ops.text(ball))
+        # the float form's rounding: a few ulps per operation of a few dozen, far below 1e-12 relative
+        assert abs(value - (lo + hi) / 2) <= 1e-12 * value + (hi - lo), (counts, N, value, ops.text(ball))
+        with torch.no_grad():
+            steer = float(QUANTITIES["jensen_gap_bound"].forms["torch"](state_of(inst)).numpy()[0])
+        assert abs(steer - value) <= 1e-9 * value, (counts, N, steer, value)
 
 
 def _exact_expectation(name: str, inst: Instance) -> float:
@@ -105,3 +130,37 @@ def test_the_magnitude_of_xi_bounds_its_float_error_and_is_capped(counts: list[i
         for b, c in zip(ball, selected):
             mid = (ops.lower_float(b) + ops.upper_float(b)) / 2
             assert abs(value[c] - mid) <= 64 * 2.0**-52 * mag[c] + 1e-300, (counts, N, c, value[c], ops.text(b), mag[c])
+
+
+def _distances(inst: Instance) -> np.ndarray:
+    """``||x_i - x_j||`` over the pairs of distinct present columns of row 0 (float64, for comparison)."""
+    assert inst.x is not None
+    x = inst.x[0][inst.present[0]]
+    return np.array([np.linalg.norm(x[i] - x[j]) for i in range(len(x)) for j in range(len(x)) if i != j])
+
+
+@pytest.mark.parametrize("counts", COUNTS, ids=str)
+@pytest.mark.parametrize("scale", [1.0, 1e-120, 1e150])
+def test_the_magnitude_of_delta_is_the_largest_distance_its_tokens_allow(counts: list[int], scale: float) -> None:
+    """``delta_min``'s magnitude is the size of the numbers it is computed from, the differences ``x_i - x_j``: it
+    holds every ``||x_i - x_j||`` and the float form's error (each difference is at most ``||x_i|| + ||x_j||``, at
+    most twice the largest norm), and it is no larger than that: where two tokens are opposite, ``x`` and ``-x`` at
+    the largest norm, their distance (the largest any two tokens of these norms can have) is the magnitude. A larger
+    yardstick would shrink the relative margins of every statement that reads delta."""
+    K = len(counts)
+    x = np.random.default_rng(1).standard_normal((1, K, 3)) * scale
+    inst = Instance.from_logits(np.linspace(-1.0, 1.0, K)[None], nm.softmax(1.0), counts=[counts], x=x, N=1)
+    mag = float(np.asarray(magnitude("delta_min", inst), dtype=np.float64)[0])
+    assert np.all(_distances(inst) <= mag * (1 + 1e-12)), (counts, scale, mag)
+    value = float(compute("delta_min", inst)[0])
+    ops, ball = _ball("delta_min", inst)
+    assert abs(value - (ops.lower_float(ball) + ops.upper_float(ball)) / 2) <= 2.0**-40 * mag, (counts, value, mag)
+    # a column made the opposite of the one of largest norm (every norm stays at most the largest)
+    norms = np.linalg.norm(x[0], axis=-1)
+    top = int(np.argmax(norms))
+    x[0, 1 if top == 0 else 0] = -x[0, top]
+    opposite = Instance.from_logits(np.linspace(-1.0, 1.0, K)[None], nm.softmax(1.0), counts=[counts], x=x, N=1)
+    widest = float(np.max(_distances(opposite)))
+    assert widest == pytest.approx(2 * norms[top], rel=1e-12)
+    mag = float(np.asarray(magnitude("delta_min", opposite), dtype=np.float64)[0])
+    assert mag == pytest.approx(widest, rel=1e-12), (counts, scale, mag, widest)

@@ -4,11 +4,13 @@ The float64 endpoint tier (``run_float``) screens boxes and the rigorous tiers (
 answer must enclose the exact value, and the enclosures that can be exact must be:
 
 - a product of two doubles: the rounded product is kept as an end only on the side its rounding error (Dekker's
-  TwoProduct) allows, so ``lo <= a b <= hi`` exactly, for products that round up, round down or are exact;
+  TwoProduct) allows, so ``lo <= a b <= hi`` exactly, for products that round up, round down or are exact; likewise
+  a sum (TwoSum);
 - ``exp`` at exactly 0 is exactly 1 and ``log`` at exactly 1 is exactly 0 (a bound whose equality case sits there is
   then decided at that point);
 - a division by an interval of one sign is a finite enclosure of the quotient in every tier (only a divisor holding 0
-  may give an unbounded one; ``mpmath.iv`` keeps the finite side of a divisor touching 0).
+  may give an unbounded one; ``mpmath.iv`` keeps the finite side of a divisor touching 0);
+- ``sigmoid`` stays in [0, 1] and ``softplus`` in [0, inf) in the endpoint tiers, also where ``exp`` overflows.
 """
 
 from __future__ import annotations
@@ -57,6 +59,43 @@ def test_the_float_tier_encloses_every_product_exactly() -> None:
         rounded_down += rounded < exact
         if rounded == exact:  # an exact product is its own enclosure
             assert l_ == h_ == p * q, (p, q, l_, h_)
+    assert rounded_up > 10 and rounded_down > 10  # both sides of the rounding were exercised
+
+
+#: pairs of doubles whose sum rounds up (1 + 3 2^-54 is nearer 1 + 2^-52), rounds down (1 - 2^-60 is nearer 1), is
+#: exact, cancels, is tiny, huge, of either sign
+SUMS = [(1.0, 3 * 2.0**-54), (1.0, -(2.0**-60)), (1.0, 2.0**-60), (-1.0, 2.0**-60), (-1.0, -(2.0**-60)), (0.1, 0.2),
+        (0.1, -0.3), (1.5, 2.25), (1e308, 1e308), (-1e308, -1e308), (1e300, -1e300), (2.0**-1074, 2.0**-1074),
+        (2.0**-1074, -(2.0**-1073)), (1e16, 1.0), (1e16, -1.0), (3.0, -(2.0**-53)), (0.0, -0.0), (-5e-324, 1e-300)]
+
+
+def _random_sums(n: int) -> list[tuple[float, float]]:
+    rng = np.random.default_rng(36)
+    a = rng.uniform(-1.0, 1.0, n) * 10.0 ** rng.integers(-20, 20, n)
+    b = rng.uniform(-1.0, 1.0, n) * 10.0 ** rng.integers(-20, 20, n)
+    return list(zip(a.tolist(), b.tolist()))
+
+
+def test_the_float_tier_encloses_every_sum_exactly() -> None:
+    """A sum's ends are the rounded sum kept only on the side its rounding error (TwoSum) allows: ``lo <= a + b <= hi``
+    exactly for sums that round up, round down or are exact (an exact sum is its own enclosure); an overflowing sum
+    has the infinite end on its side."""
+    pairs = SUMS + _random_sums(400)
+    program = compile_program([_x + _y], [_x, _y])
+    a = np.array([[p, q] for p, q in pairs])
+    with np.errstate(over="ignore"):
+        lo, hi = run_float(program, a, a)[0]
+    rounded_up = rounded_down = 0
+    for (p, q), l_, h_ in zip(pairs, lo.tolist(), hi.tolist()):
+        exact = _frac(p) + _frac(q)
+        assert (l_ == -np.inf or _frac(l_) <= exact) and (h_ == np.inf or exact <= _frac(h_)), (
+            f"{p!r} + {q!r}: [{l_!r}, {h_!r}] misses the exact sum")
+        if np.isfinite(p + q):
+            rounded = _frac(p + q)
+            rounded_up += rounded > exact
+            rounded_down += rounded < exact
+            if rounded == exact:
+                assert l_ == h_ == p + q, (p, q, l_, h_)
     assert rounded_up > 10 and rounded_down > 10  # both sides of the rounding were exercised
 
 
@@ -113,3 +152,37 @@ def test_a_quotient_is_enclosed_and_finite_when_the_divisor_keeps_its_sign(tier:
         assert np.isfinite(lo) and hi == np.inf, (tier, lo, hi)
     if tier == "mpmath.iv" and d_lo < 0.0 == d_hi:
         assert lo == -np.inf and np.isfinite(hi), (tier, lo, hi)
+
+
+#: argument boxes of the bounded functions: far below 0 (exp(-x) overflows, the sigmoid underflows to 0), around 0,
+#: far above (the sigmoid rounds to 1)
+SQUASH_BOXES = [(-1e308, -1e300), (-800.0, -700.0), (-40.0, -30.0), (-1.0, 1.0), (0.0, 0.0), (30.0, 40.0),
+                (700.0, 800.0), (1e300, 1e308)]
+
+
+@pytest.mark.parametrize("tier", ("float64",) + RIGOROUS)
+@pytest.mark.parametrize("lo, hi", SQUASH_BOXES)
+def test_sigmoid_and_softplus_stay_in_their_ranges(tier: str, lo: float, hi: float) -> None:
+    """``sigmoid`` lies in [0, 1] and ``softplus`` in [0, inf): the enclosures hold the exact values at the box's ends
+    (mpmath at 300 bits) and, in the endpoint tiers, never leave those ranges (a lower end of ``-5e-324`` instead of
+    0 would leave ``sigmoid(x) >= 0`` undecided on the box)."""
+    import mpmath
+
+    from attnbounds.theory.mathematics.normalisers.symbolic import sigmoid, softplus
+
+    exact = {"sigmoid": lambda v: 1 / (1 + mpmath.exp(-v)), "softplus": lambda v: mpmath.log(1 + mpmath.exp(v))}
+    for name, fn in (("sigmoid", sigmoid), ("softplus", softplus)):
+        program = compile_program([fn(_x)], [_x])
+        if tier == "float64":
+            with np.errstate(over="ignore"):
+                o_lo, o_hi = (float(v[0]) for v in run_float(program, np.array([[lo]]), np.array([[hi]]))[0])
+        else:
+            o_lo, o_hi = run_rigorous(program, [lo], [hi], tier)[0]
+        with mpmath.workprec(300):
+            for p in (lo, hi):
+                v = exact[name](mpmath.mpf(p))
+                assert mpmath.mpf(o_lo) <= v <= mpmath.mpf(o_hi), (tier, name, lo, hi, o_lo, o_hi, p)
+        if tier != "arb":  # endpoint tiers (a midpoint-radius arb ball may dip below 0 by its radius)
+            assert o_lo >= 0.0, (tier, name, lo, hi, o_lo)
+            if name == "sigmoid":
+                assert o_hi <= 1.0, (tier, name, lo, hi, o_hi)

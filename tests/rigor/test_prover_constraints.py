@@ -5,13 +5,16 @@
 - a box whose core is a non-negative multiple of a constraint (``core = q c``, ``q >= 0`` certified) closes on the
   constraint's boundary, where the natural enclosure straddles 0 on every box however small; the replay re-derives
   the quotient from the rebuilt problem and refuses the rule where it does not apply (a strict bound, a quotient that
-  can be negative, a constraint the problem does not have).
+  can be negative, a constraint the problem does not have);
+- the orders among coordinates (``D_x - D_y >= 0``) tighten their ends to the fixed point of every chain of orders;
+- a monotone projection is taken where each constraint grows toward the face, also with a slope reaching 0 there.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import zlib
 from typing import Any
 
@@ -124,3 +127,58 @@ def test_a_dominance_that_is_not_one_sided_in_the_other_weight_adds_no_mean_cons
     t = sp.Symbol("t", nonnegative=True)
     assert mean is not None and sp.simplify(mean - (w * (1 - t) - t)) == 0
     assert np.isfinite(float(mean.subs({w: 0.5, t: 0.25})))
+
+
+def _closure_ends(names: list[sp.Symbol], lo: dict[sp.Symbol, float], hi: dict[sp.Symbol, float],
+                  orders: list[tuple[sp.Symbol, sp.Symbol]]) -> tuple[dict[sp.Symbol, float], dict[sp.Symbol, float]]:
+    """The ends the orders imply, from the transitive closure of ``x >= y`` (Floyd-Warshall): ``x`` is at least the
+    lower end of everything below it, ``y`` at most the upper end of everything above it."""
+    below = {(a, b): a == b for a in names for b in names}
+    for a, b in orders:
+        below[(a, b)] = True
+    for k in names:
+        for a in names:
+            for b in names:
+                below[(a, b)] = below[(a, b)] or (below[(a, k)] and below[(k, b)])
+    return ({a: max(lo[b] for b in names if below[(a, b)]) for a in names},
+            {b: min(hi[a] for a in names if below[(a, b)]) for b in names})
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_orders_of_the_constraints_tighten_the_ends_to_their_fixed_point(seed: int) -> None:
+    """``D_x - D_y >= 0`` moves ``D_x``'s lower end up to ``D_y``'s and ``D_y``'s upper end down to ``D_x``'s, along
+    every chain of such orders (to the fixed point the docstring promises, whatever order the constraints come in),
+    and ``D >= 0`` / ``-D >= 0`` give an end 0; nothing else moves (no feasible point is cut)."""
+    from attnbounds.theory.deciding.prover.relax import _propagate_orders
+
+    rng = np.random.default_rng(seed)
+    names = list(sp.symbols("d0:6", real=True))
+    lo = {s: float(rng.choice([-2.0, -1.0, -0.5, 0.25])) for s in names}
+    hi = {s: float(rng.choice([0.5, 1.0, 2.0, np.inf])) for s in names}
+    orders = [(names[i], names[j]) for i, j in rng.integers(0, len(names), (7, 2)) if i != j]
+    signs = [names[int(k)] for k in rng.integers(0, len(names), 2)]
+    constraints: list[sp.Expr] = [a - b for a, b in orders] + [signs[0], -signs[1]] + [names[0] ** 2 - names[1]]
+    lo_s, hi_s = dict(lo), dict(hi)
+    lo_s[signs[0]] = max(lo_s[signs[0]], 0.0)
+    hi_s[signs[1]] = min(hi_s[signs[1]], 0.0)
+    want_lo, want_hi = _closure_ends(names, lo_s, hi_s, orders)
+    coords = [Coordinate(s, lo[s], hi[s], "parameter", str(s)) for s in names]
+    got = {c.symbol: (c.lo, c.hi) for c in _propagate_orders(coords, constraints)}
+    assert got == {s: (want_lo[s], want_hi[s]) for s in names}, (orders, signs)
+
+
+def test_a_projection_is_taken_where_a_constraint_grows_toward_the_face_with_slope_reaching_0() -> None:
+    """``core = e^x - 1 - x/2 - x e^-y / 4 >= 0`` on ``x`` in [0, 1], ``y >= 0``, under ``c = y - x^2 >= 0``:
+    ``d core / dx = e^x - 1/2 - e^-y / 4 >= 1/4 > 0``, so the core is least on the face ``x = 0``, where it is exactly
+    0 (the natural enclosure of every box touching that face dips below 0, however small); ``dc/dx = -2x <= 0``,
+    0 on that face: c never falls as x moves to 0, so the projection of a feasible point is feasible. The prover
+    proves it by that projection (a slope toward the face reaching 0 is still a slope that keeps c), and the
+    replay accepts it. (On an unbounded box the rigorous check reads mpmath.iv's endpoint intervals, exact at 0.)"""
+    coords = [Coordinate(x, 0.0, 1.0, "parameter", "x"), Coordinate(y, 0.0, math.inf, "parameter", "y")]
+    core = sp.exp(x) - 1 - x / 2 - x * sp.exp(-y) / 4
+    problem = Problem("test", 0, "test", coords, core, [y - x**2], False, core, [], {}, 0, 0, {}, "test")
+    outcome = branch_and_bound(problem, 10**6)
+    assert outcome.status == "proved", outcome.reason
+    tokens = decode(outcome.tree.encode(), 1 << 20)
+    assert any(t.startswith("P") and "0-" in t for t in tokens), tokens
+    assert replay(problem, tokens)[0]

@@ -4,7 +4,10 @@
   arithmetic shows that sign on the whole root box: positive facts need the lower end >= 0, negative ones the upper
   end <= 0 (a fact read the wrong way round would let a replay accept a wrong core);
 - a box too narrow to split that stays undecided is reported with its coordinates (the prover says where it
-  stopped, rather than failing).
+  stopped, rather than failing);
+- a parameter's symbol carries exactly the sign its box and domain give (what sympy may simplify with);
+- the hypotheses are read the same in any order, and log F is found monotone in the logit exactly when it is (the
+  top-N selection is then the tokens beyond a threshold).
 """
 
 from __future__ import annotations
@@ -66,3 +69,76 @@ def test_bounds_far_below_the_doubles_are_decided_by_the_prover() -> None:
     refuted = prover.prove(false, work=prover.work_for(1.0))
     assert refuted.status == "refuted" and refuted.counterexample is not None, refuted.reason
     assert certify(false, refuted.counterexample).status == "violated"
+
+
+@pytest.mark.parametrize("lo", [-math.inf, -1.0, -1e-300, 0.0, 1e-300, 0.5, 3.0])
+@pytest.mark.parametrize("positive_domain", [False, True])
+def test_a_parameter_symbol_carries_exactly_the_sign_its_box_and_domain_give(lo: float, positive_domain: bool) -> None:
+    """sympy simplifies with a symbol's assumptions (``Abs(c) = c`` for ``c >= 0``): a parameter's coordinate symbol
+    may say ``>= 0`` only when its box's lower end is ``>= 0`` and ``> 0`` only when moreover its domain says so or the
+    box's lower end is ``> 0``; and it does say ``>= 0`` whenever the box does (the sign the simplification may use)."""
+    from attnbounds.theory.deciding.prover.relax import _symbol
+
+    c = _symbol("c", lo, positive_domain)
+    assert c.is_real
+    if c.is_nonnegative:
+        assert lo >= 0, (lo, positive_domain, c.assumptions0)
+    if c.is_positive:
+        assert lo > 0 or (lo >= 0 and positive_domain), (lo, positive_domain, c.assumptions0)
+    if lo >= 0:
+        assert c.is_nonnegative, (lo, positive_domain, c.assumptions0)
+    if positive_domain and lo >= 0:
+        assert c.is_positive, (lo, positive_domain, c.assumptions0)
+    if lo < 0:  # nothing a box reaching below 0 does not allow: |c| stays |c|
+        assert sp.Abs(c) != c and c.is_nonnegative is None, (lo, c.assumptions0)
+
+
+def _user_statement(log_F: str, hypotheses: list[str], **kw: Any) -> Any:
+    from attnbounds.theory.running import api
+
+    return api.statement("alpha_max >= 1/L", hypotheses=hypotheses, normaliser={"name": "userF", "log_F": log_F},
+                         id="userF", **kw)
+
+
+@pytest.mark.parametrize("log_F, status", [("l/T", "proved"), ("2*l/T", "declined"), ("l**3/T", "declined")])
+def test_the_relaxation_reads_the_hypotheses_in_any_order(log_F: str, status: str) -> None:
+    """The hypotheses are a conjunction: the softmax hypothesis with a user normaliser whose ``log F`` is ``l / T``
+    (the softmax itself: ``alpha_max >= 1/L``, the largest weight is at least the mean, is proved) is read the same
+    whether the normaliser comes before or after it; with a ``log F`` that is not ``l / T + c`` (``2 l / T``, a softmax
+    at another temperature than the statement's T, or ``l^3 / T``) the relaxation declines in either order."""
+    import dataclasses
+
+    from attnbounds.theory.deciding import prover
+    from attnbounds.theory.mathematics.normalisers import constructors_added
+
+    user = _user_statement(log_F, ["softmax"])
+    with constructors_added(user.normalisers):
+        statement = user.statements[0]
+        for order in (statement.hypotheses, tuple(reversed(statement.hypotheses))):
+            st = dataclasses.replace(statement, hypotheses=type(statement.hypotheses)(order))
+            result = prover.prove(st, work=prover.work_for(1.0))
+            assert result.status == status, ([h.id for h in st.hypotheses], result.status, result.reason)
+
+
+@pytest.mark.parametrize("log_F, side", [
+    ("l/T", 1), ("l**3/T", 1), ("-l**3/T", -1), ("(l/T)**3 + l/T", 1), ("log(2 + sigmoid(l/T))", 1), ("l**2/T", 0)])
+@pytest.mark.parametrize("bounded", [False, True])
+def test_log_F_is_monotone_in_the_logit_exactly_when_it_is(log_F: str, side: int, bounded: bool) -> None:
+    """The top-N selection is the tokens beyond a threshold exactly when log F is monotone in the logit: ``l^3 / T``
+    increases (its derivative ``3 l^2 / T`` is 0 at ``l = 0`` only), ``-l^3 / T`` decreases, ``log(2 + sigmoid(l/T))``
+    increases (its derivative tends to 0 as the logit goes to infinity, the ends of the compactified coordinate);
+    ``l^2 / T`` falls then rises: not monotone (0: no threshold). On unbounded logits and on ``|l| <= a``."""
+    import importlib
+
+    from attnbounds.theory.deciding.prover.problem import t_sym
+    from attnbounds.theory.deciding.prover.space import TokenModel
+    from attnbounds.theory.mathematics.normalisers import constructors_added
+
+    relax = importlib.import_module("attnbounds.theory.deciding.prover.relax")
+    user = _user_statement(log_F, ["top-N"] + (["logits-bounded"] if bounded else []),
+                           **({"fixed": {"a": 2.0}} if bounded else {}))
+    with constructors_added(user.normalisers):
+        statement = user.statements[0]
+        space = relax._space(statement)
+        parameters, coords = relax._parameter_coordinates(statement, space)
+        assert TokenModel(space, parameters, 1 / t_sym, coords).monotone() == side

@@ -52,6 +52,14 @@ def test_softmax_matches_textbook_formula():
     np.testing.assert_allclose(nz.softmax(0.7).weights(logits), e / e.sum(), rtol=1e-15)
 
 
+def test_softmax_without_a_temperature_is_the_plain_softmax() -> None:
+    """``softmax()`` is ``F = exp(l)``: temperature 1, the specification's default (``nz.make("softmax")``)."""
+    logits = np.array([[0.1, -2.0, 3.0], [0.0, 0.0, 0.0]])
+    e = np.exp(logits)
+    np.testing.assert_allclose(nz.softmax().weights(logits), e / e.sum(-1, keepdims=True), rtol=1e-15)
+    np.testing.assert_array_equal(nz.softmax().weights(logits), nz.make("softmax").weights(logits))
+
+
 def test_hypotheses_are_computed_not_declared():
     assert nz.softmax().positive and nz.softmax().length_independent
     assert nz.softplus_shift().positive and nz.exp_poly().positive and nz.shifted_sigmoid().positive
