@@ -11,6 +11,7 @@ domains, the constructor accepts them and refuses values outside the domain.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Iterator
 
 import numpy as np
@@ -185,3 +186,28 @@ def test_a_new_map_is_drawn_and_certified_without_touching_a_name_list(data: hs.
     ex = balls.ball_instance(inst, backend("arb"))
     assert ex.weights == "recomputed from the logits (given) by Smoothed smoothed"
     assert certify(st, inst).status == "holds"
+
+
+@pytest.mark.parametrize("log_F", ["l/T", "l/T - l**2/8", "-l/T"], ids=["increasing", "interior-max", "decreasing"])
+def test_the_extrema_of_log_F_over_a_ball_of_a_cover_every_a_in_it(log_F: str) -> None:
+    """``F_extrema`` with ``a`` known only to a ball [A0, A1] (a parameter certified as an interval): the enclosures of
+    ``min log F`` and ``max log F`` over ``[-a, a]`` hold the extremes at every a of the ball, the widest box's too
+    (``max_{|l| <= A1} log F``), not only those at A0."""
+    import mpmath
+
+    from attnbounds.theory.mathematics import normalisers as nm
+    from attnbounds.theory.mathematics.balls import F_extrema
+    from attnbounds.theory.mathematics.intervals import backend
+
+    T_ = sp.Symbol("T", positive=True)
+    expr = sp.sympify(log_F, locals={"l": nm.l_sym, "T": T_})
+    normaliser = nm.RatioNormaliser("test", expr, {"T": 1.0})
+    f = sp.lambdify(nm.l_sym, expr.subs(T_, 1), "mpmath")
+    for name in ("arb", "mpmath"):
+        ops = backend(name)
+        for A0, A1 in ((1.0, 1.5), (2.0, 6.0), (0.25, 0.5)):
+            lo, hi = F_extrema(ops, normaliser, 5, ops.hull(ops.num(A0), ops.num(A1)))
+            for A in (A0, (A0 + A1) / 2, A1):
+                grid = [f(mpmath.mpf(A) * k / 400) for k in range(-400, 401)]
+                assert ops.to_fraction(ops.upper(hi)) >= Fraction(float(max(grid))) - Fraction(1, 10**12), (name, A)
+                assert ops.to_fraction(ops.lower(lo)) <= Fraction(float(min(grid))) + Fraction(1, 10**12), (name, A)

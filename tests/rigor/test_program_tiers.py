@@ -186,3 +186,24 @@ def test_sigmoid_and_softplus_stay_in_their_ranges(tier: str, lo: float, hi: flo
             assert o_lo >= 0.0, (tier, name, lo, hi, o_lo)
             if name == "sigmoid":
                 assert o_hi <= 1.0, (tier, name, lo, hi, o_hi)
+
+
+@pytest.mark.parametrize("tier", ["float", *RIGOROUS])
+@pytest.mark.parametrize("e", [sp.Rational(1, 2), sp.Rational(-1, 2), sp.Rational(1, 3), sp.Rational(-1, 3),
+                               sp.Rational(3, 2), sp.Rational(-5, 4)], ids=str)
+def test_fractional_powers_are_enclosed_in_every_tier(tier: str, e: sp.Rational) -> None:
+    """x^e for the square root's own compilations (1/2, -1/2) and the general exp(e log x) (1/3, -1/3, ...): every
+    tier's enclosure on a box holds x^e at the box's ends and inside it (mpmath at 50 digits)."""
+    import mpmath
+
+    program = compile_program([_x ** e], [_x])
+    for lo, hi in ((0.25, 0.25), (0.5, 2.0), (3.0, 7.5), (1e-6, 1e-3)):
+        if tier == "float":
+            (a, z), = run_float(program, np.array([[lo]]), np.array([[hi]]))
+            a, z = float(a[0]), float(z[0])
+        else:
+            (a, z), = run_rigorous(program, [lo], [hi], tier)
+        with mpmath.workdps(50):
+            for x in (lo, (lo + hi) / 2, hi):
+                exact = mpmath.mpf(x) ** (mpmath.mpf(e.p) / e.q)
+                assert mpmath.mpf(a) <= exact <= mpmath.mpf(z), (tier, e, lo, hi, x, a, z)

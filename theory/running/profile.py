@@ -27,8 +27,9 @@ The rows (:data:`ROWS`):
 
 * **gradient** (Lemma 2, Corollary 3): the best constants of the Jacobian's entry, row, Frobenius and spectral norms
   (``J_entry``, ``J_row``, ``J_frobenius``, ``J_spectral``) as ``J_x <= C/T`` over every T (``a`` fixed): where the
-  upper side is PROVED the 1/T scaling is certified. Where no constant is PROVED over every T (the prover declines
-  the normaliser or the quantity: ``J_spectral`` has no relaxed form; sparsemax, entmax-1.5 and sigmoid attention
+  upper side is PROVED the 1/T scaling is certified (``J_spectral`` through its upper bounds, Schur's test and
+  interlacing). Where no constant is PROVED over every T (the prover declines the normaliser, or an upper bound of
+  ``J_spectral`` is loose at its worst case; sparsemax, entmax-1.5 and sigmoid attention
   have no ``log F``), the row is the bracket of ``J_x <= C`` at the given T instead, and says so.
 
 The worst-logits curve (one token at +a, the other L - 1 at -a, computed with the normaliser's float form, token

@@ -878,14 +878,14 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
         text += "; F's extremes on [-a, a] bounded by the tokens'"
     if b.upper_bounds:
         text += "; read through an upper bound: " + ", ".join(b.upper_bounds)
-    T = parameters.get("T", sp.Integer(1))
+    T = parameters["T"]  # every relaxation has one (_parameter_coordinates)
     logit = (lambda tok: T * tok.lam) if b.model.weights else (lambda tok: tok.l)
     realisation = {"roles": [logit(tok) for tok in role_tokens.values()], "atoms": [logit(a) for a in atoms],
                    "role_names": {r: [t_.name for t_ in role_tokens.values()].index(tok.name)
                                   for r, tok in b.token_of_role.items()},
                    "role_coordinates": [tok.coordinates[0].symbol for tok in role_tokens.values()],
                    "atom_coordinates": [a.coordinates[0].symbol for a in atoms], "sticks": sticks,
-                   "scale": (parameters.get("T", sp.Integer(1)) if model.scaled else sp.Integer(1)),
+                   "scale": T if model.scaled else sp.Integer(1),
                    "bounded": space.bounded_logits,
                    "selected_atoms": [logit(a) for a in sel_atoms], "selected_masses": sel_masses,
                    "N": parameters.get("N") if space.selection else None,
