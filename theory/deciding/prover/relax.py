@@ -40,6 +40,7 @@ import sympy as sp
 from attnbounds.theory.mathematics.errors import AttnBoundsError
 from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin
+from attnbounds.theory.mathematics.symbolic import differentiate
 from attnbounds.theory.deciding.prover.problem import Coordinate, Problem, strip_positive, t_sym
 from attnbounds.theory.deciding.prover.program import compile_program, run_rigorous
 from attnbounds.theory.deciding.prover.space import (INF, NO_LOGIT, NO_SLOPE, Declined, LogFValues, Space, Token,
@@ -901,43 +902,37 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
 
 #: the largest core (nodes) whose numerator is factored to find factors of known sign on the box
 MAX_SIGNED = 600
-#: the work of the branch and bound that certifies the sign of one factor, and the most coordinates it reads
-SIGN_WORK = 300_000
-SIGN_COORDINATES = 6
 
 
-def lower_end(expr: sp.Expr, coords: list[Coordinate]) -> float:
-    """A certified lower end of ``expr`` on the root box of ``coords``: its enclosure's (``mpmath.iv``), or 0 (> 0:
-    the smallest positive double) where the branch and bound proves it ``> 0`` (``>= 0``) within a little work (a
-    sum like ``t + (1 - t) X``, whose enclosure loses the dependency between ``t`` and ``1 - t``); an expression
-    affine in a bounded coordinate is read at that coordinate's two ends."""
-    from attnbounds.theory.deciding.prover.bnb import branch_and_bound
-
+def lower_end(expr: sp.Expr, coords: list[Coordinate], depth: int = 2) -> float:
+    """A certified lower end of ``expr`` on the root box of ``coords``: its enclosure's (``mpmath.iv``), or, where
+    ``expr`` is affine in a bounded coordinate, the lesser of its lower ends at that coordinate's two ends (``t + (1 -
+    t) X``, whose enclosure loses the dependency between ``t`` and ``1 - t``; at most ``depth`` coordinates deep)."""
     syms = [c.symbol for c in coords]
     if not expr.free_symbols <= set(syms):
         return -INF
-    lo, hi = [c.lo for c in coords], [c.hi for c in coords]
+    key = (expr, tuple((c.symbol, c.lo, c.hi) for c in coords), depth)
+    if key in _LOWER_ENDS:
+        return _LOWER_ENDS[key]
     try:
-        bound = run_rigorous(compile_program([expr], syms), lo, hi, "mpmath.iv")[0][0]
+        bound = run_rigorous(compile_program([expr], syms), [c.lo for c in coords], [c.hi for c in coords],
+                             "mpmath.iv")[0][0]
     except Unsupported:
-        return -INF
-    if bound > 0 or len(syms) > SIGN_COORDINATES:
-        return bound
-    for c in coords:  # affine in a coordinate: its smallest value is at one of the two ends
-        if c.symbol in expr.free_symbols and math.isfinite(c.lo) and math.isfinite(c.hi) \
-                and sp.diff(expr, c.symbol, 2) == 0:
-            ends = [lower_end(expr.xreplace({c.symbol: _exact(v)}), coords) for v in (c.lo, c.hi)]
-            return max(bound, min(ends))
-    for strict_, value in ((True, 5e-324), (False, 0.0)):
-        if value <= bound:
-            break
-        problem = Problem("sign", 0, "sign of a factor", coords, expr, [], strict_, expr, [], {}, 0, 0, {}, "", [])
-        try:
-            if branch_and_bound(problem, SIGN_WORK).status == "proved":
-                return value
-        except (AttnBoundsError, ArithmeticError, ValueError, TypeError):  # pragma: no cover - sympy's limits
-            break
+        bound = -INF
+    if not bound > 0 and depth > 0:
+        for c in coords:  # affine in a coordinate: its smallest value is at one of the two ends
+            if c.symbol in expr.free_symbols and math.isfinite(c.lo) and math.isfinite(c.hi) \
+                    and differentiate(differentiate(expr, c.symbol), c.symbol) == 0:
+                ends = [lower_end(expr.xreplace({c.symbol: _exact(v)}), coords, depth - 1) for v in (c.lo, c.hi)]
+                bound = max(bound, min(ends))
+                break
+    if len(_LOWER_ENDS) > 4096:
+        _LOWER_ENDS.clear()
+    _LOWER_ENDS[key] = bound
     return bound
+
+
+_LOWER_ENDS: dict[tuple[Any, ...], float] = {}
 
 
 def rationalise_root(core: sp.Expr, coords: list[Coordinate]) -> tuple[sp.Expr, list[str]]:
@@ -972,8 +967,7 @@ def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple
     positive (a nonnegative one makes the margin's zeros those of the factor too: the problem is then not exact, its
     negative boxes only candidates). The identity holds by construction (sympy's together and factor are exact on
     the rational view of the core); :func:`_same_function` checks it at a few points, else the core is kept."""
-    from attnbounds.theory.deciding.prover.bnb import (MAX_DENSE, MAX_TERMS, _dense, _rational_view, _size, _terms,
-                                                      branch_and_bound)
+    from attnbounds.theory.deciding.prover.bnb import MAX_DENSE, MAX_TERMS, _dense, _rational_view, _size, _terms
 
     if _size(core) > MAX_SIGNED or not coords:
         return core, [], True
