@@ -74,7 +74,7 @@ def test_float_false_alarm_at_an_equality_case_is_not_a_refutation():
 
 
 def test_proved_needs_a_complete_replay():
-    st = registry.get("corollary3[spectral,corrected]")
+    st = registry.get("lemma2[sharp]")  # a derivation, and no relaxation (the slopes of every F)
     assert verify_statement(st, search=scripted([]), prover=prover()).verdict == "PROVED"
     rec = verify_statement(st, search=scripted([]), prover=prover(complete=False, prose=2))
     assert rec.verdict == "VERIFIED" and "prose" in rec.reason
@@ -98,7 +98,7 @@ def test_candidates_that_cannot_be_certified_leave_it_undecided():
 
 
 def test_too_little_search_and_no_applicable_instance():
-    st = registry.get("corollary3[spectral,corrected]")
+    st = registry.get("lemma2[sharp]")  # a derivation, and no relaxation (the slopes of every F)
     rec = verify_statement(st, search=scripted([], tried=5), prover=no_proof)
     assert rec.verdict == "UNDECIDED" and "too little" in rec.reason
     rec = verify_statement(st, search=scripted([], tried=500, applicable=0), prover=no_proof)
@@ -196,7 +196,7 @@ def test_a_candidate_the_certifier_cannot_decide_is_never_verified():
 
 
 def test_no_finite_margin_anywhere_is_undecided_not_verified():
-    st = registry.get("corollary3[spectral,corrected]")
+    st = registry.get("lemma2[sharp]")  # a derivation, and no relaxation (the slopes of every F)
     rec = verify_statement(st, search=scripted([], best=None, tried=5000, applicable=4000), prover=no_proof)
     assert rec.verdict == "UNDECIDED" and "finite margin" in rec.reason
 

@@ -184,6 +184,9 @@ def test_a_statements_files_normaliser(tmp_path: Path) -> None:
     assert p.rows[0].key == "vanish.min" and p.rows[0].checks == 1
     with pytest.raises(InvalidArgument, match="tilt"):
         attnbounds.profile("other", statements=str(path))
+    from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS
+
+    assert "tilt" not in CONSTRUCTORS  # the file's normaliser is added for the call only, never left registered
 
 
 def _cells(line: str) -> int:

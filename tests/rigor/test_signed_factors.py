@@ -132,6 +132,9 @@ def test_a_root_against_a_nonnegative_rest_is_squared_away_with_the_same_sign() 
     for point, value in _values(core, rng):
         squared = float(out.xreplace({k: sp.Float(v, 30) for k, v in point.items()}))
         assert math.copysign(1, squared) == math.copysign(1, value) or abs(value) < 1e-12
+    # a coefficient that reaches 0 on the box (w in [0, 1]) still squares: 1 - w sqrt(q) >= 0 iff 1 >= w^2 q
+    out, note = rationalise_root(1 - w * sp.sqrt(q), COORDS)
+    assert note and sp.expand(out - (1 - w**2 * q)) == 0
     # a rest that may be negative (x - 2 sqrt(q) < 0 does not follow from x^2 < 4 q when x < 0), or a root with a
     # coefficient of either sign: kept as they are
     for kept in (x - 2 * sp.sqrt(q), 1 + x * sp.sqrt(q), 1 - sp.sqrt(q) - sp.sqrt(1 + w)):

@@ -592,14 +592,15 @@ def load_statements(path: str | Path, *, register: bool = True) -> UserBounds:
     return out
 
 
-def load_all(paths: list[str | Path] | tuple[str | Path, ...]) -> UserBounds:
+def load_all(paths: list[str | Path] | tuple[str | Path, ...], *, register: bool = True) -> UserBounds:
     """Several statements files read together (``--statements A --statements B``): their statements and normalisers
-    merged, as if one file declared them all; an id, or a normaliser name, declared in two files is refused."""
+    merged, as if one file declared them all; an id, or a normaliser name, declared in two files is refused.
+    ``register`` as for :func:`load_statements` (a library call that adds them only for a while passes False)."""
     if not paths:
         raise InvalidArgument("statements files: expected at least one path")
     out: UserBounds | None = None
     for path in paths:
-        one = load_statements(path)
+        one = load_statements(path, register=register)
         if out is None:
             out = one
             continue

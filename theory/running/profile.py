@@ -361,7 +361,7 @@ def _target(normaliser: Any, *, a: float, T: float, params: Mapping[str, float] 
     if isinstance(normaliser, str) and statements:
         from attnbounds.theory.io import userbounds
 
-        user = userbounds.load_all(list(statements))
+        user = userbounds.load_all(list(statements), register=False)  # added below for this call only
         if normaliser not in user.normalisers:
             raise InvalidArgument(f"profile: no [[normaliser]] named {normaliser!r} in {', '.join(statements)}; it "
                                   f"declares: {', '.join(sorted(user.normalisers)) or 'none'}")
