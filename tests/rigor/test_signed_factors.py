@@ -2,8 +2,8 @@
 non-monotone log F holds with equality at every L, and a mixture of two equal atoms is equal at every weight).
 
 - ``strip_signed`` divides the core by the factors of its numerator of known sign on the root box (``t (1 - t)``):
-  positive ones always, nonnegative ones only for a non-strict bound (the problem is then not exact), and by a
-  denominator positive on the box; the quotient agrees with the core wherever the factors do not vanish.
+  positive ones always, nonnegative ones only for a non-strict bound, and by a denominator positive on the box; the
+  quotient has the core's sign wherever the factors do not vanish.
 - the branch and bound replaces a box whose core is concave in a coordinate (affine in it, or its second derivative's
   enclosure ``<= 0`` on the box) by that coordinate's two ends (``A<d>`` in the tree): the replay re-checks the
   concavity on that box and refuses the token elsewhere; at the end t = 0 of t = 1/L a strict bound needs only
@@ -40,10 +40,10 @@ def _values(expr: sp.Expr, rng: np.random.Generator) -> list[tuple[dict[sp.Symbo
 def test_factors_of_known_sign_go_and_the_sign_of_the_core_stays(strict: bool) -> None:
     rest = sp.exp(x) - sp.Rational(3, 2)  # changes sign on the box: what is left to decide
     core = t * (1 - t) * (1 + x**2) * rest / (t + (1 - t) * sp.exp(x))
-    out, stripped, exact = strip_signed(core, COORDS, strict)
+    out, stripped = strip_signed(core, COORDS, strict)
     # 1 + x^2 and the denominator are > 0 on the box: they go either way; t >= 0 (0 at L -> oo) only when not strict
     assert (t in out.free_symbols) is strict, (out, stripped)
-    assert exact is strict  # a nonnegative factor makes the problem inexact
+    assert any(">= 0" in s_ for s_ in stripped) is not strict  # the record says which factors were only >= 0
     rng = np.random.default_rng(0)
     for point, value in _values(core, rng):
         reduced = float(out.xreplace({k: sp.Float(v, 30) for k, v in point.items()}))
@@ -52,14 +52,14 @@ def test_factors_of_known_sign_go_and_the_sign_of_the_core_stays(strict: bool) -
 
 def test_a_factor_of_unknown_sign_is_kept() -> None:
     core = (x - sp.Rational(1, 3)) * (sp.exp(x) - 1)  # both factors change sign on the box
-    out, stripped, exact = strip_signed(core, COORDS, False)
-    assert stripped == [] and exact and out == core
+    out, stripped = strip_signed(core, COORDS, False)
+    assert stripped == [] and out == core
 
 
 def test_a_factor_negative_on_the_box_goes_with_its_sign_kept() -> None:
     core = (t - 1) * (sp.exp(x) - 2)  # t - 1 < 0 on t in [0, 1/2]: the core is -(1 - t) (e^x - 2)
-    out, stripped, exact = strip_signed(core, COORDS, True)
-    assert t not in out.free_symbols and exact
+    out, stripped = strip_signed(core, COORDS, True)
+    assert t not in out.free_symbols and stripped
     assert sp.simplify(out - (2 - sp.exp(x))) == 0
 
 

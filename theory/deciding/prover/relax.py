@@ -865,7 +865,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     core = refine_abs(core, coords, signs)
     constraints = [refine_abs(con, coords, signs) for con in constraints]
     core, squared = rationalise_root(core, coords)
-    core, signed, exact_factors = strip_signed(core, coords, strict)
+    core, signed = strip_signed(core, coords, strict)
     stripped = [*stripped, *squared, *signed]
     # a sign used to drop an absolute value is part of the proof even when what it read simplified away: keep the
     # coordinates it reads, so that the certificate's replay can re-check it on their box
@@ -896,7 +896,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                    "reference": anchored.get("reference"), "bracket": anchored.get("bracket"),
                    "points": [(p.coordinates[0].symbol, _extreme_of(role)) for role, p in b.points.values()]}
     return Problem(statement.id, c, text, coords, core, constraints, strict, margin, stripped, names, n_atoms,
-                   len(moments), parameters, model.describe(), signs, exact_factors and not (b.aliases or b.inexact),
+                   len(moments), parameters, model.describe(), signs, not (b.aliases or b.inexact),
                    realisation)
 
 
@@ -959,28 +959,29 @@ def rationalise_root(core: sp.Expr, coords: list[Coordinate]) -> tuple[sp.Expr, 
     return rest**2 - coeff**2 * root.base, [f"sqrt({root.base}) squared ({rest} >= 0 and {-coeff} >= 0 on the box)"]
 
 
-def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple[sp.Expr, list[str], bool]:
-    """The core divided by the factors of its numerator whose rigorous enclosure on the whole root box is ``> 0``, or
+def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple[sp.Expr, list[str]]:
+    """The core divided by the factors of its numerator whose rigorous lower end on the whole root box is ``> 0``, or
     ``>= 0`` when the bound is not strict (``core = f r`` with ``f >= 0`` is ``>= 0`` wherever ``r`` is), and by its
     denominator where that is ``> 0`` on the box: ``t (1 - t) (e^2 E - c) / D`` leaves ``e^2 E - c``, whose equality
-    cases no longer extend along t. Returns the core, the factors divided out, and whether all of them were
-    positive (a nonnegative one makes the margin's zeros those of the factor too: the problem is then not exact, its
-    negative boxes only candidates). The identity holds by construction (sympy's together and factor are exact on
-    the rational view of the core); :func:`_same_function` checks it at a few points, else the core is kept."""
+    cases no longer extend along t. Returns the core and the factors divided out. The problem's margin is unchanged
+    (its value at an instance is the instance's): where a nonnegative factor is 0 the margin is 0, so a negative box
+    of the core there is only a candidate, certified by the caller as every candidate is. The identity holds by
+    construction (sympy's together and factor are exact on the rational view of the core); :func:`_same_function`
+    checks it at a few points, else the core is kept."""
     from attnbounds.theory.deciding.prover.bnb import MAX_DENSE, MAX_TERMS, _dense, _rational_view, _size, _terms
 
     if _size(core) > MAX_SIGNED or not coords:
-        return core, [], True
+        return core, []
     try:
         atoms: dict[sp.Basic, sp.Dummy] = {}
         num, den = sp.fraction(sp.together(_rational_view(core, atoms)))
         if _terms(num) > MAX_TERMS or _dense(num) > MAX_DENSE or _terms(den) > MAX_TERMS:
-            return core, [], True
+            return core, []
         back = {d: n for n, d in atoms.items()}
         factors = [f.xreplace(back) for f in sp.Mul.make_args(sp.factor(num))]
         den = den.xreplace(back)
     except (sp.PolynomialError, ValueError, TypeError, RecursionError, MemoryError):  # pragma: no cover - sympy
-        return core, [], True
+        return core, []
     syms = [c.symbol for c in coords]
     lo, hi = [c.lo for c in coords], [c.hi for c in coords]
 
@@ -1003,14 +1004,14 @@ def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple
             keep.append(f)
     rest = sp.Mul(*keep)
     if not gone or not rest.free_symbols:  # nothing of known sign, or nothing left to decide
-        return core, [], True
+        return core, []
     den_positive = (den.is_number and bool(den > 0)) or (den.free_symbols <= set(syms) and all(
         low_end(f) > 0 for f in sp.Mul.make_args(den) if not (f.is_number and f > 0)))
     out = rest if den_positive else rest / den
     if not _same_function(out * sp.Mul(*gone) / (den if den_positive else 1), core, coords):
-        return core, [], True
+        return core, []
     return out, [f"{f} ({'>= 0' if nonneg else '> 0'} on the box)" for f, nonneg in zip(gone, nonnegative)] + (
-        [f"1/({den}) (> 0 on the box)"] if den_positive and den != 1 else []), not any(nonnegative)
+        [f"1/({den}) (> 0 on the box)"] if den_positive and den != 1 else [])
 
 
 def _same_function(a: sp.Expr, b: sp.Expr, coords: list[Coordinate], digits: int = 40) -> bool:
