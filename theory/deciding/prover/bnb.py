@@ -288,14 +288,7 @@ class Face:
         if all(out) or not _bounded(lo, hi):
             return out
         if self._curvature is None:
-            self._curvature = False
-            if not self.forms[0].atoms(*KINKS):
-                entries = [differentiate(self.partials[k], syms[k]) for k in range(self.n)]
-                if sum(map(_size, entries)) <= MAX_HESSIAN:
-                    try:
-                        self._curvature = compile_program(entries, syms)
-                    except Unsupported:
-                        pass
+            self._curvature = self._second_derivatives([(k, k) for k in range(self.n)], syms) or False
         if not isinstance(self._curvature, Program):
             return out
         free = self.forms[0].free_symbols
@@ -310,18 +303,25 @@ class Face:
     def hessian(self, syms: Sequence[sp.Symbol], work: list[int]) -> Program | None:
         if not self._hessian_built:
             self._hessian_built = True
-            # Taylor's theorem to second order needs a core twice differentiable on the box: never across a kink
-            # (|x|, max, min, a step), whose second derivative the chain rule would read as 0
-            smooth = not self.forms[0].atoms(*KINKS)
-            if smooth and _size(self.forms[0]) <= MAX_FACTOR:
+            if not self.forms[0].atoms(*KINKS) and _size(self.forms[0]) <= MAX_FACTOR:
                 work[0] += FACE_WORK * self.n * _size(self.forms[0])
-                entries = [differentiate(self.partials[i], syms[j]) for i in range(self.n) for j in range(i, self.n)]
-                if sum(_size(e) for e in entries) <= MAX_HESSIAN:
-                    try:
-                        self._hessian = compile_program(entries, syms)
-                    except Unsupported:
-                        self._hessian = None
+                self._hessian = self._second_derivatives([(i, j) for i in range(self.n) for j in range(i, self.n)],
+                                                         syms)
         return self._hessian
+
+    def _second_derivatives(self, pairs: Sequence[tuple[int, int]], syms: Sequence[sp.Symbol]) -> Program | None:
+        """The program of the first form's second derivatives ``d^2 / dx_i dx_j`` for ``pairs``, or None: across a
+        kink (|x|, max, min, a step), whose second derivative the chain rule would read as 0 (Taylor's theorem and a
+        concavity need a core twice differentiable on the box), or beyond :data:`MAX_HESSIAN` nodes."""
+        if self.forms[0].atoms(*KINKS):
+            return None
+        entries = [differentiate(self.partials[i], syms[j]) for i, j in pairs]
+        if sum(map(_size, entries)) > MAX_HESSIAN:
+            return None
+        try:
+            return compile_program(entries, syms)
+        except Unsupported:
+            return None
 
     @classmethod
     def build(cls, problem: Problem, fixed: tuple[tuple[int, float], ...], forms: list[sp.Expr] | None = None) -> "Face":
