@@ -180,3 +180,27 @@ def test_boxes_of_t_reaching_zero_are_cut_at_the_square_of_their_end() -> None:
     assert _split_point(0.0, 1e-200, limit=True) == 1e-200 / 2  # h^2 underflows: halved
     assert _split_point(0.0, 1.0, limit=True) == 0.5  # (at t = 1 the square is the end itself)
     assert _split_point(0.0, 0.25) == 0.125  # other coordinates: as before
+
+
+def test_a_bound_that_does_not_read_the_logit_box_is_proved_through_the_stronger_statement_first() -> None:
+    """J_row <= C/T (sup sqrt(2)/4 at two equal tokens, any T) with |l| <= 1: the relation does not read a, so the
+    statement without logits-bounded (the weights model: two coordinates) is tried first, on half of the work,
+    and its proof is the statement's. The logits model alone (six coordinates, T unbounded) runs out of that work."""
+    st = api.statement("J_row <= 0.3542/T", hypotheses=["softmax", "logits-bounded"], fixed={"a": 1.0},
+                       id="row").statements[0]
+    result = prover.prove(st, work=prover.work_for(0.5))
+    assert result.status == "proved", result.reason
+    assert "stronger statement without the hypothesis logits-bounded" in result.reason
+    assert result.work <= prover.work_for(0.5) * prover.STRONGER_SHARE + 1
+    assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
+
+
+def test_a_false_stronger_statement_leaves_the_statement_its_work() -> None:
+    """L*alpha_max <= e^2 + 0.01 needs |l| <= 1 (without it one token takes all the weight): the stronger statement
+    fails, and the statement itself is proved on the rest of the work, which the record counts in full."""
+    st = api.statement("L*alpha_max <= 7.4", hypotheses=["softmax", "logits-bounded"], fixed={"a": 1.0, "T": 1.0},
+                       id="lemma1ish").statements[0]
+    result = prover.prove(st, work=prover.work_for(1.0))
+    assert result.status == "proved", result.reason
+    assert "stronger statement" not in result.reason
+    assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]

@@ -47,7 +47,7 @@ import math
 import zlib
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import sympy as sp
@@ -296,8 +296,9 @@ class Face:
         if not wanted:
             return out
         # arb's balls put a rounding's worth above 0 where the value touches it ((y0 - y1)^2 times -8): endpoint
-        # intervals next, when the balls show no concave coordinate
-        second = _rigorous(self._curvature, lo, hi, work, lambda r_: any(r_[d][1] <= 0 for d in wanted))
+        # intervals next, when the balls show no concave coordinate and some upper end is within such a rounding
+        second = _rigorous(self._curvature, lo, hi, work, lambda r_: any(r_[d][1] <= 0 for d in wanted) or all(
+            r_[d][1] > CONCAVE_SLACK * max(abs(r_[d][0]), 1.0) for d in wanted))
         return [a or (d in wanted and second[d][1] <= 0) for d, a in enumerate(out)]
 
     def hessian(self, syms: Sequence[sp.Symbol], work: list[int]) -> Program | None:
@@ -620,6 +621,9 @@ KINKS = (OAbs, OMax, OMin, Step, Sign, sp.Abs, sp.Max, sp.Min, sp.Heaviside, sp.
 TAYLOR_WIDTH = 2.0**-6
 #: the most nodes the second derivatives of a face's core may have (beyond: no second-order closure on it)
 MAX_HESSIAN = 20_000
+#: a second derivative whose arb upper end is above this share of its size (or of 1) is not tried again in endpoint
+#: intervals: more than a rounding's worth above 0
+CONCAVE_SLACK = 1e-9
 #: the largest denominator a rational critical point may have (the float minimiser, rounded to a simple fraction)
 MAX_DENOMINATOR = 1000
 
@@ -741,32 +745,65 @@ def _double_above(v: Fraction) -> float:
     return f if Fraction(f) >= v else math.nextafter(f, INF)
 
 
-def _critical_candidates(face: Face, lo: np.ndarray, hi: np.ndarray, work: list[int]) -> list[tuple[Fraction, ...]]:
-    """Rational points of the box where an equality at a critical point may lie: the face's points that closed boxes
-    before, the box's corners and centre (dyadic: where splits put an end), and the float minimiser of the core on
-    the box (a few projected Newton steps from the centre) rounded to fractions of small denominator."""
-    out = [p for p in face.critical if all(Fraction(float(a)) <= v <= Fraction(float(z)) for v, a, z in zip(p, lo, hi))]
+#: the float minimiser's grids: at most this many points each, refined this many times
+GRID_POINTS, GRID_LEVELS = 4096, 4
+
+
+def _float_minimiser(face: Face, lo: np.ndarray, hi: np.ndarray, free: list[int], work: list[int]) -> np.ndarray:
+    """The least point of the core's float midpoint values on nested grids over the free coordinates (up to 9
+    points each, :data:`GRID_POINTS` in all, one float call per grid), each grid spanning the last one's two cells
+    around its least point: resolution ``(hi - lo) / 2^9`` after :data:`GRID_LEVELS` grids in two coordinates. Only a
+    guess (the candidates are decided exactly)."""
+    best = lo / 2 + hi / 2
+    if not free:
+        return best
+    per = int(max(3, min(9, GRID_POINTS ** (1 / len(free)))))
+    half = (hi - lo) / 2
+    program = face.form_programs[0]
+    for _ in range(GRID_LEVELS):
+        axes = [np.linspace(max(lo[d], best[d] - half[d]), min(hi[d], best[d] + half[d]), per) for d in free]
+        points = np.tile(best, (per ** len(free), 1))
+        for d, grid in zip(free, np.meshgrid(*axes, indexing="ij")):
+            points[:, d] = grid.ravel()
+        work[0] += COST["float"] * program.size * (len(points) + FLOAT_CALL)
+        a, z = run_float(program, points, points)[0]
+        with np.errstate(invalid="ignore"):
+            value = np.where(np.isfinite(a) & np.isfinite(z), a / 2 + z / 2, np.inf)
+        if not np.any(np.isfinite(value)):
+            break
+        best = points[int(np.argmin(value))]
+        half = half * 2 / (per - 1)
+    return best
+
+
+def _critical_candidates(face: Face, lo: np.ndarray, hi: np.ndarray, work: list[int]) -> Iterator[tuple[Fraction, ...]]:
+    """Rational points of the box where an equality at a critical point may lie, each once: the face's points that
+    closed boxes before (no work), then the float minimiser of the core on the box (:func:`_float_minimiser`, paid
+    for only when those fail) rounded to fractions of small denominator, then the box's centre
+    and corners (dyadic: where splits put an end)."""
+    seen: set[tuple[Fraction, ...]] = set()
+
+    def fresh(points: Iterable[tuple[Fraction, ...]]) -> Iterator[tuple[Fraction, ...]]:
+        for p in points:
+            if p not in seen:
+                seen.add(p)
+                yield p
+
+    yield from fresh([p for p in face.critical
+                      if all(Fraction(float(a)) <= v <= Fraction(float(z)) for v, a, z in zip(p, lo, hi))])
     free = [d for d in range(face.n) if hi[d] > lo[d]]
     mid = lo / 2 + hi / 2
-    x = mid.copy()
-    for _ in range(8):  # projected gradient steps on the float enclosure's midpoint values
-        work[0] += COST["float"] * face.grad.size * (1 + FLOAT_CALL)
-        g_lo, g_hi = face.gradient([(float(a[0]), float(z[0])) for a, z in run_float(face.grad, x[None], x[None])])
-        g = (g_lo + g_hi) / 2
-        if not np.all(np.isfinite(g)):
-            break
-        step = np.where(hi > lo, (hi - lo) / 4, 0.0) * -np.sign(g)
-        x = np.clip(x + step / 2 ** _, lo, hi)
-    for most in (10, 100, MAX_DENOMINATOR):  # the simplest fractions near the float minimiser first
-        out.append(tuple(Fraction(float(v)).limit_denominator(most) for v in x))
-    out.append(tuple(Fraction(float(v)) for v in mid))
+    x = _float_minimiser(face, lo, hi, free, work)
+    # the simplest fractions near the float minimiser first
+    yield from fresh([tuple(Fraction(float(v)).limit_denominator(most) for v in x) for most in (10, 100, MAX_DENOMINATOR)])
+    out = [tuple(Fraction(float(v)) for v in mid)]
     if len(free) <= 3:
         for corner in np.ndindex(*(2,) * len(free)):
             q = mid.copy()
             for d, side in zip(free, corner):
                 q[d] = hi[d] if side else lo[d]
             out.append(tuple(Fraction(float(v)) for v in q))
-    return list(dict.fromkeys(out))  # each once, in order
+    yield from fresh(out)
 
 
 def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | None = None) -> Outcome:

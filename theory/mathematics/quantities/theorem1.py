@@ -175,7 +175,7 @@ def _d1_ball(ex: BallInstance) -> BallValue:
 def _d1_torch(state: State) -> Tensor:
     import torch
 
-    d = state.norm(state.x[:, :, None, :] - state.x[:, None, :, :])
+    d = state.distances(state.x, state.x)
     pair = (~state.mask & state.present)[:, :, None] & (state.mask & state.present)[:, None, :]
     return torch.where(pair, d, torch.zeros_like(d)).flatten(1).max(-1).values
 
@@ -576,7 +576,7 @@ def _expected_dtilde_torch(state: State, reading: str) -> Tensor:
         mult = state.mult[index]
         s = torch.einsum("sk,bkd->bsd", Ct, y)
         if reading == "R1":
-            dist = state.norm(y[:, None, :, :] - s[:, :, None, :])  # (B, S, K)
+            dist = state.distances(s, y)  # (B, S, K)
             vals = (dist * (mult[:, None, :] - Ct[None])).sum(-1)
         else:
             vals = state.norm((mult[..., None] * y).sum(1)[:, None, :] - 2 * s)

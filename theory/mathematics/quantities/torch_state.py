@@ -129,6 +129,24 @@ class State(Columns):
         """Euclidean norm with a finite gradient at 0."""
         return ((v * v).sum(dim) + self.TINY).sqrt()
 
+    def distances(self, u: Tensor, v: Tensor) -> Tensor:
+        """``||u_bi - v_bj||`` for ``u`` ``(B, I, d)`` and ``v`` ``(B, J, d)``, as ``(B, I, J)``: the Gram form
+        ``||u||^2 + ||v||^2 - 2 <u, v>`` (one batched product, no ``(B, I, J, d)`` difference), with the entries it
+        loses to cancellation (squared distance below ``CANCELLATION`` times ``||u||^2 + ||v||^2``, as the float
+        form's :func:`~attnbounds.theory.mathematics.quantities._float.distances`) recomputed from the vectors."""
+        torch = import_torch()
+        from attnbounds.theory.mathematics.quantities._float import CANCELLATION
+
+        uu, vv = (u * u).sum(-1), (v * v).sum(-1)
+        scale = uu[:, :, None] + vv[:, None, :]
+        d2 = scale - 2 * torch.einsum("bid,bjd->bij", u, v)
+        out = (d2.clamp(min=0) + self.TINY).sqrt()
+        bad = torch.nonzero(~(d2.detach() > CANCELLATION * scale.detach()), as_tuple=True)
+        if bad[0].numel():
+            b, i, j = bad
+            out = out.index_put(bad, self.norm(u[b, i] - v[b, j]))
+        return out
+
     def masked(self, values: Tensor, mask: Tensor, how: str) -> Tensor:
         """Min or max of ``values`` over the columns where ``mask`` holds."""
         torch = import_torch()
