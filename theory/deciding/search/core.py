@@ -72,6 +72,12 @@ class Search(Protocol):
                  deadline: float | None = None) -> SearchResult: ...
 
 
+#: a violation whose normalised gap is below minus this is not a rounding: the gradient phase then runs
+#: 1 / VIOLATED_SHARE of its pieces (it looks for a worse counterexample, not for a first one)
+CLEAR_VIOLATION = 1e-3
+VIOLATED_SHARE = 4
+
+
 @contextlib.contextmanager
 def _one_thread() -> Iterator[None]:
     """torch and numpy's BLAS on one thread while searching (reproducible reductions, no oversubscription), with
@@ -229,6 +235,12 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
         tracker.merge(t)
     if n_gradient:
         pool = [c.inst for c in tracker.pool]
+        if any(c.rel < -CLEAR_VIOLATION for c in tracker.violations):
+            # a clear counterexample is in hand: the ascent only looks for a worse one, on a quarter of its starts
+            kept = max(1, -(-n_gradient // VIOLATED_SHARE))
+            tracker.method("gradient").stopped = (f"{kept} of {n_gradient} pieces of starts: the random phase had "
+                                                  f"found a violation by more than {CLEAR_VIOLATION:g}")
+            gradient_pieces = gradient_pieces[:kept]
         gradient_phase = run.start(_gradient_piece, [(_root(seed, st, 1), r, shard + k) for k, r in
                                                      enumerate(gradient_pieces)],
                                    shared=(st, pl, interior, deadline, pool), label=f"search {st.id}: gradient")
