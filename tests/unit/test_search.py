@@ -230,3 +230,17 @@ def test_torch_evaluator_agrees_with_the_float_evaluator(sid):
         np.testing.assert_allclose(g[ok], expected[ok], atol=1e-7)
         checked += int(ok.sum())
     assert checked > 0
+
+
+def test_gradient_phase_is_cut_to_a_quarter_only_once_a_clear_violation_is_in_hand(results):
+    """A false reading whose random phase already violates by more than CLEAR_VIOLATION: the ascent runs
+    ceil(pieces / VIOLATED_SHARE) pieces and says so; a true reading keeps every planned start."""
+    from attnbounds.theory.deciding.search import core
+
+    false, true = results("theorem1.fixed[R1,g2]"), results("corollary3[frobenius,corrected]")
+    cut = false.by_method["gradient"].get("stopped", "")
+    assert "the random phase had found a violation by more than 0.001" in cut, false.by_method["gradient"]
+    kept, planned = (int(w) for w in cut.split(" pieces")[0].split(" of "))
+    assert kept == max(1, -(-planned // core.VIOLATED_SHARE)) < planned
+    assert "stopped" not in true.by_method["gradient"]
+    assert true.by_method["gradient"]["tried"] > false.by_method["gradient"]["tried"]
