@@ -24,6 +24,7 @@ import sympy as sp
 from attnbounds.theory.deciding.certify import certify
 from attnbounds.theory.deciding.prover import bnb
 from attnbounds.theory.deciding.prover.program import compile_program, rigorous, run_float, run_rigorous
+from attnbounds.theory.mathematics.exact import ExactOps
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallEvaluator, backend
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin, Sign, Step
@@ -336,3 +337,16 @@ def test_the_double_ball_of_an_exact_double_is_at_most_two_ulps_wide(tier: str, 
     ops = backend(tier)
     m, r = ops.mid_rad(ops.num(x))
     assert abs(m - x) <= r <= 2 * math.ulp(x) + 5e-324, (m, r, math.ulp(x))
+
+
+@pytest.mark.parametrize("x", [0, 7, -3, Fraction(1, 3), Fraction(-22, 7), Fraction(1, 2**1100)])
+def test_the_exact_tier_reads_python_integers_and_fractions_as_exact_points(x: int | Fraction) -> None:
+    """``ExactOps`` takes a plain Python integer or Fraction as the exact number it is: its fraction, its sign, finite,
+    and outward doubles that hold it."""
+    ops = ExactOps()
+    assert ops.to_fraction(x) == x and ops.is_finite(x)
+    assert ops.sign(x) == (x > 0) - (x < 0)
+    lo, hi = ops.lower_float(x), ops.upper_float(x)
+    assert Fraction(lo) <= x <= Fraction(hi) and hi - lo <= 2 * math.ulp(float(x)), (x, lo, hi)
+    m, r = ops.mid_rad(x)
+    assert abs(Fraction(m) - x) <= Fraction(r), (x, m, r)

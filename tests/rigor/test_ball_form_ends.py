@@ -164,3 +164,29 @@ def test_the_magnitude_of_delta_is_the_largest_distance_its_tokens_allow(counts:
     assert widest == pytest.approx(2 * norms[top], rel=1e-12)
     mag = float(np.asarray(magnitude("delta_min", opposite), dtype=np.float64)[0])
     assert mag == pytest.approx(widest, rel=1e-12), (counts, scale, mag, widest)
+
+
+@pytest.mark.parametrize("counts", [[1, 1], [2], [1, 2], *COUNTS], ids=str)
+@pytest.mark.parametrize("top", [0.0, 12.0])
+def test_the_magnitude_of_the_jensen_terms_holds_every_number_they_are_computed_from(counts: list[int],
+                                                                                    top: float) -> None:
+    """The magnitude of ``J_{scaled,printed}_{weighted,mean}`` (``(L-N)/L sum_i ||c_i x_i - xbar||``, ``rho = N/(L-1)``)
+    is at least ``sum_i (||c_i x_i|| + ||xbar||)`` over the tokens, for every N and down to L = 2 (``rho = N``)."""
+    K, L = len(counts), sum(counts)
+    x = np.random.default_rng(2).standard_normal((1, K, 3))
+    x[0, 0] *= 1e-3  # the weight on a token of small norm (``top``): the mean ``xbar`` is then the largest number
+    logits = np.linspace(-1.0, 1.0, K)[None]
+    logits[0, 0] += top
+    for N in range(1, L + 1):
+        inst = Instance.from_logits(logits, nm.softmax(1.0), counts=[counts], x=x, N=N)
+        assert inst.x is not None
+        # the instance's columns (a class holding selected and other tokens is split in two)
+        a, m, X, rho = inst.alpha[0], inst.multiplicity[0], inst.x[0], N / (L - 1)
+        for coefficient in ("scaled", "printed"):
+            c = a * (1 + rho) if coefficient == "scaled" else a + rho
+            for xbar in ("weighted", "mean"):
+                xb = rho * (m * a) @ X if xbar == "weighted" else m @ X / L
+                sizes = float(np.sum(m * (np.abs(c) * np.linalg.norm(X, axis=-1) + np.linalg.norm(xb))))
+                name = f"J_{coefficient}_{xbar}"
+                mag = float(np.asarray(magnitude(name, inst), dtype=np.float64)[0])
+                assert sizes <= mag * (1 + 1e-12), (name, counts, top, N, sizes, mag)

@@ -16,9 +16,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from attnbounds.theory.mathematics import normalisers as nm
 from attnbounds.theory.mathematics import strategies
 from attnbounds.theory.mathematics.errors import AttnBoundsError
 from attnbounds.theory.mathematics.hypotheses import SOFTMAX
+from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.quantities import QUANTITIES, compute, magnitude
 from attnbounds.theory.deciding.prover.image import image_values, upper_bounds
 
@@ -80,3 +82,24 @@ def test_the_float_value_is_attained_at_the_instances_point(name: str, data: st.
         else:
             ok_values = [v for _, v, ok in found if ok]
             assert _close(float(value), ok_values, float(scale)), (name, weights, float(value), ok_values[:6])
+
+
+@pytest.mark.parametrize("logits, normaliser", [
+    ([1.0, 1.0], nm.softmax(0.5)),  # two equal tokens: Schur's test is the norm itself, 1/(2T)
+    ([0.3, -1.2, 2.0], nm.softmax(1.0)),
+    ([0.3, -1.2, 2.0, 0.7], nm.exp_poly(0.1, 1.0)),
+    ([0.5, 0.1, -0.4], nm.shifted_sigmoid(0.0, 2.0)),
+], ids=["softmax-tie", "softmax", "exp_poly", "shifted_sigmoid"])
+def test_schurs_bound_of_j_spectral_is_sqrt_of_the_largest_column_and_row_sums(logits: list[float],
+                                                                                normaliser: nm.RatioNormaliser) -> None:
+    """J_spectral's Schur reading at the instance's point is ``sqrt(||J||_1 ||J||_inf)`` of the dense Jacobian."""
+    inst = Instance.from_logits(np.array([logits]), normaliser)
+    bounds = upper_bounds("J_spectral", inst)
+    k = next(i for i, b in enumerate(bounds) if b.startswith("Schur's test"))
+    a, g = inst.alpha[0], normaliser.dlog_F_values(inst.logits, inst.L)[0]
+    J = np.abs((np.diag(a) - np.outer(a, a)) * g[None, :])  # |d alpha_i / d l_j|
+    schur = float(np.sqrt(J.sum(0).max() * J.sum(1).max()))
+    values = [v for _, v, ok in image_values("J_spectral", inst, bound=k) if ok]
+    assert values and max(values) == pytest.approx(schur, rel=1e-12), (bounds[k], values, schur)
+    if len(set(logits)) == 1 and len(logits) == 2:  # equal to the norm there: 1/(2T)
+        assert max(values) == pytest.approx(float(compute("J_spectral", inst)[0]), rel=1e-12)
