@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 import json
 import zlib
 from pathlib import Path
@@ -143,6 +144,28 @@ def test_a_tree_edited_to_skip_a_box_is_refused(made: dict[str, dict[str, Any]],
     problem["tree"] = base64.b64encode(zlib.compress(json.dumps(tokens).encode())).decode()
     code, text = _replay(tmp_path, rehash(data))
     assert code == 1 and "open box" in text, text
+
+
+@pytest.mark.parametrize("forge", ["out of range", "repeated", "bad side"])
+def test_a_tree_with_a_projection_along_coordinates_the_problem_lacks_is_refused(made: dict[str, dict[str, Any]],
+                                                                                tmp_path: Path, forge: str) -> None:
+    """A real proof's projection entry edited to name a coordinate past the problem's, the same coordinate twice, or
+    a side that is none of ``+ - <`` (the tree's and the certificate's hashes recomputed): the replay refuses it."""
+    data = copy.deepcopy(made["true"])
+    problem = data["relaxation"]["problems"][0]
+    tokens = json.loads(zlib.decompress(base64.b64decode(problem["tree"])))
+    k = next(i for i, t in enumerate(tokens) if t.startswith("P"))
+    claims = tokens[k][1:].split(",")
+    d, side = claims[0][:-1], claims[0][-1]
+    n = len(problem["coordinates"])
+    tokens[k] = "P" + ",".join({"out of range": [f"{n}{side}", *claims[1:]],
+                                "repeated": [claims[0], f"{d}{'+' if side == '-' else '-'}", *claims[1:]],
+                                "bad side": [f"{d}?", *claims[1:]]}[forge])
+    problem["tree"] = _tree(tokens)
+    data["relaxation"]["boxes_sha256"] = hashlib.sha256("".join(
+        hashlib.sha256(p["tree"].encode()).hexdigest() for p in data["relaxation"]["problems"]).encode()).hexdigest()
+    code, text = _replay(tmp_path, rehash(data))
+    assert code == 1 and "along coordinates the problem does not have" in text, text
 
 
 def test_a_derivation_pasted_into_a_refuted_reading_is_refused(made: dict[str, dict[str, Any]], tmp_path: Path) -> None:

@@ -71,6 +71,22 @@ def test_bounds_far_below_the_doubles_are_decided_by_the_prover() -> None:
     assert certify(false, refuted.counterexample).status == "violated"
 
 
+def test_a_box_certainly_negative_below_the_doubles_is_a_counterexample_box_at_once() -> None:
+    """``e^-1600 (x^2 - 3)`` on ``|x| <= 1``: the float tier sees 0 on the root box (an underflow), rigorous arithmetic
+    shows the margin negative on the whole of it; the root box itself is then the counterexample box (nothing split,
+    nothing projected), and it is a box of points where the margin is negative."""
+    from attnbounds.theory.deciding.prover import bnb
+
+    core = sp.exp(-1600) * (x**2 - 3)
+    problem = Problem("test", 0, "test", [Coordinate(x, -1.0, 1.0, "parameter", "x")], core, [], False, core, [], {},
+                      0, 0, {}, "test", [])
+    outcome = bnb.branch_and_bound(problem, 10**7)
+    assert outcome.status == "negative", outcome.reason
+    assert outcome.negative is not None and outcome.boxes == 1, (outcome.reason, outcome.boxes)
+    assert outcome.negative.lo.tolist() == [-1.0] and outcome.negative.hi.tolist() == [1.0], outcome.reason
+    assert all(core.subs(x, sp.Rational(v)) < 0 for v in (-1, 0, 1))
+
+
 @pytest.mark.parametrize("lo", [-math.inf, -1.0, -1e-300, 0.0, 1e-300, 0.5, 3.0])
 @pytest.mark.parametrize("positive_domain", [False, True])
 def test_a_parameter_symbol_carries_exactly_the_sign_its_box_and_domain_give(lo: float, positive_domain: bool) -> None:

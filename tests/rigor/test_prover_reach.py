@@ -204,3 +204,41 @@ def test_a_false_stronger_statement_leaves_the_statement_its_work() -> None:
     assert result.status == "proved", result.reason
     assert "stronger statement" not in result.reason
     assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
+
+
+def test_a_bound_false_for_every_positive_a_over_t_is_refuted_through_splits_of_that_half_line() -> None:
+    """L alpha_i <= 1 + 2 a/T + 2 (a/T)^2: e^(2 beta) (beta = a/T, one token at a and one at -a as L -> oo) exceeds
+    its Taylor polynomial for every beta > 0, with equality at beta = 0. The relaxed coordinate beta ranges over the
+    half-line [0, oo], and the counterexample lies only on its finite boxes after beta is split: refuted, and the
+    instance certified."""
+    from attnbounds.theory.deciding.certify import certify
+
+    st = api.statement("L*alpha_i <= 1 + 2*a/T + 2*(a/T)**2", hypotheses=["softmax", "logits-bounded"],
+                       defaults={"a": "logit_absmax"}, id="taylor").statements[0]
+    halves = [(c.lo, c.hi) for p in prover.relax(st).problems for c in p.coordinates if str(c.symbol) == "beta"]
+    assert halves and all(lo == 0.0 and hi == float("inf") for lo, hi in halves), halves
+    result = prover.prove(st, work=prover.work_for(1.0))
+    assert result.status == "refuted" and result.counterexample is not None, result.reason
+    assert certify(st, result.counterexample).status == "violated"
+
+
+@pytest.mark.parametrize("lo, hi", [(0.0, float("inf")), (float("-inf"), 0.0)])
+def test_a_core_on_a_half_line_is_proved_through_splits_of_its_finite_boxes(lo: float, hi: float) -> None:
+    """x^4 - x^2 + 1/2 >= 0 on a half-line (its least value 1/4 at x = +-1/sqrt(2)): neither the natural enclosure,
+    the slope, the mean-value form nor the curvature decides it on [0, 1] (or [-1, 0]): the finite boxes of the
+    half-line coordinate are split until they close, and the tree replays."""
+    import sympy as sp
+
+    from attnbounds.theory.deciding.prover import bnb
+    from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
+
+    x = sp.Symbol("x", real=True)
+    core = x**4 - x**2 + sp.Rational(1, 2)
+    problem = Problem("half-line", 0, "test", [Coordinate(x, lo, hi, "parameter", "x")], core, [], False, core, [], {},
+                      0, 0, {}, "test", [])
+    outcome = bnb.branch_and_bound(problem, 10**7)
+    assert outcome.status == "proved", outcome.reason
+    tokens = bnb.decode(outcome.tree.encode(), 10**8)
+    assert sum(t.startswith("S") for t in tokens) >= 2  # the half-line, then a finite box of it
+    ok, why, _ = bnb.replay(problem, tokens)
+    assert ok, why

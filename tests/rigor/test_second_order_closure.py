@@ -80,6 +80,38 @@ def test_an_equality_on_an_end_of_the_box_is_proved_to_second_order() -> None:
     assert ok, why
 
 
+def test_an_exactly_zero_slope_at_a_dyadic_point_inside_the_box_is_closed_to_second_order() -> None:
+    """At ``x = 1/2`` (a double) the slope in x is exactly 0 and its rigorous enclosure there the point 0: a box with
+    1/2 strictly inside its x-range (the root box [-1, 0.9] is never split at 1/2) is closed to second order around
+    ``(1/2, 1/3)``, and the branch and bound proves the core."""
+    core = _bowl(x - HALF) + 2 * _bowl(y - THIRD)
+    problem = _problem(core, hi=0.9)
+    face = bnb.Programs(problem).face(())
+    lo, hi = np.array([0.49, 0.33]), np.array([0.51, 0.34])
+    assert bnb._second_order(problem, face, (Fraction(1, 2), Fraction(1, 3)), lo, hi, False, [0]) == 1
+    outcome = bnb.branch_and_bound(problem, 10**8)
+    assert outcome.status == "proved", outcome.reason
+    assert outcome.closed.get("second-order", 0) > 0, outcome.closed
+    ok, why, _ = bnb.replay(problem, bnb.decode(outcome.tree.encode(), 10**8))
+    assert ok, why
+
+
+def test_an_equality_at_an_upper_corner_of_no_simple_fraction_is_proved_to_second_order() -> None:
+    """The minimum 0 at the box's upper corner ``(c, c)``, ``c`` the double nearest 0.3 (no fraction of denominator
+    <= 1000: the rounded float minimiser misses it; only the box's corners hold it), with a cross term that keeps the
+    slopes of both signs on the boxes at that corner (no projection): proved to second order around the corner."""
+    c = sp.Rational(Fraction(0.3))
+    core = _bowl(x - c) + 2 * _bowl(y - c) - (x - c) * (y - c) / 2
+    problem = _problem(core, lo=-1.0, hi=0.3)
+    outcome = bnb.branch_and_bound(problem, 10**8)
+    assert outcome.status == "proved", outcome.reason
+    tokens = bnb.decode(outcome.tree.encode(), 10**8)
+    corner = f"T{c},{c}"
+    assert corner in tokens, [t for t in tokens if t.startswith("T")]
+    ok, why, _ = bnb.replay(problem, tokens)
+    assert ok, why
+
+
 @pytest.mark.parametrize("core", [
     _bowl(x - HALF) - 2 * _bowl(y - THIRD),  # a saddle: negative along y
     _bowl(x - HALF) + _bowl(y - THIRD) - (x - HALF) ** 2,  # Hessian [[-1, 0], [0, 1]] at the point: negative along x
