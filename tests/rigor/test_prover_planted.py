@@ -1,0 +1,147 @@
+"""The branch and bound on planted problems whose answer is known exactly (issue 35: one property for many paths).
+
+A core ``k + Q(x - p, y - p')`` or ``k + e^Q - 1`` with ``Q`` a rational quadratic form (definite, semidefinite or
+a saddle) and ``p`` a rational point has its least value on a box exactly computable (where Q is least: at its
+critical point, on an edge, at a corner). So, whatever path the prover takes (projection, concavity, mean value,
+second order, exact points):
+
+- a least value below 0 (or 0 under a strict bound): never proved; a negative box holds a point where the core is
+  exactly negative (or 0 when strict);
+- Q definite and the least value ``k`` >= 0 (> 0 when strict; an equality at the point closes to second order):
+  proved, and the tree replays on the problem, and on no problem whose least value is below 0.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+import sympy as sp
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from attnbounds.theory.deciding.prover import bnb
+from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
+
+x, y = sp.symbols("x y", real=True)
+WORK = 4 * 10**6
+#: (core, Q, box, k, planted point)
+Case = tuple[sp.Expr, sp.Expr, tuple[float, float], sp.Rational, tuple[sp.Rational, sp.Rational]]
+
+
+def _problem(core: sp.Expr, box: tuple[float, float], strict: bool) -> Problem:
+    coordinates = [Coordinate(x, box[0], box[1], "parameter", "x"), Coordinate(y, box[0], box[1], "parameter", "y")]
+    return Problem("planted", 0, "test", coordinates, core, [], strict, core, [], {}, 0, 0, {}, "test", [])
+
+
+@st.composite
+def planted(draw: st.DrawFn) -> Case:
+    """``(core, Q, box, k, p)``, ``core = k + Q`` or ``k + e^Q - 1``: the box's ends dyadic or not, the point on a split,
+    a simple fraction, or neither."""
+    lo = draw(st.sampled_from([-1.0, -0.75, -0.3, 0.0]))
+    hi = draw(st.sampled_from([1.0, 0.9, 0.6]))
+    a, b, c = (sp.Rational(draw(st.integers(-4, 16)), 4) for _ in range(3))  # definite, semidefinite or a saddle
+    points = [sp.Rational(1, 2), sp.Rational(1, 3), sp.Rational(Fraction(0.3)), sp.Rational(7, 64), sp.Integer(0)]
+    px = draw(st.sampled_from([q for q in points if lo < q < hi] + [sp.Rational(Fraction(hi))]))
+    py = draw(st.sampled_from([q for q in points if lo < q < hi] + [sp.Rational(Fraction(lo))]))
+    u, v = x - px, y - py
+    quadratic = a * u**2 + b * u * v + c * v**2
+    # e^Q - 1 >= 0 vanishes where Q does and grows with it: the same least point and value, not a polynomial
+    shape = sp.exp(quadratic) - 1 if draw(st.booleans()) else quadratic
+    k = draw(st.sampled_from([sp.Rational(-1, 64), sp.Rational(-1, 10**6), sp.Integer(0), sp.Rational(1, 10**6),
+                              sp.Rational(1, 64)]))
+    return k + shape, quadratic, (lo, hi), k, (px, py)
+
+
+def _least_on(core: sp.Expr, quadratic: sp.Expr, lo: list[float], hi: list[float]) -> sp.Expr:
+    """The core's least value on the box ``[lo, hi]`` (its ends the exact doubles they are): where the quadratic is
+    least (the core grows with it), at its critical point when that lies in the box, else on an edge (each edge's
+    quadratic minimised exactly and clipped to the edge) or at a corner."""
+    ends = [(sp.Rational(Fraction(a)), sp.Rational(Fraction(b))) for a, b in zip(lo, hi)]
+    candidates = []
+    for v, w, fixed, free in ((x, y, ends[0], ends[1]), (y, x, ends[1], ends[0])):
+        for end in fixed:
+            coeffs = sp.Poly(quadratic.xreplace({v: end}), w).all_coeffs()
+            points = list(free)
+            if len(coeffs) == 3 and coeffs[0] > 0:
+                points.append(min(max(-coeffs[1] / (2 * coeffs[0]), free[0]), free[1]))
+            candidates += [{v: end, w: q} for q in points]
+    for g in sp.solve([sp.diff(quadratic, x), sp.diff(quadratic, y)], [x, y], dict=True):
+        if len(g) == 2 and ends[0][0] <= g[x] <= ends[0][1] and ends[1][0] <= g[y] <= ends[1][1]:  # (a line: edges)
+            candidates.append(g)
+    return min(core.xreplace(c) for c in candidates)
+
+
+def _definite(quadratic: sp.Expr) -> bool:
+    a, b, c = (sp.Poly(quadratic, x, y).coeff_monomial(m) for m in (x**2, x * y, y**2))
+    return bool(a > 0 and c > 0 and 4 * a * c > b**2)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(planted(), st.booleans())
+def test_planted_least_values_decide_the_outcome(case: Case, strict: bool) -> None:
+    core, quadratic, box, k, point = case
+    problem = _problem(core, box, strict)
+    outcome = bnb.branch_and_bound(problem, WORK)
+    least = _least_on(core, quadratic, [box[0]] * 2, [box[1]] * 2)
+    holds = least > 0 or (least == 0 and not strict)
+    if not holds:
+        assert outcome.status != "proved", (core, box, strict, outcome.reason)
+    if outcome.status == "negative":
+        assert not holds, (core, box, strict, outcome.reason)
+        node = outcome.negative
+        assert node is not None
+        value = _least_on(core, quadratic, node.lo.tolist(), node.hi.tolist())
+        assert value < 0 or (strict and value == 0), (core, node.lo, node.hi, value)
+    # definite: proved with room (least >= 1/64), and down to an equality when the point is a simple fraction (the
+    # second-order closure's candidates: the float minimiser rounded to denominators up to 1000, corners, centre);
+    # a margin of 1e-6 at another point may need more boxes than WORK
+    simple = all(q.q <= bnb.MAX_DENOMINATOR for q in point)
+    if holds and _definite(quadratic) and (least >= sp.Rational(1, 64) or simple):
+        assert outcome.status == "proved", (core, box, strict, outcome.reason)
+    if outcome.status == "proved":
+        tokens = bnb.decode(outcome.tree.encode(), 10**8)
+        ok, why, _ = bnb.replay(problem, tokens)
+        assert ok, why
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(planted())
+def test_a_proof_replays_on_no_problem_whose_least_value_is_negative(case: Case) -> None:
+    """The tree of ``1/64 + Q >= 0`` replayed on ``Q - 1/64`` (least value -1/64 at the same point), on the same box:
+    refused, whatever closed its boxes."""
+    core, quadratic, box, k, _ = case
+    assume(_definite(quadratic))
+    shape = core - k
+    core = shape + sp.Rational(1, 64)
+    outcome = bnb.branch_and_bound(_problem(core, box, False), WORK)
+    assert outcome.status == "proved", outcome.reason
+    tokens = bnb.decode(outcome.tree.encode(), 10**8)
+    assert bnb.replay(_problem(core, box, False), tokens)[0]
+    ok, why, _ = bnb.replay(_problem(shape - sp.Rational(1, 64), box, False), tokens)
+    assert not ok, "a proof of a true core replayed on a false one"
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_an_equality_at_a_planted_point_is_decided_both_ways(strict: bool) -> None:
+    """``Q(x - 1/3, y - 1/2) >= 0`` holds (proved to second order at the point), ``> 0`` fails there exactly."""
+    core = 2 * (x - sp.Rational(1, 3))**2 - (x - sp.Rational(1, 3)) * (y - sp.Rational(1, 2)) + (y - sp.Rational(1, 2))**2
+    outcome = bnb.branch_and_bound(_problem(core, (-1.0, 1.0), strict), WORK)
+    if strict:
+        assert outcome.status == "negative", outcome.reason
+        node = outcome.negative
+        assert node is not None and _least_on(core, core, node.lo.tolist(), node.hi.tolist()) == 0
+    else:
+        assert outcome.status == "proved", outcome.reason
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_saddle_whose_negative_part_fits_inside_a_narrow_box_is_never_proved(strict: bool) -> None:
+    """``(x - 1/2)^2 - (y - 1/3)^2 / 4 + 10^4 (y - 1/3)^4``: 0 at ``(1/2, 1/3)`` with no slope there, negative only
+    for ``0 < |y - 1/3| < 1/200`` on ``x = 1/2`` (least value -1/640000), inside any box the second-order closure
+    tries. Its Hessian bound is not positive semidefinite (``-1/2`` on the y diagonal): never proved."""
+    u, v = x - sp.Rational(1, 2), y - sp.Rational(1, 3)
+    core = u**2 - v**2 / 4 + 10**4 * v**4
+    outcome = bnb.branch_and_bound(_problem(core, (-1.0, 1.0), strict), WORK)
+    assert outcome.status != "proved", outcome.reason
+    assert core.xreplace({x: sp.Rational(1, 2), y: sp.Rational(1, 3) + 1 / (200 * sp.sqrt(2))}) == sp.Rational(-1, 640000)
