@@ -1,8 +1,8 @@
 """The branch and bound on planted problems whose answer is known exactly (issue 35: one property for many paths).
 
 A core ``k + Q(x - p, y - p')`` or ``k + e^Q - 1`` with ``Q`` a rational quadratic form (definite, semidefinite or
-a saddle) and ``p`` a rational point has its least value on a box exactly computable (where Q is least: at its
-critical point, on an edge, at a corner). So, whatever path the prover takes (projection, concavity, mean value,
+a saddle) and ``p`` a rational point has its least value on a box, cut or not by a linear constraint ``g >= 0``,
+exactly computable (where Q is least: at its critical point, on a side of the feasible polygon). So, whatever path the prover takes (projection, concavity, mean value,
 second order, exact points):
 
 - a least value below 0 (or 0 under a strict bound): never proved; a negative box holds a point where the core is
@@ -25,19 +25,20 @@ from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
 
 x, y = sp.symbols("x y", real=True)
 WORK = 4 * 10**6
-#: (core, Q, box, k, planted point)
-Case = tuple[sp.Expr, sp.Expr, tuple[float, float], sp.Rational, tuple[sp.Rational, sp.Rational]]
+#: (core, Q, box, k, planted point, a linear constraint g >= 0 or None)
+Case = tuple[sp.Expr, sp.Expr, tuple[float, float], sp.Rational, tuple[sp.Rational, sp.Rational], sp.Expr | None]
 
 
-def _problem(core: sp.Expr, box: tuple[float, float], strict: bool) -> Problem:
+def _problem(core: sp.Expr, box: tuple[float, float], strict: bool, constraint: sp.Expr | None = None) -> Problem:
     coordinates = [Coordinate(x, box[0], box[1], "parameter", "x"), Coordinate(y, box[0], box[1], "parameter", "y")]
-    return Problem("planted", 0, "test", coordinates, core, [], strict, core, [], {}, 0, 0, {}, "test", [])
+    constraints = [] if constraint is None else [constraint]
+    return Problem("planted", 0, "test", coordinates, core, constraints, strict, core, [], {}, 0, 0, {}, "test", [])
 
 
 @st.composite
 def planted(draw: st.DrawFn) -> Case:
-    """``(core, Q, box, k, p)``, ``core = k + Q`` or ``k + e^Q - 1``: the box's ends dyadic or not, the point on a split,
-    a simple fraction, or neither."""
+    """``(core, Q, box, k, p, g)``, ``core = k + Q`` or ``k + e^Q - 1``: the box's ends dyadic or not, the point on a
+    split, a simple fraction, or neither; a linear constraint ``g >= 0`` or none."""
     lo = draw(st.sampled_from([-1.0, -0.75, -0.3, 0.0]))
     hi = draw(st.sampled_from([1.0, 0.9, 0.6]))
     a, b, c = (sp.Rational(draw(st.integers(-4, 16)), 4) for _ in range(3))  # definite, semidefinite or a saddle
@@ -50,26 +51,48 @@ def planted(draw: st.DrawFn) -> Case:
     shape = sp.exp(quadratic) - 1 if draw(st.booleans()) else quadratic
     k = draw(st.sampled_from([sp.Rational(-1, 64), sp.Rational(-1, 10**6), sp.Integer(0), sp.Rational(1, 10**6),
                               sp.Rational(1, 64)]))
-    return k + shape, quadratic, (lo, hi), k, (px, py)
+    constraint = None
+    if draw(st.booleans()):  # a half-plane through, beside or away from the point (it may cut the box's corner off)
+        al, be = draw(st.sampled_from([(1, 0), (0, 1), (1, 1), (1, -2), (-1, 1), (-2, -1)]))
+        constraint = al * u + be * v + draw(st.sampled_from([sp.Rational(-1, 4), sp.Integer(0), sp.Rational(1, 8)]))
+    return k + shape, quadratic, (lo, hi), k, (px, py), constraint
 
 
-def _least_on(core: sp.Expr, quadratic: sp.Expr, lo: list[float], hi: list[float]) -> sp.Expr:
-    """The core's least value on the box ``[lo, hi]`` (its ends the exact doubles they are): where the quadratic is
-    least (the core grows with it), at its critical point when that lies in the box, else on an edge (each edge's
-    quadratic minimised exactly and clipped to the edge) or at a corner."""
-    ends = [(sp.Rational(Fraction(a)), sp.Rational(Fraction(b))) for a, b in zip(lo, hi)]
-    candidates = []
-    for v, w, fixed, free in ((x, y, ends[0], ends[1]), (y, x, ends[1], ends[0])):
-        for end in fixed:
-            coeffs = sp.Poly(quadratic.xreplace({v: end}), w).all_coeffs()
-            points = list(free)
-            if len(coeffs) == 3 and coeffs[0] > 0:
-                points.append(min(max(-coeffs[1] / (2 * coeffs[0]), free[0]), free[1]))
-            candidates += [{v: end, w: q} for q in points]
-    for g in sp.solve([sp.diff(quadratic, x), sp.diff(quadratic, y)], [x, y], dict=True):
-        if len(g) == 2 and ends[0][0] <= g[x] <= ends[0][1] and ends[1][0] <= g[y] <= ends[1][1]:  # (a line: edges)
-            candidates.append(g)
-    return min(core.xreplace(c) for c in candidates)
+def _least_on(core: sp.Expr, quadratic: sp.Expr, lo: list[float], hi: list[float],
+              constraint: sp.Expr | None = None) -> sp.Expr:
+    """The core's least value on the box ``[lo, hi]`` (its ends the exact doubles they are) where ``constraint >= 0``
+    (+oo where no point is): where the quadratic is least, since the core grows with it: at its critical point when
+    that is feasible, else on the boundary of the feasible polygon (the box clipped by the half-plane), each side's
+    quadratic minimised exactly."""
+    (x0, x1), (y0, y1) = [(sp.Rational(Fraction(a)), sp.Rational(Fraction(b))) for a, b in zip(lo, hi)]
+    polygon = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
+    if constraint is not None:  # Sutherland-Hodgman against one half-plane
+        g = [constraint.xreplace({x: px, y: py}) for px, py in polygon]
+        clipped = []
+        for i, (P, gP) in enumerate(zip(polygon, g)):
+            Q_, gQ = polygon[(i + 1) % 4], g[(i + 1) % 4]
+            if gP >= 0:
+                clipped.append(P)
+            if (gP < 0) != (gQ < 0):
+                w = gP / (gP - gQ)
+                clipped.append((P[0] + w * (Q_[0] - P[0]), P[1] + w * (Q_[1] - P[1])))
+        polygon = clipped
+    if not polygon:
+        return sp.oo
+    s_ = sp.Symbol("s")
+    points = list(polygon)
+    for i, A in enumerate(polygon):
+        B = polygon[(i + 1) % len(polygon)]
+        along = sp.Poly(sp.expand(quadratic.xreplace({x: A[0] + s_ * (B[0] - A[0]), y: A[1] + s_ * (B[1] - A[1])})), s_)
+        c2, c1 = along.coeff_monomial(s_**2), along.coeff_monomial(s_)
+        if c2 > 0 and 0 <= -c1 / (2 * c2) <= 1:
+            w = -c1 / (2 * c2)
+            points.append((A[0] + w * (B[0] - A[0]), A[1] + w * (B[1] - A[1])))
+    for crit in sp.solve([sp.diff(quadratic, x), sp.diff(quadratic, y)], [x, y], dict=True):
+        if len(crit) == 2 and x0 <= crit[x] <= x1 and y0 <= crit[y] <= y1 and (
+                constraint is None or constraint.xreplace(crit) >= 0):  # (a line of critical points: the sides)
+            points.append((crit[x], crit[y]))
+    return min(core.xreplace({x: px, y: py}) for px, py in points)
 
 
 def _definite(quadratic: sp.Expr) -> bool:
@@ -80,10 +103,10 @@ def _definite(quadratic: sp.Expr) -> bool:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(planted(), st.booleans())
 def test_planted_least_values_decide_the_outcome(case: Case, strict: bool) -> None:
-    core, quadratic, box, k, point = case
-    problem = _problem(core, box, strict)
+    core, quadratic, box, k, point, constraint = case
+    problem = _problem(core, box, strict, constraint)
     outcome = bnb.branch_and_bound(problem, WORK)
-    least = _least_on(core, quadratic, [box[0]] * 2, [box[1]] * 2)
+    least = _least_on(core, quadratic, [box[0]] * 2, [box[1]] * 2, constraint)
     holds = least > 0 or (least == 0 and not strict)
     if not holds:
         assert outcome.status != "proved", (core, box, strict, outcome.reason)
@@ -91,12 +114,12 @@ def test_planted_least_values_decide_the_outcome(case: Case, strict: bool) -> No
         assert not holds, (core, box, strict, outcome.reason)
         node = outcome.negative
         assert node is not None
-        value = _least_on(core, quadratic, node.lo.tolist(), node.hi.tolist())
+        value = _least_on(core, quadratic, node.lo.tolist(), node.hi.tolist(), constraint)
         assert value < 0 or (strict and value == 0), (core, node.lo, node.hi, value)
     # definite: proved with room (least >= 1/64), and down to an equality when the point is a simple fraction (the
     # second-order closure's candidates: the float minimiser rounded to denominators up to 1000, corners, centre);
     # a margin of 1e-6 at another point may need more boxes than WORK
-    simple = all(q.q <= bnb.MAX_DENOMINATOR for q in point)
+    simple = constraint is None and all(q.q <= bnb.MAX_DENOMINATOR for q in point)
     if holds and _definite(quadratic) and (least >= sp.Rational(1, 64) or simple):
         assert outcome.status == "proved", (core, box, strict, outcome.reason)
     if outcome.status == "proved":
@@ -110,7 +133,7 @@ def test_planted_least_values_decide_the_outcome(case: Case, strict: bool) -> No
 def test_a_proof_replays_on_no_problem_whose_least_value_is_negative(case: Case) -> None:
     """The tree of ``1/64 + Q >= 0`` replayed on ``Q - 1/64`` (least value -1/64 at the same point), on the same box:
     refused, whatever closed its boxes."""
-    core, quadratic, box, k, _ = case
+    core, quadratic, box, k, _, _ = case
     assume(_definite(quadratic))
     shape = core - k
     core = shape + sp.Rational(1, 64)

@@ -168,3 +168,23 @@ def test_a_kink_at_the_critical_point_is_never_closed_to_second_order() -> None:
     assert bnb._second_order(problem, face, (Fraction(1, 2), Fraction(1, 3)), lo, hi, False, [0]) == 0
     outcome = bnb.branch_and_bound(problem, 10**7)
     assert outcome.status != "proved", outcome.reason
+
+
+def test_a_box_beside_an_equality_point_is_closed_on_the_span_of_both() -> None:
+    """``Q = (x - 1/2)^2/4 + (x - 1/2) y/4 + y^2/4`` (definite, 0 at ``(1/2, 0)`` only) on a box just beside that point:
+    Taylor around the point on the smallest box holding both closes it (the span's Hessian bound is PSD); with a
+    saddle's sign on ``y^2`` it does not; and on ``[-1, 0.6]^2``, whose splits never put 1/2 on a box's end, the
+    equality is proved and replays."""
+    u = x - HALF
+    core = u**2 / 4 + u * y / 4 + y**2 / 4
+    problem = _problem(core, lo=-1.0, hi=0.6)
+    face = bnb.Programs(problem).face(())
+    lo, hi = np.array([0.500024, -3.9e-5]), np.array([0.500049, -1.8e-5])
+    point = (Fraction(1, 2), Fraction(0))
+    assert bnb._second_order(problem, face, point, lo, hi, False, [0]) == 1
+    saddle = _problem(u**2 / 4 + u * y / 4 - y**2 / 4, lo=-1.0, hi=0.6)
+    assert bnb._second_order(saddle, bnb.Programs(saddle).face(()), point, lo, hi, False, [0]) == 0
+    outcome = bnb.branch_and_bound(problem, 10**7)
+    assert outcome.status == "proved", outcome.reason
+    ok, why, _ = bnb.replay(problem, bnb.decode(outcome.tree.encode(), 10**8))
+    assert ok, why

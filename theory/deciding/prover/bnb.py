@@ -19,10 +19,11 @@ where constraints ``c >= 0`` may hold) boxes are processed in batches:
 5. else the mean-value form ``core(c) + grad(box) . (box - c)`` may close it;
 6. a box reduced to a point is decided exactly there: arb at rising precision, sympy for an exact zero (an
    equality case: a non-strict bound holds there, a strict one fails);
-6b. a narrow box holding a rational point ``p`` where the core is exactly ``>= 0`` and no partial derivative points
-   into the box (an equality at a critical point: ``1/4 - a (1 - a)`` at ``a = 1/2`` in two coordinates) is
-   closed by Taylor's theorem to second order, ``core(x) >= core(p) + |x - p|^T M |x - p| / 2`` with ``M`` from the
-   rigorous enclosure of the Hessian on the box (``M_ii`` its lower ends, ``M_ij = -max |H_ij|``), when ``M`` is
+6b. a narrow box holding a rational point ``p``, or beside one (within its own width: the splits may leave an
+   equality point on a neighbour's side), where the core is exactly ``>= 0`` and no partial derivative points into
+   the box spanned by both (an equality at a critical point: ``1/4 - a (1 - a)`` at ``a = 1/2`` in two coordinates)
+   is closed by Taylor's theorem to second order on that span, ``core(x) >= core(p) + |x - p|^T M |x - p| / 2`` with
+   ``M`` from the rigorous enclosure of the Hessian on it (``M_ii`` its lower ends, ``M_ij = -max |H_ij|``), when ``M`` is
    positive semidefinite (exact LDL^T over the rationals);
 7. else it is split in two (the coordinate of largest width times derivative; unbounded coordinates first,
    geometrically).
@@ -649,21 +650,30 @@ def _psd(M: list[list[Fraction]]) -> bool:
 
 
 def _second_order(problem: Problem, face: Face, p: Sequence[Fraction], lo: np.ndarray, hi: np.ndarray, strict: bool,
-                  work: list[int], curved: list[bool] | None = None) -> int:
-    """Whether Taylor's theorem to second order around the rational point ``p`` of the box closes it (step 6b of the
-    module docstring): ``core(p)`` exactly ``>= 0`` (``> 0`` when strict), each partial derivative at ``p`` exactly 0
-    or pointing out of the box (``p`` on that side's end), and the Hessian bound ``M`` positive semidefinite on the
-    box (:func:`_curvature`; ``curved`` holds its answer once computed, for the next point of the same box). 1: it
-    closes the box; -1: the core at ``p`` is exactly negative, or 0 under a strict bound (a counterexample point);
-    0: neither."""
-    at_p = _at_point(problem, face, p, lo, hi, strict, work)
+                  work: list[int], curved: dict[tuple[float, ...], bool] | None = None) -> int:
+    """Whether Taylor's theorem to second order around the rational point ``p`` closes the box (step 6b of the module
+    docstring), read on the smallest box holding both (``p`` may lie just beside it: an equality at a point the
+    splits left on a neighbour's side): ``core(p)`` exactly ``>= 0`` (``> 0`` when strict), each partial derivative
+    at ``p`` exactly 0 or pointing out of that box (``p`` on that side's end), and the Hessian bound ``M`` positive
+    semidefinite on it (:func:`_curvature`; ``curved`` keeps its answers per box, for the next point). 1: it closes
+    the box; -1: the core at ``p`` is exactly negative, or 0 under a strict bound (a counterexample point); 0:
+    neither."""
+    if len(p) != face.n:
+        return 0
+    ends = [(Fraction(float(a)), Fraction(float(z))) for a, z in zip(lo, hi)]
+    if any(a == z != v for (a, z), v in zip(ends, p)):  # the box's fixed coordinates are p's
+        return 0
+    h_lo = np.array([float(a) if a <= v else _double_below(v) for (a, _), v in zip(ends, p)])
+    h_hi = np.array([float(z) if v <= z else _double_above(v) for (_, z), v in zip(ends, p)])
+    at_p = _at_point(problem, face, p, h_lo, h_hi, strict, work)
     if at_p <= 0:
         return at_p
     if curved is None:
-        curved = []
-    if not curved:
-        curved.append(_curvature(problem, face, lo, hi, work))
-    return 1 if curved[0] else 0
+        curved = {}
+    key = (*h_lo.tolist(), *h_hi.tolist())
+    if key not in curved:
+        curved[key] = _curvature(problem, face, h_lo, h_hi, work)
+    return 1 if curved[key] else 0
 
 
 def _at_point(problem: Problem, face: Face, p: Sequence[Fraction], lo: np.ndarray, hi: np.ndarray, strict: bool,
@@ -789,8 +799,9 @@ def _critical_candidates(face: Face, lo: np.ndarray, hi: np.ndarray, work: list[
                 seen.add(p)
                 yield p
 
-    yield from fresh([p for p in face.critical
-                      if all(Fraction(float(a)) <= v <= Fraction(float(z)) for v, a, z in zip(p, lo, hi))])
+    yield from fresh([p for p in face.critical  # in the box, or within its width beside it
+                      if all(Fraction(float(a)) - Fraction(float(z - a)) <= v <= Fraction(float(z)) + Fraction(float(z - a))
+                             for v, a, z in zip(p, lo, hi))])
     free = [d for d in range(face.n) if hi[d] > lo[d]]
     mid = lo / 2 + hi / 2
     x = _float_minimiser(face, lo, hi, free, work)
@@ -992,7 +1003,7 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
             read = face.reads(problem.symbols)  # coordinates the face's core does not read may stay wide
             if np.all(finite) and np.all((width <= TAYLOR_WIDTH * scale) | ~read) and work[0] <= work_limit:
                 held: tuple[Fraction, ...] | None = None
-                verdict, curved = 0, list[bool]()
+                verdict, curved = 0, dict[tuple[float, ...], bool]()
                 for p in _critical_candidates(face, node.lo, node.hi, work):
                     verdict = _second_order(problem, face, p, node.lo, node.hi, strict, work, curved)
                     if verdict:
