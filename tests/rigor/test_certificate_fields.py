@@ -5,6 +5,7 @@ these wrong passed every earlier test."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import sympy as sp
 
 from attnbounds.theory.mathematics import exact as exact_tier
@@ -78,3 +79,21 @@ def test_a_closed_claims_sides_are_shown_exactly_when_rational_and_as_enclosures
         assert text.startswith("[") and "+/-" in text, (irrational, text)
         mid, rad = (sp.Rational(part.strip(" []")) for part in text.split("+/-"))
         assert mid - rad <= irrational <= mid + rad, (irrational, text)
+
+
+@pytest.mark.parametrize("lhs, rhs, strict, status", [
+    (sp.Rational(24, 25), sp.Rational(99, 100), False, "holds"),  # 1 - 0.2**2 = 0.96 <= 0.99
+    (1 - (1 - sp.Rational(4, 5))**3, sp.Rational(99, 100), False, "violated"),  # 0.992 > 0.99
+    (sp.sqrt(2) / 4, 1 / (2 * sp.sqrt(2)), False, "holds"),  # an algebraic equality: holds as <=
+    (sp.sqrt(2) / 4, 1 / (2 * sp.sqrt(2)), True, "violated"),  # and fails as <: the margin is exactly 0
+    (sp.exp(-sp.Integer(1600)), sp.exp(-sp.Integer(1599)), True, "holds"),  # far below the doubles
+])
+def test_a_closed_claim_is_decided_by_the_exact_sign_of_its_margin(lhs: sp.Expr, rhs: sp.Expr, strict: bool,
+                                                                   status: str) -> None:
+    """Each conjunct of a closed claim is decided from the exact sign of rhs - lhs: holds, violated, or (strict, exactly
+    0) violated; never undecided where the sign is known."""
+    from attnbounds.theory.deciding.closed_claims import decide_conjunct
+
+    rel = (sp.Lt if strict else sp.Le)(lhs, rhs, evaluate=False)
+    out = decide_conjunct(rel)
+    assert out["status"] == status, out
