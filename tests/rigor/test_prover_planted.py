@@ -2,8 +2,8 @@
 
 A core ``k + Q(x - p, y - p')`` or ``k + e^Q - 1`` with ``Q`` a rational quadratic form (definite, semidefinite or
 a saddle) and ``p`` a rational point has its least value on a box, cut or not by a linear constraint ``g >= 0``,
-exactly computable (where Q is least: at its critical point, on a side of the feasible polygon). So, whatever path the prover takes (projection, concavity, mean value,
-second order, exact points):
+exactly computable (where Q is least: at its critical point, on a side of the feasible polygon). So, whatever
+path the prover takes (projection, concavity, mean value, second order, exact points):
 
 - a least value below 0 (or 0 under a strict bound): never proved; a negative box holds a point where the core is
   exactly negative (or 0 when strict);
@@ -148,7 +148,8 @@ def test_a_proof_replays_on_no_problem_whose_least_value_is_negative(case: Case)
 @pytest.mark.parametrize("strict", [False, True])
 def test_an_equality_at_a_planted_point_is_decided_both_ways(strict: bool) -> None:
     """``Q(x - 1/3, y - 1/2) >= 0`` holds (proved to second order at the point), ``> 0`` fails there exactly."""
-    core = 2 * (x - sp.Rational(1, 3))**2 - (x - sp.Rational(1, 3)) * (y - sp.Rational(1, 2)) + (y - sp.Rational(1, 2))**2
+    u, v = x - sp.Rational(1, 3), y - sp.Rational(1, 2)
+    core = 2 * u**2 - u * v + v**2
     outcome = bnb.branch_and_bound(_problem(core, (-1.0, 1.0), strict), WORK)
     if strict:
         assert outcome.status == "negative", outcome.reason
@@ -167,4 +168,5 @@ def test_a_saddle_whose_negative_part_fits_inside_a_narrow_box_is_never_proved(s
     core = u**2 - v**2 / 4 + 10**4 * v**4
     outcome = bnb.branch_and_bound(_problem(core, (-1.0, 1.0), strict), WORK)
     assert outcome.status != "proved", outcome.reason
-    assert core.xreplace({x: sp.Rational(1, 2), y: sp.Rational(1, 3) + 1 / (200 * sp.sqrt(2))}) == sp.Rational(-1, 640000)
+    least = core.xreplace({x: sp.Rational(1, 2), y: sp.Rational(1, 3) + 1 / (200 * sp.sqrt(2))})
+    assert least == sp.Rational(-1, 640000)

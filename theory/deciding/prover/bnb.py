@@ -23,8 +23,8 @@ where constraints ``c >= 0`` may hold) boxes are processed in batches:
    equality point on a neighbour's side), where the core is exactly ``>= 0`` and no partial derivative points into
    the box spanned by both (an equality at a critical point: ``1/4 - a (1 - a)`` at ``a = 1/2`` in two coordinates)
    is closed by Taylor's theorem to second order on that span, ``core(x) >= core(p) + |x - p|^T M |x - p| / 2`` with
-   ``M`` from the rigorous enclosure of the Hessian on it (``M_ii`` its lower ends, ``M_ij = -max |H_ij|``), when ``M`` is
-   positive semidefinite (exact LDL^T over the rationals);
+   ``M`` from the rigorous enclosure of the Hessian on it (``M_ii`` its lower ends, ``M_ij = -max |H_ij|``), when
+   ``M`` is positive semidefinite (exact LDL^T over the rationals);
 7. else it is split in two (the coordinate of largest width times derivative; unbounded coordinates first,
    geometrically).
 
@@ -799,14 +799,15 @@ def _critical_candidates(face: Face, lo: np.ndarray, hi: np.ndarray, work: list[
                 seen.add(p)
                 yield p
 
+    ends = [(Fraction(float(a)), Fraction(float(z))) for a, z in zip(lo, hi)]
     yield from fresh([p for p in face.critical  # in the box, or within its width beside it
-                      if all(Fraction(float(a)) - Fraction(float(z - a)) <= v <= Fraction(float(z)) + Fraction(float(z - a))
-                             for v, a, z in zip(p, lo, hi))])
+                      if all(2 * a - z <= v <= 2 * z - a for v, (a, z) in zip(p, ends))])
     free = [d for d in range(face.n) if hi[d] > lo[d]]
     mid = lo / 2 + hi / 2
     x = _float_minimiser(face, lo, hi, free, work)
     # the simplest fractions near the float minimiser first
-    yield from fresh([tuple(Fraction(float(v)).limit_denominator(most) for v in x) for most in (10, 100, MAX_DENOMINATOR)])
+    yield from fresh([tuple(Fraction(float(v)).limit_denominator(most) for v in x)
+                      for most in (10, 100, MAX_DENOMINATOR)])
     out = [tuple(Fraction(float(v)) for v in mid)]
     if len(free) <= 3:
         for corner in np.ndindex(*(2,) * len(free)):

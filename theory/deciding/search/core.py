@@ -237,7 +237,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
         pool = [c.inst for c in tracker.pool]
         if any(c.rel < -CLEAR_VIOLATION for c in tracker.violations):
             # a clear counterexample is in hand: the ascent only looks for a worse one, on a quarter of its starts
-            kept = max(1, -(-n_gradient // VIOLATED_SHARE))
+            kept = -(-n_gradient // VIOLATED_SHARE)  # rounded up: at least one piece
             tracker.method("gradient").stopped = (f"{kept} of {n_gradient} pieces of starts: the random phase had "
                                                   f"found a violation by more than {CLEAR_VIOLATION:g}")
             gradient_pieces = gradient_pieces[:kept]
