@@ -7,7 +7,9 @@ rigorous ``run_rigorous`` in arb and mpmath.iv, and ``bnb._ok``), the Piecewise 
 the margin test of ``certify``. Each is checked on enclosures that straddle 0 with a midpoint of either sign, touch 0
 at an endpoint, are exactly 0, tiny, huge: the answer must be the one the exact endpoints give (read here
 independently, as exact rationals), so a primitive that reads a ball by its midpoint fails. ``Ops.sqrt`` is checked
-on the same balls: it holds the root of every non-negative point, and a ball entirely below 0 has no root.
+on the same balls: it holds the root of every non-negative point, and a ball entirely below 0 has no root. The
+Gershgorin disc sums that bound the spectral norm, taken in doubles from matrices of balls, hold the exact disc sum
+of every matrix in the balls.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ import mpmath
 import numpy as np
 import pytest
 import sympy as sp
+from hypothesis import example, given, settings
+from hypothesis import strategies as hs
 
 from attnbounds.theory.deciding.certify import certify
 from attnbounds.theory.deciding.prover import bnb
 from attnbounds.theory.deciding.prover.program import compile_program, rigorous, run_float, run_rigorous
+from attnbounds.theory.mathematics import balls
 from attnbounds.theory.mathematics.exact import ExactOps
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallEvaluator, backend
@@ -190,6 +195,37 @@ def test_sqrt_of_a_ball_encloses_the_root_of_every_non_negative_point(tier: str,
         assert not ops.is_finite(got) or g_lo == g_hi == 0.0, (ops.text(b), ops.text(got))
     if lo >= 0 and tier == "mpmath":  # endpoint arithmetic: a root is never below 0
         assert g_lo >= 0, (ops.text(b), ops.text(got))
+
+
+# -- matrices: the Gershgorin disc sums of the spectral norm --------------------------------------------------------
+_ENTRY = hs.tuples(hs.floats(-1e100, 1e100, allow_nan=False), hs.sampled_from([0.0, 0.0, 2.0**-60, 1e-3]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(tier=hs.sampled_from(TIERS), shift=hs.sampled_from([0.0, 1.0]),
+       rows=hs.integers(1, 5).flatmap(lambda n: hs.lists(hs.lists(_ENTRY, min_size=n, max_size=n), min_size=n,
+                                                          max_size=n)))
+@example(tier="mpmath", shift=0.0, rows=[[(1.0, 0.0), (2.0**-53, 0.0)], [(0.0, 0.0), (0.0, 0.0)]])
+@example(tier="mpmath", shift=1.0, rows=[[(3.0, 0.0), (2.0**-52, 0.0)], [(0.0, 0.0), (0.0, 0.0)]])
+@example(tier="mpmath", shift=0.0, rows=[[(-1.0, 0.0), (1.0, 0.0), (2.0**-53, 0.0)]] + [[(0.0, 0.0)] * 3] * 2)
+def test_the_disc_bound_holds_every_row_of_every_matrix_in_the_ball_matrix(
+        tier: str, shift: float, rows: list[list[tuple[float, float]]]) -> None:
+    """``_disc_bound`` (the Gershgorin bounds of ``spectral_norm``, both ``lambda_max(J^T J)`` and the ``theta`` of
+    ``W^T W``) is at least every row's disc sum ``M_ii - shift + sum_{j != i} |M_ij|`` (``|M_ii - shift|`` when
+    ``shift`` is not 0) at every matrix of the balls, read here exactly from the balls' endpoints: its float sums are
+    rounded up, also where they round down by half an ulp (point entries, whose radius is a subnormal) and where a
+    diagonal below 0 cancels the row's sum (its rounding error is then far above the sum itself)."""
+    ops = backend(tier)
+    made = [[_make(tier, mid, rad) for mid, rad in row] for row in rows]
+    M = np.array([[b for b, _, _ in row] for row in made], dtype=object)
+    s = Fraction(shift)
+    discs = []
+    for i, row in enumerate(made):
+        _, d_lo, d_hi = row[i]
+        diag = max(abs(d_lo - s), abs(d_hi - s)) if shift else d_hi
+        discs.append(diag + sum(max(abs(lo), abs(hi)) for j, (_, lo, hi) in enumerate(row) if j != i))
+    got = balls._disc_bound(ops, M, shift)
+    assert Fraction(got) >= max(discs), (tier, shift, rows, got, float(max(discs)))
 
 
 # -- the relaxation prover's tiers --------------------------------------------------------------------------------

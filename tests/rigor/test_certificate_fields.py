@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 
 from attnbounds.theory.mathematics import exact as exact_tier
-from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.deciding.certify import EXACT_MAX_COLUMNS, certify
 from attnbounds.theory.mathematics import normalisers as nm
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.running import api
@@ -48,6 +48,20 @@ def test_a_strict_bound_at_its_equality_case_is_open_and_says_so() -> None:
     assert violated.status == "violated" and not violated.strict
     holds = certify(_statement("alpha_max < 3/4"), tie)
     assert holds.status == "holds" and not holds.strict
+
+
+@pytest.mark.parametrize("K, vectors", [(EXACT_MAX_COLUMNS, ""), (EXACT_MAX_COLUMNS + 1, ""), (2, "x"), (2, "q, k")])
+def test_the_exact_tier_expands_only_instances_of_few_columns_and_no_vectors(K: int, vectors: str) -> None:
+    """An equality case below what the balls resolve (``alpha_max < 1/K + exp(-1000)`` at K equal logits) is decided
+    by the exact tier only on an instance of at most :data:`EXACT_MAX_COLUMNS` columns without vectors (``x``, ``q``,
+    ``k``); beyond, whose exact expansion may not finish, it stays inconclusive, its margin interval holding 0."""
+    arrays = {"x": {"x": np.ones((1, K, 2))}, "q, k": {"q": np.zeros((1, 2)), "k": np.ones((1, K, 2))}}
+    tie = Instance.from_logits(np.zeros((1, K)), nm.softmax(1.0), **arrays.get(vectors, {}))
+    cert = certify(_statement(f"alpha_max < 1/{K} + exp(-1000)"), tie)
+    if K <= EXACT_MAX_COLUMNS and not vectors:
+        assert cert.status == "holds" and cert.backend == "exact", (cert.status, cert.backend, cert.notes)
+    else:
+        assert cert.status == "inconclusive" and cert.backend != "exact", (cert.status, cert.backend, cert.notes)
 
 
 def test_a_rational_closed_claim_is_decided_in_exact_rational_arithmetic() -> None:

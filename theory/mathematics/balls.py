@@ -292,7 +292,8 @@ def _disc_bound(ops: Ops, M: np.ndarray, shift: float = 0.0) -> float:
     np.fill_diagonal(off, 0.0)
     diag = np.abs(np.diag(mid) - shift) if shift else np.diag(mid)
     total = diag + np.diag(rad) + off.sum(1)
-    return float(np.max(total)) * (1 + (n + 4) * 2.0**-52) + 5e-324  # float sums rounded up
+    size = np.abs(diag) + np.diag(rad) + off.sum(1)  # the float sums err relative to this (a diagonal below 0 cancels)
+    return float(np.max(total + size * ((n + 4) * 2.0**-52))) + 5e-324  # float sums rounded up
 
 
 def spectral_norm(ops: Ops, J: np.ndarray) -> Ball:
