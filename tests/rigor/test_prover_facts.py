@@ -5,16 +5,20 @@
   end <= 0 (a fact read the wrong way round would let a replay accept a wrong core);
 - a box too narrow to split that stays undecided is reported with its coordinates (the prover says where it
   stopped, rather than failing);
+- when the work runs out, the box reported as nearest a counterexample is an open one whose parent has the lowest
+  float lower bound of the margin among the open boxes' parents, and that bound is the one reported;
 - a parameter's symbol carries exactly the sign its box and domain give (what sympy may simplify with);
 - the hypotheses are read the same in any order, and log F is found monotone in the logit exactly when it is (the
-  top-N selection is then the tokens beyond a threshold).
+  top-N selection is then the tokens beyond a threshold), a length-aware log F at every length of the statement's
+  range of L and at no other;
+- a token placed between two ends (a side of the threshold) has a coordinate whose text names those ends in order:
+  its logit is at the first end where the coordinate is 0 and at the second where it is 1.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from typing import Any
 
 import pytest
 import sympy as sp
@@ -22,7 +26,7 @@ import sympy as sp
 from attnbounds.theory.deciding.prover import _check_core
 from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
 
-x = sp.Symbol("x", real=True)
+x, y = sp.symbols("x y", real=True)
 
 
 def _problem(lo: float, hi: float, signs: list[tuple[sp.Expr, int]]) -> Problem:
@@ -158,3 +162,97 @@ def test_log_F_is_monotone_in_the_logit_exactly_when_it_is(log_F: str, side: int
         space = relax._space(statement)
         parameters, coords = relax._parameter_coordinates(statement, space)
         assert TokenModel(space, parameters, 1 / t_sym, coords).monotone() == side
+
+
+@pytest.mark.parametrize("core", [sp.exp(x * y) - x * y - 1 + (x - y**2) ** 2 - sp.Rational(1, 10**4),
+                                  (x**2 - y) ** 2 + sp.Rational(1, 10**6) - x * y / 100])
+@pytest.mark.parametrize("work", [10**5, 3 * 10**5])
+def test_an_open_outcome_reports_the_open_box_of_lowest_float_bound_on_its_parent(core: sp.Expr, work: int) -> None:
+    """Two cores the work limit leaves open: the record's lowest float margin bound is the float tier's lower end of
+    the core on an open box's parent (the least of them), finite, and a lower bound of the margin on the box named."""
+    from attnbounds.theory.deciding.prover import bnb
+    from attnbounds.theory.deciding.prover.program import run_float
+
+    problem = Problem("test", 0, "test", [Coordinate(x, -1.0, 1.0, "parameter", "x"),
+                                          Coordinate(y, -1.0, 1.0, "parameter", "y")],
+                      core, [], False, core, [], {}, 0, 0, {}, "test", [])
+    programs = bnb.Programs.build(problem)
+    outcome = bnb.branch_and_bound(problem, work, programs=programs)
+    assert outcome.status == "open" and outcome.unexplored is not None, outcome.reason
+    left, bound, lo, hi = outcome.unexplored
+    parent = {id(c): node for node in outcome.tree.walk() for c in node.children}
+    lows = []  # (the float lower end of the core on the parent, the open box)
+    for node in outcome.tree.walk():
+        if node.kind == "open":
+            up = parent[id(node)]
+            face = programs.face(up.face)
+            outs = run_float(face.enclose, up.lo[None], up.hi[None])
+            lows.append((max(float(outs[f][0][0]) for f in range(len(face.forms))), node.lo.tolist(), node.hi.tolist()))
+    assert left == len(lows)
+    least = min(b for b, _, _ in lows)
+    assert math.isfinite(bound) and math.isclose(bound, least, rel_tol=1e-12, abs_tol=1e-300), (bound, least)
+    assert any(math.isclose(b, bound, rel_tol=1e-12, abs_tol=1e-300) and (l_, h_) == (lo, hi) for b, l_, h_ in lows)
+    # a lower bound of the margin on the box reported
+    corners = [{x: sp.Rational(a), y: sp.Rational(c)} for a in (lo[0], hi[0]) for c in (lo[1], hi[1])]
+    assert all(bound <= float(core.xreplace(p_)) for p_ in corners)
+
+
+@pytest.mark.parametrize("log_F, L_range, side", [
+    ("l*(10 - L)/T", (2, 8), 1), ("l*(L - 10)/T", (2, 8), -1), ("l*(10 - L)/T", (2, 20), 0), ("l*(10 - L)/T", None, 0),
+    ("l*(L - 10)/T", (12, 10**6), 1)])
+def test_a_length_aware_log_F_is_monotone_exactly_when_it_is_at_every_length_of_the_range(
+        log_F: str, L_range: tuple[int, int] | None, side: int) -> None:
+    """``(log F)' = (10 - L) / T`` is positive at every ``L < 10`` and negative beyond: log F increases in the logit
+    on a range of L below 10 (its upper end bounds ``t = 1/L`` away from 0), is not monotone on a range reaching
+    beyond 10 (or with no upper end), and ``(L - 10) / T`` decreases on the same range below 10."""
+    import importlib
+
+    from attnbounds.theory.deciding.prover.problem import t_sym
+    from attnbounds.theory.deciding.prover.space import TokenModel
+    from attnbounds.theory.mathematics.normalisers import constructors_added
+
+    relax = importlib.import_module("attnbounds.theory.deciding.prover.relax")
+    user = _user_statement(log_F, ["top-N"], **({"ranges": {"L": list(L_range)}} if L_range else {}))
+    with constructors_added(user.normalisers):
+        statement = user.statements[0]
+        space = relax._space(statement)
+        parameters, coords = relax._parameter_coordinates(statement, space)
+        assert TokenModel(space, parameters, 1 / t_sym, coords).monotone() == side
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+def test_a_token_between_two_ends_has_a_coordinate_naming_them_in_order(bounded: bool) -> None:
+    """The text of the coordinate of a token placed between ``lo`` and ``hi`` (what a certificate says the
+    coordinate is) names ``lo`` then ``hi``: the token's logit is a token's at ``lo`` where the coordinate is 0 and
+    at ``hi`` where it is 1."""
+    import importlib
+    import re
+
+    from attnbounds.theory.deciding.prover.problem import t_sym
+    from attnbounds.theory.deciding.prover.space import TokenModel
+    from attnbounds.theory.mathematics.normalisers import constructors_added
+
+    relax = importlib.import_module("attnbounds.theory.deciding.prover.relax")
+    user = _user_statement("l/T", ["top-N"] + (["logits-bounded"] if bounded else []),
+                           **({"fixed": {"a": 2.0}} if bounded else {}))
+    theta = sp.Symbol("theta", real=True)
+    with constructors_added(user.normalisers):
+        statement = user.statements[0]
+        space = relax._space(statement)
+        parameters, coords = relax._parameter_coordinates(statement, space)
+        model = TokenModel(space, parameters, 1 / t_sym, coords)
+        lo_c, hi_c = model.span
+        plain = model.new("ref", "role")
+        base = plain.coordinates[0].symbol
+        for within in ((sp.Integer(int(lo_c)), theta), (theta, sp.Integer(int(hi_c))),
+                       (sp.Rational(1, 4), sp.Rational(3, 4))):
+            tok = model.new("x", "atom", within)
+            coord = tok.coordinates[0]
+            match = re.fullmatch(r"place of x between (.+) and (.+)", coord.text)
+            assert match is not None, coord.text
+            named = [sp.sympify(end, locals={"theta": theta}) for end in match.groups()]
+            assert named == list(within), (coord.text, within)
+            for value, end in zip((0, 1), named):
+                assert tok.l is not None and plain.l is not None
+                at = sp.simplify(tok.l.xreplace({coord.symbol: value}))  # -oo or oo at an end of the unbounded s
+                assert at == sp.simplify(plain.l.xreplace({base: end})), (coord.text, value, at)

@@ -9,6 +9,10 @@ path the prover takes (projection, concavity, mean value, second order, exact po
   exactly negative (or 0 when strict);
 - Q definite and the least value ``k`` >= 0 (> 0 when strict; an equality at the point closes to second order):
   proved, and the tree replays on the problem, and on no problem whose least value is below 0.
+
+A core growing away from a corner of the box where it is exactly 0 (``a u + b v^3`` or ``e^(a u) - 1 + b v^3``, ``u``,
+``v >= 0`` the distances to the corner) is projected onto that corner and decided there exactly: a strict bound is
+refuted at the point itself, a non-strict one proved.
 """
 
 from __future__ import annotations
@@ -170,3 +174,35 @@ def test_a_saddle_whose_negative_part_fits_inside_a_narrow_box_is_never_proved(s
     assert outcome.status != "proved", outcome.reason
     least = core.xreplace({x: sp.Rational(1, 2), y: sp.Rational(1, 3) + 1 / (200 * sp.sqrt(2))})
     assert least == sp.Rational(-1, 640000)
+
+
+@st.composite
+def corner(draw: st.DrawFn) -> tuple[sp.Expr, tuple[float, float], tuple[float, float]]:
+    """``(core, box, corner)``: a core exactly 0 at a corner of the box and growing away from it in both coordinates."""
+    lo = draw(st.sampled_from([-1.0, -0.75, -0.3, 0.0]))
+    hi = draw(st.sampled_from([1.0, 0.9, 0.6]))
+    cx, cy = draw(st.sampled_from([lo, hi])), draw(st.sampled_from([lo, hi]))
+    u = (x - sp.Rational(Fraction(cx))) * (1 if cx == lo else -1)  # >= 0 on the box, 0 at the corner
+    v = (y - sp.Rational(Fraction(cy))) * (1 if cy == lo else -1)
+    a, b = (sp.Rational(draw(st.integers(1, 8)), draw(st.integers(1, 8))) for _ in range(2))
+    core = a * u + b * v**3 if draw(st.booleans()) else sp.exp(a * u) - 1 + b * v**3
+    return core, (lo, hi), (cx, cy)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(corner(), st.booleans())
+def test_a_margin_exactly_zero_at_a_corner_is_decided_at_that_point(case: tuple[sp.Expr, tuple[float, float],
+                                                                                tuple[float, float]],
+                                                                    strict: bool) -> None:
+    core, box, point = case
+    problem = _problem(core, box, strict)
+    outcome = bnb.branch_and_bound(problem, WORK)
+    if strict:  # 0 at the corner: the strict bound fails there, and nowhere else
+        assert outcome.status == "negative", (core, box, outcome.reason)
+        node = outcome.negative
+        assert node is not None and node.lo.tolist() == node.hi.tolist() == list(point), (core, node)
+        assert core.xreplace({x: sp.Rational(Fraction(point[0])), y: sp.Rational(Fraction(point[1]))}) == 0
+    else:
+        assert outcome.status == "proved", (core, box, outcome.reason)
+        ok, why, _ = bnb.replay(problem, bnb.decode(outcome.tree.encode(), 10**8))
+        assert ok, why

@@ -5,6 +5,9 @@
   token;
 - the points ``realise`` tries for a box lie in the box, unbounded sides included (a point outside would be an
   instance of another box, and a counterexample inside could be missed);
+- before certification, a point is realised as a counterexample exactly when its relaxed float margin and the float
+  margin of the instance it realises are both negative (either alone says nothing of the other: the instance's
+  length and counts are whole numbers near the point's);
 - the replay reads a recorded problem as JSON: 1 and 1.0 alike, but a boolean is never a number, so a certificate
   whose ``strict`` or ``conjunct`` was rewritten as the other type is not the rebuilt problem.
 """
@@ -21,9 +24,11 @@ import pytest
 import sympy as sp
 
 from attnbounds.theory.deciding import prover
-from attnbounds.theory.deciding.prover import _candidates, _counts, _same
+from attnbounds.theory.deciding.prover import _candidates, _counts, _instance, _same, _violating
 from attnbounds.theory.deciding.prover.bnb import Node
 from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
+from attnbounds.theory.deciding.prover.program import compile_program
+from attnbounds.theory.deciding.prover.relax import relax
 from attnbounds.theory.running import api
 
 
@@ -73,6 +78,33 @@ def test_the_points_tried_for_a_box_lie_in_the_box(c_lo: float, c_hi: float, b_l
 ])
 def test_json_equality_keeps_booleans_apart_from_numbers(a: Any, b: Any, same: bool) -> None:
     assert _same(a, b) is same and _same(b, a) is same
+
+
+@pytest.mark.parametrize("hypotheses, fixed", [(["softmax"], {}),
+                                               (["softmax", "logits-bounded"], {"a": 2.0, "T": 1.0})])
+def test_a_point_is_realised_before_certification_exactly_when_both_float_margins_are_negative(
+        hypotheses: list[str], fixed: dict[str, float]) -> None:
+    st = api.statement("alpha_max <= 1/2", hypotheses=hypotheses, fixed=fixed, id="realise.float").statements[0]
+    rel = relax(st)
+    rng = np.random.default_rng(0)
+    seen: set[tuple[bool, bool]] = set()
+    for problem in rel.problems:
+        program = compile_program([problem.core], problem.symbols)
+        for _ in range(40):
+            p = np.array([rng.uniform(max(c.lo, -30.0), min(c.hi, 30.0)) for c in problem.coordinates])
+            values = {s: float(v) for s, v in zip(problem.symbols, p)}
+            relaxed = float(problem.core.xreplace({s: sp.Float(v, 30) for s, v in values.items()}))
+            if abs(relaxed) < 1e-9:  # the float margin's sign is not the exact one's
+                continue
+            inst = _instance(problem, rel, values)
+            ev = st.evaluate(inst) if inst is not None else None
+            negative = relaxed < 0 and ev is not None and bool(ev.applicable[0]) and bool(ev.margin_hi[0] < 0)
+            got = _violating(problem, rel, program, p, False)
+            assert (got is not None) == negative, (problem.pattern, values, relaxed, ev and float(ev.margin_hi[0]))
+            if got is not None and inst is not None:
+                assert got.L == inst.L and np.array_equal(got.alpha, inst.alpha), (problem.pattern, values)
+            seen.add((relaxed < 0, negative))
+    assert {(True, True), (False, False)} <= seen, seen  # points of both kinds were tried
 
 
 @pytest.fixture(scope="module")

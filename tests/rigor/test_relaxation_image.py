@@ -5,6 +5,10 @@ For statements of the quality set and the paper's readings the prover relaxes, o
 instances (L from 1 to 10^9, near ties, T from 1e-2 to 1e2): the smallest relaxed margin over the placements of the
 distinguished tokens that satisfy the relaxation's constraints (:func:`attnbounds.theory.deciding.prover.image.relaxed_margins`)
 equals the instance's margin. Smaller would let a true statement fail to close; larger would be unsound.
+
+The others' distribution is captured by as many atoms as the distinct functions of a token that the totals read
+(Caratheodory): the functions found in the totals' bodies are each of those functions once, whatever constants
+multiply them and however the terms are spread over the bodies (one missed would leave the atoms too few).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sympy as sp
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as hs
 
@@ -22,6 +27,7 @@ from attnbounds.theory.mathematics import registry
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS, softmax
 from attnbounds.theory.deciding.prover.image import relaxed_margins
+from attnbounds.theory.deciding.prover.relax import _moments
 from attnbounds.theory.io.userbounds import load_data
 from attnbounds.theory.mathematics.normalisers import constructors_added
 
@@ -92,3 +98,24 @@ def test_the_instance_is_a_point_with_its_own_margin(sid: str, data) -> None:
                 groups.setdefault(key[2], []).append(value)
         covered = [g for g, values in groups.items() if max(values) <= conjunct_margin[c] + tol]
         assert covered, f"conjunct {c}, strategy {s_}: no group bounds the margin {conjunct_margin[c]}: {groups}"
+
+
+LAM, G, LOGIT = (sp.Symbol(f"_{n}_x", real=True) for n in ("lam", "g", "l"))
+#: functions of a generic token (its log F, the slope of log F, its logit), none a constant times another
+TOKEN_FUNCTIONS = (sp.exp(LAM), sp.exp(2 * LAM), G * sp.exp(LAM), G**2 * sp.exp(2 * LAM), LOGIT * sp.exp(LAM), LOGIT,
+                   G * LOGIT)
+#: constants a total may multiply them by (a parameter, the others' share 1 - t: two terms of one function)
+CONSTANTS = (sp.Integer(1), sp.Integer(3), sp.Rational(1, 3), sp.Symbol("T", positive=True),
+             1 - sp.Symbol("t", nonnegative=True))
+
+
+@settings(max_examples=25, deadline=None)
+@given(used=hs.lists(hs.sampled_from(TOKEN_FUNCTIONS), min_size=1, max_size=4, unique=True), data=hs.data())
+def test_the_totals_read_each_distinct_token_function_once(used: list[sp.Expr], data: hs.DataObject) -> None:
+    terms = [data.draw(hs.sampled_from(CONSTANTS)) * f for f in used for _ in range(data.draw(hs.integers(1, 2)))]
+    n_bodies = data.draw(hs.integers(1, 3))
+    bodies = [sp.Add(*terms[k::n_bodies]) + data.draw(hs.sampled_from(CONSTANTS)) for k in range(n_bodies)]
+    found = _moments(bodies, {LAM, G, LOGIT})
+    assert len(found) == len(used), (bodies, found)
+    for f in used:
+        assert any(sp.simplify(f - m) == 0 for m in found), (f, found)
