@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
+import sympy as sp
 
 import attnbounds
 from attnbounds.theory.deciding import prover
@@ -51,11 +53,54 @@ def test_corollary1_with_the_largest_key_is_proved_through_the_keys_bound_of_the
     assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
 
 
-@pytest.mark.parametrize("relation", ["alpha_i <= exp(Delta_max/T)/L", "alpha_i >= exp(-Delta_max/T)/L"])
-def test_bounds_of_the_weights_by_the_keys_that_are_too_strong_are_not_proved(relation: str) -> None:
-    """With half the exponent the bound fails (one key antiparallel to q, the others parallel with the largest norm)."""
+def test_corollary1_with_the_own_key_is_proved_through_cauchy_schwarz_on_both_sides_of_its_kink() -> None:
+    """||q|| ||k_i|| >= |l_i| is read as a lower bound (the margin grows with Delta_i); |l_i| is split at l_i = 0,
+    where each side is an identity at its tight face, and the parts together cover the logit's whole range."""
+    st = attnbounds.get("corollary1[delta=own-key,corrected]")
+    result = prover.prove(st, work=prover.work_for(2.0))
+    assert result.status == "proved", result.reason
+    certificate = json.loads(json.dumps(result.to_json()))
+    assert prover.replay(st, certificate)[0]
+    rel = prover.relax(st)
+    for per in rel.strategies:
+        parts = sorted((co.lo, co.hi) for group in per[-1] for p in group.alternatives for co in p.coordinates
+                       if str(co.symbol) == "u_r0")
+        assert parts == [(-1.0, 0.0), (0.0, 1.0)], parts
+        assert all("lower bound: Delta_own" in p.pattern for group in per[-1] for p in group.alternatives)
+
+
+@pytest.mark.parametrize("relation", [
+    "alpha_i <= exp(Delta_max/T)/L", "alpha_i >= exp(-Delta_max/T)/L",  # half the exponent of Corollary 1
+    "alpha_i <= exp(2*Delta_own/T)/L", "exp(-2*Delta_own/T)/L <= alpha_i",  # the i-th key alone bounds no other logit
+    "alpha_i*L <= exp(Delta_max/T + Delta_own/(2*T))",  # a little below the corrected reading
+])
+def test_bounds_of_the_weights_by_the_keys_that_are_too_strong_are_refuted_by_query_key_instances(relation: str
+                                                                                                  ) -> None:
+    """With half an exponent the bound fails (one key antiparallel to q, the others parallel with the largest norm):
+    the prover's counterexample is built from a query and keys (logits-qk holds on it) and violates the bound."""
+    from attnbounds.theory.mathematics.hypotheses import LOGITS_QK
+    from attnbounds.theory.mathematics.quantities import compute
+
     st = api.statement(relation, hypotheses=["softmax", "logits-qk"], id="qk").statements[0]
-    assert prover.prove(st, work=prover.work_for(1.0)).status != "proved"
+    result = prover.prove(st, work=prover.work_for(1.0))
+    assert result.status == "refuted", result.reason
+    cx = result.counterexample
+    assert cx is not None and cx.q is not None and bool(LOGITS_QK(cx)[0])
+    T = float(cx.normaliser.params["T"])  # type: ignore[union-attr]
+    values = {"alpha_i": np.asarray(compute("alpha_i", cx))[0], "Delta_own": np.asarray(compute("Delta_own", cx))[0],
+              "Delta_max": float(np.asarray(compute("Delta_max", cx))[0]), "T": T, "L": cx.L}
+    holds = sp.lambdify(sorted(st.relation.free_symbols, key=str), st.relation.xreplace(
+        {sym: sp.Symbol(st.bindings.get(str(sym), str(sym))) for sym in st.relation.free_symbols}), "numpy")
+    names = sorted(st.relation.free_symbols, key=str)
+    assert not np.all(holds(*(values[st.bindings.get(str(n), str(n))] for n in names)))
+
+
+def test_a_margin_that_shrinks_as_the_own_key_grows_is_not_read_through_its_lower_bound() -> None:
+    """``Delta_own <= Delta_max`` is true, but |l_i| <= Delta_own bounds Delta_own from below: reading it there would
+    prove nothing, and the relaxation declines saying so."""
+    st = api.statement("Delta_own <= Delta_max", hypotheses=["softmax", "logits-qk"], id="qk").statements[0]
+    result = prover.prove(st, work=prover.work_for(1.0))
+    assert result.status == "declined" and "lower bound" in result.reason, (result.status, result.reason)
 
 
 # -- normalisers that read L through log(log L) or a power of L (issue 33: final verdicts where bounds are tight) ------

@@ -22,7 +22,7 @@ from attnbounds.theory.mathematics.errors import AttnBoundsError
 from attnbounds.theory.mathematics.hypotheses import SOFTMAX
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.quantities import QUANTITIES, compute, magnitude
-from attnbounds.theory.deciding.prover.image import image_values, upper_bounds
+from attnbounds.theory.deciding.prover.image import image_values, read_bounds
 
 RELAXED = sorted(name for name, q in QUANTITIES.items() if q.has("relaxed"))
 #: relative agreement between the float value and the relaxed form at the instance (both from the same features)
@@ -67,13 +67,19 @@ def test_the_float_value_is_attained_at_the_instances_point(name: str, data: st.
         found = image_values(name, one, weights=weights)
         if not found and weights:
             continue  # no reading in the weights model (max |l_i| under softmax: the logits are not fixed)
+        side, bounds = read_bounds(name, one, weights=weights)
         if QUANTITIES[name].shape == "BL":  # per token: the value of column k at the distinguished token on k
             present = one.present[0]
             for k in np.flatnonzero(present):
                 at_k = [v for place, v, ok in found if ok and place.get("i", (None,))[0] == k]
-                assert _close(float(value[k]), at_k, float(np.ravel(scale)[k] if np.ndim(scale) else scale)), \
-                    (name, weights, k, value[k], at_k)
-        elif bounds := upper_bounds(name, one, weights=weights):  # each bound: its largest placement is at least it
+                tol_k = float(np.ravel(scale)[k] if np.ndim(scale) else scale)
+                if side < 0:  # a lower bound (Delta_own >= |l_i|): at most the value, never above it
+                    tol = RTOL * max(abs(float(value[k])), tol_k) + ATOL * max(1.0, tol_k)
+                    assert at_k and max(at_k) <= float(value[k]) + tol, (name, weights, k, value[k], at_k)
+                else:
+                    assert not bounds, (name, bounds)  # no per-token quantity reads an upper bound of it (yet)
+                    assert _close(float(value[k]), at_k, tol_k), (name, weights, k, value[k], at_k)
+        elif side > 0:  # each upper bound: its largest placement is at least the quantity
             tol = RTOL * max(abs(float(value)), float(scale)) + ATOL * max(1.0, float(scale))
             for k, bound in enumerate(bounds):
                 ok_values = [v for _, v, ok in image_values(name, one, weights=weights, bound=k) if ok]
@@ -94,7 +100,8 @@ def test_schurs_bound_of_j_spectral_is_sqrt_of_the_largest_column_and_row_sums(l
                                                                                 normaliser: nm.RatioNormaliser) -> None:
     """J_spectral's Schur reading at the instance's point is ``sqrt(||J||_1 ||J||_inf)`` of the dense Jacobian."""
     inst = Instance.from_logits(np.array([logits]), normaliser)
-    bounds = upper_bounds("J_spectral", inst)
+    side, bounds = read_bounds("J_spectral", inst)
+    assert side == 1
     k = next(i for i, b in enumerate(bounds) if b.startswith("Schur's test"))
     a, g = inst.alpha[0], normaliser.dlog_F_values(inst.logits, inst.L)[0]
     J = np.abs((np.diag(a) - np.outer(a, a)) * g[None, :])  # |d alpha_i / d l_j|

@@ -372,8 +372,16 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
     extra: dict[str, Any] = {k_: v for k_, v in params.items() if k_ not in normaliser.params and k_ != "N"
              and k_ in st.parameters() | set(st.fixed)}
     N_ = N if info["N"] is not None else None
+    if info.get("keys"):  # logits-qk: l_j = <q, k_j> with q = e_1, the roles' keys along q (||q|| ||k_j|| = |l_j|, the
+        # least Cauchy-Schwarz allows), the others' of norm a (the keys' bound Delta_max)
+        a = _number(problem.parameters["a"], values)
+        keys = [[l, 0.0] if j < k else [l, math.sqrt(max(a * a - l * l, 0.0))] for j, l in enumerate(logits)]
+        inst = Instance.from_qk(np.array([[1.0, 0.0]]), np.array([keys]), normaliser, counts=np.array([counts]), N=N_,
+                                **extra)
+    else:
+        inst = Instance.from_logits(np.array([logits]), normaliser, counts=np.array([counts]), N=N_, **extra)
     # the statement's fixed values and defaults too (a bound of the logits the core does not read, say)
-    return st.prepare(Instance.from_logits(np.array([logits]), normaliser, counts=np.array([counts]), N=N_, **extra))
+    return st.prepare(inst)
 
 
 def _counts(masses: list[float], total: int) -> list[int]:

@@ -80,13 +80,14 @@ class _ImageBuilder:
             self._keys_bound = float(np.asarray(compute("Delta_max", inst))[0])
         self.roles: dict[str, Role] = {}
         self.tokens: dict[tuple[int, int], Token] = {}
-        self.upper_bounds: list[str] = []
+        self.bounds: list[str] = []
+        self.side = 0
         self.bound = bound
 
-    def at_most(self, qname: str, bounds: Sequence[str]) -> int:
-        """Read the upper bound ``self.bound`` of ``bounds`` (the image's value is then at least the quantity's at one
-        placement: :func:`upper_bounds`)."""
-        self.upper_bounds = list(bounds)
+    def read_bound(self, qname: str, bounds: Sequence[str], side: int) -> int:
+        """Read the bound ``self.bound`` of ``bounds``, an upper one (``side`` +1: the image's value is then at least
+        the quantity's at one placement) or a lower one (-1: at most it at every placement): :func:`read_bounds`."""
+        self.bounds, self.side = list(bounds), side
         return self.bound
 
     def param(self, name: str) -> sp.Expr:
@@ -145,7 +146,7 @@ class _ImageBuilder:
 def _discover(qname: str, inst: Instance, weights: bool, bound: int = 0) -> _ImageBuilder:
     """A discovery pass of the quantity's relaxed form (every role its own token): what it asks for."""
     b = _ImageBuilder(inst, {}, weights, bound)
-    _form(qname)(RelaxedInstance(b, _namespace(qname)))  # type: ignore[arg-type]
+    _form(qname)(RelaxedInstance(b, _namespace(qname), qname))  # type: ignore[arg-type]
     return b
 
 
@@ -154,11 +155,13 @@ def _roles(qname: str, inst: Instance, weights: bool, bound: int = 0) -> list[Ro
     return list(_discover(qname, inst, weights, bound).roles.values())
 
 
-def upper_bounds(qname: str, inst: Instance, *, weights: bool = False) -> list[str]:
-    """The upper bounds of the quantity its relaxed form may read (the inequalities they rest on; ``bound=k`` of
-    :func:`image_values` reads the k-th), or ``[]`` when the form is the quantity's value. For each, the largest of
-    :func:`image_values` is at least the quantity, never below it."""
-    return _discover(qname, inst, weights).upper_bounds
+def read_bounds(qname: str, inst: Instance, *, weights: bool = False) -> tuple[int, list[str]]:
+    """The bounds of the quantity its relaxed form may read (the inequalities they rest on; ``bound=k`` of
+    :func:`image_values` reads the k-th) and their side: +1 for upper bounds (for each, the largest of
+    :func:`image_values` is at least the quantity, never below it), -1 for lower bounds (every placement's value is
+    at most the quantity); ``(0, [])`` when the form is the quantity's value."""
+    b = _discover(qname, inst, weights)
+    return b.side, b.bounds
 
 
 def _form(qname: str) -> Callable[[RelaxedInstance], sp.Expr]:
@@ -178,7 +181,8 @@ def relaxed_value(qname: str, inst: Instance, assignment: dict[str, tuple[int, i
     (role -> (column, slot); B = 1)."""
     if inst.B != 1:
         raise InvalidArgument(f"relaxed_value needs one instance (B = 1), got B = {inst.B}")
-    expr = _form(qname)(RelaxedInstance(_ImageBuilder(inst, assignment, weights, bound), _namespace(qname)))  # type: ignore[arg-type]
+    b = _ImageBuilder(inst, assignment, weights, bound)
+    expr = _form(qname)(RelaxedInstance(b, _namespace(qname), qname))  # type: ignore[arg-type]
     value = sp.sympify(expr).xreplace({t_sym: sp.Rational(1, inst.L)})
     return float(sp.re(sp.N(value, DIGITS)))
 
@@ -240,7 +244,7 @@ def image_values(qname: str, inst: Instance, *, weights: bool = False, bound: in
     return out
 
 
-__all__ = ["image_values", "relaxed_value", "upper_bounds"]
+__all__ = ["image_values", "read_bounds", "relaxed_value"]
 
 
 # -- a statement's relaxed problems at an instance's point --------------------------------------------------------

@@ -55,7 +55,7 @@ MAX_MOMENTS = 6
 
 
 class _NeedsSign(Declined):
-    """A quantity's form is an upper bound of it, and the margin is not known to fall as the quantity grows."""
+    """A quantity's form is a bound of it, and the margin is not known to move the way that makes the bound sound."""
 
 
 def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], reference: Token
@@ -195,9 +195,10 @@ class RelaxedInstance:
     ``alpha`` of a role.
     """
 
-    def __init__(self, builder: "_Builder", namespace: str = ""):
+    def __init__(self, builder: "_Builder", namespace: str = "", quantity: str = ""):
         self._b = builder
         self._ns = namespace
+        self._quantity = quantity or namespace
 
     @property
     def t(self) -> sp.Expr:
@@ -268,7 +269,10 @@ class RelaxedInstance:
         return t_sym / self.total(lambda other: sp.exp(other.lam - tok.lam))
 
     def at_most(self, *bounds: str) -> int:
-        return self._b.at_most(self._ns, bounds)
+        return self._b.read_bound(self._quantity, bounds, 1)
+
+    def at_least(self, *bounds: str) -> int:
+        return self._b.read_bound(self._quantity, bounds, -1)
 
 
 class _Builder:
@@ -293,31 +297,34 @@ class _Builder:
         #: with F's extremes over the tokens (the problem's margin is then at most the instance's)
         self.margin_signs: dict[str, int] = dict(margin_signs or {})
         self.bounded_by_tokens = False
-        #: quantities read through an upper bound of their value (:meth:`at_most`): "name (the inequality)"
-        self.upper_bounds: list[str] = []
-        #: per quantity read through upper bounds: which of them this builder reads (the relaxation's choice) and how
+        #: quantities read through a bound of their value, per side (+1: an upper bound, :meth:`at_most`; -1: a lower
+        #: bound, :meth:`at_least`): "name (the inequality)"
+        self.bounds_read: dict[int, list[str]] = {1: [], -1: []}
+        #: per quantity read through bounds: which of them this builder reads (the relaxation's choice) and how
         #: many there are (what the discovery pass found)
         self.bound_choice: dict[str, int] = dict(bound_choice or {})
         self.bound_counts: dict[str, int] = {}
 
-    def at_most(self, qname: str, bounds: Sequence[str]) -> int:
-        """The quantity ``qname``'s form is an upper bound of it, one of ``bounds``: sound only where the margin is
-        nonincreasing in the quantity (a proof with the bound then proves the statement). Which one to read."""
-        if not qname or self.margin_signs.get(qname, 0) >= 0:
-            raise _NeedsSign(f"{qname or 'a per-token quantity'} is relaxed through an upper bound of it "
-                             f"({'; '.join(bounds)}): that proves only bounds whose margin cannot grow with it "
-                             f"({qname or 'it'} <= ...)")
+    def read_bound(self, qname: str, bounds: Sequence[str], side: int) -> int:
+        """The quantity ``qname``'s form is a bound of it, one of ``bounds``: an upper bound (``side`` +1), sound only
+        where the margin is nonincreasing in the quantity, or a lower bound (-1), sound only where it is nondecreasing
+        (a proof with the bound then proves the statement). Which one to read."""
+        if not qname or self.margin_signs.get(qname, 0) * side >= 0:
+            which, grow = ("an upper", "grow") if side > 0 else ("a lower", "shrink")
+            raise _NeedsSign(f"{qname or 'a per-token quantity'} is relaxed through {which} bound of it "
+                             f"({'; '.join(bounds)}): that proves only bounds whose margin cannot {grow} with it "
+                             f"({qname or 'it'} {'<=' if side > 0 else '>='} ...)")
         self.bound_counts[qname] = len(bounds)
         k = self.bound_choice.get(qname, 0)
-        if f"{qname} ({bounds[k]})" not in self.upper_bounds:
-            self.upper_bounds.append(f"{qname} ({bounds[k]})")
+        if f"{qname} ({bounds[k]})" not in self.bounds_read[side]:
+            self.bounds_read[side].append(f"{qname} ({bounds[k]})")
         return k
 
     @property
     def inexact(self) -> bool:
-        """Whether some quantity was read through a bound of it (F's extremes over the tokens, an upper bound): the
-        problem's margin is then at most the instance's."""
-        return self.bounded_by_tokens or bool(self.upper_bounds)
+        """Whether some quantity was read through a bound of it (F's extremes over the tokens, an upper or a lower
+        bound): the problem's margin is then at most the instance's."""
+        return self.bounded_by_tokens or any(self.bounds_read.values())
 
     def param(self, name: str) -> sp.Expr:
         if name not in self.parameters:
@@ -384,7 +391,7 @@ class Relaxation:
     strategies: list[list[list[Group]]]  # per conjunct, its strategies
     space: Space
     notes: list[str] = field(default_factory=list)
-    #: per conjunct, the strategies that end a family (the exact one; each upper bound's own last): each may spend its
+    #: per conjunct, the strategies that end a family (the exact one; each bound's own last): each may spend its
     #: whole share of the work, the others a part of it
     final: list[set[int]] = field(default_factory=list)
 
@@ -512,7 +519,7 @@ def _relation_env(statement: Statement, builder: _Builder, conjunct: sp.Rel) -> 
         if q.shape == "BN":
             raise Declined(f"{qname} is a per-selected-token quantity (not relaxed yet)")
         try:
-            env[sym] = form(RelaxedInstance(builder, "" if q.shape == "BL" else qname))
+            env[sym] = form(RelaxedInstance(builder, "" if q.shape == "BL" else qname, qname))
         except Unsupported as exc:
             raise Declined(f"{qname}: {exc}") from None
     return env
@@ -572,7 +579,7 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
                     continue
                 per += _strategies(statement, space, c, conjunct, strict, parameters, param_coords, plan_model,
                                    atoms, discovery)
-                # each further choice among the upper bounds a quantity is read through: strategies of their own
+                # each further choice among the bounds a quantity is read through: strategies of their own
                 names = sorted(discovery.bound_counts)
                 for combo in itertools.product(*(range(discovery.bound_counts[q]) for q in names)):
                     if any(combo):
@@ -582,7 +589,7 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
                         _relation_env(statement, other, conjunct)
                         per += _strategies(statement, space, c, conjunct, strict, parameters, param_coords,
                                            plan_model, atoms, other)
-            except _NeedsSign as exc:  # a form that is only an upper bound, and no margin sign says it may be read
+            except _NeedsSign as exc:  # a form that is only a bound, and no margin sign says it may be read
                 if not per and margin_signs is plans[-1][1]:  # the last plan: none read it
                     raise Declined(str(exc)) from None
             except Declined:
@@ -606,6 +613,20 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
         return _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, aliases,
                         atoms, discovery.margin_signs, discovery.bound_choice)
 
+    def split(pattern: dict[str, int], ranges: dict[sp.Symbol, tuple[float, float]] | None = None, depth: int = 0
+              ) -> list[Problem]:
+        """The problem, or its parts on either side of a kink of the margin (:func:`_kink`), each part split again
+        (at most :data:`MAX_KINK_DEPTH` times)."""
+        problem = _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, None,
+                           atoms, discovery.margin_signs, discovery.bound_choice, ranges)
+        cut = _kink(problem) if depth < MAX_KINK_DEPTH else None
+        if cut is None:
+            return [problem]
+        x, v = cut
+        co = next(co for co in problem.coordinates if co.symbol == x)
+        return [*split(pattern, {**(ranges or {}), x: (co.lo, v)}, depth + 1),
+                *split(pattern, {**(ranges or {}), x: (v, co.hi)}, depth + 1)]
+
     per: list[list[Group]] = []
     favourable = _favourable(statement, conjunct, discovery)
     if favourable:  # quantities of a maximum read at the other distinguished tokens: no constraint, no extra token
@@ -617,7 +638,8 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
             groups.append(Group(c, _pattern_text(pattern) + " (maxima read at a distinguished token)", alternatives))
         if all(g.alternatives for g in groups):
             per.append(groups)
-    per.append([Group(c, _pattern_text(p), [build(p)]) for p in _partitions(roles)])
+    per.append([Group(c, _pattern_text(p) + (f" ({q.pattern.split('; ')[-1]})" if len(parts) > 1 else ""), [q])
+                for p in _partitions(roles) for parts in [split(p)] for q in parts])
     return per
 
 
@@ -720,7 +742,9 @@ def _substitutes(favourable: list[str], pattern: dict[str, int], discovery: "_Bu
 def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, strict: bool, pattern: dict[str, int],
              parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: TokenModel,
              aliases: dict[str, str] | None = None, atoms_override: int | None = None,
-             margin_signs: dict[str, int] | None = None, bound_choice: dict[str, int] | None = None) -> Problem:
+             margin_signs: dict[str, int] | None = None, bound_choice: dict[str, int] | None = None,
+             ranges: dict[sp.Symbol, tuple[float, float]] | None = None) -> Problem:
+    """One problem (:class:`Problem`); ``ranges`` narrows coordinates (a split at a kink, :func:`_kink`)."""
     b = _Builder(space, pattern, parameters, param_coords, model, aliases, margin_signs, bound_choice)
     env = _relation_env(statement, b, conjunct)
     lhs, rhs = (exact_floats(_opaque(side.xreplace(env))) for side in (conjunct.lhs, conjunct.rhs))
@@ -861,6 +885,9 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     unknown = used - known
     if unknown:
         raise Declined(f"the margin reads symbols with no coordinate: {', '.join(sorted(map(str, unknown)))}")
+    if ranges:
+        coords, all_coords = ([dataclasses.replace(co, lo=ranges[co.symbol][0], hi=ranges[co.symbol][1])
+                               if co.symbol in ranges else co for co in cs] for cs in (coords, all_coords))
     signs: list[tuple[sp.Expr, int]] = []
     core = refine_abs(core, coords, signs)
     constraints = [refine_abs(con, coords, signs) for con in constraints]
@@ -877,8 +904,11 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
         text += "; " + ", ".join(f"{r} read at {target}" for r, target in sorted(b.aliases.items()))
     if b.bounded_by_tokens:
         text += "; F's extremes on [-a, a] bounded by the tokens'"
-    if b.upper_bounds:
-        text += "; read through an upper bound: " + ", ".join(b.upper_bounds)
+    for side, which in ((1, "an upper"), (-1, "a lower")):
+        if b.bounds_read[side]:
+            text += f"; read through {which} bound: " + ", ".join(b.bounds_read[side])
+    if ranges:  # last: a group's name quotes it
+        text += "; " + ", ".join(f"{x} in [{lo:g}, {hi:g}]" for x, (lo, hi) in sorted(ranges.items(), key=str))
     T = parameters["T"]  # every relaxation has one (_parameter_coordinates)
     logit = (lambda tok: T * tok.lam) if b.model.weights else (lambda tok: tok.l)
     realisation = {"roles": [logit(tok) for tok in role_tokens.values()], "atoms": [logit(a) for a in atoms],
@@ -887,7 +917,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                    "role_coordinates": [tok.coordinates[0].symbol for tok in role_tokens.values()],
                    "atom_coordinates": [a.coordinates[0].symbol for a in atoms], "sticks": sticks,
                    "scale": T if model.scaled else sp.Integer(1),
-                   "bounded": space.bounded_logits,
+                   "bounded": space.bounded_logits, "keys": space.logit_bound == "keys",
                    "selected_atoms": [logit(a) for a in sel_atoms], "selected_masses": sel_masses,
                    "N": parameters.get("N") if space.selection else None,
                    "others_logit": T * sp.log(b.left) if b.model.weights else None, "constrained": constrained,
@@ -902,6 +932,40 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
 
 #: the largest core (nodes) whose numerator is factored to find factors of known sign on the box
 MAX_SIGNED = 600
+#: the most times a problem is split at kinks of its margin (2^depth parts at most)
+MAX_KINK_DEPTH = 2
+
+
+def _kink(problem: Problem) -> tuple[sp.Symbol, float] | None:
+    """Where an absolute value the root box leaves unresolved changes sign: a factor of its argument affine in one
+    coordinate, ``c (x - v)`` with ``v`` a double strictly inside ``x``'s range, the other factors of certain sign
+    on the box. Split there, each side resolves it (:func:`refine_abs`): a margin of ``|beta u|`` that is an
+    identity on one side (``exp(beta + beta u) = exp(beta (1 + u))``) closes as such."""
+    coords = problem.coordinates
+    syms = [co.symbol for co in coords]
+    box = {co.symbol: co for co in coords}
+    for expr in [problem.core, *problem.constraints]:
+        for node in sorted(expr.atoms(sp.Abs, OAbs), key=sp.default_sort_key):
+            arg = node.args[0]
+            if not arg.free_symbols <= set(syms):
+                continue
+            _, factors = sp.factor_list(arg)
+            for j, (f, _) in enumerate(factors):
+                if len(f.free_symbols) != 1:
+                    continue
+                x, = f.free_symbols
+                poly = sp.Poly(f, x)
+                if poly.degree() != 1:
+                    continue
+                a_, b_ = poly.all_coeffs()
+                v = -b_ / a_
+                if not (v.is_Rational and box[x].lo < float(v) < box[x].hi and sp.Rational(float(v)) == v):
+                    continue
+                others = sp.Mul(*[g**m for i, (g, m) in enumerate(factors) if i != j])
+                if others.free_symbols and _box_sign(others, coords) == 0:
+                    continue
+                return x, float(v)
+    return None
 
 
 def lower_end(expr: sp.Expr, coords: list[Coordinate], depth: int = 2) -> float:
@@ -1049,27 +1113,27 @@ def _opaque(expr: sp.Expr) -> sp.Expr:
     return expr.replace(lambda e: isinstance(e, sp.Abs), lambda e: OAbs(e.args[0]))
 
 
+def _box_sign(expr: sp.Expr, coords: list[Coordinate]) -> int:
+    """1 (-1) when ``expr`` is certainly ``>= 0`` (``<= 0``) on the box of ``coords`` (``mpmath.iv``), else 0."""
+    syms = [c.symbol for c in coords]
+    if not expr.free_symbols <= set(syms):
+        return 0
+    try:
+        (a, b), = run_rigorous(compile_program([expr], syms), [c.lo for c in coords], [c.hi for c in coords],
+                               "mpmath.iv")
+    except (AttnBoundsError, TypeError, ValueError):
+        return 0
+    return 1 if a >= 0 else -1 if b <= 0 else 0
+
+
 def refine_abs(expr: sp.Expr, coords: list[Coordinate], signs: list[tuple[sp.Expr, int]]) -> sp.Expr:
     """``|x| = x`` or ``-x`` where the sign of ``x`` on the whole box is certain (rigorous interval arithmetic,
     ``mpmath.iv``): sympy cannot know that a coordinate in [0, 1] makes ``|b - 1| = 1 - b``, and the factored
     forms the prover tries need it. Each replacement is appended to ``signs`` (the certificate re-checks it)."""
 
-    syms = [c.symbol for c in coords]
-    lo = [c.lo for c in coords]
-    hi = [c.hi for c in coords]
-
-    def sign(arg: sp.Expr) -> int:
-        if not arg.free_symbols <= set(syms):
-            return 0
-        try:
-            (a, b), = run_rigorous(compile_program([arg], syms), lo, hi, "mpmath.iv")
-        except (AttnBoundsError, TypeError, ValueError):
-            return 0
-        return 1 if a >= 0 else -1 if b <= 0 else 0
-
     def fix(node: sp.Expr) -> sp.Expr:
         arg = node.args[0]
-        k = sign(arg)
+        k = _box_sign(arg, coords)
         if k:
             signs.append((arg, k))
             return arg if k > 0 else -arg

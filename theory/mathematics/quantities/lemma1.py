@@ -12,6 +12,7 @@ from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallValue, Unsupported
 from attnbounds.theory.mathematics.normalisers import RatioNormaliser
+from attnbounds.theory.mathematics.opaque import OAbs
 from attnbounds.theory.mathematics.quantities import _float as F
 from attnbounds.theory.mathematics.quantities.spec import define
 from attnbounds.theory.mathematics.quantities.torch_state import State
@@ -142,10 +143,7 @@ def _need_qk(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
 
 Delta_own = define("Delta_own", "BL", "||q||_2 ||k_i||_2 for every key i", definition="||q||_2 ||k_i||_2",
                    reference="Corollary 1 (Delta with the i-th key)", needs=("qk",), cost="weights", nonnegative=True,
-                   closed_form=True,
-                   lacks={"relaxed": "||q|| ||k_i|| bounds one token's logit only: the role would need one more "
-                                     "coordinate in [|l_i|, a] (not built; Delta_max is relaxed as the logit box's a "
-                                     "under logits-qk)"})
+                   closed_form=True)
 
 
 @Delta_own.float_form
@@ -164,6 +162,19 @@ def _delta_own_ball(ex: BallInstance) -> np.ndarray:
 @Delta_own.torch_form
 def _delta_own_torch(state: State) -> Tensor:
     return state.norm(state.q)[:, None] * state.norm(state.k)
+
+
+@Delta_own.relaxed_form
+def _delta_own_relaxed(rx: RelaxedInstance) -> sp.Expr:
+    # Cauchy-Schwarz: ||q|| ||k_i|| >= |<q, k_i>| = |l_i|, with equality for a key parallel to q; the relaxation reads
+    # this lower bound only where the margin cannot shrink as Delta_i grows (a proof there proves the statement)
+    if rx.logit_bound != "keys":
+        raise Unsupported("Delta_own is relaxed only under logits-qk, where it bounds its token's logit")
+    rx.at_least("Cauchy-Schwarz: ||q|| ||k_i|| >= |<q, k_i>| = |l_i|")
+    tok = rx.role("i")
+    if tok.l is None:
+        raise Unsupported("softmax weights fix the logits only up to a shift: |l_i| is not a function of them")
+    return OAbs(tok.l)
 
 
 Delta_max = define("Delta_max", "B", "||q||_2 max_j ||k_j||_2", definition="||q||_2 max_j ||k_j||_2",

@@ -75,6 +75,10 @@ class RelaxedInstance(Protocol):
         inequality it rests on), the one whose index this returns. The relaxation tries each in turn, and reads them
         only where the margin cannot grow with the quantity (it declines elsewhere)."""
 
+    def at_least(self, *bounds: str) -> int:
+        """As :meth:`at_most` for a lower bound of the quantity: read only where the margin cannot shrink as the
+        quantity grows."""
+
 
 class Space(Protocol):
     """What a hypothesis says about the relaxed space: the rules its ``relax`` calls."""
