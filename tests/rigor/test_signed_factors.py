@@ -7,12 +7,15 @@ non-monotone log F holds with equality at every L, and a mixture of two equal at
 - the branch and bound replaces a box whose core is concave in a coordinate (affine in it, or its second derivative's
   enclosure ``<= 0`` on the box) by that coordinate's two ends (``A<d>`` in the tree): the replay re-checks the
   concavity on that box and refuses the token elsewhere; at the end t = 0 of t = 1/L a strict bound needs only
-  ``>= 0``.
+  ``>= 0``;
+- an absolute value whose argument changes sign inside the root box at ``c (x - v)`` cuts the problem at ``x = v``
+  (each part resolves it; Corollary 1 with the i-th key: ``|l_i|``, an identity on either side at its tight face).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -153,3 +156,30 @@ def test_an_even_power_of_an_interval_around_zero_is_never_negative() -> None:
         (a_lo, a_hi), (b_lo, b_hi) = run_rigorous(program, lo, hi, tier)
         assert b_lo >= 0 and b_hi > 0, tier
         assert a_lo < 0 and a_hi <= 2.1e-20, tier  # at most a rounding above 0 (arb's balls)
+
+
+def _kink_problem(core: sp.Expr, coords: list[Coordinate]) -> Problem:
+    return Problem("test", 0, "test", coords, core, [], False, core, [], {}, 0, 0, {}, "test", [])
+
+
+@pytest.mark.parametrize("arg, cut", [
+    (lambda b, u, y: b * u, ("u", 0.0)),                       # a nonnegative parameter times a coordinate
+    (lambda b, u, y: -3 * (u - sp.Rational(1, 4)), ("u", 0.25)),  # an affine factor with a constant
+    (lambda b, u, y: (1 + y**2) * (2 * u + 1), ("u", -0.5)),     # the other factor positive on the box
+    (lambda b, u, y: y * u, None),                              # the other factor changes sign too: no single cut
+    (lambda b, u, y: u - sp.Rational(1, 3), None),              # 1/3 is not a double: no exact cut
+    (lambda b, u, y: u + 2, None),                              # no sign change inside the box
+    (lambda b, u, y: u**2 - sp.Rational(1, 4), None),           # not affine in u
+])
+def test_an_absolute_value_is_cut_exactly_where_its_argument_changes_sign(arg: Any, cut: tuple[str, float] | None
+                                                                          ) -> None:
+    """A kink ``|c (x - v)|`` the root box leaves unresolved is cut at ``x = v`` (a double strictly inside the range),
+    where each side resolves its sign; nothing else is cut (:func:`relax._kink`)."""
+    from attnbounds.theory.deciding.prover.relax import _kink
+    from attnbounds.theory.mathematics.opaque import OAbs
+
+    b, u, y = sp.symbols("beta u y", real=True)
+    coords = [Coordinate(b, 0.0, math.inf, "parameter", "beta"), Coordinate(u, -1.0, 1.0, "role", "u"),
+              Coordinate(y, -1.0, 1.0, "role", "y")]
+    found = _kink(_kink_problem(sp.exp(b) - OAbs(arg(b, u, y)), coords))
+    assert (None if found is None else (str(found[0]), found[1])) == cut
