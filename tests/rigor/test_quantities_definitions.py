@@ -4,10 +4,12 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from attnbounds.theory.mathematics import normalisers as nz
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.quantities import compute, interval
+from attnbounds.theory.mathematics.quantities import QUANTITIES, compute, interval, sphere_embeddings
 
 
 def _instance(seed=0, B=3, L=6, N=2, d=3, **params):
@@ -93,8 +95,6 @@ def test_jensen_term_and_gap_bound_match_definitions():
 
 def test_xi_bounds_the_spread_on_separated_spheres():
     rng = np.random.default_rng(5)
-    from attnbounds.theory.mathematics.quantities import sphere_embeddings
-
     x = sphere_embeddings(rng, (4,), 6, 3, np.full(4, 2.0), np.full(4, 0.5))
     d2 = ((x[:, :, None] - x[:, None]) ** 2).sum(-1) + np.eye(6) * 9
     assert d2.min() >= 0.25 and np.allclose(np.linalg.norm(x, axis=-1), 2.0)
@@ -134,3 +134,31 @@ def test_jacobian_norms_and_finite_difference():
 def test_coverage_by_enumeration():
     inst = Instance.from_logits(np.zeros((2, 2)), nz.softmax(), p=np.array([0.8, 0.5]), H=np.array([3.0, 1.0]))
     np.testing.assert_allclose(compute("coverage_enum", inst), [1 - 0.2**3, 0.5])
+
+
+def _same_weights_instance(n: nz.Normaliser, seed: int, L: int) -> Instance:
+    """Logits ``q . k_i`` all +-1 (``q = e_1``), with every other input a quantity reads (token vectors on a sphere,
+    a selection, the sphere, finite-difference and head parameters) drawn from ``seed``."""
+    rng = np.random.default_rng(seed)
+    B, d, M, delta = 2, 3, 2.0, 0.3
+    k = rng.normal(size=(B, L, d))
+    k[..., 0] = rng.choice([-1.0, 1.0], size=(B, L))
+    q = np.tile(np.eye(d)[0], (B, 1))
+    x = sphere_embeddings(rng, (B,), L, d, np.full(B, M), np.full(B, delta))
+    v = rng.normal(size=(B, L))
+    v /= np.linalg.norm(v, axis=-1, keepdims=True)
+    return Instance.from_qk(q, k, n, x=x, N=3, M=M, delta=delta, r=0.3, eps=1e-3, p=np.full(B, 0.6),
+                            H=np.full(B, 3.0), mc_draws=200, seed=seed, arrays={"v": v})
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=hs.integers(0, 2**32 - 1), L=hs.integers(3, 7))
+def test_a_quantity_not_declared_to_read_the_normaliser_is_the_same_for_normalisers_with_the_same_weights(seed, L):
+    """``Quantity.normaliser`` false means the value depends on the normaliser only through its weights: on logits
+    +-1, ``exp(l - b l^2) = exp(l - b)`` gives softmax's weights on the same logits, with another derivative
+    ``d log F / dl = 1 - 2 b l`` (what the Jacobian norms read)."""
+    soft, poly = (_same_weights_instance(n, seed, L) for n in (nz.softmax(1.0), nz.exp_poly(0.3, 1.0)))
+    np.testing.assert_allclose(soft.alpha, poly.alpha, rtol=1e-14)
+    for name, q in QUANTITIES.items():
+        if not q.normaliser:
+            np.testing.assert_allclose(compute(name, soft), compute(name, poly), rtol=1e-9, atol=1e-300, err_msg=name)
