@@ -7,7 +7,9 @@ rigorous ``run_rigorous`` in arb and mpmath.iv, and ``bnb._ok``), the Piecewise 
 the margin test of ``certify``. Each is checked on enclosures that straddle 0 with a midpoint of either sign, touch 0
 at an endpoint, are exactly 0, tiny, huge: the answer must be the one the exact endpoints give (read here
 independently, as exact rationals), so a primitive that reads a ball by its midpoint fails. ``Ops.sqrt`` is checked
-on the same balls: it holds the root of every non-negative point, and a ball entirely below 0 has no root. The
+on the same balls: it holds the root of every non-negative point, and a ball entirely below 0 has no root.
+``Ops.min2`` / ``max2`` hold the smaller / larger of every pair of points of two balls (the exact tier: exactly that
+number), and ``Ops.log_binomial`` holds ``log C(n, k)`` on both of its paths and refuses ``k`` outside ``[0, n]``. The
 Gershgorin disc sums that bound the spectral norm, taken in doubles from matrices of balls, hold the exact disc sum
 of every matrix in the balls.
 """
@@ -29,9 +31,10 @@ from attnbounds.theory.deciding.certify import certify
 from attnbounds.theory.deciding.prover import bnb
 from attnbounds.theory.deciding.prover.program import compile_program, rigorous, run_float, run_rigorous
 from attnbounds.theory.mathematics import balls
+from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.exact import ExactOps
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import BallEvaluator, backend
+from attnbounds.theory.mathematics.intervals import BallEvaluator, Unsupported, backend
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin, Sign, Step
 from attnbounds.theory.mathematics.statement import Citation, Statement
 
@@ -195,6 +198,62 @@ def test_sqrt_of_a_ball_encloses_the_root_of_every_non_negative_point(tier: str,
         assert not ops.is_finite(got) or g_lo == g_hi == 0.0, (ops.text(b), ops.text(got))
     if lo >= 0 and tier == "mpmath":  # endpoint arithmetic: a root is never below 0
         assert g_lo >= 0, (ops.text(b), ops.text(got))
+
+
+# -- the smaller and the larger of two balls, log C(n, k) ----------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(tier=hs.sampled_from(TIERS), i=hs.integers(0, len(CASES) - 1), j=hs.integers(0, len(CASES) - 1))
+def test_min_and_max_of_two_balls_hold_those_of_every_pair_of_points(tier: str, i: int, j: int) -> None:
+    """``Ops.min2`` / ``max2`` (``Min`` / ``Max`` of a ball form) hold ``min(x, y)`` / ``max(x, y)`` for every point
+    ``x`` of one ball and ``y`` of the other: the range ``[min(lo), min(hi)]`` / ``[max(lo), max(hi)]`` of the
+    exact endpoints, in the outward-rounded doubles."""
+    ops = backend(tier)
+    (a, a_lo, a_hi), (b, b_lo, b_hi) = _make(tier, *CASES[i][1:]), _make(tier, *CASES[j][1:])
+    for got, (lo, hi) in ((ops.min2(a, b), (min(a_lo, b_lo), min(a_hi, b_hi))),
+                          (ops.max2(a, b), (max(a_lo, b_lo), max(a_hi, b_hi)))):
+        assert Fraction(ops.lower_float(got)) <= lo and hi <= Fraction(ops.upper_float(got)), \
+            (CASES[i][0], CASES[j][0], ops.text(got))
+
+
+@pytest.mark.parametrize("a, b", [(-1, 2), (2, -1), (Fraction(1, 3), Fraction(1, 3)), (0, Fraction(-1, 2**1100)),
+                                  (sp.sqrt(2), sp.Rational(14142, 10000)), (sp.Rational(14143, 10000), sp.sqrt(2)),
+                                  (sp.E, sp.pi), (-sp.pi, -sp.E), (sp.log(3), sp.Integer(1) + sp.exp(-3))])
+def test_the_exact_tier_takes_the_exact_smaller_and_larger_of_two_numbers(a: Any, b: Any) -> None:
+    """``ExactOps.min2`` / ``max2`` are the smaller / the larger of the two exact numbers (sympy's ``Min`` / ``Max``
+    of them), whichever comes first, also where the two differ far below any double's precision."""
+    ops = ExactOps()
+    x, y = sp.sympify(a), sp.sympify(b)
+    assert sp.sympify(ops.min2(a, b)) == sp.Min(x, y) and sp.sympify(ops.max2(a, b)) == sp.Max(x, y), (a, b)
+
+
+LOG_BINOMIAL_TIERS = [*TIERS, "exact"]
+
+
+@pytest.mark.parametrize("tier", LOG_BINOMIAL_TIERS)
+@pytest.mark.parametrize("n, k", [(0, 0), (1, 0), (10, 3), (10, 10), (4096, 2048), (100_000, 64), (5000, 2000),
+                                  (100_000, 70), (100_000, 99_930)])
+def test_log_binomial_holds_log_C_n_k_on_both_of_its_paths(tier: str, n: int, k: int) -> None:
+    """``Ops.log_binomial`` (the subset probabilities of Theorem 1 on large class instances) holds ``log C(n, k)``,
+    read here from the exact integer in mpmath at 300 bits, on the path of exact integers (``min(k, n - k) <= 64``
+    or ``n <= 4096``) and on log-Gamma's, which ``mpmath.iv`` lacks: there it says nothing (Unsupported)."""
+    ops = ExactOps() if tier == "exact" else backend(tier)
+    if tier == "mpmath" and min(k, n - k) > 64 and n > 4096:
+        with pytest.raises(Unsupported):
+            ops.log_binomial(n, k)
+        return
+    got = ops.log_binomial(n, k)
+    with mpmath.workprec(300):
+        want = mpmath.log(math.comb(n, k))
+        assert mpmath.mpf(ops.lower_float(got)) <= want <= mpmath.mpf(ops.upper_float(got)), (n, k, ops.text(got))
+
+
+@pytest.mark.parametrize("tier", LOG_BINOMIAL_TIERS)
+@pytest.mark.parametrize("n, k", [(3, 4), (3, -1), (0, 1), (-1, 0), (-2, -1), (100_000, 100_001)])
+def test_log_binomial_refuses_k_outside_0_to_n(tier: str, n: int, k: int) -> None:
+    """``C(n, k)`` is a count of subsets only for ``0 <= k <= n``: outside, ``log_binomial`` refuses, on every tier."""
+    ops = ExactOps() if tier == "exact" else backend(tier)
+    with pytest.raises(InvalidArgument, match="0 <= k <= n"):
+        ops.log_binomial(n, k)
 
 
 # -- matrices: the Gershgorin disc sums of the spectral norm --------------------------------------------------------

@@ -74,6 +74,20 @@ def test_constants_read_back(value: sp.Basic) -> None:
     assert parse_srepr(sp.srepr(value), where="test", exact=True) == value or value is sp.nan
 
 
+N_ = sp.Symbol("N", integer=True, positive=True)
+IDX = sp.Idx("i", (1, N_))
+
+
+@pytest.mark.parametrize("expr", [sp.Idx("i"), sp.Idx("i", 5), IDX, sp.IndexedBase("x"),
+                                  sp.IndexedBase("x", shape=(3,)), sp.IndexedBase("x", shape=(N_,))[IDX],
+                                  sp.Sum(sp.IndexedBase("x")[IDX], (IDX, 1, N_))], ids=str)
+def test_indices_with_a_range_and_indexed_bases_with_a_shape_read_back(expr: sp.Basic) -> None:
+    """An index is sympy's ``Idx(label)`` or ``Idx(label, range)``, an indexed base ``IndexedBase(label)`` or
+    ``IndexedBase(label, shape)``: both spellings read back as themselves."""
+    text = sp.srepr(expr)
+    assert sp.srepr(parse_srepr(text, where="test", exact=True)) == text
+
+
 PAYLOADS = [
     "__import__('os').system('true')", "Symbol('x').__class__", "Symbol('x').__class__.__mro__[-1].__subclasses__()",
     "Integer(1)[0]", "(lambda: 1)()", "[Symbol('x') for _ in range(3)]", "Symbol('x', **{'real': True})",
