@@ -12,7 +12,9 @@ path the prover takes (projection, concavity, mean value, second order, exact po
 
 A core growing away from a corner of the box where it is exactly 0 (``a u + b v^3`` or ``e^(a u) - 1 + b v^3``, ``u``,
 ``v >= 0`` the distances to the corner) is projected onto that corner and decided there exactly: a strict bound is
-refuted at the point itself, a non-strict one proved.
+refuted at the point itself, a non-strict one proved. A proof records as its tightest box the closed box of least
+lower bound of the core: that bound keeps the claim (>= 0) and is at most the core's least value on the box, also
+when the 0 at the corner is written so that only the exact decision at the point sees it.
 """
 
 from __future__ import annotations
@@ -206,3 +208,24 @@ def test_a_margin_exactly_zero_at_a_corner_is_decided_at_that_point(case: tuple[
         assert outcome.status == "proved", (core, box, outcome.reason)
         ok, why, _ = bnb.replay(problem, bnb.decode(outcome.tree.encode(), 10**8))
         assert ok, why
+
+
+#: an exact 0 that sympy leaves unexpanded and a float enclosure cannot tell from 0 (it holds both signs): the prover
+#: decides the corner then at the point itself, exactly
+ZERO_IN_DISGUISE = (1 + sp.sqrt(2)) ** 2 - 3 - 2 * sp.sqrt(2)
+
+
+@pytest.mark.parametrize("zero", [sp.Integer(0), ZERO_IN_DISGUISE], ids=["zero", "zero-in-disguise"])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=corner())
+def test_a_proofs_tightest_bound_keeps_the_claim_and_is_at_most_the_core_on_its_box(
+        zero: sp.Expr, case: tuple[sp.Expr, tuple[float, float], tuple[float, float]]) -> None:
+    """The core grows away from the corner in each coordinate: its least value on a box is at a vertex, and on the
+    root box it is 0 (at the corner), so the least bound of the closed boxes is exactly 0."""
+    core, box, _ = case
+    outcome = bnb.branch_and_bound(_problem(core + zero, box, False), WORK)
+    assert outcome.status == "proved" and outcome.tightest is not None, (core, box, outcome.reason)
+    bound, lo, hi = outcome.tightest
+    least = min(core.xreplace({x: sp.Rational(Fraction(a)), y: sp.Rational(Fraction(b))})
+                for a in (lo[0], hi[0]) for b in (lo[1], hi[1]))
+    assert 0 <= bound <= least and bound <= 0, (core, box, outcome.tightest)

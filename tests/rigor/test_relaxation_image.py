@@ -8,7 +8,9 @@ equals the instance's margin. Smaller would let a true statement fail to close; 
 
 The others' distribution is captured by as many atoms as the distinct functions of a token that the totals read
 (Caratheodory): the functions found in the totals' bodies are each of those functions once, whatever constants
-multiply them and however the terms are spread over the bodies (one missed would leave the atoms too few).
+multiply them and however the terms are spread over the bodies (one missed would leave the atoms too few). In the
+weights model (softmax over unbounded logits) the others are a distribution of their weights with total mass 1: a sum
+over them reads moments ``E[f(w)]`` of that distribution, and the mass ``E[1] = 1`` is none of them (it takes no atom).
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from attnbounds.theory.mathematics import registry
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS, softmax
 from attnbounds.theory.deciding.prover.image import relaxed_margins
-from attnbounds.theory.deciding.prover.relax import _moments
+from attnbounds.theory.deciding.prover.relax import _moments, relax
 from attnbounds.theory.io.userbounds import load_data
 from attnbounds.theory.mathematics.normalisers import constructors_added
+from attnbounds.theory.running import api
 
 SET = Path(__file__).resolve().parents[1] / "quality" / "relaxation_set.toml"
 STATEMENTS = ("true.w.bsig.upper", "true.w.bsig.max", "true.w.bsig.min", "true.w.bsig.lemma1", "true.w.softmax.exp",
@@ -119,3 +122,21 @@ def test_the_totals_read_each_distinct_token_function_once(used: list[sp.Expr], 
     assert len(found) == len(used), (bodies, found)
     for f in used:
         assert any(sp.simplify(f - m) == 0 for m in found), (f, found)
+
+
+#: quantities of softmax weights and how many moments of the others' weights ``w`` they read (a token of weight ``w``
+#: is ``w`` of the mass, so ``sum f(alpha)`` reads ``E[f(w) / w]``): ``||alpha||_2^2 = sum alpha^2`` and
+#: ``||alpha g||_2^2`` (``g = 1/T``) read ``E[w]``; ``T^2 ||J||_F^2 = sum alpha^2 - 2 sum alpha^3 +
+#: (sum alpha^2)^2`` reads ``E[w]`` and ``E[w^2]``
+WEIGHT_MOMENTS = {"F_l2": 1, "dF_l2": 1, "J_frobenius": 2}
+
+
+@pytest.mark.parametrize("quantity", sorted(WEIGHT_MOMENTS))
+def test_the_weights_model_gives_the_others_one_atom_per_moment_and_none_for_their_mass(quantity: str) -> None:
+    st = api.statement(f"{quantity} <= 1", hypotheses=["softmax"], id="moments").statements[0]
+    problems = relax(st).problems
+    assert problems
+    for p in problems:
+        assert p.realisation["weights_model"], p.describe()
+        assert p.moments == p.atoms == len(p.realisation["atom_coordinates"]) == WEIGHT_MOMENTS[quantity], \
+            p.describe()
