@@ -72,8 +72,13 @@ def test_fast_statements(sid: str) -> None:
         assert status == "proved", f"{sid} is true and tight, and the prover proves it at the default budget"
 
 
+#: true statements of the set the prover does not close at the default budget (README, "Measured"): any other one
+#: left open is a lost proof (alpha_max's bound was lost unnoticed while the rate stayed above 90 %)
+KNOWN_OPEN = {"true.w.softmax.abar", "true.j.sigmax.row"}
+
+
 @pytest.mark.slow
-def test_the_whole_set_is_at_least_90_percent_proved_and_never_wrong() -> None:
+def test_the_whole_set_is_at_least_90_percent_proved_none_lost_and_never_wrong() -> None:
     normalisers, statements = _set()
     with constructors_added(normalisers):
         outcome = {s.id: _check(s) for s in statements}
@@ -81,6 +86,7 @@ def test_the_whole_set_is_at_least_90_percent_proved_and_never_wrong() -> None:
     proved = [sid for sid in true if outcome[sid] == "proved"]
     assert len(proved) >= 0.9 * len(true), (f"{len(proved)} of {len(true)} true statements PROVED; open: "
                                             f"{sorted(set(true) - set(proved))}")
+    assert set(true) - set(proved) <= KNOWN_OPEN, f"proofs lost: {sorted(set(true) - set(proved) - KNOWN_OPEN)}"
 
 
 @pytest.mark.parametrize("planted", long_context_set("all"), ids=lambda p: p.statement.id)

@@ -183,3 +183,26 @@ def test_an_absolute_value_is_cut_exactly_where_its_argument_changes_sign(arg: A
               Coordinate(y, -1.0, 1.0, "role", "y")]
     found = _kink(_kink_problem(sp.exp(b) - OAbs(arg(b, u, y)), coords))
     assert (None if found is None else (str(found[0]), found[1])) == cut
+
+
+def test_a_margin_whose_quotient_hides_its_monotonicity_is_proved_in_its_own_grouping() -> None:
+    """``alpha_max <= e^(2a/T) / (e^(2a/T) + L - 1)``: divided by ``t (1 - t)`` the core is one fraction whose
+    numerator expands the others' mixture ``w A + (1 - w) B``, and no projection reads its monotonicity in the
+    logits; the problem before that division is an alternative of the same group, and its monotone projections
+    close it at once (the margin is exactly 0 on the face they reach). Either alternative proves the group."""
+    from attnbounds.theory.deciding.prover.relax import relax
+    from attnbounds.theory.running.api import statement
+
+    st = statement("alpha_max <= exp(2*a/T)/(exp(2*a/T) + L - 1)", hypotheses=["softmax", "logits-bounded"],
+                   defaults={"a": "logit_absmax"}).statements[0]
+    pairs = [g.alternatives for per in relax(st).strategies for strategy in per for g in strategy
+             if len(g.alternatives) == 2 and g.alternatives[0].unsigned is not None]
+    assert pairs, "no problem with factors of known sign divided out"
+    for quotient, own in pairs:
+        assert own.unsigned is None and own.core == quotient.unsigned[0] and own.coordinates == quotient.coordinates
+        assert len(own.stripped) < len(quotient.stripped)
+    logits = [pair for pair in pairs if any(str(c.symbol).startswith("u_") for c in pair[1].coordinates)]
+    assert logits
+    outcome = bnb.branch_and_bound(logits[0][1], 2 * 10**6)
+    assert outcome.status == "proved", outcome.reason
+    assert bnb.replay(logits[0][1], bnb.decode(outcome.tree.encode(), 10**8))[0]

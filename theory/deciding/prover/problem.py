@@ -62,6 +62,9 @@ class Problem:
     #: how a point becomes an instance: the logits of the distinguished tokens and the atoms, the atoms' masses (or,
     #: in the weights model, their token counts), the range of L
     realisation: dict[str, Any] = field(default_factory=dict)
+    #: the core and stripped factors before the factors of known sign were divided out (``strip_signed``), when some
+    #: were: the same problem in the margin's own grouping, which can keep a monotonicity the quotient hides
+    unsigned: tuple[sp.Expr, list[str]] | None = None
 
     @property
     def symbols(self) -> list[sp.Symbol]:

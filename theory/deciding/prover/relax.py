@@ -634,12 +634,12 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
         groups = []
         for pattern in _partitions(rest):
             choices = [dict(zip(favourable, combo)) for combo in _substitutes(favourable, pattern, discovery)]
-            alternatives = [build(pattern, aliases) for aliases in choices]
+            alternatives = [q for aliases in choices for q in _with_unsigned(build(pattern, aliases))]
             groups.append(Group(c, _pattern_text(pattern) + " (maxima read at a distinguished token)", alternatives))
         if all(g.alternatives for g in groups):
             per.append(groups)
-    per.append([Group(c, _pattern_text(p) + (f" ({q.pattern.split('; ')[-1]})" if len(parts) > 1 else ""), [q])
-                for p in _partitions(roles) for parts in [split(p)] for q in parts])
+    per.append([Group(c, _pattern_text(p) + (f" ({q.pattern.split('; ')[-1]})" if len(parts) > 1 else ""),
+                      _with_unsigned(q)) for p in _partitions(roles) for parts in [split(p)] for q in parts])
     return per
 
 
@@ -726,6 +726,16 @@ def _against_mean(b: "_Builder", role: Role, tok: Token, k: int) -> sp.Expr | No
     bound = sp.exp(sp.expand(-(d - slope * lam) / slope))  # the dominance: other's weight <= bound (slope < 0)
     side = 1 if slope.is_negative else -1
     return sp.expand(side * (bound * (1 - k * t_sym) - b.left * t_sym))
+
+
+def _with_unsigned(problem: Problem) -> list[Problem]:
+    """The problem, then (when factors of known sign were divided out of its core) the same problem with the core
+    before that division, as an alternative: the quotient's single fraction can hide a monotonicity that the
+    margin's own grouping shows (``w A + (1 - w) B`` expanded), and either proves the problem."""
+    if problem.unsigned is None:
+        return [problem]
+    core, stripped = problem.unsigned
+    return [problem, dataclasses.replace(problem, core=core, stripped=stripped, unsigned=None)]
 
 
 def _substitutes(favourable: list[str], pattern: dict[str, int], discovery: "_Builder") -> Iterator[tuple[str, ...]]:
@@ -892,6 +902,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     core = refine_abs(core, coords, signs)
     constraints = [refine_abs(con, coords, signs) for con in constraints]
     core, squared = rationalise_root(core, coords)
+    unsigned = (core, [*stripped, *squared])
     core, signed = strip_signed(core, coords, strict)
     stripped = [*stripped, *squared, *signed]
     # a sign used to drop an absolute value is part of the proof even when what it read simplified away: keep the
@@ -927,7 +938,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                    "points": [(p.coordinates[0].symbol, _extreme_of(role)) for role, p in b.points.values()]}
     return Problem(statement.id, c, text, coords, core, constraints, strict, margin, stripped, names, n_atoms,
                    len(moments), parameters, model.describe(), signs, not (b.aliases or b.inexact),
-                   realisation)
+                   realisation, unsigned if signed else None)
 
 
 #: the largest core (nodes) whose numerator is factored to find factors of known sign on the box
