@@ -34,7 +34,7 @@ from attnbounds.theory.mathematics import balls
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.exact import ExactOps
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import BallEvaluator, Unsupported, backend
+from attnbounds.theory.mathematics.intervals import BallEvaluator, PrecisionLoss, Unsupported, backend
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin, Sign, Step
 from attnbounds.theory.mathematics.statement import Citation, Statement
 
@@ -285,6 +285,41 @@ def test_the_disc_bound_holds_every_row_of_every_matrix_in_the_ball_matrix(
         discs.append(diag + sum(max(abs(lo), abs(hi)) for j, (_, lo, hi) in enumerate(row) if j != i))
     got = balls._disc_bound(ops, M, shift)
     assert Fraction(got) >= max(discs), (tier, shift, rows, got, float(max(discs)))
+
+
+#: columns of the float eigenvector matrix that eigh is made to return: scaled, merged towards the next column
+_COLUMN = hs.tuples(hs.sampled_from([0.0, 0.5, 1.0, 1.2, 1.45, 1.6, 1.7]), hs.sampled_from([0.0, 0.0, 0.3, 1.0]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(tier=hs.sampled_from(TIERS),
+       J=hs.integers(1, 3).flatmap(lambda n: hs.lists(hs.lists(hs.floats(-4, 4, allow_nan=False), min_size=n,
+                                                                  max_size=n), min_size=n, max_size=n)),
+       columns=hs.lists(_COLUMN, min_size=3, max_size=3))
+@example(tier="arb", J=[[1.0, 0.5], [0.25, 2.0]], columns=[(1.45, 0.0), (1.0, 0.3), (1.0, 0.0)])
+@example(tier="mpmath", J=[[1.0, 0.5], [0.25, 2.0]], columns=[(1.45, 0.0), (1.0, 0.3), (1.0, 0.0)])
+def test_the_spectral_norm_holds_the_norm_whatever_eigenvectors_floats_give_or_refuses(
+        tier: str, J: list[list[float]], columns: list[tuple[float, float]]) -> None:
+    """``spectral_norm`` reads the float eigenvectors ``W`` of ``J^T J`` as exact numbers: its ball is finite and
+    holds ``||J||_2`` (computed here in 50 digits) for every ``W`` the float solver might return, however far from
+    orthonormal (columns scaled, nearly parallel, zero), or it refuses with ``PrecisionLoss`` where Gershgorin cannot
+    bound the spectrum of ``W^T W`` away from 0 (``theta <= 0``): never a ball divided by a ``theta`` at or below 0."""
+    ops = backend(tier)
+    n = len(J)
+    Jf = np.array(J)
+    _, V = np.linalg.eigh(Jf.T @ Jf)
+    W = V.copy()
+    for i, (scale, merge) in enumerate(columns[:n]):
+        W[:, i] = scale * (V[:, i] + merge * V[:, (i + 1) % n])
+    with mpmath.workdps(50), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(np.linalg, "eigh", lambda M: (np.zeros(n), W.copy()))
+        exact = max(mpmath.svd_r(mpmath.matrix(J), compute_uv=False)) if Jf.any() else mpmath.mpf(0)
+        try:
+            got = balls.spectral_norm(ops, ops.array(Jf))
+        except PrecisionLoss:
+            return
+        assert ops.is_finite(got), (tier, J, W.tolist(), got)
+        assert ops.lower_float(got) <= exact <= ops.upper_float(got), (tier, J, W.tolist(), got, exact)
 
 
 # -- the relaxation prover's tiers --------------------------------------------------------------------------------
