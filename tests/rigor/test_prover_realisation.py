@@ -2,14 +2,15 @@
 
 - ``_counts`` splits a whole number of tokens over classes in proportion to their (not all zero) masses: the counts
   are whole, non-negative, sum to the total (0 included: an empty rest when N = L) and follow the masses to within one
-  token;
+  token; whatever the masses (all zero, subnormal, infinite, undefined), the counts are whole and sum to the total;
 - the points ``realise`` tries for a box lie in the box, unbounded sides included (a point outside would be an
   instance of another box, and a counterexample inside could be missed);
 - before certification, a point is realised as a counterexample exactly when its relaxed float margin and the float
   margin of the instance it realises are both negative (either alone says nothing of the other: the instance's
   length and counts are whole numbers near the point's);
 - the replay reads a recorded problem as JSON: 1 and 1.0 alike, but a boolean is never a number, so a certificate
-  whose ``strict`` or ``conjunct`` was rewritten as the other type is not the rebuilt problem.
+  whose ``strict`` or ``conjunct`` was rewritten as the other type is not the rebuilt problem; a recorded problem with
+  any field edited (a list's element, a value wrapped in a list) is refused, and the reason names that field.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any
 import numpy as np
 import pytest
 import sympy as sp
+from hypothesis import example, given, settings
+from hypothesis import strategies as hs
 
 from attnbounds.theory.deciding import prover
 from attnbounds.theory.deciding.prover import _candidates, _counts, _instance, _same, _violating
@@ -47,6 +50,24 @@ def test_token_counts_are_whole_sum_to_the_total_and_follow_the_masses(seed: int
         assert sum(counts) == total, (masses, total, counts)
         share = np.array(masses) / sum(masses) * total
         assert np.all(np.abs(np.array(counts) - share) < 1.0 + 1e-9), (masses, total, counts)
+
+
+@settings(max_examples=150, deadline=None)
+@given(hs.lists(hs.one_of(hs.floats(min_value=0.0, allow_nan=False), hs.just(math.inf), hs.just(math.nan),
+                          hs.sampled_from([0.0, 5e-324, 1e-310, 1e308])), max_size=6),
+       hs.integers(0, 60))
+@example([math.inf, 1.0], 5)
+@example([1e308, 1e308], 4)
+@example([1e-320, 0.0], 3)
+@example([0.0, 0.0], 5)
+def test_token_counts_are_whole_and_sum_to_the_total_for_any_masses(masses: list[float], total: int) -> None:
+    """Zero, subnormal, overflowing, infinite and undefined masses too (a mass read at a far point of a box): the
+    instance realised has its statement's length; masses past the doubles outweigh every finite one."""
+    counts = _counts(masses, total)
+    assert len(counts) == len(masses) and all(isinstance(c, int) and c >= 0 for c in counts), (masses, total, counts)
+    assert sum(counts) == (total if masses else 0), (masses, total, counts)
+    if any(m == math.inf for m in masses):
+        assert all(c == 0 for m, c in zip(masses, counts) if m != math.inf), (masses, total, counts)
 
 
 def _problem(lo: float, hi: float) -> Problem:
@@ -133,3 +154,17 @@ def test_a_field_rewritten_as_the_other_json_type_is_refused(proved: tuple[Any, 
         forged["problems"][k][field] = to_other_type(value)
         ok, why = prover.replay(st, forged)
         assert not ok, f"problem {k} with {field} = {forged['problems'][k][field]!r} replayed: {why}"
+
+
+@pytest.mark.parametrize("field, edit", [
+    ("constraints", lambda v: ["Integer(0)"] + v[1:]), ("constraints", lambda v: v[:-1] + ["Integer(0)"]),
+    ("atoms", lambda v: [v]), ("margin", lambda v: [v]), ("core", lambda v: [v]),
+])
+def test_a_problem_field_edited_is_refused_naming_the_field(proved: tuple[Any, dict[str, Any]], field: str,
+                                                            edit: Any) -> None:
+    st, cert = proved
+    for k in range(len(cert["problems"])):
+        forged = copy.deepcopy(cert)
+        forged["problems"][k][field] = edit(forged["problems"][k][field])
+        ok, why = prover.replay(st, forged)
+        assert not ok and f"its {field} is " in why, (k, field, why)

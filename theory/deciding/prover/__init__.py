@@ -385,11 +385,17 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
 
 
 def _counts(masses: list[float], total: int) -> list[int]:
-    """Whole token counts in proportion to ``masses`` summing to ``total`` (largest remainders)."""
+    """Whole token counts in proportion to ``masses`` summing to ``total`` (largest remainders). Masses past the
+    doubles (inf) share the tokens alike, an undefined (nan) or negative one counts as none, and all-zero masses as
+    equal ones."""
     if total <= 0 or not masses:
         return [0] * len(masses)
-    share = np.array(masses) / max(sum(masses), 1e-300)
-    raw = share * total
+    m = np.array(masses, dtype=float)
+    m = np.where(m > 0, m, 0.0)
+    if np.isposinf(m).any():
+        m = np.isposinf(m).astype(float)
+    m = m / m.max() if m.max() > 0 else np.ones_like(m)  # the largest 1: neither the sum nor a share under/overflows
+    raw = m / m.sum() * total
     n = np.floor(raw).astype(np.int64)
     for j in np.argsort(-(raw - n))[: total - int(n.sum())]:
         n[j] += 1
