@@ -632,5 +632,23 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGINT, previous)
 
 
+def console_main() -> int:
+    """The ``attnbounds`` command: :func:`main`, and after an interrupt (130) an exit without the interpreter's
+    finalisation. Everything the run wrote was completed or removed before main returned; a native library that the
+    interrupt caught half-initialised (an import cut short) can abort the finalisation ("Fatal Python error ...
+    finalizing") and turn 130 into a crash."""
+    code = main()
+    if code == 130:
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(130)
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console_main())
