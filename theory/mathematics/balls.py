@@ -291,9 +291,9 @@ def _disc_bound(ops: Ops, M: np.ndarray, shift: float = 0.0) -> float:
     off = np.abs(mid) + rad
     np.fill_diagonal(off, 0.0)
     diag = np.abs(np.diag(mid) - shift) if shift else np.diag(mid)
-    total = diag + np.diag(rad) + off.sum(1)
-    size = np.abs(diag) + np.diag(rad) + off.sum(1)  # the float sums err relative to this (a diagonal below 0 cancels)
-    return float(np.max(total + size * ((n + 4) * 2.0**-52))) + 5e-324  # float sums rounded up
+    rest = np.diag(rad) + off.sum(1)
+    size = np.abs(diag) + rest  # the float sums err relative to this (a diagonal below 0 cancels)
+    return float(np.max(diag + rest + size * ((n + 4) * 2.0**-52))) + 5e-324  # float sums rounded up
 
 
 def spectral_norm(ops: Ops, J: np.ndarray) -> Ball:

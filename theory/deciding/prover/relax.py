@@ -195,10 +195,10 @@ class RelaxedInstance:
     ``alpha`` of a role.
     """
 
-    def __init__(self, builder: "_Builder", namespace: str = "", quantity: str = ""):
+    def __init__(self, builder: "_Builder", namespace: str, quantity: str):
         self._b = builder
         self._ns = namespace
-        self._quantity = quantity or namespace
+        self._quantity = quantity
 
     @property
     def t(self) -> sp.Expr:
@@ -609,23 +609,23 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
     if len(roles) > MAX_ROLES:
         raise Declined(f"{len(roles)} distinguished tokens (at most {MAX_ROLES})")
 
-    def build(pattern: dict[str, int], aliases: dict[str, str] | None = None) -> Problem:
+    def build(pattern: dict[str, int], aliases: dict[str, str] | None = None,
+              ranges: dict[sp.Symbol, tuple[float, float]] | None = None) -> Problem:
         return _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, aliases,
-                        atoms, discovery.margin_signs, discovery.bound_choice)
+                        atoms, discovery.margin_signs, discovery.bound_choice, ranges)
 
-    def split(pattern: dict[str, int], ranges: dict[sp.Symbol, tuple[float, float]] | None = None, depth: int = 0
-              ) -> list[Problem]:
+    def split(pattern: dict[str, int], ranges: dict[sp.Symbol, tuple[float, float]], depth: int = 0
+              ) -> list[tuple[dict[sp.Symbol, tuple[float, float]], Problem]]:
         """The problem, or its parts on either side of a kink of the margin (:func:`_kink`), each part split again
-        (at most :data:`MAX_KINK_DEPTH` times)."""
-        problem = _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, None,
-                           atoms, discovery.margin_signs, discovery.bound_choice, ranges)
+        (at most :data:`MAX_KINK_DEPTH` times), each with the ranges it narrows."""
+        problem = build(pattern, None, ranges)
         cut = _kink(problem) if depth < MAX_KINK_DEPTH else None
         if cut is None:
-            return [problem]
+            return [(ranges, problem)]
         x, v = cut
         co = next(co for co in problem.coordinates if co.symbol == x)
-        return [*split(pattern, {**(ranges or {}), x: (co.lo, v)}, depth + 1),
-                *split(pattern, {**(ranges or {}), x: (v, co.hi)}, depth + 1)]
+        return [*split(pattern, {**ranges, x: (co.lo, v)}, depth + 1),
+                *split(pattern, {**ranges, x: (v, co.hi)}, depth + 1)]
 
     per: list[list[Group]] = []
     favourable = _favourable(statement, conjunct, discovery)
@@ -638,8 +638,8 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
             groups.append(Group(c, _pattern_text(pattern) + " (maxima read at a distinguished token)", alternatives))
         if all(g.alternatives for g in groups):
             per.append(groups)
-    per.append([Group(c, _pattern_text(p) + (f" ({q.pattern.split('; ')[-1]})" if len(parts) > 1 else ""),
-                      _with_unsigned(q)) for p in _partitions(roles) for parts in [split(p)] for q in parts])
+    per.append([Group(c, _pattern_text(p) + (f" ({_ranges_text(r)})" if r else ""), _with_unsigned(q))
+                for p in _partitions(roles) for r, q in split(p, {})])
     return per
 
 
@@ -726,6 +726,11 @@ def _against_mean(b: "_Builder", role: Role, tok: Token, k: int) -> sp.Expr | No
     bound = sp.exp(sp.expand(-(d - slope * lam) / slope))  # the dominance: other's weight <= bound (slope < 0)
     side = 1 if slope.is_negative else -1
     return sp.expand(side * (bound * (1 - k * t_sym) - b.left * t_sym))
+
+
+def _ranges_text(ranges: dict[sp.Symbol, tuple[float, float]]) -> str:
+    """The coordinate ranges a problem's part narrows, as its pattern and group name say them."""
+    return ", ".join(f"{x} in [{lo:g}, {hi:g}]" for x, (lo, hi) in sorted(ranges.items(), key=str))
 
 
 def _with_unsigned(problem: Problem) -> list[Problem]:
@@ -918,8 +923,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     for side, which in ((1, "an upper"), (-1, "a lower")):
         if b.bounds_read[side]:
             text += f"; read through {which} bound: " + ", ".join(b.bounds_read[side])
-    if ranges:  # last: a group's name quotes it
-        text += "; " + ", ".join(f"{x} in [{lo:g}, {hi:g}]" for x, (lo, hi) in sorted(ranges.items(), key=str))
+    if ranges:
+        text += "; " + _ranges_text(ranges)
     T = parameters["T"]  # every relaxation has one (_parameter_coordinates)
     logit = (lambda tok: T * tok.lam) if b.model.weights else (lambda tok: tok.l)
     realisation = {"roles": [logit(tok) for tok in role_tokens.values()], "atoms": [logit(a) for a in atoms],
