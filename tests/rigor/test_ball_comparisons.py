@@ -298,6 +298,8 @@ _COLUMN = hs.tuples(hs.sampled_from([0.0, 0.5, 1.0, 1.2, 1.45, 1.6, 1.7]), hs.sa
        columns=hs.lists(_COLUMN, min_size=3, max_size=3))
 @example(tier="arb", J=[[1.0, 0.5], [0.25, 2.0]], columns=[(1.45, 0.0), (1.0, 0.3), (1.0, 0.0)])
 @example(tier="mpmath", J=[[1.0, 0.5], [0.25, 2.0]], columns=[(1.45, 0.0), (1.0, 0.3), (1.0, 0.0)])
+@example(tier="arb", J=[[2.2250738585e-313]], columns=[(1.0, 0.0)] * 3)  # subnormal: scaled by 2^1040, in two steps
+@example(tier="mpmath", J=[[5e-324, 1e-320], [0.0, 3e-315]], columns=[(1.0, 0.0)] * 3)
 def test_the_spectral_norm_holds_the_norm_whatever_eigenvectors_floats_give_or_refuses(
         tier: str, J: list[list[float]], columns: list[tuple[float, float]]) -> None:
     """``spectral_norm`` reads the float eigenvectors ``W`` of ``J^T J`` as exact numbers: its ball is finite and

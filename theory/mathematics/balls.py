@@ -311,9 +311,15 @@ def spectral_norm(ops: Ops, J: np.ndarray) -> Ball:
     top = float(np.abs(mid).max()) if mid.size else 0.0
     shift = -math.frexp(top)[1] if top > 0 else 0  # J scaled by 2^shift to O(1), exactly: J^T J and the disc
     if shift:                                      # sums in doubles under- or overflow beyond 1e+-154
-        mid = mid * 2.0**shift
-        J = J * ops.num(2.0**shift)
-        return spectral_norm(ops, J) * ops.num(2.0**-shift)
+        # in two exact powers of two: 2^shift alone overflows for a subnormal top entry (shift > 1023)
+        halves = (shift // 2, shift - shift // 2)
+        mid = np.ldexp(mid, shift)
+        for h in halves:
+            J = J * ops.num(2.0**h)
+        out = spectral_norm(ops, J)
+        for h in halves:
+            out = out * ops.num(2.0**-h)
+        return out
     try:
         _, V = np.linalg.eigh(mid.T @ mid)
     except np.linalg.LinAlgError as exc:
