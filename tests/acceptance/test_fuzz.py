@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 import sympy as sp
 import torch
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as hs
 
 import attnbounds
@@ -306,6 +306,9 @@ def test_statements_files_are_accepted_or_refused_quickly_and_read_alike(content
 
 @settings(max_examples=examples(), **FUZZ)
 @given(relation=any_relation())
+@example(
+    relation='(-sqrt((N - A_norm)) <= A_norm) & (-15 <= -exp(Sum((C_other[i] * L), (i, 1, N))))',
+)  # a NaN first conjunct (sqrt of a negative) once hid behind the second's margin; arb read the root as 0
 def test_accepted_relations_read_alike_in_float_and_in_balls(relation: str) -> None:
     """The expression grammar alone, through the loader's relation key (most cases parse)."""
     with tempfile.TemporaryDirectory() as folder:

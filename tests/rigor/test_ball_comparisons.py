@@ -181,9 +181,9 @@ def test_step_and_sign_balls_jump_only_where_certain(tier: str, mid: float, rad:
 def test_sqrt_of_a_ball_encloses_the_root_of_every_non_negative_point(tier: str, mid: float, rad: float) -> None:
     """``Ops.sqrt`` (the square root of a ball's non-negative part) holds ``sqrt(p)`` for every point ``p >= 0`` of the
     ball (the exact endpoints, 0 where the ball holds it, the midpoint), read here in mpmath at 2200 bits; a ball
-    with no such point (entirely below 0) has an empty non-negative part: it raises nothing and gives either no value
-    (a ball that is not finite: ``mpmath.iv``, as the prover's rigorous tiers) or exactly 0, the root of the clamped
-    ``max(b, 0)`` that python-flint's ``nonnegative_part`` makes of it (what ``xi``'s ball form relies on)."""
+    with no such point (entirely below 0) has no root: no value (a ball that is not finite), in every tier, as float's
+    ``sqrt`` of a negative number is NaN (a user's ``sqrt(N - A_norm)`` at ``A_norm > N`` is undefined, not 0; a
+    quantity defined as ``sqrt(max(z, 0))``, ``xi``, clamps first)."""
     ops = backend(tier)
     b, lo, hi = _make(tier, mid, rad)
     with ops.precision(128):
@@ -195,7 +195,7 @@ def test_sqrt_of_a_ball_encloses_the_root_of_every_non_negative_point(tier: str,
             root = mpmath.sqrt(mpmath.mpf(p.numerator) / p.denominator)
             assert mpmath.mpf(g_lo) <= root <= mpmath.mpf(g_hi), (ops.text(b), ops.text(got), float(p))
     if hi < 0:
-        assert not ops.is_finite(got) or g_lo == g_hi == 0.0, (ops.text(b), ops.text(got))
+        assert not ops.is_finite(got), (ops.text(b), ops.text(got))
     if lo >= 0 and tier == "mpmath":  # endpoint arithmetic: a root is never below 0
         assert g_lo >= 0, (ops.text(b), ops.text(got))
 
@@ -224,6 +224,19 @@ def test_the_exact_tier_takes_the_exact_smaller_and_larger_of_two_numbers(a: Any
     ops = ExactOps()
     x, y = sp.sympify(a), sp.sympify(b)
     assert sp.sympify(ops.min2(a, b)) == sp.Min(x, y) and sp.sympify(ops.max2(a, b)) == sp.Max(x, y), (a, b)
+
+
+@pytest.mark.parametrize("x", [-1, Fraction(-1, 2**1100), sp.Rational(14142, 10000) - sp.sqrt(2), 0,
+                               Fraction(1, 2**1100), sp.sqrt(2) - sp.Rational(14142, 10000), 4])
+def test_the_exact_tier_roots_only_numbers_not_below_zero(x: Any) -> None:
+    """``ExactOps.sqrt`` is the exact root of a number >= 0 (0 at 0) and refuses one below 0, even far below any
+    double's precision (it once returned 0 there, a value where float has none)."""
+    ops, v = ExactOps(), sp.sympify(x)
+    if v.is_negative:
+        with pytest.raises(Unsupported):
+            ops.sqrt(x)
+    else:
+        assert sp.simplify(sp.sympify(ops.sqrt(x)) - sp.sqrt(v)) == 0, x
 
 
 LOG_BINOMIAL_TIERS = [*TIERS, "exact"]

@@ -165,3 +165,23 @@ def test_a_search_piece_sends_back_its_records_not_the_statement():
                      "random")
     back = pickle.loads(pickle.dumps(tracker))
     assert back.statement is None and back.tried == tracker.tried == 1
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["undefined first", "undefined second"])
+def test_an_undefined_conjunct_leaves_the_conjunction_undefined(tmp_path, first):
+    """A conjunct with no value (the float root of a negative number) makes the conjunction's margin NaN whatever
+    its place, and the certificate does not call it held: a later conjunct's margin once replaced it in float,
+    and arb read the root as 0 (found by the thorough fuzz profile)."""
+    from attnbounds.theory.deciding.certify import certify
+    from attnbounds.theory.io import userbounds
+
+    undefined, defined = "sqrt(alpha_max - 2) <= 1", "alpha_max <= 1"
+    relation = f"({undefined}) & ({defined})" if first else f"({defined}) & ({undefined})"
+    path = tmp_path / "mine.toml"
+    path.write_text(f'[[statement]]\nid = "mine"\nrelation = "{relation}"\nhypotheses = ["simplex"]\n')
+    statement = userbounds.load_statements(path).statements[0]
+    inst = Instance.from_weights(np.array([[0.5, 0.3, 0.2], [1.0, 0.0, 0.0]]))
+    ev = statement.evaluate(inst)
+    assert np.isnan(ev.margin).all(), ev.margin
+    for b in range(inst.B):
+        assert certify(statement, inst, b).status not in ("holds", "violated")

@@ -191,7 +191,10 @@ class ExactOps(Ops):
         return sp.log(b)
 
     def sqrt(self, b: Any) -> Ball:
-        return sp.Integer(0) if self._known_sign(b, "the argument of a square root") <= 0 else sp.sqrt(b)
+        sign = self._known_sign(b, "the argument of a square root")
+        if sign < 0:
+            raise Unsupported("the square root of a negative number")
+        return sp.Integer(0) if sign == 0 else sp.sqrt(b)
 
     def abs(self, b: Any) -> Ball:
         return -b if self._known_sign(b, "an absolute value's argument") < 0 else b

@@ -309,6 +309,8 @@ class ArbOps(Ops):
         return b.log()
 
     def sqrt(self, b: Any) -> Ball:
+        if b < 0:  # certainly negative: undefined, as in float and the mpmath tier (not the root of 0)
+            return self.arb("nan")
         return b.nonnegative_part().sqrt()
 
     def min2(self, a: Any, b: Any) -> Ball:

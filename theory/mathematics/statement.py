@@ -479,7 +479,8 @@ class Statement:
                 key = np.where(cols, key, np.inf)
             k = np.argmin(key, axis=-1)
             mk = np.take_along_axis(m, k[:, None], -1)[:, 0]
-            better = ~(mk >= best_m) | (strict & (mk == best_m) & ~best_s)
+            # an undefined (NaN) conjunct decides: no later conjunct's margin replaces it
+            better = (~(mk >= best_m) & ~np.isnan(best_m)) | (strict & (mk == best_m) & ~best_s)
             best_m = np.where(better, mk, best_m)
             best_l = np.where(better, np.take_along_axis(lhs, k[:, None], -1)[:, 0], best_l)
             best_r = np.where(better, np.take_along_axis(rhs, k[:, None], -1)[:, 0], best_r)

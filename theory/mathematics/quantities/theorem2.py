@@ -76,7 +76,13 @@ def _xi(inst: Instance) -> np.ndarray:
 def _xi_ball(ex: BallInstance) -> np.ndarray:
     M, delta, ops = ex.param("M"), ex.param("delta"), ex.ops
     P, Q = _P_Q_ball(ex)
-    return ops.map(ops.sqrt, P * P * (M * M) - (P * P - Q) * (delta * delta / ops.num(2)))
+    z = P * P * (M * M) - (P * P - Q) * (delta * delta / ops.num(2))
+    return ops.map(lambda v: _root_of_positive_part(ops, v), z)
+
+
+def _root_of_positive_part(ops: Any, z: Any) -> Any:
+    """``sqrt(max(z, 0))``, xi's definition (``Ops.sqrt`` of a ball entirely below 0 has no value)."""
+    return ops.sqrt(ops.max2(z, ops.zero()))
 
 
 @xi.torch_form
@@ -382,7 +388,8 @@ def _sphere_bounds(ex: BallInstance, which: int) -> tuple[int, int]:
     a_sel = a[sel]
     P = np.array([ops.total(np.delete(a_sel, pos)) for pos in range(len(sel))], dtype=object)
     Q = np.array([ops.total(np.delete(a_sel * a_sel, pos)) for pos in range(len(sel))], dtype=object)
-    xi_tok = ops.map(ops.sqrt, P * P * (M * M) - (P * P - Q) * (delta * delta / ops.num(2)))
+    z = P * P * (M * M) - (P * P - Q) * (delta * delta / ops.num(2))
+    xi_tok = ops.map(lambda v: _root_of_positive_part(ops, v), z)
     lower = np.array([_norm_bounds(ops, np.delete(a_sel, pos), M)[0] for pos in range(len(sel))], dtype=object)
     inside_sel, _ = _classify(ops, xi_tok, r)
     _, outside_sel = _classify(ops, lower, r)
