@@ -5,6 +5,8 @@
   expands beyond what the guard allows;
 - it is exact where no two terms of the expansion merge (sums, products and integer powers over disjoint symbols,
   integer coefficients included), so that the guard refuses no numerator that fits;
+- the guard refuses a numerator or a denominator beyond either bound (its expanded terms, ``MAX_TERMS``, or its dense
+  representation, ``MAX_DENSE``), each alone: the face then keeps the form it was built in;
 - so a core whose sign shows only when factored, ``(x - y)^2 (x + y + z + 2)^6`` written expanded, gets its factored
   form and is proved on the root box.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import pytest
 import sympy as sp
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -80,6 +83,30 @@ def shared(draw: st.DrawFn, depth: int = 2) -> sp.Expr:
 @given(shared())
 def test_the_terms_walk_bounds_the_expanded_terms_from_above(expr: sp.Expr) -> None:
     assert bnb._terms(expr) >= min(CAP, _expanded(expr)), expr
+
+
+_X, _Y, _Z, _W = sp.symbols("x y z w", real=True)
+#: a sum whose eighth power expands to 495 terms (beyond MAX_TERMS), its dense representation within MAX_DENSE
+_WIDE = (1 + _X + _Y + _Z + _W) ** 8
+#: a monomial of one term whose dense representation is beyond MAX_DENSE (81^2 entries times those of the rest)
+_DEEP = (_Z * _W) ** 80
+
+
+@pytest.mark.parametrize("top, bottom, beyond", [
+    (1, 1, None), (_WIDE ** sp.Rational(1, 4), 1, None), (1, _WIDE ** sp.Rational(1, 4), None),
+    (_WIDE, 1, "terms"), (1, _WIDE, "terms"), (_DEEP, 1, "dense"), (1, _DEEP, "dense"),
+])
+def test_a_face_is_factored_only_within_the_guards_bounds(top: sp.Expr, bottom: sp.Expr, beyond: str | None) -> None:
+    """``(x^2 - y^2) top / ((x - y) bottom)`` factors to ``(x + y) top / bottom``: that form is added exactly when
+    neither the numerator nor the denominator is beyond a bound of the guard (whichever of the two it is, and
+    whichever bound), and the form as built is always the first."""
+    expr = (_X**2 - _Y**2) * top / ((_X - _Y) * bottom)
+    num, den = sp.fraction(sp.together(expr))
+    walks = [(bnb._terms(e) > bnb.MAX_TERMS, bnb._dense(e) > bnb.MAX_DENSE) for e in (num, den)]
+    assert [w for w in walks if any(w)] == ([] if beyond is None else [(beyond == "terms", beyond == "dense")])
+    forms = bnb._forms(expr)
+    assert forms[0] == expr
+    assert (len(forms) > 1) == (beyond is None), forms
 
 
 def test_a_core_whose_sign_shows_only_factored_is_proved_through_its_factored_form() -> None:

@@ -7,7 +7,9 @@
   the quotient from the rebuilt problem and refuses the rule where it does not apply (a strict bound, a quotient that
   can be negative, a constraint the problem does not have);
 - the orders among coordinates (``D_x - D_y >= 0``) tighten their ends to the fixed point of every chain of orders;
-- a monotone projection is taken where each constraint grows toward the face, also with a slope reaching 0 there.
+- a monotone projection is taken where each constraint grows toward the face, also with a slope reaching 0 there,
+  and the replay refuses one along a coordinate toward which a constraint falls (it would carry feasible points out
+  of the constraints, and a false core could then close as infeasible on the face).
 """
 
 from __future__ import annotations
@@ -182,3 +184,18 @@ def test_a_projection_is_taken_where_a_constraint_grows_toward_the_face_with_slo
     tokens = decode(outcome.tree.encode(), 1 << 20)
     assert any(t.startswith("P") and "0-" in t for t in tokens), tokens
     assert replay(problem, tokens)[0]
+
+
+@pytest.mark.parametrize("core, constraint, tokens", [
+    (x - sp.Rational(3, 4), x - sp.Rational(1, 2), ["P0-", "I0"]),  # -1/4 at x = 1/2; c = -1/2 on the face x = 0
+    (sp.Rational(1, 4) - x, sp.Rational(1, 2) - x, ["P0+", "I0"]),  # -1/4 at x = 1/2; c = -1/2 on the face x = 1
+])
+def test_the_replay_refuses_a_projection_toward_which_a_constraint_falls(core: sp.Expr, constraint: sp.Expr,
+                                                                         tokens: list[str]) -> None:
+    """The core is monotone in ``x`` (least on the face the tree projects onto), but the constraint falls as ``x``
+    moves to that face: the projection of a feasible point (``x = 1/2``, where the core is -1/4) is infeasible, and
+    the face is infeasible as a whole. Neither the prover nor the replay proves the false core through it."""
+    problem = _problem(core, [constraint])
+    assert branch_and_bound(problem, 10**6).status != "proved"
+    ok, why, _ = replay(problem, _blob(tokens))
+    assert not ok and "projection" in why, why

@@ -8,6 +8,8 @@
 - when the work runs out, the box reported as nearest a counterexample is an open one whose parent has the lowest
   float lower bound of the margin among the open boxes' parents, and that bound is the one reported;
 - a parameter's symbol carries exactly the sign its box and domain give (what sympy may simplify with);
+- a statement reading a quantity the relaxation cannot read (no relaxed form, or the selection with no top-N
+  hypothesis), in any conjunct, is declined by the relaxation and by the prover with the reason that names it;
 - the hypotheses are read the same in any order, and log F is found monotone in the logit exactly when it is (the
   top-N selection is then the tokens beyond a threshold), a length-aware log F at every length of the statement's
   range of L and at no other;
@@ -138,6 +140,27 @@ def test_the_relaxation_reads_the_hypotheses_in_any_order(log_F: str, status: st
             st = dataclasses.replace(statement, hypotheses=type(statement.hypotheses)(order))
             result = prover.prove(st, work=prover.work_for(1.0))
             assert result.status == status, ([h.id for h in st.hypotheses], result.status, result.reason)
+
+
+@pytest.mark.parametrize("relation, quantity", [
+    ("x_max >= 0", "x_max"),                            # no relaxed form
+    ("abar_N <= 1", "abar_N"),                          # reads the selection I_N, and no hypothesis fixes it
+    ("(alpha_max >= 1/L) & (x_max >= 0)", "x_max"),     # one conjunct relaxed, the other not
+    ("(x_max >= 0) & (alpha_max >= 1/L)", "x_max"),
+])
+def test_a_quantity_the_relaxation_cannot_read_declines_the_statement(relation: str, quantity: str) -> None:
+    """No plan of the relaxation reads the quantity: :func:`relax` raises Declined naming it (a conjunct left with
+    no strategy would be closed by nothing), and the prover reports the statement declined with that reason."""
+    from attnbounds.theory.deciding import prover
+    from attnbounds.theory.deciding.prover.relax import relax
+    from attnbounds.theory.deciding.prover.space import Declined
+    from attnbounds.theory.running import api
+
+    st = api.statement(relation, hypotheses=["softmax"], id="unread").statements[0]
+    with pytest.raises(Declined, match=quantity):
+        relax(st)
+    result = prover.prove(st, work=prover.work_for(0.2))
+    assert result.status == "declined" and quantity in result.reason, (result.status, result.reason)
 
 
 @pytest.mark.parametrize("log_F, side", [

@@ -15,13 +15,18 @@ them reads the margin's slope, which straddles 0 there. Taylor's theorem to seco
 
 from __future__ import annotations
 
+import base64
 import itertools
+import json
+import sys
+import zlib
 from fractions import Fraction
 
 import numpy as np
 import pytest
 import sympy as sp
 
+from attnbounds.theory.deciding import prover
 from attnbounds.theory.deciding.prover import bnb
 from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
 
@@ -188,3 +193,48 @@ def test_a_box_beside_an_equality_point_is_closed_on_the_span_of_both() -> None:
     assert outcome.status == "proved", outcome.reason
     ok, why, _ = bnb.replay(problem, bnb.decode(outcome.tree.encode(), 10**8))
     assert ok, why
+
+
+def _longest_fraction() -> Fraction:
+    """A fraction with the most characters the replay reads: a signed numerator and a denominator of
+    :data:`bnb.FRACTION_DIGITS` digits each (coprime: they differ by 2 and are odd)."""
+    return -Fraction(10**bnb.FRACTION_DIGITS - 1, 10**bnb.FRACTION_DIGITS - 3)
+
+
+@pytest.mark.parametrize("n", range(1, 6))
+def test_every_entry_the_replay_reads_fits_the_bytes_a_box_may_inflate_to(n: int) -> None:
+    """A second-order point of ``n`` fractions of the most digits the replay reads (one digit more it refuses), the
+    split at the longest hex double and the projection along every coordinate each take at most
+    :func:`bnb.entry_bytes` bytes in the inflated tree, with their quotes and comma."""
+    c = _longest_fraction()
+    point = ",".join([str(c)] * n)
+    assert bnb._fractions(point, n) == (c,) * n
+    assert bnb._fractions(point.replace("/", "0/", 1), n) is None and bnb._fractions(point + "0", n) is None
+    longest = [f"T{point}", f"S{n - 1}:{(-sys.float_info.max).hex()}", "P" + ",".join(f"{d}<" for d in range(n))]
+    for entry in longest:
+        assert len(json.dumps(entry)) + 1 <= bnb.entry_bytes(n), entry
+
+
+def test_a_tree_closed_to_second_order_around_the_longest_fractions_is_read_back_from_its_record() -> None:
+    """The core ``bowl(x - c) + bowl(y - c)``, ``c`` a fraction of the most digits the replay reads (no double): every
+    box is closed to second order around ``(c, c)`` (the slopes there exactly 0, beside the box or in it). A tree of
+    splits with as many such leaves as it can hold replays, and the record reader's inflation limit admits it."""
+    c = sp.Rational(_longest_fraction())
+    problem = _problem(_bowl(x - c) + _bowl(y - c), lo=-2.0, hi=0.0)
+    leaf = f"T{c},{c}"
+
+    def splits(lo: list[float], hi: list[float], depth: int) -> list[str]:
+        if depth == 0:
+            return [leaf]
+        d = depth % 2
+        mid = lo[d] / 2 + hi[d] / 2
+        left_hi, right_lo = [*hi], [*lo]
+        left_hi[d] = right_lo[d] = mid
+        return [f"S{d}:{mid.hex()}", *splits(lo, left_hi, depth - 1), *splits(right_lo, hi, depth - 1)]
+
+    tokens = splits([-2.0, -2.0], [0.0, 0.0], 3)
+    blob = base64.b64encode(zlib.compress(json.dumps(tokens, separators=(",", ":")).encode(), 9)).decode()
+    read = prover._tree({"tree": blob, "boxes": len(tokens)}, len(problem.coordinates), "test")
+    assert read == tokens
+    ok, why, leaves = bnb.replay(problem, read)
+    assert ok and leaves == 8, why

@@ -3,6 +3,10 @@
 import copy
 import json
 import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -61,6 +65,47 @@ def test_record_content(refuted):
     assert set(d["software"]) >= {"numpy", "sympy", "flint", "python"}
     assert d["git"]["commit"] is None or len(d["git"]["commit"]) == 40
     assert "wall_s" in d["timing"] and "seconds" not in d["counterexample"]["certificate"]
+
+
+def _git(*args, cwd=None):
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_git_provenance_is_the_commit_and_the_dirty_flag_git_reports(tmp_path, monkeypatch):
+    """In a work tree (a scratch repository, named by GIT_DIR): HEAD's commit, dirty when a tracked file changed (an
+    untracked one does not count); where git fails (no repository) or is missing: neither is known."""
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    repo = tmp_path / "repo"
+    assert _git("init", "-q", str(repo)).returncode == 0
+    (repo / "tracked.txt").write_text("a\n")
+    assert _git("add", "tracked.txt", cwd=repo).returncode == 0
+    assert _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "m", cwd=repo).returncode == 0
+    head = _git("rev-parse", "HEAD", cwd=repo).stdout.strip()
+    assert re.fullmatch("[0-9a-f]{40}", head), head
+    monkeypatch.setenv("GIT_DIR", str(repo / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(repo))
+    (repo / "untracked.txt").write_text("b\n")
+    assert rec.git_state.__wrapped__() == {"commit": head, "dirty": False}
+    (repo / "tracked.txt").write_text("c\n")
+    assert rec.git_state.__wrapped__() == {"commit": head, "dirty": True}
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "no-repository"))
+    assert _git("rev-parse", "HEAD").returncode != 0
+    assert rec.git_state.__wrapped__() == {"commit": None, "dirty": None}
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git"))
+    assert rec.git_state.__wrapped__() == {"commit": None, "dirty": None}
+
+
+def test_a_record_made_in_a_git_work_tree_carries_its_head_commit(refuted):
+    """The package run from a git work tree (a clone; not an installed wheel, where the test is skipped): the
+    record's ``git`` names that tree's HEAD."""
+    root = Path(rec.__file__).resolve().parents[2]
+    head = _git("rev-parse", "HEAD", cwd=root) if shutil.which("git") else None
+    if head is None or head.returncode != 0:
+        pytest.skip("the package does not run from a git work tree")
+    git = refuted.to_json()["git"]
+    assert git["commit"] == head.stdout.strip() and isinstance(git["dirty"], bool), git
 
 
 def test_content_hash_ignores_timing_only(refuted):

@@ -406,9 +406,6 @@ def _counts(masses: list[float], total: int) -> list[int]:
 #: the fields of a recorded problem that must equal those of the problem the replay rebuilds from the statement
 PROBLEM_FIELDS = ("conjunct", "pattern", "coordinates", "model", "atoms", "totals", "strict", "stripped", "signs",
                   "margin", "core", "constraints")
-#: the most bytes a tree's encoding may inflate to: each box takes at most 40 (a split at a hex double), and a tree
-#: holds at most bnb.MAX_NODES boxes
-TREE_BYTES_PER_BOX = 40
 
 
 def problem_fields(p: Problem) -> dict[str, Any]:
@@ -532,7 +529,8 @@ def _replay_relaxation(rel: Relaxation, certificate: dict[str, Any], problems: l
         if why:
             return False, f"{where}: {why}"
         try:
-            ok, what, n = replay_tree(problem, _tree(pj, where), programs=Programs(problem, faces))
+            tokens = _tree(pj, len(problem.coordinates), where)
+            ok, what, n = replay_tree(problem, tokens, programs=Programs(problem, faces))
         except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, RecursionError, AttnBoundsError) as exc:
             raise InvalidArgument(f"relaxation.problems[{k}].tree is malformed: {type(exc).__name__}: {exc}"[:300]) from None
         if not ok:
@@ -570,16 +568,17 @@ def _faces(pj: dict[str, Any], problem: Problem, where: str) -> dict[tuple[tuple
     return out
 
 
-def _tree(pj: dict[str, Any], where: str) -> list[str]:
-    """The recorded tree's tokens (:func:`bnb.decode`), inflated within :data:`TREE_BYTES_PER_BOX` bytes a recorded
-    box, at most ``bnb.MAX_NODES`` boxes, and as many as the recorded box count."""
-    from attnbounds.theory.deciding.prover.bnb import MAX_NODES, decode
+def _tree(pj: dict[str, Any], n: int, where: str) -> list[str]:
+    """The recorded tree's tokens (:func:`bnb.decode`) for a problem of ``n`` coordinates, inflated within
+    :func:`bnb.entry_bytes` bytes a recorded box, at most ``bnb.MAX_NODES`` boxes, and as many as the recorded box
+    count."""
+    from attnbounds.theory.deciding.prover.bnb import MAX_NODES, decode, entry_bytes
 
     boxes = pj["boxes"]
     if not 0 < boxes <= MAX_NODES:
         raise InvalidArgument(f"{where}: boxes = {boxes}; a tree holds 1 to {MAX_NODES} boxes")
     try:
-        tokens = decode(pj["tree"], TREE_BYTES_PER_BOX * boxes + 64)
+        tokens = decode(pj["tree"], entry_bytes(n) * boxes + 64)
     except ValueError as exc:
         raise InvalidArgument(f"{where}: {exc} ({boxes} boxes recorded)"[:300]) from None
     if len(tokens) != boxes:

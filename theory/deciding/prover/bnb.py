@@ -1202,6 +1202,18 @@ def _mean_value_bound(rc: tuple[float, float], rg: list[tuple[float, float]], lo
 
 
 # -- replay -------------------------------------------------------------------------------------------------------
+#: the most digits of a second-order point's denominator :func:`replay` reads (of its numerator: as many and a sign)
+FRACTION_DIGITS = 40
+
+
+def entry_bytes(n: int) -> int:
+    """The most bytes one box's entry takes in the inflated tree of a problem of ``n`` coordinates, its quotes and comma
+    included: the longest entry :func:`replay` reads is a second-order point ``T<p_1>,...`` of ``n`` fractions of at
+    most ``2 FRACTION_DIGITS + 2`` characters (a split takes 26 characters and its coordinate's digits, a projection
+    at most ``n`` claims of those digits and 2 characters, any other entry fewer)."""
+    return 3 + n * (2 * FRACTION_DIGITS + 3)
+
+
 def decode(blob: str, max_bytes: int) -> list[str]:
     """The preorder tokens of :meth:`Tree.encode`'s ``blob``, inflated within ``max_bytes`` (a blob that inflates
     beyond is refused before it takes the memory); ValueError for anything that is not base64 of zlib of a JSON list
@@ -1357,15 +1369,15 @@ def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None
 
 
 def _fractions(text: str, n: int) -> tuple[Fraction, ...] | None:
-    """``n`` fractions ``p/q`` separated by commas (each of at most 40 digits), or None."""
+    """``n`` fractions ``p/q`` separated by commas (each of at most :data:`FRACTION_DIGITS` digits), or None."""
     parts = text.split(",")
     if len(parts) != n:
         return None
     out = []
     for part in parts:
         num, slash, den = part.partition("/")
-        if not slash or len(num) > 41 or len(den) > 40 or not den.isdigit() or not num.lstrip("-").isdigit() \
-                or int(den) == 0:
+        if not slash or len(num) > FRACTION_DIGITS + 1 or len(den) > FRACTION_DIGITS or not den.isdigit() \
+                or not num.lstrip("-").isdigit() or int(den) == 0:
             return None
         out.append(Fraction(int(num), int(den)))
     return tuple(out)
