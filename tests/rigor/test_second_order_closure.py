@@ -238,3 +238,17 @@ def test_a_tree_closed_to_second_order_around_the_longest_fractions_is_read_back
     assert read == tokens
     ok, why, leaves = bnb.replay(problem, read)
     assert ok and leaves == 8, why
+
+
+def test_every_second_order_point_the_prover_tries_is_one_the_replay_reads() -> None:
+    """The points a box's equality is sought at (points found before, the float minimiser, the centre and corners)
+    are written into the tree when they close it: each must be one :func:`bnb.replay` reads back. A double far from 1
+    is a fraction of more digits than it reads (``2^-140`` has a 43-digit denominator): such points are not tried."""
+    c = 2.0**-140
+    problem = _problem(_bowl(x - sp.Rational(Fraction(c))) + _bowl(y), lo=-3 * c, hi=5 * c)
+    face = bnb.Programs.build(problem).face(())
+    face.critical.append((Fraction(c), Fraction(0)))  # an equality point found on another box
+    points = list(bnb._critical_candidates(face, np.array([-3 * c, -3 * c]), np.array([5 * c, 5 * c]), [0]))
+    assert points
+    for p in points:
+        assert bnb._fractions(",".join(f"{v.numerator}/{v.denominator}" for v in p), 2) == p, p

@@ -787,12 +787,13 @@ def _critical_candidates(face: Face, lo: np.ndarray, hi: np.ndarray, work: list[
     """Rational points of the box where an equality at a critical point may lie, each once: the face's points that
     closed boxes before (no work), then the float minimiser of the core on the box (:func:`_float_minimiser`, paid
     for only when those fail) rounded to fractions of small denominator, then the box's centre
-    and corners (dyadic: where splits put an end)."""
+    and corners (dyadic: where splits put an end). Only points the replay reads back (:func:`_recordable`): a double
+    far from 1 is a fraction of hundreds of digits, and a tree holding it would not replay from its record."""
     seen: set[tuple[Fraction, ...]] = set()
 
     def fresh(points: Iterable[tuple[Fraction, ...]]) -> Iterator[tuple[Fraction, ...]]:
         for p in points:
-            if p not in seen:
+            if p not in seen and _recordable(p):
                 seen.add(p)
                 yield p
 
@@ -1204,6 +1205,13 @@ def _mean_value_bound(rc: tuple[float, float], rg: list[tuple[float, float]], lo
 # -- replay -------------------------------------------------------------------------------------------------------
 #: the most digits of a second-order point's denominator :func:`replay` reads (of its numerator: as many and a sign)
 FRACTION_DIGITS = 40
+
+
+def _recordable(point: Sequence[Fraction]) -> bool:
+    """Whether a second-order point's fractions are ones :func:`_fractions` reads (at most :data:`FRACTION_DIGITS`
+    digits each, numerator and denominator)."""
+    return all(len(str(abs(v.numerator))) <= FRACTION_DIGITS and len(str(v.denominator)) <= FRACTION_DIGITS
+               for v in point)
 
 
 def entry_bytes(n: int) -> int:
