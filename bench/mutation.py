@@ -172,11 +172,13 @@ def _command(copy: Path, tests: list[str]) -> str:
 def _equivalent(m: Mutant, diff: str, rules: list[dict[str, str]]) -> dict[str, str] | None:
     """The reason a surviving mutant is equivalent, from the rule (``bench/mutation_equivalent.toml``) that names its
     module, its original line (a substring), its operator (a regular expression) and, when given, its mutated line (a
-    substring of the diff's added line)."""
+    substring of the diff's added line) and its context (a substring of the diff: the lines around a line as common
+    as ``continue``)."""
     added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
     for rule in rules:
         if rule["module"] == m.module and rule["line"] in m.source and re.fullmatch(rule["operator"], m.operator) \
-                and ("to" not in rule or any(rule["to"] in line for line in added)):
+                and ("to" not in rule or any(rule["to"] in line for line in added)) \
+                and ("context" not in rule or rule["context"] in diff):
             return rule
     return None
 

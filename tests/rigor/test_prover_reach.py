@@ -287,3 +287,48 @@ def test_a_core_on_a_half_line_is_proved_through_splits_of_its_finite_boxes(lo: 
     assert sum(t.startswith("S") for t in tokens) >= 2  # the half-line, then a finite box of it
     ok, why, _ = bnb.replay(problem, tokens)
     assert ok, why
+
+
+def test_an_alternative_whose_branch_and_bound_fails_leaves_its_group_to_the_others(monkeypatch: Any) -> None:
+    """A group is closed by any one of its alternatives: the branch and bound failing on one (an error, counted as not
+    closed) goes on to the next. ``alpha_max <= e^(2a/T) / (e^(2a/T) + L - 1)`` is proved only by the undivided core,
+    the second alternative of its group; the first of every group is made to fail here."""
+    st = api.statement("alpha_max <= exp(2*a/T)/(exp(2*a/T) + L - 1)", hypotheses=["softmax", "logits-bounded"],
+                       defaults={"a": "logit_absmax"}, id="max").statements[0]
+    real, seen = prover.branch_and_bound, set()
+
+    def first_fails(problem: Any, *args: Any, **kwargs: Any) -> Any:
+        key = (problem.pattern, len(problem.coordinates))  # the alternatives of a group share both
+        if key not in seen:
+            seen.add(key)
+            raise ValueError("the first alternative of its group fails")
+        return real(problem, *args, **kwargs)
+
+    monkeypatch.setattr(prover, "branch_and_bound", first_fails)
+    result = prover.prove(st, work=prover.work_for(1.0))
+    assert result.status == "proved", result.reason
+    assert len(seen) >= 2, seen  # more than one group was tried: a failure did not end the search
+
+
+@pytest.mark.parametrize("error", [prover.Declined("no relaxation now"), ValueError("cannot be built")],
+                         ids=["declined", "error"])
+def test_a_replay_goes_on_to_the_stronger_statement_when_the_statement_has_no_relaxation(monkeypatch: Any,
+                                                                                         error: Exception) -> None:
+    """A proof made through the stronger statement (without logits-bounded, which the relation does not read) replays
+    through it even when the statement itself cannot be relaxed (declined, or an error building it): the replay tries
+    each in turn, and says why the first failed only when both do."""
+    st = api.statement("J_row <= 0.3542/T", hypotheses=["softmax", "logits-bounded"], fixed={"a": 1.0},
+                       id="row").statements[0]
+    result = prover.prove(st, work=prover.work_for(0.5))
+    assert result.status == "proved" and "stronger statement" in result.reason, result.reason
+    certificate = json.loads(json.dumps(result.to_json()))
+    real = prover.relax
+
+    def fails_on_the_statement(statement: Any, **kwargs: Any) -> Any:
+        if statement is st:
+            raise error
+        return real(statement, **kwargs)
+
+    monkeypatch.setattr(prover, "relax", fails_on_the_statement)
+    ok, why = prover.replay(st, certificate)
+    assert ok and "stronger statement" in why, why
