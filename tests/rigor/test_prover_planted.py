@@ -1,5 +1,9 @@
 """The branch and bound on planted problems whose answer is known exactly (issue 35: one property for many paths).
 
+Beside the quadratic forms below, separable cores with kinks (``|x - p|``, where no slope exists) on a parameter axis
+or the length axis ``t = 1/L`` (split at the square of its end near 0): the same outcomes, their least values
+computed piece by piece.
+
 A core ``k + Q(x - p, y - p')`` or ``k + e^Q - 1`` with ``Q`` a rational quadratic form (definite, semidefinite or
 a saddle) and ``p`` a rational point has its least value on a box, cut or not by a linear constraint ``g >= 0``,
 exactly computable (where Q is least: at its critical point, on a side of the feasible polygon). So, whatever
@@ -19,7 +23,9 @@ when the 0 at the corner is written so that only the exact decision at the point
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Sequence
 
 import pytest
 import sympy as sp
@@ -229,3 +235,81 @@ def test_a_proofs_tightest_bound_keeps_the_claim_and_is_at_most_the_core_on_its_
     least = min(core.xreplace({x: sp.Rational(Fraction(a)), y: sp.Rational(Fraction(b))})
                 for a in (lo[0], hi[0]) for b in (lo[1], hi[1]))
     assert 0 <= bound <= least and bound <= 0, (core, box, outcome.tightest)
+
+
+# -- kinks and the length axis ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Kinked:
+    """``k + fx(x) + fy(y)``: each part piecewise quadratic, with its kinks; ``y`` a parameter or the length axis."""
+
+    k: sp.Rational
+    fx: sp.Expr
+    fy: sp.Expr
+    kinks: tuple[list[sp.Expr], list[sp.Expr]]
+    x_box: tuple[float, float]
+    y_box: tuple[float, float]
+    kind: str
+
+    @property
+    def core(self) -> sp.Expr:
+        return self.k + self.fx + self.fy
+
+    def least(self, lo: Sequence[float], hi: Sequence[float]) -> sp.Expr:
+        """The core's exact least value on the box ``[lo, hi]``: separable, each part least at an end, a kink or a
+        critical point of a smooth piece."""
+        return self.k + sum((_least_of(f, v, (float(a), float(b)), kinks) for f, v, a, b, kinks in
+                             zip((self.fx, self.fy), (x, y), lo, hi, self.kinks)), sp.Integer(0))
+
+
+def _least_of(f: sp.Expr, var: sp.Symbol, box: tuple[float, float], kinks: list[sp.Expr]) -> sp.Expr:
+    """The least value of ``f`` (quadratic in ``var`` between its ``kinks``) on ``box`` (its ends the exact doubles
+    they are): at an end, a kink inside, or a critical point of a piece inside."""
+    a, b = (sp.Rational(Fraction(e)) for e in box)
+    points = [a, b, *(p for p in kinks if a <= p <= b)]
+    for sign in (1, -1):
+        piece = f.xreplace({sp.Abs(var - p): sign * (var - p) for p in kinks})
+        points += [c for c in sp.solve(sp.diff(piece, var), var) if c.is_real and a <= c <= b]
+    return min(f.xreplace({var: p}) for p in points)
+
+
+@st.composite
+def kinked(draw: st.DrawFn) -> Kinked:
+    """``k + a |x - p| + c (y - q)^2 + e |y - q|``: a kink in x (slope ``a`` each side, or none), in y a parabola
+    up or down with or without a kink; ``y`` a parameter or the length axis ``t = 1/L`` on ``[0, 1/L_min]`` (split
+    at the square of its end near 0), ``q`` at ``t = 0``, near it, inside or at the far end."""
+    lo, hi = draw(st.sampled_from([(-1.0, 1.0), (-0.3, 0.9), (0.0, 0.6)]))
+    p = draw(st.sampled_from([sp.Rational(1, 3), sp.Rational(Fraction(0.3)), sp.Integer(0), sp.Rational(Fraction(hi))]))
+    kind = draw(st.sampled_from(["parameter", "length"]))
+    y_box = (0.0, draw(st.sampled_from([0.5, 1.0 / 3.0, 1e-3]))) if kind == "length" else (lo, hi)
+    q = draw(st.sampled_from([sp.Integer(0), sp.Rational(1, 10**4), sp.Rational(1, 7), sp.Rational(Fraction(y_box[1]))]))
+    a = sp.Rational(draw(st.integers(0, 4)), 4)
+    c = sp.Rational(draw(st.integers(-4, 8)), 4)
+    e = sp.Rational(draw(st.integers(0, 2)), 8)
+    k = draw(st.sampled_from([sp.Rational(-1, 64), sp.Rational(-1, 10**6), sp.Integer(0), sp.Rational(1, 64)]))
+    return Kinked(k, a * sp.Abs(x - p), c * (y - q) ** 2 + e * sp.Abs(y - q), ([p] if a else [], [q] if e else []),
+                  (lo, hi), y_box, kind)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kinked(), st.booleans())
+def test_kinked_least_values_decide_the_outcome_on_every_axis(case: Kinked, strict: bool) -> None:
+    """A core with kinks (absolute values: no slope there), its y a parameter or the length axis: never proved when
+    its exact least value is below 0 (or 0 under a strict bound); a negative box holds a point where it is (its own
+    least value); proved with room (least >= 1/64, whatever the kinks); a proof replays."""
+    coordinates = [Coordinate(x, *case.x_box, "parameter", "x"), Coordinate(y, *case.y_box, case.kind, "y")]
+    problem = Problem("kinked", 0, "test", coordinates, case.core, [], strict, case.core, [], {}, 0, 0, {}, "test", [])
+    outcome = bnb.branch_and_bound(problem, WORK)
+    least = case.least([case.x_box[0], case.y_box[0]], [case.x_box[1], case.y_box[1]])
+    holds = least > 0 or (least == 0 and not strict)
+    if not holds:
+        assert outcome.status != "proved", (case, strict, outcome.reason)
+    if outcome.status == "negative":
+        node = outcome.negative
+        assert node is not None
+        value = case.least(node.lo.tolist(), node.hi.tolist())
+        assert value < 0 or (strict and value == 0), (case, node.lo, node.hi, value)
+    if least >= sp.Rational(1, 64):
+        assert outcome.status == "proved", (case, strict, outcome.reason)
+    if outcome.status == "proved":
+        ok, why, _ = bnb.replay(problem, bnb.decode(outcome.tree.encode(), 10**8))
+        assert ok, why

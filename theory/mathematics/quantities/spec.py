@@ -251,6 +251,9 @@ def register(q: Quantity) -> Quantity:
 #: reasons a form is missing that several quantities share (:attr:`Quantity.lacks`)
 NO_RELAXED_VECTORS = 'token vectors x: a relaxation would give every token d coordinates (not built)'
 NO_RELAXED_RANDOM = 'an expectation over random sphere embeddings or heads (the relaxation reads deterministic quantities)'
+#: xi_i and C_i: deterministic in the selected weights, but one value per selected token, and the relaxation holds
+#: the selected tokens as a distribution (atoms), not as tokens a relation may range over one by one
+NO_RELAXED_PER_SELECTED = 'a per-selected-token quantity (the selected tokens are a distribution in the relaxation)'
 NO_TORCH_COUNT = 'a count: piecewise constant in every input, no gradient for ascent to follow'
 NO_TORCH_MC = 'a Monte Carlo mean of counts over random sphere draws: no gradient'
 

@@ -21,8 +21,9 @@ from attnbounds.theory.mathematics.errors import NotApplicable
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallValue, Ops, Unsupported
 from attnbounds.theory.mathematics.quantities import _float as F
-from attnbounds.theory.mathematics.quantities.spec import (NO_RELAXED_RANDOM, NO_RELAXED_VECTORS, NO_TORCH_COUNT, NO_TORCH_MC,
-                                                             MonteCarlo, define, hoeffding_halfwidth, mc_settings)
+from attnbounds.theory.mathematics.quantities.spec import (NO_RELAXED_PER_SELECTED, NO_RELAXED_RANDOM, NO_RELAXED_VECTORS,
+                                                             NO_TORCH_COUNT, NO_TORCH_MC, MonteCarlo, define,
+                                                             hoeffding_halfwidth, mc_settings)
 from attnbounds.theory.mathematics.quantities.torch_state import State
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ xi = define("xi", "BN", "xi_i = sqrt(M^2 P_i^2 - delta^2/2 (P_i^2 - Q_i)), P_i, 
             "of the other selected weights: the bound on ||s - alpha_i x_i|| from <x_j,x_k> <= M^2 - delta^2/2",
             definition="sqrt(M^2 P_i^2 - delta^2/2 (P_i^2 - Q_i))", reference=_REF + ", proof",
             needs=("selection", "sphere"), cost="weights",
-            magnitude=lambda inst: _xi_magnitude(inst), closed_form=True, lacks={"relaxed": NO_RELAXED_RANDOM})
+            magnitude=lambda inst: _xi_magnitude(inst), closed_form=True, lacks={"relaxed": NO_RELAXED_PER_SELECTED})
 
 
 def _xi_magnitude(inst: Instance) -> np.ndarray:
@@ -98,8 +99,7 @@ C_other = define("C_other", "BN", "C_i = sum_{j != k in I_N \\ {i}} alpha_j alph
                  "P_i and Q_i the sum and sum of squares of the other selected weights (Theorem 2)",
                  definition="sum_{j != k in I_N \\ {i}} alpha_j alpha_k", reference=_REF + ", proof (corrected form)",
                  needs=("selection",), cost="weights", magnitude=lambda inst: _abar(inst) ** 2, closed_form=True,
-                 lacks={"relaxed": 'a per-selected-token quantity (the selected tokens are a distribution in the '
-                                   'relaxation)'})
+                 lacks={"relaxed": NO_RELAXED_PER_SELECTED})
 
 
 @C_other.float_form
