@@ -22,6 +22,8 @@ unless its specification lists it in :attr:`Quantity.lacks` with the reason.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -272,3 +274,23 @@ def test_the_spectral_norm_of_tiny_exp_poly_jacobians_lies_in_its_ball():
         if inst is not None and compute("J_spectral", inst)[0] > 0:
             checked += _check_float_in_ball("J_spectral", inst)
     assert checked >= 30
+
+
+@pytest.mark.parametrize("name", ["xi", "C_other"])
+@pytest.mark.parametrize("logits", [[-540.96325147, -573.10372455], [-700.0, -20.0, -740.0]],
+                         ids=["two tokens, weights 1e-235 and 1e-249", "one dominant weight, another of 1e-321"])
+def test_xi_and_C_i_of_weights_far_below_1e_154_lie_in_their_balls(name: str, logits: list[float]) -> None:
+    """Sigmoid attention's weights need not sum to 1: at weights of 1e-235 and 1e-249 ``xi_i`` (``M P_i`` here) is
+    1e-249, and its error bound squared ``(M + delta)^2 abar^2`` underflowed to 0, as did ``P_i^2``: the float form
+    gave 0 with no tolerance (found by the thorough profile). ``P_i`` is not ``total - alpha_i`` either, whose
+    digits cancel when one weight dominates."""
+    from attnbounds.theory.mathematics.normalisers import SigmoidAttention
+
+    K = len(logits)
+    inst = Instance.from_logits(np.array([logits]), SigmoidAttention(T=1.0), x=np.eye(K)[None], N=K, M=1.0,
+                                delta=0.0, r=1.0, dim=K, mc_draws=20)
+    assert _check_float_in_ball(name, inst) == K  # every selected column
+    if name == "xi":  # delta = 0: xi_i = M P_i, the other weights' sum
+        a = inst.alpha[0].tolist()
+        others = [math.fsum(a[:i] + a[i + 1:]) for i in range(K)]
+        assert _float(name, inst)[0].tolist() == pytest.approx(others, rel=1e-12)

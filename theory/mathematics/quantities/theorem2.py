@@ -35,11 +35,12 @@ _REF = "Theorem 2 (geometric separability)"
 SPHERE_TOKENS = 1024
 
 
-def _P_Q(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
-    """``P_i``, ``Q_i``: sum and sum of squares of the other selected weights, per column ``(B, K)``."""
-    w = F.selected_weight(inst)
-    a = inst.alpha
-    return w.sum(-1, keepdims=True) - a, (w * a).sum(-1, keepdims=True) - a * a
+def _P_R(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
+    """``P_i`` and ``R_i = sqrt(Q_i)``: the sum and the Euclidean norm of the other selected weights, per column
+    ``(B, K)``, each without the cancellation of ``total - alpha_i`` when one weight dominates, and ``R_i`` without
+    squaring weights below 1e-154 to 0."""
+    sel = np.where(inst.mask, inst.multiplicity, 0)
+    return F.sum_others(inst.alpha, sel), F.norm_others(inst.alpha, sel)
 
 
 def _P_Q_ball(ex: BallInstance) -> tuple[np.ndarray, np.ndarray]:
@@ -63,14 +64,18 @@ def _xi_magnitude(inst: Instance) -> np.ndarray:
     and never more than ``sqrt(eps) (M + delta) abar``."""
     scale = ((inst.param("M") + inst.param("delta")) * _abar(inst))[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(scale > 0, scale**2 / np.maximum(2 * _xi(inst), 2.0**-26 * scale), 0.0)
+        return np.where(scale > 0, scale * (scale / np.maximum(2 * _xi(inst), 2.0**-26 * scale)), 0.0)
 
 
 @xi.float_form
 def _xi(inst: Instance) -> np.ndarray:
+    """``P_i sqrt(M^2 - delta^2/2 (1 - (R_i / P_i)^2))`` (``R_i <= P_i``): ``xi`` scaled by ``P_i``, so that weights
+    below 1e-154 do not square to 0."""
     M, delta = inst.param("M")[:, None], inst.param("delta")[:, None]
-    P, Q = _P_Q(inst)
-    return np.sqrt(np.maximum(M**2 * P**2 - delta**2 / 2 * (P**2 - Q), 0.0))
+    P, R = _P_R(inst)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(P > 0, R / P, 0.0)
+    return P * np.sqrt(np.maximum(M**2 - delta**2 / 2 * (1 - ratio**2), 0.0))
 
 
 @xi.ball_form
@@ -104,9 +109,9 @@ C_other = define("C_other", "BN", "C_i = sum_{j != k in I_N \\ {i}} alpha_j alph
 
 @C_other.float_form
 def _c_other(inst: Instance) -> np.ndarray:
-    """``P_i^2 - Q_i``, exactly 0 when fewer than two other tokens are selected, never < 0."""
-    P, Q = _P_Q(inst)
-    return np.maximum(P**2 - Q, 0.0) if cast(int, inst.N) > 2 else np.zeros_like(P)
+    """``P_i^2 - Q_i = (P_i - R_i)(P_i + R_i)``, exactly 0 when fewer than two other tokens are selected, never < 0."""
+    P, R = _P_R(inst)
+    return np.maximum((P - R) * (P + R), 0.0) if cast(int, inst.N) > 2 else np.zeros_like(P)
 
 
 @C_other.ball_form
