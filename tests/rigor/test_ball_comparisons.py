@@ -497,3 +497,24 @@ def test_the_exact_tier_reads_python_integers_and_fractions_as_exact_points(x: i
     assert Fraction(lo) <= x <= Fraction(hi) and hi - lo <= 2 * math.ulp(float(x)), (x, lo, hi)
     m, r = ops.mid_rad(x)
     assert abs(Fraction(m) - x) <= Fraction(r), (x, m, r)
+
+
+@settings(max_examples=40, deadline=None)
+@given(tier=hs.sampled_from(TIERS), x=hs.floats(1e-3, 1e3), y=hs.floats(-4.0, 4.0).filter(lambda v: not v.is_integer()),
+       form=hs.sampled_from(["symbol", "float", "rational"]))
+@example(tier="arb", x=2.0, y=0.3, form="rational")
+@example(tier="mpmath", x=5.0, y=-1.7, form="symbol")
+def test_a_power_with_a_non_integer_exponent_encloses_its_value(tier: str, x: float, y: float, form: str) -> None:
+    """``x ** y`` for a base ``x > 0`` and an exponent that is not an integer (a parameter symbol, a float, a rational
+    number): the ball holds the exact power (read from mpmath at 60 digits)."""
+    ops = backend(tier)
+    X, Y = sp.Symbol("x"), sp.Symbol("y")
+    q = Fraction(y).limit_denominator(1000)
+    exponent = {"symbol": Y, "float": sp.Float(y), "rational": sp.Rational(q.numerator, q.denominator)}[form]
+    with mpmath.workdps(60):
+        power = mpmath.mpf(q.numerator) / q.denominator if form == "rational" else mpmath.mpf(y)
+        want = mpmath.power(mpmath.mpf(x), power)
+    with ops.precision(128):
+        got = BallEvaluator(ops, {"x": ops.num(x), "y": ops.num(y)})(X ** exponent)
+        lo, hi = ops.lower_float(got), ops.upper_float(got)
+    assert mpmath.mpf(lo) <= want <= mpmath.mpf(hi), (x, exponent, ops.text(got), want)

@@ -8,11 +8,15 @@ from __future__ import annotations
 import threading
 
 import pytest
+import sympy as sp
 
 from attnbounds.theory.deciding import limits
 from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.mathematics import hypotheses as hyp
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.normalisers import softmax
+from attnbounds.theory.mathematics.statement import Citation, Statement
+from attnbounds.theory.mathematics.statements._symbols import dF_l2
 from tests.planted import weights_lower, weights_upper
 
 
@@ -62,3 +66,22 @@ def test_the_analysis_is_bounded_by_work_and_the_same_in_any_thread() -> None:
     worker.start()
     worker.join()
     assert here == there
+
+
+def test_a_bound_on_the_norm_of_F_prime_is_certified_along_growths_and_holds_at_their_members() -> None:
+    """``||F'||_2 / sum_k F(l_k)`` (``dF_l2``) reads the counts only through the classes' sizes, so the analysis
+    gives its closed form along each growth: ``dF_l2 <= 1/2``, false at the base instance, is certified to hold from
+    some ``L0`` on, and certify agrees at members of the growth from ``L0``."""
+    statement = Statement("limits.dF_l2-half", "||F'||_2 / sum_k F(l_k) <= 1/2", sp.Le(dF_l2, sp.Rational(1, 2)),
+                          Citation("test"), (hyp.F_POSITIVE, hyp.F_LENGTH_INDEPENDENT, hyp.LOGITS_BOUNDED, hyp.SOFTMAX),
+                          bindings={"dF_l2": "dF_l2"}, fixed={"a": 3.0, "T": 1.0})
+    inst = Instance.from_logits([[2.0, -1.0]], softmax(1.0), counts=[[1, 9]], a=3.0, T=1.0)
+    assert certify(statement, inst).status == "violated"
+    results = limits.analyse(statement, inst, violated=False)
+    assert results and all(r.status == "holds-for-all" for r in results), [r.to_json() for r in results]
+    for r in results:
+        growth = next(g for g in limits.growths(inst) if g.name == r.growth)
+        step = sum(growth.growth)
+        first = -(-(r.L0 - growth.length(0)) // step)  # the first member with L >= L0
+        for value in (first, first + 1, 10**6):
+            assert certify(statement, growth.at(value)).status == "holds", (r.growth, growth.length(value))

@@ -117,6 +117,18 @@ def test_separable_counts_follow_the_definition():
         assert compute("Ns_full", inst)[b] == full
 
 
+def test_each_row_of_a_batch_takes_the_sphere_expectation_in_its_own_dimension():
+    """Two tokens of weight 1/2, the first selected, ``M = 1``, ``r = 1/2``: the other token is inside the ball
+    (and N_s = 0) exactly when the angle of the two is below 60 degrees, probability 1/3 in R^2 and about 0 in R^200.
+    Rows of one batch that differ only in ``dim`` each take their own dimension's expectation, as each does alone."""
+    inst = Instance.from_weights([[0.5, 0.5]] * 2, N=1, M=1.0, delta=0.0, r=0.5, dim=np.array([2.0, 200.0]),
+                                 mc_draws=2000, seed=3)
+    batch = compute("E_Ns_full", inst)
+    for b, want in ((0, 2 / 3), (1, 1.0)):
+        alone = compute("E_Ns_full", inst.take([b]))[0]
+        assert batch[b] == pytest.approx(want, abs=0.05) and alone == pytest.approx(want, abs=0.05), (b, batch, alone)
+
+
 def test_jacobian_norms_and_finite_difference():
     inst = _instance(B=2, L=4)
     J = nz.softmax(0.7).jacobian(inst.logits)

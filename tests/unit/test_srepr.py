@@ -110,6 +110,15 @@ def test_a_number_where_text_belongs_is_refused() -> None:
         parse_srepr(12, where="f")
 
 
+def test_a_text_of_up_to_one_million_characters_is_read_and_a_longer_one_refused_naming_the_limit() -> None:
+    """The size bound of a record's expressions is one million characters (``MAX_CHARS``): a text of exactly that
+    length is read, one character more is refused before it is parsed, with a message that names the bound."""
+    body = "Integer(1)"
+    assert parse_srepr(" " * (1_000_000 - len(body)) + body, where="f") == 1
+    with pytest.raises(InvalidArgument, match="^f: the expression has 1000001 characters; at most 1000000 are read$"):
+        parse_srepr(" " * (1_000_001 - len(body)) + body, where="f")
+
+
 def test_an_expression_that_does_not_write_back_is_refused_when_exact() -> None:
     text = "Rational(2, 4)"  # sympy writes 1/2 as Rational(1, 2): no expression's srepr is this text
     assert parse_srepr(text, where="f") == sp.Rational(1, 2)

@@ -303,9 +303,10 @@ def _tokens(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
     return inst.alpha[b, reps], inst.mask[b, reps]
 
 
-def _sphere_dim(params: dict[str, np.ndarray], x: np.ndarray | None) -> int:
+def _sphere_dim(params: dict[str, np.ndarray], x: np.ndarray | None, row: int = 0) -> int:
+    """The dimension of row ``row``'s sphere: its parameter ``dim``, else that of ``x`` (16 without either)."""
     if "dim" in params:
-        return int(params["dim"][0])
+        return int(params["dim"][row])
     return int(x.shape[-1]) if x is not None else 16
 
 
@@ -323,13 +324,13 @@ def _separable_counts(alpha: np.ndarray, x: np.ndarray, mask: np.ndarray, r: np.
 def _expected_ns(inst: Instance, which: int) -> tuple[np.ndarray, np.ndarray]:
     """``E[N_s]/N`` over x ~ uniform on the M-sphere given delta-separation, weights fixed (Theorem 2)."""
     draws, seed, level = mc_settings(inst.params)
-    d = _sphere_dim(inst.params, inst.x)
     alpha, mask = _tokens(inst)
     rng = np.random.default_rng(seed)
     M, delta, r = inst.param("M"), inst.param("delta"), inst.param("r")
     mean = np.empty(inst.B)
-    step = memory.rows_per_chunk(8.0 * inst.L * max(d, inst.L))  # draws per chunk
-    for b in range(inst.B):  # one row at a time, its draws in chunks: memory stays within CHUNK_BYTES
+    for b in range(inst.B):  # one row at a time in its own dim, its draws in chunks: memory stays within CHUNK_BYTES
+        d = _sphere_dim(inst.params, inst.x, b)
+        step = memory.rows_per_chunk(8.0 * inst.L * max(d, inst.L))  # draws per chunk
         total = 0.0
         for start in range(0, draws, step):
             n = min(step, draws - start)
