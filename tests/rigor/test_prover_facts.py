@@ -14,7 +14,9 @@
   top-N selection is then the tokens beyond a threshold), a length-aware log F at every length of the statement's
   range of L and at no other;
 - a token placed between two ends (a side of the threshold) has a coordinate whose text names those ends in order:
-  its logit is at the first end where the coordinate is 0 and at the second where it is 1.
+  its logit is at the first end where the coordinate is 0 and at the second where it is 1;
+- a property of F a hypothesis asks for (F positive) is accepted only when it holds at every temperature, not at
+  T = 1 alone.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import sympy as sp
 
 from attnbounds.theory.deciding.prover import _check_core
 from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
+from attnbounds.theory.mathematics.normalisers import l_sym
 
 x, y = sp.symbols("x y", real=True)
 
@@ -279,3 +282,28 @@ def test_a_token_between_two_ends_has_a_coordinate_naming_them_in_order(bounded:
                 assert tok.l is not None and plain.l is not None
                 at = sp.simplify(tok.l.xreplace({coord.symbol: value}))  # -oo or oo at an end of the unbounded s
                 assert at == sp.simplify(plain.l.xreplace({base: end})), (coord.text, value, at)
+
+
+T_ = sp.Symbol("T")
+
+
+@pytest.mark.parametrize("log_F, holds", [
+    (l_sym / T_, True),
+    (l_sym / T_ - sp.log(1 + l_sym ** 2), True),
+    (sp.log(l_sym ** 2 + (T_ - 1) ** 2), False),  # F(0) = 0 at T = 1
+    (sp.log(l_sym ** 2 + (T_ - 2) ** 2), False),  # positive at T = 1, F(0) = 0 at T = 2
+    (sp.log(2 - T_ + l_sym ** 2), False),         # positive at T = 1, not real for T > 2
+])
+def test_a_property_of_F_is_accepted_only_when_it_holds_at_every_temperature(log_F: sp.Expr, holds: bool) -> None:
+    """The relaxation ranges over every temperature T > 0: a normaliser whose F is positive at some temperatures and
+    not at others does not satisfy 'F positive' (the simplex hypothesis reads it too, and its instances include
+    those of F with a zero weight)."""
+    from attnbounds.theory.deciding.prover.space import Space
+    from attnbounds.theory.running import api
+
+    st = api.statement("alpha_max >= 1/L", hypotheses=["simplex"], id="simplex").statements[0]
+    space = Space(st)
+    space.normaliser(log_F, {}, "test")
+    space.normaliser_property(lambda n: n.positive, "F positive")
+    space.check_properties()
+    assert (not space.problems) == holds, space.problems

@@ -252,3 +252,39 @@ def test_every_second_order_point_the_prover_tries_is_one_the_replay_reads() -> 
     assert points
     for p in points:
         assert bnb._fractions(",".join(f"{v.numerator}/{v.denominator}" for v in p), 2) == p, p
+
+
+@pytest.mark.parametrize("a, b", [(THIRD, -sp.Rational(2, 7)), (sp.Rational(3, 1000), sp.Rational(-5, 11)),
+                                  (sp.Rational(999, 1000), -sp.Rational(123, 1024))])
+def test_the_float_minimiser_finds_a_bowls_least_point_to_half_its_finest_grid_step(a: sp.Expr, b: sp.Expr) -> None:
+    """On two free coordinates the nested grids reach the step ``(hi - lo) / 2^9`` (:func:`bnb._float_minimiser`),
+    each grid spanning the last one's two cells around its least point: the least point of a separable convex core
+    lies in every grid, so the minimiser is within half that step of it on each coordinate, inside the box."""
+    face = bnb.Programs.build(_problem(_bowl(x - a) + _bowl(y - b))).face(())
+    lo, hi = np.array([-1.0, -1.0]), np.array([1.0, 1.0])
+    best = bnb._float_minimiser(face, lo, hi, [0, 1], [0])
+    assert np.all(lo <= best) and np.all(best <= hi)
+    assert np.all(np.abs(best - [float(a), float(b)]) <= (hi - lo) / 2**10 * (1 + 1e-9)), best
+
+
+@pytest.mark.parametrize("n", range(1, 7))
+def test_every_grid_of_the_float_minimiser_holds_at_most_its_grid_points(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """However many coordinates are free, one grid of the float minimiser evaluates at most
+    :data:`bnb.GRID_POINTS` points (its work and memory stay bounded), and its point lies in the box."""
+    zs = sp.symbols(f"z:{n}", real=True)
+    coordinates = [Coordinate(z, -1.0, 1.0, "parameter", str(z)) for z in zs]
+    core = sum((_bowl(z - THIRD) for z in zs), sp.Integer(0))
+    problem = Problem("grid", 0, "test", coordinates, core, [], False, core, [], {}, 0, 0, {}, "test", [])
+    face = bnb.Programs.build(problem).face(())
+    sizes: list[int] = []
+    run_float = bnb.run_float
+
+    def counted(program: bnb.Program, lo: np.ndarray, hi: np.ndarray) -> list:
+        sizes.append(len(lo))
+        return run_float(program, lo, hi)
+
+    monkeypatch.setattr(bnb, "run_float", counted)
+    lo, hi = -np.ones(n), np.ones(n)
+    best = bnb._float_minimiser(face, lo, hi, list(range(n)), [0])
+    assert sizes and max(sizes) <= bnb.GRID_POINTS, sizes
+    assert np.all(lo <= best) and np.all(best <= hi)

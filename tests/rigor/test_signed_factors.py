@@ -169,12 +169,15 @@ def _kink_problem(core: sp.Expr, coords: list[Coordinate]) -> Problem:
     (lambda b, u, y: y * u, None),                              # the other factor changes sign too: no single cut
     (lambda b, u, y: u - sp.Rational(1, 3), None),              # 1/3 is not a double: no exact cut
     (lambda b, u, y: u + 2, None),                              # no sign change inside the box
+    (lambda b, u, y: (1 + y**2) * (u + 1), None),               # a sign change at the range's lower end only
+    (lambda b, u, y: 2 * (1 - u), None),                        # at its upper end only
     (lambda b, u, y: u**2 - sp.Rational(1, 4), None),           # not affine in u
 ])
 def test_an_absolute_value_is_cut_exactly_where_its_argument_changes_sign(arg: Any, cut: tuple[str, float] | None
                                                                           ) -> None:
     """A kink ``|c (x - v)|`` the root box leaves unresolved is cut at ``x = v`` (a double strictly inside the range),
-    where each side resolves its sign; nothing else is cut (:func:`relax._kink`)."""
+    where each side resolves its sign; nothing else is cut, a sign change at an end of the range neither (one side
+    would be the end alone) (:func:`relax._kink`)."""
     from attnbounds.theory.deciding.prover.relax import _kink
     from attnbounds.theory.mathematics.opaque import OAbs
 

@@ -20,6 +20,8 @@ from attnbounds.theory.mathematics.statement import Statement
 INF = math.inf
 #: work (operations) spent deciding whether log F is monotone in the logit
 MONOTONE_WORK = 2_000_000
+#: the temperatures a property of F is decided at when log F reads T otherwise than through l / T
+PROPERTY_TEMPERATURES = tuple(2.0**k for k in range(-6, 7))
 
 
 class Declined(AttnBoundsError):
@@ -110,8 +112,15 @@ class Space:
         for holds, text, _ in self.pending:
             if self.log_F is None:
                 self.problems.append(f"'{text}' alone ranges over every such F (the prover reads one log F)")
-            elif not holds(RatioNormaliser("relaxed", self.log_F, {**self.normaliser_params, "T": 1.0})):
+            elif not all(holds(self.make(T)) for T in self._temperatures()):
                 self.problems.append(f"the normaliser {self.normaliser_text} does not satisfy '{text}'")
+
+    def _temperatures(self) -> tuple[float, ...]:
+        """Where a property of F (each over every real logit) is decided, to hold at every temperature: at T = 1
+        alone when log F reads T only through l / T (l -> T l maps F at T onto F at 1), else at each of
+        :data:`PROPERTY_TEMPERATURES` (``log(l^2 + (T - 2)^2)`` is finite at T = 1, not at l = 0 when T = 2)."""
+        assert self.log_F is not None
+        return (1.0,) if t_scaled(self.log_F) else PROPERTY_TEMPERATURES
 
     def bound_logits(self, by: str = "a") -> None:
         """Every logit lies in ``[-a, a]``: ``a`` the statement's parameter (``by`` "a"), or (``by`` "keys", the logits
