@@ -168,6 +168,17 @@ def scaled_norm(v: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     return m[..., 0] * np.sqrt((w * u * u).sum(-1))
 
 
+def _without_largest(v: np.ndarray, mult: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`norm_others` and :func:`sum_others` read: the rows' indices, ``v`` on the columns that hold tokens
+    (0 elsewhere), each row's column of the largest entry, and the counts with one token of that column taken out."""
+    b = np.arange(v.shape[0])
+    vv = np.where(mult > 0, v, 0.0)
+    k = vv.argmax(-1)
+    rest_mult = mult.copy()
+    rest_mult[b, k] -= 1
+    return b, vv, k, rest_mult
+
+
 def norm_others(v: np.ndarray, mult: np.ndarray) -> np.ndarray:
     """``||v_{-i}||_2`` (every token but one token of column i) for each column of the non-negative ``v``.
 
@@ -175,12 +186,8 @@ def norm_others(v: np.ndarray, mult: np.ndarray) -> np.ndarray:
     remaining entry, and the column of the largest entry summed without it, so neither the
     subtraction nor the squares lose it when one entry dominates or the entries are tiny.
     """
-    b = np.arange(v.shape[0])
-    vv = np.where(mult > 0, v, 0.0)
-    k = vv.argmax(-1)
+    b, vv, k, rest_mult = _without_largest(v, mult)
     m = vv[b, k]
-    rest_mult = mult.copy()
-    rest_mult[b, k] -= 1  # the largest column without one of its tokens
     rest = np.where(rest_mult > 0, vv, 0.0)
     m2 = rest.max(-1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -196,11 +203,7 @@ def sum_others(v: np.ndarray, mult: np.ndarray) -> np.ndarray:
     ``mult`` the tokens per column. The column of the largest entry is summed without it, so that the subtraction
     does not lose the others when one entry dominates (elsewhere what is left holds the largest entry: a relative
     error of a few ulps times the tokens)."""
-    b = np.arange(v.shape[0])
-    vv = np.where(mult > 0, v, 0.0)
-    k = vv.argmax(-1)
-    rest_mult = mult.copy()
-    rest_mult[b, k] -= 1  # the largest column without one of its tokens
+    b, vv, k, rest_mult = _without_largest(v, mult)
     out = np.maximum((mult * vv).sum(-1, keepdims=True) - vv, 0.0)
     out[b, k] = (np.maximum(rest_mult, 0) * vv).sum(-1)
     return out

@@ -21,9 +21,9 @@ from attnbounds.theory.mathematics.errors import NotApplicable
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallValue, Ops, Unsupported
 from attnbounds.theory.mathematics.quantities import _float as F
-from attnbounds.theory.mathematics.quantities.spec import (NO_RELAXED_PER_SELECTED, NO_RELAXED_RANDOM, NO_RELAXED_VECTORS,
-                                                             NO_TORCH_COUNT, NO_TORCH_MC, MonteCarlo, define,
-                                                             hoeffding_halfwidth, mc_settings)
+from attnbounds.theory.mathematics.quantities.spec import (NO_RELAXED_PER_SELECTED, NO_RELAXED_RANDOM,
+                                                             NO_RELAXED_VECTORS, NO_TORCH_COUNT, NO_TORCH_MC,
+                                                             MonteCarlo, define, hoeffding_halfwidth, mc_settings)
 from attnbounds.theory.mathematics.quantities.torch_state import State
 
 if TYPE_CHECKING:
@@ -82,13 +82,14 @@ def _xi(inst: Instance) -> np.ndarray:
 def _xi_ball(ex: BallInstance) -> np.ndarray:
     M, delta, ops = ex.param("M"), ex.param("delta"), ex.ops
     P, Q = _P_Q_ball(ex)
+    return _xi_of(ops, P, Q, M, delta)
+
+
+def _xi_of(ops: Ops, P: np.ndarray, Q: np.ndarray, M: Any, delta: Any) -> np.ndarray:
+    """``xi = sqrt(max(M^2 P^2 - delta^2/2 (P^2 - Q), 0))`` on balls, per selected token (``Ops.sqrt`` of a ball
+    entirely below 0 has no value: xi's definition clamps first)."""
     z = P * P * (M * M) - (P * P - Q) * (delta * delta / ops.num(2))
-    return ops.map(lambda v: _root_of_positive_part(ops, v), z)
-
-
-def _root_of_positive_part(ops: Any, z: Any) -> Any:
-    """``sqrt(max(z, 0))``, xi's definition (``Ops.sqrt`` of a ball entirely below 0 has no value)."""
-    return ops.sqrt(ops.max2(z, ops.zero()))
+    return ops.map(lambda v: ops.sqrt(ops.max2(v, ops.zero())), z)
 
 
 @xi.torch_form
@@ -394,8 +395,7 @@ def _sphere_bounds(ex: BallInstance, which: int) -> tuple[int, int]:
     a_sel = a[sel]
     P = np.array([ops.total(np.delete(a_sel, pos)) for pos in range(len(sel))], dtype=object)
     Q = np.array([ops.total(np.delete(a_sel * a_sel, pos)) for pos in range(len(sel))], dtype=object)
-    z = P * P * (M * M) - (P * P - Q) * (delta * delta / ops.num(2))
-    xi_tok = ops.map(lambda v: _root_of_positive_part(ops, v), z)
+    xi_tok = _xi_of(ops, P, Q, M, delta)
     lower = np.array([_norm_bounds(ops, np.delete(a_sel, pos), M)[0] for pos in range(len(sel))], dtype=object)
     inside_sel, _ = _classify(ops, xi_tok, r)
     _, outside_sel = _classify(ops, lower, r)
