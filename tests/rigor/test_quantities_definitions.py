@@ -1,5 +1,6 @@
 """Each quantity against a straightforward loop over its definition in the paper."""
 
+import math
 from itertools import combinations
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
+from attnbounds.theory.mathematics import balls
 from attnbounds.theory.mathematics import normalisers as nz
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.quantities import QUANTITIES, compute, interval, sphere_embeddings
@@ -127,6 +129,26 @@ def test_each_row_of_a_batch_takes_the_sphere_expectation_in_its_own_dimension()
     for b, want in ((0, 2 / 3), (1, 1.0)):
         alone = compute("E_Ns_full", inst.take([b]))[0]
         assert batch[b] == pytest.approx(want, abs=0.05) and alone == pytest.approx(want, abs=0.05), (b, batch, alone)
+
+
+@pytest.mark.parametrize("dim", [2, 3, 16])
+def test_sphere_expectations_at_a_structural_tie_enclose_the_exact_value(dim: int) -> None:
+    """Weights ``[1, 0]``, the first token selected, ``r = M``: the context is ``x_1`` and the other token lies at
+    distance exactly ``M = r`` from it for every draw, inside the closed ball, so ``N_s = 0`` (full) and ``1``
+    (relaxed) surely. The float estimate's interval encloses those values though rounding puts some draws' distances
+    on either side of r, and the ball form decides them exactly."""
+    from attnbounds.theory.mathematics.intervals import backend
+    from attnbounds.theory.mathematics.quantities import ball_value
+
+    M = math.sqrt(1000.0)  # not a double's exact square root: distances round both ways
+    inst = Instance.from_weights([[1.0, 0.0]], N=1, M=M, delta=0.0, r=M, dim=float(dim), mc_draws=256, seed=5)
+    ops = backend("arb")
+    for name, exact in (("E_Ns_full", 0.0), ("E_Ns_relaxed", 1.0)):
+        lo, hi = interval(name, inst)
+        assert lo[0] <= exact <= hi[0], (name, lo, hi)
+        with ops.precision(128):
+            ball = ball_value(name, balls.ball_instance(inst, ops))
+        assert ops.lower_float(ball) == ops.upper_float(ball) == exact, (name, ball)
 
 
 def test_jacobian_norms_and_finite_difference():

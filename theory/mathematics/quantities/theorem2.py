@@ -311,34 +311,42 @@ def _sphere_dim(params: dict[str, np.ndarray], x: np.ndarray | None, row: int = 
     return int(x.shape[-1]) if x is not None else 16
 
 
-def _separable_counts(alpha: np.ndarray, x: np.ndarray, mask: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(relaxed, full)`` counts N_s of the Definition for token vectors ``x`` (any leading axes)."""
+def _separable_counts(alpha: np.ndarray, x: np.ndarray, mask: np.ndarray, r: np.ndarray, M: np.ndarray,
+                      which: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds ``(lo, hi)`` on the count N_s of the Definition (``which`` 0: relaxed, 1: full) for token vectors ``x``
+    (any leading axes; ``r``, ``M`` per leading index): a distance within rounding of ``r`` (``1e-9`` of
+    ``r + (alpha_i + sum_sel alpha) M``, far above the float draw's error) counts on both sides, so the two differ
+    only at ties (weights [1, 0] put the other token at distance exactly M from the context for every draw)."""
     w = np.where(mask, alpha, 0.0)
     s = np.einsum("...l,...ld->...d", w, x)
     dist = F.norm(alpha[..., None] * x - s[..., None, :], axis=-1)
-    inside = dist <= r[..., None]
-    relaxed = (inside & mask).sum(-1)
-    no_outsider = ~(inside & ~mask).any(-1)
-    return relaxed, relaxed * no_outsider
+    tol = 1e-9 * (r[..., None] + (alpha + w.sum(-1, keepdims=True)) * M[..., None])
+    sure, maybe = dist <= r[..., None] - tol, dist <= r[..., None] + tol
+    lo, hi = (sure & mask).sum(-1), (maybe & mask).sum(-1)
+    if which == 0:
+        return lo, hi
+    return lo * ~(maybe & ~mask).any(-1), hi * ~(sure & ~mask).any(-1)
 
 
 def _expected_ns(inst: Instance, which: int) -> tuple[np.ndarray, np.ndarray]:
-    """``E[N_s]/N`` over x ~ uniform on the M-sphere given delta-separation, weights fixed (Theorem 2)."""
+    """``E[N_s]/N`` over x ~ uniform on the M-sphere given delta-separation, weights fixed (Theorem 2): the midpoint
+    of the draws' count bounds, and Hoeffding's half-width plus half their spread (non-zero only at ties)."""
     draws, seed, level = mc_settings(inst.params)
     alpha, mask = _tokens(inst)
     rng = np.random.default_rng(seed)
     M, delta, r = inst.param("M"), inst.param("delta"), inst.param("r")
-    mean = np.empty(inst.B)
+    lo, hi = np.empty(inst.B), np.empty(inst.B)
     for b in range(inst.B):  # one row at a time in its own dim, its draws in chunks: memory stays within CHUNK_BYTES
         d = _sphere_dim(inst.params, inst.x, b)
         step = memory.rows_per_chunk(8.0 * inst.L * max(d, inst.L))  # draws per chunk
-        total = 0.0
+        total = np.zeros(2)
         for start in range(0, draws, step):
             n = min(step, draws - start)
             x = sphere_embeddings(rng, (n,), inst.L, d, np.full(n, M[b]), np.full(n, delta[b]))
-            total += _separable_counts(alpha[b][None], x, mask[b][None], np.full(n, r[b]))[which].sum()
-        mean[b] = total / draws / cast(int, inst.N)
-    return mean, np.full(inst.B, float(hoeffding_halfwidth(1.0, draws, level)))
+            c_lo, c_hi = _separable_counts(alpha[b][None], x, mask[b][None], np.full(n, r[b]), np.full(n, M[b]), which)
+            total += (c_lo.sum(), c_hi.sum())
+        lo[b], hi[b] = total / draws / cast(int, inst.N)
+    return (lo + hi) / 2, (hi - lo) / 2 + float(hoeffding_halfwidth(1.0, draws, level))
 
 
 def _feasible(ex: BallInstance) -> None:
@@ -443,18 +451,7 @@ def _expected_ns_mc(ex: BallInstance, which: int) -> BallValue:
     d = _sphere_dim(ex.inst.params, ex.inst.x)
     x = sphere_embeddings(rng, (draws,), L, d, np.array(M), np.array(delta))
     reps = np.repeat(np.arange(ex.K), ex.counts)
-    a = ex.inst.alpha[0][reps]
-    mask = ex._need_mask()[reps]
-    s = np.einsum("l,nld->nd", np.where(mask, a, 0.0), x)
-    dist = F.norm(a[None, :, None] * x - s[:, None, :], axis=-1)
-    tol = 1e-9 * (r + (a + a[mask].sum()) * M)[None, :]  # rounding of the float draw and weights
-    sure, maybe = dist <= r - tol, dist <= r + tol
-    rel_lo, rel_hi = (sure & mask).sum(-1), (maybe & mask).sum(-1)
-    if which == 0:
-        lo, hi = rel_lo, rel_hi
-    else:
-        lo = rel_lo * ~(maybe & ~mask).any(-1)
-        hi = rel_hi * ~(sure & ~mask).any(-1)
+    lo, hi = _separable_counts(ex.inst.alpha[0][reps], x, ex._need_mask()[reps], np.array(r), np.array(M), which)
     half = math.sqrt(math.log(2 / beta) / (2 * draws))
     ex.methods.add("hoeffding")
     ex.level = 1.0 - beta
