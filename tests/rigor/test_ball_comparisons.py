@@ -518,3 +518,20 @@ def test_a_power_with_a_non_integer_exponent_encloses_its_value(tier: str, x: fl
         got = BallEvaluator(ops, {"x": ops.num(x), "y": ops.num(y)})(X ** exponent)
         lo, hi = ops.lower_float(got), ops.upper_float(got)
     assert mpmath.mpf(lo) <= want <= mpmath.mpf(hi), (x, exponent, ops.text(got), want)
+
+
+@pytest.mark.parametrize("extra, decided", [(0, True), (1, False)])
+def test_the_exact_tier_decides_expressions_up_to_its_node_limit_and_refuses_beyond(extra: int, decided: bool) -> None:
+    """:class:`ExactOps` decides the sign of an expression of :data:`exact.MAX_NODES` sympy nodes and refuses one node
+    more (:class:`Unsupported`, naming the limit): a sum of square roots of primes (3 nodes each) and 1-node atoms."""
+    from attnbounds.theory.mathematics import exact
+
+    target = exact.MAX_NODES + extra
+    roots, atoms = divmod(target - 1, 3)  # the Add node, then the terms
+    value = sp.Add(*[sp.sqrt(p) for p in sp.primerange(2, sp.prime(roots) + 1)], *[sp.E, sp.pi][:atoms])
+    assert sum(1 for _ in sp.preorder_traversal(value)) == target
+    if decided:
+        assert ExactOps().sign(value) == 1
+    else:
+        with pytest.raises(Unsupported, match=f"more than {exact.MAX_NODES} nodes"):
+            ExactOps().sign(value)

@@ -4,9 +4,10 @@
   subset is everything): in the float, the ball and the torch form, for class sizes 1 to 4 and token vectors of any size (a
   general formula there would read ``0 * inf`` where the squared deviations overflow); below (``N = L - 2`` down to
   1) it is > 0 in every form, and the torch form agrees with the float one there;
-- the Monte Carlo enclosure of ``E_dtilde`` (the ball form beyond exact enumeration) is a Hoeffding interval of the
-  documented range ``0 <= dtilde_R1 <= A + (L - N) top_N`` (``A + 2 top_N`` for R2): at least that half-width, and it
-  holds the exact expectation (enumerated);
+- the Monte Carlo enclosure of ``E_dtilde`` (float and ball forms beyond exact enumeration) is a Hoeffding interval
+  of the documented range ``0 <= dtilde_R1 <= top_{L-N} + (L - N) top_N`` (``sum_i ||alpha_i x_i||`` for R2, ``top_n``
+  the sum of the n largest norms): at least that half-width, and it holds the exact expectation (enumerated); the
+  range holds every subset's value and is attained (equal norms, the subset's tokens against the others');
 - ``xi``'s magnitude (the size of its float rounding error) is at most ``2^26 (M + delta) abar`` as its docstring
   says (``sqrt(eps) (M + delta) abar`` of error), and it bounds the float form's actual error;
 - ``delta_min``'s magnitude is the largest distance two tokens of the instance's norms can have: at least every
@@ -15,6 +16,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -23,7 +25,8 @@ import pytest
 from attnbounds.theory.mathematics import balls, normalisers as nm
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import backend
-from attnbounds.theory.mathematics.quantities import QUANTITIES, _subsets, ball_value, compute, magnitude
+from attnbounds.theory.mathematics.quantities import QUANTITIES, _subsets, ball_value, compute, interval, magnitude
+from attnbounds.theory.mathematics.quantities.theorem1 import _values, dtilde_range
 from attnbounds.theory.mathematics.quantities.spec import hoeffding_halfwidth
 
 COUNTS = [[1, 1, 1], [2, 1], [1, 2, 1], [3, 1, 4], [2, 2, 2], [4, 4]]
@@ -106,11 +109,40 @@ def test_the_sampled_expectation_is_a_hoeffding_interval_of_the_documented_range
         lo, hi = ops.lower_float(ball), ops.upper_float(ball)
         norms = np.linalg.norm(inst.alpha[0][:, None] * inst.x[0], axis=-1)
         m = inst.multiplicity[0]  # the classes (a class the N-th token falls in is split in two)
-        top = _subsets.top_sum(norms, tuple(int(c) for c in m), N)
-        U = float(np.dot(m, norms)) + (L - N if reading == "R1" else 2) * top
+        tokens = np.sort(np.repeat(norms, m.astype(int)))[::-1]  # the token norms, largest first
+        U = tokens[:L - N].sum() + (L - N) * tokens[:N].sum() if reading == "R1" else tokens.sum()
         half = float(hoeffding_halfwidth(U, draws, 1e-6))
         assert (hi - lo) / 2 >= half * (1 - 1e-9), (name, counts, N, lo, hi, half)
         assert lo <= exact <= hi, (name, counts, N, lo, hi, exact)
+        with monkeypatch.context() as patch:  # the float form samples too: the same half-width about its mean
+            patch.setattr(_subsets, "enumerable", lambda *args: False)
+            f_lo, f_hi = interval(name, dataclasses.replace(inst, _cache={}))
+        assert (f_hi[0] - f_lo[0]) / 2 == pytest.approx(half, rel=1e-12), (name, counts, N, f_lo, f_hi, half)
+
+
+@pytest.mark.parametrize("reading", ["R1", "R2"])
+@pytest.mark.parametrize("counts", COUNTS, ids=str)
+def test_the_range_of_dtilde_holds_every_subset_and_is_attained(reading: str, counts: list[int]) -> None:
+    """Every N-subset's dtilde lies in ``[0, dtilde_range]`` (random vectors), and the range is its largest value
+    where the norms are equal and the subset's tokens point against the others' (the triangle inequalities are
+    equalities there): the Hoeffding interval is neither too short (unsound) nor longer than it needs."""
+    L, m = sum(counts), tuple(counts)
+    rng = np.random.default_rng(L)
+    for N in range(1, L):
+        C = _subsets.count_vectors(m, N)
+        y = rng.standard_normal((1, len(m), 3))
+        U = dtilde_range(np.linalg.norm(y[0], axis=-1), m, N, reading)
+        values = _values(y, np.asarray(m, dtype=np.float64), C, reading)[0]
+        assert values.min() >= 0 and values.max() <= U * (1 + 1e-12), (reading, counts, N, values.max(), U)
+        # equal norms: the columns of one count vector (the first) along +e, the rest along -e (a class split by
+        # the subset takes the side of its selected part: the range is attained only for subsets of whole classes)
+        whole = [c for c in C if all(ck in (0, mk) for ck, mk in zip(c, m))]
+        if not whole:
+            continue
+        sides = np.where(np.asarray(whole[0]) > 0, 1.0, -1.0)
+        y = sides[None, :, None] * np.array([1.0, 0.0, 0.0])
+        values = _values(y, np.asarray(m, dtype=np.float64), C, reading)[0]
+        assert values.max() == pytest.approx(dtilde_range(np.ones(len(m)), m, N, reading), rel=1e-12), (reading, N)
 
 
 @pytest.mark.parametrize("counts", COUNTS, ids=str)

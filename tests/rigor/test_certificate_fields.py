@@ -44,6 +44,11 @@ def test_a_strict_bound_at_its_equality_case_is_open_and_says_so() -> None:
     # the spectral norm's ball form needs a range (Gershgorin): no exact value, the equality case stays open
     open_ = certify(_statement("J_spectral < 1/2"), tie)
     assert open_.status == "inconclusive" and open_.strict, (open_.status, open_.notes)
+    assert any("a strict inequality is false if it is exactly 0" in n for n in open_.notes), open_.notes
+    # the same tie of a non-strict bound holds if the margin is exactly 0: its notes do not say it fails there
+    weak = certify(_statement("J_spectral <= 1/2"), tie)
+    assert weak.status == "inconclusive" and not weak.strict, (weak.status, weak.notes)
+    assert any("contains 0" in n for n in weak.notes) and not any("strict" in n for n in weak.notes), weak.notes
     violated = certify(_statement("alpha_max < 1/4"), tie)
     assert violated.status == "violated" and not violated.strict
     holds = certify(_statement("alpha_max < 3/4"), tie)

@@ -207,6 +207,12 @@ def test_a_proved_record_states_what_its_proof_rests_on(proved):
     assert "eps > 0 (implied by domain(eps))" in p["rests_on"] and "prose" in p["rests_on"]
     sentence = rec.citation_sentence(proved)
     assert "rests on" in sentence and "eps > 0" in sentence
+    # a second proof by the relaxation is cited exactly when the record holds one
+    for status in ("proved", "declined", "open"):
+        second = copy.deepcopy(proved)
+        second.data["relaxation"] = {**(d.get("relaxation") or {}), "status": status, "rests_on": "the planted prover"}
+        cited = "also proved for every L by the planted prover" in rec.citation_sentence(second)
+        assert cited == (status == "proved"), (status, rec.citation_sentence(second))
     bad = copy.deepcopy(d)
     del bad["proof"]["premises"]
     assert rec.validate(bad)  # a proof without its premises is not a valid record

@@ -433,7 +433,8 @@ SUBSETS = MonteCarlo(
     exact="the expectation is a finite sum over the class count vectors c (multivariate hypergeometric law, "
           "P(c) = prod_k C(m_k, c_k) / C(L, N)); the float form sums exactly when (count vectors) x (classes) "
           "<= 2^17, the ball form when (count vectors) x (classes) x (d + 5) <= 2^19",
-    range="0 <= dtilde_R1 <= A + (L - N) (the N largest ||alpha_i x_i||); 0 <= dtilde_R2 <= A + 2 (the same)",
+    range="0 <= dtilde_R1 <= (the L - N largest ||alpha_i x_i||) + (L - N) (the N largest); "
+          "0 <= dtilde_R2 <= sum_i ||alpha_i x_i|| (dtilde_range)",
     classes="exact through count vectors at any L; sampled count vectors (multivariate hypergeometric) beyond the limit",
 )
 
@@ -452,9 +453,21 @@ def _values(y: np.ndarray, mult: np.ndarray, C: np.ndarray, reading: str) -> np.
     return ((mult[None, :] - C)[None] * dist).sum(-1)
 
 
+def dtilde_range(norms: list[float] | np.ndarray, m: tuple[int, ...], N: int, reading: str) -> float:
+    """The range ``U`` of dtilde over every N-subset S (its values lie in ``[0, U]``: Hoeffding's interval length),
+    from the norms ``||y_k||`` of the columns (counts ``m``), by the triangle inequality. R1:
+    ``sum_{k not in S} ||y_k - s|| <= sum_{k not in S} ||y_k|| + (L - N) ||s||``, at most the L - N largest norms plus
+    L - N times the N largest; R2: ``||m - 2 s|| = ||(m - s) - s|| <= sum_k ||y_k||``. Attained when the norms are
+    equal and S's tokens point against the others'."""
+    L = sum(m)
+    if reading == "R1":
+        return _subsets.top_sum(norms, m, L - N) + (L - N) * _subsets.top_sum(norms, m, N)
+    return _subsets.top_sum(norms, m, L)
+
+
 def _expected_dtilde(inst: Instance, reading: str) -> tuple[np.ndarray, np.ndarray]:
     """``E_S[dtilde]`` over uniform N-subsets S: exact over count vectors, or Monte Carlo with a Hoeffding interval."""
-    x, L, N = F.need_x(inst), inst.L, inst.N
+    x, N = F.need_x(inst), inst.N
     if N is None:
         raise InvalidArgument("this statement needs N; pass N=... when building the instance")
     counts = np.broadcast_to(np.ones(inst.K, dtype=np.int64), inst.alpha.shape) if inst.counts is None else inst.counts
@@ -480,9 +493,7 @@ def _expected_dtilde(inst: Instance, reading: str) -> tuple[np.ndarray, np.ndarr
             r = np.asarray(rows[start:start + step])
             mean[r] = sum(_values(y[r], mult, C[c:c + per], reading) @ P[c:c + per] for c in range(0, len(C), per))
         if not exact:
-            norms = F.y_norms(inst)[rows]
-            top = np.array([_subsets.top_sum(v, m, N) for v in norms])
-            U = (mult * norms).sum(-1) + (L - N if reading == "R1" else 2) * top
+            U = np.array([dtilde_range(v, m, N, reading) for v in F.y_norms(inst)[rows]])
             half[rows] = hoeffding_halfwidth(U, len(C), level)
     return mean, half
 
@@ -490,7 +501,7 @@ def _expected_dtilde(inst: Instance, reading: str) -> tuple[np.ndarray, np.ndarr
 def _expected_dtilde_ball(ex: BallInstance, reading: str) -> BallValue:
     """``E_S[dtilde]`` in balls: the exact sum over count vectors (probabilities from exact integers, or
     rigorous log-Gamma), else the float Monte Carlo mean widened by its rounding and a Hoeffding half-width."""
-    L, N, ops = ex.L, ex.N, ex.ops
+    N, ops = ex.N, ex.ops
     if N is None:
         raise InvalidArgument("this statement needs N; pass N=... when building the instance")
     m = tuple(ex.counts)
@@ -505,9 +516,8 @@ def _expected_dtilde_ball(ex: BallInstance, reading: str) -> BallValue:
     yf = ex.inst.alpha[0][:, None] * cast(np.ndarray, ex.inst.x)[0]
     vals = _values(yf[None], np.asarray(m, dtype=np.float64), C, reading)[0]
     norms = ops.norm(y, axis=-1)
-    norm_f = [ops.upper_float(v) for v in norms]
-    top = _subsets.top_sum(norm_f, m, N)
-    U = ops.upper_float(ops.total(ex.m * norms)) + (L - N if reading == "R1" else 2) * top
+    # the range from the norms' upper ends, widened by the rounding of its float sum (K + 2 terms)
+    U = dtilde_range([ops.upper_float(v) for v in norms], m, N, reading) * (1 + (len(m) + 2) * 2.0**-52)
     half = ops.num(float(hoeffding_halfwidth(U, draws, beta))) * ops.num(1 + 1e-12)
     slack = ops.num(1e-9) * ops.num(U)  # float64 error of each draw is below (K + d + 4) u U
     mean = ops.num(float(np.mean(vals)))
