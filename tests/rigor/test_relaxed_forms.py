@@ -6,7 +6,8 @@ margin. For each quantity with a ``relaxed`` form (:mod:`attnbounds.theory.decid
 is attained by the relaxed form at the instance's own point, with its distinguished tokens on columns that satisfy
 their constraints (:func:`attnbounds.theory.deciding.prover.image.image_values`); a form that is only an upper bound
 of its quantity (``J_spectral``, Schur's test) reaches at least the float value at one placement. Softmax instances are checked in the
-weights model too (distinguished tokens and the others given by their weights).
+weights model too (distinguished tokens and the others given by their weights); there the weights sum to exactly 1,
+so a relation polynomial in the weights relaxes to a polynomial (no total weight left to divide by).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from attnbounds.theory.mathematics.hypotheses import SOFTMAX
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.quantities import QUANTITIES, compute, magnitude
 from attnbounds.theory.deciding.prover.image import image_values, read_bounds
+from attnbounds.theory.deciding.prover.relax import relax
+from attnbounds.theory.running import api
 
 RELAXED = sorted(name for name, q in QUANTITIES.items() if q.has("relaxed"))
 #: relative agreement between the float value and the relaxed form at the instance (both from the same features)
@@ -110,3 +113,13 @@ def test_schurs_bound_of_j_spectral_is_sqrt_of_the_largest_column_and_row_sums(l
     assert values and max(values) == pytest.approx(schur, rel=1e-12), (bounds[k], values, schur)
     if len(set(logits)) == 1 and len(logits) == 2:  # equal to the norm there: 1/(2T)
         assert max(values) == pytest.approx(float(compute("J_spectral", inst)[0]), rel=1e-12)
+
+
+@pytest.mark.parametrize("relation", ["alpha_max*F_l2 <= 1", "F_l2 <= 1", "J_frobenius <= 1", "J_row <= 1"])
+def test_the_weights_model_reads_the_total_weight_as_1_a_polynomial_relation_relaxes_to_a_polynomial(
+        relation: str) -> None:
+    """The others' atoms carry masses that sum to 1: a total the same for every atom (their weight) is that value,
+    not a sum over the masses that only equals it."""
+    st_ = api.statement(relation, hypotheses=["softmax"], id="weights.total").statements[0]
+    for problem in relax(st_).problems:
+        assert problem.core.is_polynomial(*problem.symbols), (relation, problem.core)

@@ -1,0 +1,144 @@
+"""The relaxation prover on statements that read the top-N selection (``abar_N``, the mass of the N heaviest tokens).
+
+- a false statement on the selection (for softmax, and for monotone normalisers whose log F increases or decreases in
+  the logit) is never PROVED; it is REFUTED by an instance that certifies as violated;
+- a true one the model closes is PROVED, and its certificate replays from its JSON alone;
+- every relaxed problem has the threshold between the selected tokens and the others as a coordinate over the whole
+  span of the logits, and a feasible point has at least one selected token (``N >= 1``: ``nu = N / L >= t = 1 / L``);
+- at a feasible point where L and N are whole numbers, the instance realised has that L and N, and its margin is
+  the relaxed margin there (the selected atoms are the N heaviest tokens, on the right side of the threshold);
+- a statement that reads both a distinguished token and the selection is declined, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from attnbounds.theory.deciding import prover
+from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.deciding.prover import _instance
+from attnbounds.theory.deciding.prover.relax import relax, t_sym
+from attnbounds.theory.io.userbounds import load_data
+from attnbounds.theory.mathematics.normalisers import constructors_added
+
+#: log F increasing (bsig: F in (2, 3)) and decreasing (dsig: F in (1, 2)) in the logit
+NORMALISERS = """
+[[normaliser]]
+name = "bsig"
+log_F = "log(2 + sigmoid(l/T))"
+
+[[normaliser]]
+name = "dsig"
+log_F = "log(2 - sigmoid(l/T))"
+"""
+BUDGET = 2.0
+nu_sym = sp.Symbol("nu", positive=True)
+
+
+@contextmanager
+def _statement(relation: str, normaliser: str | None) -> Iterator[Any]:
+    """The top-N statement ``relation`` (softmax when ``normaliser`` is None), with the normalisers above known."""
+    hypotheses = ["top-N"] if normaliser else ["softmax", "top-N"]
+    text = (NORMALISERS + f'[[statement]]\nid = "selection"\nrelation = "{relation}"\n'
+            f"hypotheses = {json.dumps(hypotheses)}\n" + (f'normaliser = "{normaliser}"\n' if normaliser else ""))
+    ub = load_data(tomllib.loads(text), "selection")
+    with constructors_added(ub.normalisers):
+        yield ub.statements[0]
+
+
+@pytest.mark.parametrize("relation, normaliser", [
+    ("abar_N <= 2.99*N/(2.99*N + 2*(L - N))", "bsig"),  # the heaviest 3 against 2 + epsilon: 3N/(3N + 2(L - N))
+    ("abar_N <= 1.99*N/(1.99*N + L - N)", "dsig"),  # the heaviest at the low logits: 2N/(2N + L - N)
+    ("abar_N <= 3/(2*L)", "bsig"),  # N = L: abar_N = 1
+    ("abar_N <= 0.99", "bsig"),
+    ("abar_N >= 1.01*N/L", None),  # all weights alike: abar_N = N/L
+])
+def test_a_false_statement_on_the_selection_is_refuted_by_a_certified_counterexample_never_proved(
+        relation: str, normaliser: str | None) -> None:
+    with _statement(relation, normaliser) as st:
+        result = prover.prove(st, work=prover.work_for(BUDGET))
+        assert result.status != "proved", f"{relation} ({normaliser}) is false and was PROVED"
+        assert result.status == "refuted", (result.status, result.reason)
+        ce = result.counterexample
+        assert ce.N is not None and 1 <= ce.N <= ce.L
+        assert certify(st, ce).status == "violated", (ce.L, ce.N)
+
+
+@pytest.mark.parametrize("relation, normaliser", [
+    ("abar_N <= 3*N/(3*N + 2*(L - N))", "bsig"),
+    ("abar_N <= 2*N/(2*N + L - N)", "dsig"),
+    ("abar_N >= N/L", "bsig"),
+    ("abar_N >= N/L", "dsig"),
+    ("abar_N <= 1", None),
+    ("abar_N >= 0", None),
+])
+def test_a_true_statement_on_the_selection_is_proved_and_its_certificate_replays(
+        relation: str, normaliser: str | None) -> None:
+    with _statement(relation, normaliser) as st:
+        result = prover.prove(st, work=prover.work_for(BUDGET))
+        assert result.status == "proved", (result.status, result.reason)
+        ok, why = prover.replay(st, json.loads(json.dumps(result.to_json())))
+        assert ok, why
+
+
+CASES = [("abar_N <= 3*N/(3*N + 2*(L - N))", "bsig"), ("abar_N >= N/L", "dsig"), ("abar_N >= N/L", None)]
+
+
+@pytest.mark.parametrize("relation, normaliser", CASES)
+def test_the_threshold_spans_the_logits_and_a_feasible_point_has_at_least_one_selected_token(
+        relation: str, normaliser: str | None) -> None:
+    with _statement(relation, normaliser) as st:
+        rel = relax(st)
+    rng = np.random.default_rng(1)
+    for problem in rel.problems:
+        coords = {c.symbol: c for c in problem.coordinates}
+        theta = next(c for c in problem.coordinates if c.symbol.name == "theta")
+        atoms = [c for c in problem.coordinates if c.symbol.name.startswith("sigma_")]
+        assert atoms and all((theta.lo, theta.hi) == (a.lo, a.hi) for a in atoms), problem.coordinates
+        assert coords[nu_sym].lo == 0.0 and coords[nu_sym].hi == 1.0 and t_sym in coords
+        for _ in range(200):
+            values = {s: rng.uniform(c.lo, min(c.hi, 1e3)) for s, c in coords.items()}
+            feasible = all(float(con.xreplace(values)) >= 0 for con in problem.constraints)
+            assert not feasible or values[nu_sym] >= values[t_sym], values
+            if values[nu_sym] >= values[t_sym]:
+                assert feasible, (values, problem.constraints)
+
+
+@pytest.mark.parametrize("relation, normaliser", CASES)
+def test_a_realised_instance_has_the_point_s_length_and_selection_and_its_relaxed_margin(
+        relation: str, normaliser: str | None) -> None:
+    with _statement(relation, normaliser) as st:
+        rel = relax(st)
+        rng = np.random.default_rng(2)
+        checked = 0
+        for problem in rel.problems:
+            for _ in range(60):
+                L = int(rng.integers(1, 40))
+                N = int(rng.integers(1, L + 1))
+                values = {c.symbol: rng.uniform(c.lo, c.hi) for c in problem.coordinates}
+                values.update({t_sym: 1.0 / L, nu_sym: N / L})
+                inst = _instance(problem, rel, values)
+                assert inst is not None, values
+                assert (inst.L, inst.N) == (L, N), values
+                relaxed = float(problem.margin.xreplace({s: sp.Float(v, 30) for s, v in values.items()}))
+                ev = st.evaluate(inst)
+                assert bool(ev.applicable[0])
+                assert float(ev.margin_lo[0]) - 1e-9 <= relaxed <= float(ev.margin_hi[0]) + 1e-9, (values, relaxed)
+                checked += 1
+        assert checked
+
+
+@pytest.mark.parametrize("relation", ["alpha_i <= abar_N", "alpha_max <= abar_N"])
+def test_distinguished_tokens_with_the_selection_are_declined_with_the_reason(relation: str) -> None:
+    with _statement(relation, "bsig") as st:
+        result = prover.prove(st, work=prover.work_for(BUDGET))
+    assert result.status == "declined"
+    assert "distinguished tokens and the top-N selection together" in result.reason
