@@ -209,3 +209,34 @@ def test_a_margin_whose_quotient_hides_its_monotonicity_is_proved_in_its_own_gro
     outcome = bnb.branch_and_bound(logits[0][1], 2 * 10**6)
     assert outcome.status == "proved", outcome.reason
     assert bnb.replay(logits[0][1], bnb.decode(outcome.tree.encode(), 10**8))[0]
+
+
+def test_the_undivided_twin_is_tried_first_on_a_probe_and_the_quotient_gets_the_rest() -> None:
+    """A group's budgets (:func:`prover._budgets`): each undivided twin is tried first on ``TWIN_SHARE`` of the share
+    (its proofs close in a few boxes), then the other alternatives, fewest coordinates first, split what is left and
+    never less than half an equal part; with every alternative spending its budget the share is not exceeded."""
+    import dataclasses
+
+    from attnbounds.theory.deciding import prover
+    from attnbounds.theory.deciding.prover.relax import relax
+    from attnbounds.theory.running.api import statement
+
+    st = statement("alpha_max <= exp(2*a/T)/(exp(2*a/T) + L - 1)", hypotheses=["softmax", "logits-bounded"],
+                   defaults={"a": "logit_absmax"}).statements[0]
+    quotient, own = next(g.alternatives for per in relax(st).strategies for strategy in per for g in strategy
+                         if len(g.alternatives) == 2 and g.alternatives[0].unsigned is not None)
+    plain = dataclasses.replace(quotient, unsigned=None, core=quotient.core + 0)  # an alternative of no twin
+    share = 10**6
+    for alternatives in ([quotient, own], [own, quotient], [plain, quotient, own]):
+        used, order = 0, []
+        for problem, budget in prover._budgets(alternatives, share):
+            order.append(problem)
+            used += budget(used)
+        assert order[0] is own and sorted(map(id, order)) == sorted(map(id, alternatives)), order
+        assert used <= share, (len(alternatives), used)
+        rest = [p for p in alternatives if p is not own]
+        probe = int(share * prover.TWIN_SHARE)
+        budgets = dict((id(p), b) for p, b in prover._budgets(alternatives, share))
+        assert budgets[id(own)](0) == probe
+        assert budgets[id(order[1])](probe) == (share - probe) // len(rest)
+        assert budgets[id(order[-1])](share) == share // (2 * len(rest))  # the twins overspent: half an equal part

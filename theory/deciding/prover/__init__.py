@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import sympy as sp
@@ -157,6 +157,28 @@ def _without_restrictions(statement: Statement) -> Statement | None:
 
 #: the part of its share a strategy other than a conjunct's last may spend (the last, exact one keeps the rest)
 EARLY_SHARE = 0.25
+#: the part of a group's share that the undivided twin of a problem whose core had factors of known sign divided out
+#: (:func:`relax._with_unsigned`) may spend first: the twin exists for proofs the quotient's grouping hides, which
+#: close in a few boxes; the quotient, which may need the work (an equality case closes in tens of boxes), gets the rest
+TWIN_SHARE = 0.125
+
+
+def _budgets(alternatives: list[Problem], share: int) -> Iterator[tuple[Problem, Callable[[int], int]]]:
+    """The alternatives of a group in the order they are tried, each with its budget given the work the group has
+    used so far: undivided twins first, each on :data:`TWIN_SHARE` of the share, then the others (fewest coordinates
+    first) sharing what is left equally."""
+    twins = [p for p in alternatives if any(q.unsigned is not None and p.core is q.unsigned[0] for q in alternatives)]
+    rest = sorted((p for p in alternatives if not any(p is q for q in twins)), key=lambda p: len(p.coordinates))
+    def probe(used: int) -> int:
+        return max(int(share * TWIN_SHARE), 1)
+
+    def part(k: int) -> Callable[[int], int]:  # at least half an equal part, whatever the twins overspent
+        return lambda used: max((share - used) // (len(rest) - k), share // (2 * len(rest)), 1)
+
+    for problem in twins:
+        yield problem, probe
+    for k, problem in enumerate(rest):
+        yield problem, part(k)
 
 
 def _prove(statement: Statement, work: int) -> ProverResult:
@@ -185,15 +207,16 @@ def _prove(statement: Statement, work: int) -> ProverResult:
                 if not last:  # a strategy tried first leaves most of the work to those after it
                     share = max(int(share * EARLY_SHARE), 1)
                 closed = False
-                for problem in sorted(group.alternatives, key=lambda p: len(p.coordinates)):
+                used = 0
+                for problem, budget in _budgets(group.alternatives, share):
                     try:
                         programs = Programs.build(problem)
-                        outcome = branch_and_bound(problem, max(share // max(len(group.alternatives), 1), 1),
-                                                   programs=programs)
+                        outcome = branch_and_bound(problem, budget(used), programs=programs)
                     except (AttnBoundsError, RecursionError, TypeError, ValueError, ArithmeticError) as exc:
                         why = f"{problem.pattern}: the branch and bound failed: {type(exc).__name__}: {exc}"[:400]
                         continue
                     spent += outcome.work
+                    used += outcome.work
                     report = ProblemReport(problem, outcome, programs)
                     if outcome.status == "proved":
                         reports.append(report)
