@@ -535,3 +535,24 @@ def test_the_exact_tier_decides_expressions_up_to_its_node_limit_and_refuses_bey
     else:
         with pytest.raises(Unsupported, match=f"more than {exact.MAX_NODES} nodes"):
             ExactOps().sign(value)
+
+
+@pytest.mark.parametrize("tier", ["arb", "mpmath"])
+@pytest.mark.parametrize("x", [-3.0, -0.5, 0.0, 2.0])
+@pytest.mark.parametrize("n", [-3, -2, -1, 1, 2, 3])
+@pytest.mark.parametrize("form", ["symbol", "float"])
+def test_an_integer_valued_exponent_is_a_product_for_every_base(tier: str, x: float, n: int, form: str) -> None:
+    """``x ** y`` where the exponent is not a sympy Integer but holds an integer exactly (a parameter symbol bound to
+    3.0, the float 3.0) is the product ``x^n`` (``1 / x^-n`` for n < 0): defined for a negative base too, where
+    ``exp(y log x)`` is not, and exact."""
+    if x == 0.0 and n < 0:
+        return  # no value
+    ops = backend(tier)
+    X, Y = sp.Symbol("x"), sp.Symbol("y")
+    exponent = {"symbol": Y, "float": sp.Float(float(n))}[form]
+    with ops.precision(128):
+        got = BallEvaluator(ops, {"x": ops.num(x), "y": ops.num(float(n))})(X ** exponent)
+        lo, hi = ops.lower_float(got), ops.upper_float(got)
+    want = Fraction(x) ** n
+    assert Fraction(lo) <= want <= Fraction(hi) and hi - lo <= 1e-15 * abs(float(want)), \
+        (x, n, form, ops.text(got))

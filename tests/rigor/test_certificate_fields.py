@@ -116,3 +116,17 @@ def test_a_closed_claim_is_decided_by_the_exact_sign_of_its_margin(lhs: sp.Expr,
     rel = (sp.Lt if strict else sp.Le)(lhs, rhs, evaluate=False)
     out = decide_conjunct(rel)
     assert out["status"] == status, out
+
+
+@pytest.mark.parametrize("relation", ["alpha_max <= 1/3", "alpha_max <= 0.9", "J_spectral <= 1/2", "J_row <= 1/4"])
+def test_the_margins_ends_are_printed_to_25_significant_digits(relation: str) -> None:
+    """``margin_lo_text`` and ``margin_hi_text`` are the margin interval's two ends in decimal, each to the same 25
+    significant digits (a reader compares them digit by digit), within a unit of the 25th digit of the float ends."""
+    import re
+    from decimal import Decimal
+
+    cert = certify(_statement(relation), Instance.from_logits(np.array([[0.0, 1.0, 2.0]]), nm.softmax(1.0)))
+    for text, end in ((cert.margin_lo_text, cert.margin_lo), (cert.margin_hi_text, cert.margin_hi)):
+        mantissa = re.sub(r"e.*$", "", text.lstrip("-")).replace(".", "").lstrip("0")
+        assert len(mantissa) == 25, (relation, text)
+        assert abs(Decimal(text) - Decimal(end)) <= abs(Decimal(end)) * Decimal("1e-15"), (relation, text, end)

@@ -85,3 +85,30 @@ def test_a_bound_on_the_norm_of_F_prime_is_certified_along_growths_and_holds_at_
         first = -(-(r.L0 - growth.length(0)) // step)  # the first member with L >= L0
         for value in (first, first + 1, 10**6):
             assert certify(statement, growth.at(value)).status == "holds", (r.growth, growth.length(value))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, q in __import__(
+    "attnbounds.theory.mathematics.quantities", fromlist=["QUANTITIES"]).QUANTITIES.items() if q.closed_form))
+def test_every_quantity_its_specification_marks_closed_form_is_analysed_along_growths(name: str) -> None:
+    """A quantity whose specification says ``closed_form`` (its ball form reads the counts only through ``ex.m``,
+    ``ex.length``, ``ex.size_N``) takes part in the limit analysis: a loose bound on it is certified to hold along
+    at least one growth of a token-class instance that has every input a quantity reads (x, q and k, a, the heads'
+    p, a direction v), or its closed form is built and only sympy finds no limit of it (the mean Jacobian bounds);
+    the analysis never answers 'no closed form' for it, nor fails to build one."""
+    import numpy as np
+
+    from attnbounds.theory.mathematics.quantities import QUANTITIES
+    from attnbounds.theory.running import api
+
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((1, 4)), rng.standard_normal((1, 3, 4))
+    inst = Instance.from_logits(np.einsum("bd,bkd->bk", q, k), softmax(1.0), counts=[[2, 3, 4]], N=3, q=q, k=k,
+                                x=rng.standard_normal((1, 3, 4)), M=3.0, delta=0.1, r=1.0, a=3.0, p=0.5, H=2, eps=0.1,
+                                arrays={"v": np.array([[0.6, 0.8, 0.0]])})
+    shape = QUANTITIES[name].shape
+    relation = {"BN": f"Sum({name}[i], (i, 1, N)) <= 10**6*N", "BL": f"Max({name}) <= 10**6"}.get(shape,
+                                                                                             f"{name} <= 10**6")
+    statement = api.statement(relation, hypotheses=["softmax"], id="closed-form").statements[0]
+    results = limits.analyse(statement, inst, violated=False)
+    built = [r.status.startswith("holds") or r.detail == "sympy found no limit of the margin" for r in results]
+    assert results and all(built), [(r.status, r.detail) for r in results]

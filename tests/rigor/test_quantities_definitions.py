@@ -5,7 +5,7 @@ from itertools import combinations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 
 from attnbounds.theory.mathematics import balls
@@ -196,3 +196,29 @@ def test_a_quantity_not_declared_to_read_the_normaliser_is_the_same_for_normalis
     for name, q in QUANTITIES.items():
         if not q.normaliser:
             np.testing.assert_allclose(compute(name, soft), compute(name, poly), rtol=1e-9, atol=1e-300, err_msg=name)
+
+
+@settings(max_examples=60, deadline=None)
+@given(logits=hs.lists(hs.floats(-3.0, 3.0), min_size=2, max_size=6), N=hs.integers(1, 5),
+       M=hs.sampled_from([0.5, 1.0, 2.0]), spread=hs.sampled_from([0.0, 0.3, 0.6]),
+       reach=hs.floats(0.05, 2.5), seed=hs.integers(0, 2**16))
+@example(logits=[2.068, 0.221, -2.626, 2.844], N=3, M=2.0, spread=0.0, reach=0.7332, seed=0)  # outsiders undecided
+def test_the_sphere_bounds_hold_every_sampled_configuration(logits: list[float], N: int, M: float, spread: float,
+                                                             reach: float, seed: int) -> None:
+    """The bounds on N_s valid for every configuration on the sphere (:func:`theorem2._sphere_bounds`, relaxed and
+    full) hold each sampled configuration's count (both sides of its rounding): the ball form's exact value, and the
+    interval the Monte Carlo refinement is intersected with, never cut off a count that occurs."""
+    from attnbounds.theory.mathematics.intervals import backend
+    from attnbounds.theory.mathematics.quantities import theorem2
+
+    N, delta, r = min(N, len(logits)), spread * M, reach * M  # up to 6 points at least 0.6 M apart in R^3: feasible
+    inst = Instance.from_logits(np.array([logits]), nz.softmax(1.0), N=N, M=M, delta=delta, r=r, dim=3.0)
+    ops = backend("arb")
+    with ops.precision(128):
+        ex = balls.ball_instance(inst, ops)
+        bounds = [theorem2._sphere_bounds(ex, which) for which in (0, 1)]
+    x = sphere_embeddings(np.random.default_rng(seed), (64,), inst.L, 3, np.full(64, M), np.full(64, delta))
+    for which, (lo, hi) in enumerate(bounds):
+        c_lo, c_hi = theorem2._separable_counts(inst.alpha[0][None], x, inst.mask[0][None], np.full(64, r),
+                                                np.full(64, M), which)
+        assert lo <= c_lo.min() and c_hi.max() <= hi, (which, (lo, hi), sorted(set(c_lo)), sorted(set(c_hi)))

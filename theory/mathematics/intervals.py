@@ -155,7 +155,10 @@ class Ops:
 
     def ipow(self, b: Any, n: int) -> Ball:
         """``b ** n`` for an integer ``n >= 0`` by repeated multiplication (python-flint's ``arb ** int``
-        returns NaN or a loose ball when ``b`` contains 0 or is negative); even powers of ``|b|``."""
+        returns NaN or a loose ball when ``b`` contains 0 or is negative); even powers of ``|b|``. A negative ``n`` is
+        refused (ValueError: the caller takes ``1 / b ** -n``), never looped on."""
+        if n < 0:
+            raise ValueError(f"ipow needs an exponent n >= 0, got {n}")
         if n == 0:
             return self.num(1)
         base = self.abs(b) if n % 2 == 0 else b
