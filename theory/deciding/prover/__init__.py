@@ -169,6 +169,7 @@ def _budgets(alternatives: list[Problem], share: int) -> Iterator[tuple[Problem,
     first) sharing what is left equally."""
     twins = [p for p in alternatives if any(q.unsigned is not None and p.core is q.unsigned[0] for q in alternatives)]
     rest = sorted((p for p in alternatives if not any(p is q for q in twins)), key=lambda p: len(p.coordinates))
+
     def probe(used: int) -> int:
         return max(int(share * TWIN_SHARE), 1)
 
