@@ -10,6 +10,7 @@ from tests._fakesearch import no_proof, random_search
 from attnbounds.theory.io import records as rec
 from attnbounds.theory.running.cli import main
 from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS
+from tests._signals import interruptible
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user_bounds.toml"
 
@@ -249,7 +250,8 @@ def test_ctrl_c_at_any_time_exits_130_without_a_traceback(tmp_path, delay):
     (-SIGINT: Python re-raises the signal at exit when an import it ran saw the interrupt; shells show 130.)"""
     proc = subprocess.Popen([sys.executable, "-m", "attnbounds.theory.running.cli", "verify", "--statements", str(EXAMPLE),
                              "--budget", "5", "--quiet", "--json", str(tmp_path / "r.json")], cwd=tmp_path,
-                            env=_clean_env(tmp_path / "cache"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=_clean_env(tmp_path / "cache"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)

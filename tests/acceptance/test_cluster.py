@@ -23,6 +23,7 @@ from attnbounds.theory.deciding import parallel
 from attnbounds.theory.io import userbounds
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.running.verify import verify
+from tests._signals import interruptible
 
 pytest.importorskip("distributed")
 
@@ -244,7 +245,7 @@ def test_ctrl_c_during_one_readings_pieces_exits_130_and_leaves_no_worker(tmp_pa
     out = tmp_path / "r.json"
     proc = subprocess.Popen([sys.executable, "-m", "attnbounds.theory.running.cli", "verify", "corollary3[row]", "--budget", "20",
                              "--quiet", "--scheduler", "processes:2", "--json", str(out)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     children: list = []
     for _ in range(300):  # until both worker processes run
         time.sleep(0.1)

@@ -19,6 +19,7 @@ from attnbounds.theory.io import records as rec
 from attnbounds.theory.running.cli import main
 from attnbounds.theory.mathematics.notation import relation_from_srepr
 from tests._records import COUNTS, LENGTH, class_record, edited, quick_records
+from tests._signals import interruptible
 
 IDS = ["lemma1", "theorem1.fixed[R1,g2]"]
 
@@ -326,7 +327,7 @@ def test_a_real_ctrl_c_leaves_out_whole(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "attnbounds.theory.running.cli", "report", str(path), "--out", str(out), "--quiet"]
     for delay in (0.5, 1.5, 3.0):
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                                 env={**os.environ, "PYTHONWARNINGS": "ignore"}, preexec_fn=interruptible)
         time.sleep(delay)
         child.send_signal(signal.SIGINT)
         _, err = child.communicate(timeout=120)

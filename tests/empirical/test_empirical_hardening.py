@@ -17,6 +17,7 @@ import pytest
 
 from _gpt2 import random_gpt2
 from attnbounds.empirical import cli, text
+from tests._signals import interruptible
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = ["--windows", "2", "--batch-windows", "1", "--L-grid", "8,16,32", "--N-grid", "1,3,6", "--N-fixed", "3",
@@ -185,7 +186,8 @@ def test_outputs_are_published_whole(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def _interrupt(argv: list[str], env: dict[str, str], ready: Callable[[], bool]) -> tuple[int, str]:
     """Start ``argv``, send SIGINT as soon as ``ready()`` holds (or once the process is done), return its exit code."""
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)
     while proc.poll() is None and not ready():
         time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
