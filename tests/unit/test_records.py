@@ -230,3 +230,13 @@ def test_nesting_deeper_than_the_limit_is_refused_and_the_limit_itself_accepted(
     assert not too_deep(nested(MAX_DEPTH)) and too_deep(nested(MAX_DEPTH + 1))
     assert not too_deep({"a": [1, 2, {"b": 3}]}) and not too_deep(5)
     assert validate(nested(MAX_DEPTH + 5)) == [f"$: arrays and objects nested more than {MAX_DEPTH} levels deep"]
+
+
+def test_a_verdict_table_reads_back_whatever_columns_follow_the_verdict() -> None:
+    """:func:`parse_verdict_table` reads ``id -> verdict`` from the first two cells of each row whose first cell is a
+    code span: a table of only those two columns as well as one with more (header and rule rows are skipped)."""
+    for extra in ("", " 12 s |", " 12 s | a note with \\| a bar |"):
+        rows = [f"| reading | verdict |{' time |' if extra else ''}", "|---|---|", f"| `lemma1` | PROVED |{extra}",
+                f"| `corollary3[row]` | REFUTED |{extra}"]
+        text = f"intro\n{rec.TABLE_START}\n" + "\n".join(rows) + f"\n{rec.TABLE_END}\n"
+        assert rec.parse_verdict_table(text) == {"lemma1": "PROVED", "corollary3[row]": "REFUTED"}, extra
