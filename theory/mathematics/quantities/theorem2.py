@@ -10,7 +10,6 @@ token-class form: they are sampled token by token, up to :data:`SPHERE_TOKENS` t
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -452,7 +451,7 @@ def _expected_ns_mc(ex: BallInstance, which: int) -> BallValue:
     x = sphere_embeddings(rng, (draws,), L, d, np.array(M), np.array(delta))
     reps = np.repeat(np.arange(ex.K), ex.counts)
     lo, hi = _separable_counts(ex.inst.alpha[0][reps], x, ex._need_mask()[reps], np.array(r), np.array(M), which)
-    half = math.sqrt(math.log(2 / beta) / (2 * draws))
+    half = float(hoeffding_halfwidth(1.0, draws, beta))
     ex.methods.add("hoeffding")
     ex.level = 1.0 - beta
     ex.note(f"E[N_s]/N estimated from {draws} sphere draws (seed {seed}, dim {d}), Hoeffding "
