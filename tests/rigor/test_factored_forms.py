@@ -7,6 +7,8 @@
   integer coefficients included), so that the guard refuses no numerator that fits;
 - the guard refuses a numerator or a denominator beyond either bound (its expanded terms, ``MAX_TERMS``, or its dense
   representation, ``MAX_DENSE``), each alone: the face then keeps the form it was built in;
+- at the bound itself (a numerator of exactly ``MAX_TERMS`` terms by the walk) the numerator is factored, one more
+  term and it is not;
 - so a core whose sign shows only when factored, ``(x - y)^2 (x + y + z + 2)^6`` written expanded, gets its factored
   form and is proved on the root box.
 """
@@ -107,6 +109,28 @@ def test_a_face_is_factored_only_within_the_guards_bounds(top: sp.Expr, bottom: 
     forms = bnb._forms(expr)
     assert forms[0] == expr
     assert (len(forms) > 1) == (beyond is None), forms
+
+
+_V = sp.Symbol("v", real=True)
+
+
+@pytest.mark.parametrize("top, terms", [
+    # (x^2 - y^2) top has twice top's terms: 2 * 5 * 5 * 8 = MAX_TERMS, and 2 * 3 * 67 just beyond it
+    ((1 + _Z) ** 4 * (1 + _W) ** 4 * (1 + _V) ** 7, bnb.MAX_TERMS),
+    ((1 + _Z) ** 2 * (1 + _W) ** 66, bnb.MAX_TERMS + 2),
+])
+def test_a_numerator_of_exactly_max_terms_is_factored_and_one_beyond_is_not(top: sp.Expr, terms: int) -> None:
+    """The guard's bound is inclusive: ``MAX_TERMS`` terms are factored (the face gets ``(x + y) top``), more are
+    not; the denominator and the dense size stay well within theirs."""
+    expr = (_X**2 - _Y**2) * top / (_X - _Y)
+    num, den = sp.fraction(sp.together(expr))
+    assert bnb._terms(num) == min(terms, CAP) and bnb._terms(den) <= bnb.MAX_TERMS
+    assert bnb._dense(num) <= bnb.MAX_DENSE and bnb._dense(den) <= bnb.MAX_DENSE
+    forms = bnb._forms(expr)
+    assert forms[0] == expr
+    assert (len(forms) > 1) == (terms <= bnb.MAX_TERMS), forms
+    if terms <= bnb.MAX_TERMS:
+        assert any(sp.expand(f - (_X + _Y) * top) == 0 for f in forms[1:]), forms
 
 
 def test_a_core_whose_sign_shows_only_factored_is_proved_through_its_factored_form() -> None:

@@ -4,11 +4,14 @@
   relaxation ranges over the log-F values themselves (every point is the instance of some F), so Lemma 1 is proved
   for every F at once; false variants are never proved (the model realises no counterexample: the search refutes
   them);
-- query-key logits: Cauchy-Schwarz bounds every logit by Delta_max, the relaxed logit box's a.
+- query-key logits: Cauchy-Schwarz bounds every logit by Delta_max, the relaxed logit box's a;
+- the limit on distinguished tokens is inclusive: a statement with exactly that many is relaxed (one problem has them
+  all on tokens of their own), one with more is declined with the count and the limit.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
@@ -338,3 +341,24 @@ def test_a_replay_goes_on_to_the_stronger_statement_when_the_statement_has_no_re
     monkeypatch.setattr(prover, "relax", fails_on_the_statement)
     ok, why = prover.replay(st, certificate)
     assert ok and "stronger statement" in why, why
+
+
+@pytest.mark.parametrize("limit, at_limit, beyond", [
+    (1, "alpha_max <= 1", "alpha_max + alpha_min <= 2"),
+    (2, "alpha_max + alpha_min <= 1", "alpha_max - alpha_min + alpha_i <= 2"),
+    (2, "J_entry <= 1", "J_entry + alpha_max <= 2"),
+    (3, "alpha_max + alpha_min + alpha_i <= 3", "alpha_max + alpha_min + J_entry <= 3"),
+])
+def test_the_limit_on_distinguished_tokens_is_inclusive(monkeypatch: pytest.MonkeyPatch, limit: int, at_limit: str,
+                                                        beyond: str) -> None:
+    """With the limit lowered (the statements stay small), ``limit`` distinguished tokens are relaxed and ``limit + 1``
+    are declined, the reason naming both numbers."""
+    from attnbounds.theory.deciding.prover.space import Declined
+
+    relax_module = importlib.import_module("attnbounds.theory.deciding.prover.relax")  # the package names its function
+
+    monkeypatch.setattr(relax_module, "MAX_ROLES", limit)
+    kept = relax_module.relax(api.statement(at_limit, hypotheses=["softmax"], id="roles").statements[0])
+    assert max(sum(c.kind == "role" for c in p.coordinates) for p in kept.problems) == limit
+    with pytest.raises(Declined, match=rf"^{limit + 1} distinguished tokens \(at most {limit}\)$"):
+        relax_module.relax(api.statement(beyond, hypotheses=["softmax"], id="roles").statements[0])
