@@ -64,6 +64,8 @@ class Outcome:
     tail: str = field(default="", repr=False)
     #: a survivor listed in bench/mutation_equivalent.toml as open (a test is owed): counted as survived
     known: bool = False
+    #: killed by the timeout (the tests ran past it), not by a failing test: a mutant that hangs or slows the tests
+    timed_out: bool = False
 
 
 def config() -> dict[str, Any]:
@@ -195,8 +197,8 @@ def run_one(m: Mutant, copy: Path, tests: list[str], timeout: float, rules: list
     diff = (result.diff or "").replace(str(copy) + "/", "")
     if result.worker_outcome == WorkerOutcome.NO_TEST:
         return Outcome(m, "no-test", seconds)
-    if result.test_outcome == TestOutcome.KILLED:
-        return Outcome(m, "killed", seconds, diff)
+    if result.test_outcome == TestOutcome.KILLED:  # cosmic-ray counts a run past the timeout as killed, output "timeout"
+        return Outcome(m, "killed", seconds, diff, timed_out=result.output == "timeout")
     if result.test_outcome == TestOutcome.SURVIVED:
         rule = _equivalent(m, diff, rules)
         if rule is None:
@@ -219,7 +221,10 @@ def summary(outcomes: list[Outcome]) -> dict[str, Any]:
     counts = {s: sum(o.status == s for o in outcomes) for s in ("killed", "survived", "equivalent", "benign",
                                                                 "incompetent", "no-test")}
     tested = counts["killed"] + counts["survived"]
-    return {**counts, "mutants": len(outcomes), "score": counts["killed"] / tested if tested else None}
+    timed_out = sum(o.timed_out for o in outcomes)
+    return {**counts, "timed_out": timed_out, "mutants": len(outcomes),
+            "score": counts["killed"] / tested if tested else None,
+            "score_by_failing_tests": (counts["killed"] - timed_out) / tested if tested else None}
 
 
 def report(outcomes: list[Outcome], args: argparse.Namespace, wall: float, total: int) -> dict[str, Any]:
@@ -233,7 +238,11 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, wall: float, total
                           if o.status == "survived"],
             "equivalent": [{**asdict(o.mutant), "kind": o.status, "reason": o.reason} for o in outcomes
                            if o.status in ("equivalent", "benign")],
-            "incompetent": [{**asdict(o.mutant), "tail": o.tail[-500:]} for o in outcomes if o.status == "incompetent"]}
+            "incompetent": [{**asdict(o.mutant), "tail": o.tail[-500:]} for o in outcomes if o.status == "incompetent"],
+            "timeout_s": args.timeout_s,
+            "timed_out": [{**asdict(o.mutant), "seconds": round(o.seconds, 1)} for o in outcomes if o.timed_out],
+            "seconds": [{"module": o.mutant.module, "line": o.mutant.line, "operator": o.mutant.operator,
+                         "status": o.status, "seconds": round(o.seconds, 1)} for o in outcomes]}
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -248,8 +257,12 @@ def markdown(data: dict[str, Any]) -> str:
              f"{a['equivalent']} equivalent (no behaviour can differ) and {a['benign']} benign (only the work done, a "
              f"memory check or a message's wording differs; no value, certificate or verdict), both listed with the "
              f"reason in bench/mutation_equivalent.toml; {a['incompetent']} incompetent (the mutant's tests could not "
-             f"run).", "",
-             "| group | mutants | killed | survived | equivalent | benign | incompetent | score |",
+             f"run).", ""]
+    if a.get("timed_out"):
+        lines += [f"{a['timed_out']} of the killed ran past the timeout ({data.get('timeout_s')} s) instead of failing a test "
+                  f"(a mutant that hangs, or slows the tests that much): killed by failing tests alone, the score is "
+                  f"{100 * a['score_by_failing_tests']:.1f} %. They are listed at the end.", ""]
+    lines += ["| group | mutants | killed | survived | equivalent | benign | incompetent | score |",
              "|---|---|---|---|---|---|---|---|"]
     for g, s in data["groups"].items():
         share = "n/a" if s["score"] is None else f"{100 * s['score']:.1f} %"
@@ -260,6 +273,10 @@ def markdown(data: dict[str, Any]) -> str:
         for s in data["survivors"]:
             owed = f" (known, a test is owed: {s['reason']})" if s.get("known") else ""
             lines += [f"- `{s['module']}:{s['line']}` {s['operator']}{owed}", "", "```diff", s["diff"].strip(), "```", ""]
+    if data.get("timed_out"):
+        lines += ["", "## Killed by the timeout", ""]
+        lines += [f"- `{t['module']}:{t['line']}` {t['operator']} ({t['seconds']:.0f} s): `{t['source'][:100]}`"
+                  for t in data["timed_out"]]
     return "\n".join(lines) + "\n"
 
 
@@ -295,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     tests = {g["name"]: g["tests"] for g in cfg["group"]}
     timeout = args.timeout or float(cfg.get("timeout", 600))
+    args.timeout_s = timeout
     rules = equivalents()
     from tqdm import tqdm
 
