@@ -1,0 +1,74 @@
+"""A record's statement is rebuilt from the record alone before anything in it is replayed
+(:func:`attnbounds.theory.io.rebuild.statement_of`): a record whose statement part cannot be rebuilt, or that names a
+statement other than the one it prints, is refused with :class:`InvalidArgument` naming the record and the field,
+never a traceback and never a replay against a statement the record did not state (a field of the wrong JSON type is
+refused earlier, by the records' schema, naming its path). A user record's ``kind`` and ``title`` are labels the relation and
+hypotheses do not read: it is rebuilt as recorded, not refused.
+
+Each case edits one field of a real user record (a token-class counterexample of ``alpha_i <= 1/2``) and keeps the
+record otherwise valid (its content hash recomputed), so the refusal is the rebuild's.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from attnbounds.theory.io import records as rec
+from attnbounds.theory.mathematics.errors import InvalidArgument
+from attnbounds.theory.running.replay import replay_record
+from tests._records import class_record, rehash
+
+
+@pytest.fixture(scope="module")
+def made() -> dict[str, Any]:
+    return class_record().to_json()
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(data: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = data
+        for p in parents:
+            node = node[p]
+        node[last] = value
+    return edit
+
+
+@pytest.mark.parametrize("edit, field", [
+    (_set("statement.id", "user.other"), "its statement's id is 'user.other', not the record's"),
+    (_set("statement.source", "paper"), "statement.source is 'paper' but no reading of the paper has this id"),
+    (_set("hypotheses", [{"id": "simplex-ish", "description": "?"}]), "hypotheses[0]: unknown hypothesis 'simplex-ish'"),
+    (_set("statement.normaliser", "softmax"), "$.statement.normaliser: expected object, got str"),  # the schema's
+    (_set("statement.normaliser", {"family": "callable", "name": "mine"}), "the normaliser 'mine' is a Python callable"),
+    (_set("statement.normaliser", {"family": "no-such-family"}), "statement.normaliser"),
+    (_set("statement.ranges", [1, 2]), "$.statement.ranges: expected object, got list"),  # the schema's
+    (_set("statement.ranges", {"T": [1, "2"]}), "statement.ranges.T must be a pair of numbers"),
+    (_set("statement.ranges", {"T": [1, 2, 3]}), "statement.ranges.T must be a pair of numbers"),
+    (_set("statement.ranges", {"T": [True, 2]}), "statement.ranges.T must be a pair of numbers"),
+    (_set("statement.fixed", {"T": "1"}), "statement.fixed.T must be a number"),
+    (_set("statement.fixed", {"T": False}), "statement.fixed.T must be a number"),
+    (_set("statement.srepr", "LessThan(Symbol('alpha_i', real=True), Rational(1, 3))"),
+     "statement.formula is 'alpha_i <= 1/2', but the statement it states has 'alpha_i <= 1/3'"),
+    (_set("statement.latex", "\\alpha_{i} \\leq 1"), "statement.latex is '\\\\alpha_{i} \\\\leq 1', but the statement it "
+                                                   "states has"),
+])
+def test_a_record_whose_statement_cannot_be_rebuilt_as_printed_is_refused(made: dict[str, Any],
+                                                                         edit: Callable[[dict[str, Any]], None],
+                                                                         field: str) -> None:
+    data = copy.deepcopy(made)
+    edit(data)
+    with pytest.raises(InvalidArgument) as info:  # by the records' schema on reading, or by the rebuild on replaying
+        replay_record(rec.Record.from_json(rehash(data)))
+    message = str(info.value)
+    assert message.startswith("record 'user.half'" if not field.startswith("$.") else "not a valid attnbounds record"), \
+        message
+    assert field in message, message
+
+
+def test_the_untampered_record_rebuilds_and_replays(made: dict[str, Any]) -> None:
+    replayed = replay_record(rec.Record.from_json(copy.deepcopy(made)))
+    assert replayed.ok, replayed
