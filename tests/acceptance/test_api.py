@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import sympy as sp
 import torch
 
 import attnbounds
@@ -248,18 +249,37 @@ def test_closed_claims_are_decided_exactly():
     r = attnbounds.check("1 - (1 - 0.8)**2 >= 0.99")
     assert r.verdict == "REFUTED" and r.counterexample is None
     (part,) = r.data["closed_claim"]["conjuncts"]
-    assert (part["lhs"], part["rhs"], part["margin"]) == ("99/100", "24/25", "-3/100")  # exact: 0.8 is 4/5
+    # exact (0.8 is 4/5), each side as written: lhs 1 - (1 - 4/5)^2, rhs 99/100; the margin by how much it holds
+    assert (part["lhs"], part["rhs"], part["margin"]) == ("24/25", "99/100", "-3/100")
     assert part["method"] == "exact rational arithmetic" and "24/25" in r.reason
     r = attnbounds.check("1 - (1 - p)**H >= 0.99", fixed={"p": 0.8, "H": 3})
-    assert r.verdict == "PROVED" and r.data["closed_claim"]["conjuncts"][0]["rhs"] == "124/125"
+    assert r.verdict == "PROVED" and r.data["closed_claim"]["conjuncts"][0]["lhs"] == "124/125"
     assert r.data["statement"]["fixed"] == {"H": 3.0, "p": 0.8}
     r = attnbounds.check("(exp(1) >= 2.718) & (pi <= 3.1416)")
     assert r.verdict == "PROVED" and all("interval arithmetic" in c["method"] for c in r.data["closed_claim"]["conjuncts"])
     r = attnbounds.check("sqrt(2)**2 <= 2")
     assert r.verdict == "PROVED"  # an exact equality, recognised exactly
     assert "closed claim" in r.cite() and "decided exactly" in r.cite()
-    with pytest.raises(AssertionError, match=r"(?s)REFUTED \(decided exactly\).*\n  lhs +99/100"):
+    with pytest.raises(AssertionError, match=r"(?s)REFUTED \(decided exactly\).*\n  lhs +24/25"):
         attnbounds.assert_bound("1 - (1 - 0.8)**2 >= 0.99")
+
+
+@pytest.mark.parametrize("written, mirror, lhs, rhs, status", [
+    ("1 - 0.2**2 >= 0.99", "0.99 <= 1 - 0.2**2", "24/25", "99/100", "violated"),
+    ("sqrt(2) >= 1.5", "1.5 <= sqrt(2)", "sqrt(2)", "3/2", "violated"),
+    ("1/3 > 1/3", "1/3 < 1/3", "1/3", "1/3", "violated"),  # strict between exactly equal sides
+    ("2 >= 1", "1 <= 2", "2", "1", "holds"),
+])
+def test_a_closed_claim_reports_each_side_as_written(written, mirror, lhs, rhs, status):
+    """``a >= b`` and ``b <= a`` are one claim: the same margin and status, each record naming its own sides."""
+    (part,) = attnbounds.check(written).data["closed_claim"]["conjuncts"]
+    (other,) = attnbounds.check(mirror).data["closed_claim"]["conjuncts"]
+    assert (part["lhs"], part["rhs"]) == (lhs, rhs) and (other["lhs"], other["rhs"]) == (rhs, lhs), (part, other)
+    assert (part["lhs_decimal"], part["rhs_decimal"]) == (other["rhs_decimal"], other["lhs_decimal"])
+    assert float(part["lhs_decimal"].strip("[").split()[0]) == pytest.approx(float(sp.sympify(lhs)))  # a ball or exact
+    assert part["margin"] == other["margin"] and part["status"] == other["status"] == status
+    if lhs == rhs:
+        assert "exactly equal" in part["method"], part
 
 
 def test_closed_claims_in_toml_and_relations_decided_whatever_the_values(tmp_path):

@@ -45,25 +45,29 @@ class ClosedClaim(TypedDict):
 
 def decide_conjunct(rel: sp.Rel, written: sp.Basic | None = None) -> dict[str, str]:
     """``{relation, lhs, rhs, lhs_decimal, rhs_decimal, margin, status, method}`` for one conjunct ``lhs <= rhs`` (or
-    ``lhs < rhs``: strict, an exact 0 margin violates it)."""
+    ``lhs < rhs``: strict, an exact 0 margin violates it), as :func:`conjuncts` writes it. The sides are reported as
+    ``written`` has them (``a >= b``: lhs ``a``, rhs ``b``); the margin is by how much the conjunct holds (``rhs - lhs``
+    of ``lhs <= rhs``, ``a - b`` of ``a >= b``): negative when it fails."""
     from attnbounds.theory.mathematics.intervals import backend
 
     strict = isinstance(rel, sp.Lt)
     lhs, rhs = rel.lhs.doit(), rel.rhs.doit()
     margin = sp.nsimplify(rhs - lhs) if (rhs - lhs).is_Rational else (rhs - lhs)
+    sides = (rhs, lhs) if isinstance(written, (sp.GreaterThan, sp.StrictGreaterThan)) else (lhs, rhs)
     ops = backend(None)
-    out = {"relation": sp.sstr(written if written is not None else rel), "lhs": sp.sstr(lhs), "rhs": sp.sstr(rhs), "margin": sp.sstr(margin)}
+    out = {"relation": sp.sstr(written if written is not None else rel), "lhs": sp.sstr(sides[0]),
+           "rhs": sp.sstr(sides[1]), "margin": sp.sstr(margin)}
     sign, method = sign_of(margin)
     if sign is None:
         status = "undecided"
     elif sign == 0 and strict:
-        status, method = "violated", method + ": rhs - lhs is exactly 0, which the strict inequality excludes"
+        status, method = "violated", method + ": the two sides are exactly equal, which the strict inequality excludes"
     else:
         status = "holds" if sign >= 0 else "violated"
     try:
-        out["lhs_decimal"], out["rhs_decimal"] = _text(ops, lhs), _text(ops, rhs)
+        out["lhs_decimal"], out["rhs_decimal"] = _text(ops, sides[0]), _text(ops, sides[1])
     except Exception:  # noqa: BLE001 - a side the balls cannot print: its exact form is in the record
-        out["lhs_decimal"], out["rhs_decimal"] = sp.sstr(sp.N(lhs, DIGITS)), sp.sstr(sp.N(rhs, DIGITS))
+        out["lhs_decimal"], out["rhs_decimal"] = sp.sstr(sp.N(sides[0], DIGITS)), sp.sstr(sp.N(sides[1], DIGITS))
     out.update(status=status, method=method)
     return out
 
