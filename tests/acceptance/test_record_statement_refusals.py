@@ -72,3 +72,35 @@ def test_a_record_whose_statement_cannot_be_rebuilt_as_printed_is_refused(made: 
 def test_the_untampered_record_rebuilds_and_replays(made: dict[str, Any]) -> None:
     replayed = replay_record(rec.Record.from_json(copy.deepcopy(made)))
     assert replayed.ok, replayed
+
+
+def _closed(relation: str) -> dict[str, Any]:
+    from attnbounds.theory.running import api
+
+    return api.check(relation, budget=0.3, seed=0).to_json()
+
+
+def _swap_sides(data: dict[str, Any]) -> dict[str, Any]:
+    data = copy.deepcopy(data)
+    for c in data["closed_claim"]["conjuncts"]:
+        c["lhs"], c["rhs"], c["lhs_decimal"], c["rhs_decimal"] = c["rhs"], c["lhs"], c["rhs_decimal"], c["lhs_decimal"]
+    return rehash(data)
+
+
+@pytest.mark.parametrize("relation, legacy", [
+    ("1 - (1 - 0.8)**2 >= 0.99", True),   # before 2026-12-05 a '>=' claim was written with the sides of 'b <= a'
+    ("0.99 <= 1 - (1 - 0.8)**2", False),  # a '<=' claim never was: its sides swapped are a forgery
+    ("(2 >= 1) & (1 <= 3)", False),       # only the '>=' conjunct may be swapped, not every one
+])
+def test_a_closed_claim_replays_with_its_sides_as_written_or_as_earlier_versions_wrote_them(relation: str,
+                                                                                            legacy: bool) -> None:
+    data = _closed(relation)
+    assert replay_record(rec.Record.from_json(copy.deepcopy(data))).ok
+    assert replay_record(rec.Record.from_json(_swap_sides(data))).ok == legacy
+
+
+def test_a_closed_claim_with_an_edited_margin_is_refused() -> None:
+    data = copy.deepcopy(_closed("1 - (1 - 0.8)**2 >= 0.99"))
+    data["closed_claim"]["conjuncts"][0]["margin"] = "-1/100"
+    replayed = replay_record(rec.Record.from_json(rehash(data)))
+    assert not replayed.ok and "values differ" in replayed.what, replayed

@@ -207,9 +207,26 @@ def _closed_claim(st: Statement, recorded: Any, verdict: str) -> tuple[bool, str
     again, _, decided = closed_claims.decide(st)
     if again != verdict:
         return False, f"closed claim: decided again exactly, it is {again}"
-    if canonical(decided) != canonical(recorded):
+    if canonical(decided) != canonical(recorded) and canonical(_sides_swapped(st, decided)) != canonical(recorded):
         return False, "closed claim: the recorded conjuncts or values differ from those decided again"
     return True, f"closed claim decided again exactly: {verdict} ({len(decided['conjuncts'])} conjunct(s))"
+
+
+def _sides_swapped(st: Statement, decided: Any) -> Any:
+    """``decided`` as versions before 2026-12-05 wrote it: a conjunct written ``a >= b`` (or ``>``) with the sides of
+    ``b <= a``, the form it is decided as (lhs ``b``, rhs ``a``), and a strict one between equal sides said so in
+    other words; its margin and status the same."""
+    import copy
+
+    import sympy as sp
+
+    out = copy.deepcopy(decided)
+    written = list(st.relation.args) if isinstance(st.relation, sp.And) else [st.relation]
+    for c, w in zip(out["conjuncts"], written):
+        if isinstance(w, (sp.GreaterThan, sp.StrictGreaterThan)):
+            c["lhs"], c["rhs"], c["lhs_decimal"], c["rhs_decimal"] = c["rhs"], c["lhs"], c["rhs_decimal"], c["lhs_decimal"]
+        c["method"] = c["method"].replace(": the two sides are exactly equal,", ": rhs - lhs is exactly 0,")
+    return out
 
 
 def _derivation(record: Record, st: Statement, proof: dict[str, Any]) -> tuple[bool, str]:
