@@ -342,3 +342,21 @@ def test_theorem2_certifies_a_sure_count_from_both_sides():
     assert c.status == "violated" and not c.statistical and c.method == "arb"
     assert any("every configuration" in n for n in c.notes)
     assert math.isclose(c.margin_lo, math.exp(-0.55**2 / 16) - 1, rel_tol=1e-12)
+
+
+def test_equality_is_claimed_only_for_a_deterministic_inconclusive_margin_within_rounding_of_zero():
+    """``Certificate.equality``: inconclusive, not statistical, not strict, every hypothesis decided, and both ends of
+    the margin within ``rel`` of the sides' scale; any one of these missing and it is no equality case."""
+    import dataclasses
+
+    from attnbounds.theory.deciding.certify import Certificate
+
+    base = Certificate("t", "inconclusive", -1e-17, 1e-17, "-1e-17", "1e-17", "1", "1", {}, 128, "arb", "arb", None,
+                       "", {"softmax": "certified"}, (), 1.0, 0.0)
+    assert base.equality()
+    for change in ({"status": "holds"}, {"status": "violated"}, {"method": "hoeffding"}, {"strict": True},
+                   {"margin_lo": -math.inf}, {"hypotheses": {"softmax": "undecided"}}, {"margin_lo": -1e-14},
+                   {"margin_hi": 1e-14}, {"scale": 1e-3}):
+        assert not dataclasses.replace(base, **change).equality(), change
+    assert dataclasses.replace(base, margin_hi=1e-14).equality(rel=1e-13)  # the tolerance is relative to the scale
+    assert dataclasses.replace(base, scale=1e3, margin_lo=-1e-13).equality()
