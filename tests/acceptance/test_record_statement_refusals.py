@@ -104,3 +104,24 @@ def test_a_closed_claim_with_an_edited_margin_is_refused() -> None:
     data["closed_claim"]["conjuncts"][0]["margin"] = "-1/100"
     replayed = replay_record(rec.Record.from_json(rehash(data)))
     assert not replayed.ok and "values differ" in replayed.what, replayed
+
+
+@pytest.mark.parametrize("edit, message", [
+    # the verdict's evidence: a PROVED record with none, a REFUTED one without its counterexample
+    (lambda d: d.update(verdict="PROVED", counterexample=None, proof=None),
+     "$.proof: a PROVED record needs its derivation, a relaxation certificate or a closed claim"),
+    (lambda d: d.update(counterexample=None), "$.counterexample: a REFUTED record needs its counterexample"),
+    # numbers outside their range, arrays of the wrong length
+    (lambda d: d["search"].update(tried=-1), "$.search.tried: -1 is below the minimum 0"),
+    (lambda d: d["search"].update(tried=10**40), "$.search.tried: 100000000000...0000 (41 characters) is above"),
+    (lambda d: d["search"].update(tried=-(10**45)), "$.search.tried: -10000000000...0000 (47 characters) is below"),
+    (lambda d: d["search"].update(by_method={"random": {"by_L": [[2, 0.1]]}}),
+     "$.search.by_method.random.by_L[0]: expected 3 to 3 items, got 2"),
+])
+def test_a_record_without_the_evidence_its_verdict_needs_or_out_of_range_is_refused_on_reading(
+        made: dict[str, Any], edit: Callable[[dict[str, Any]], None], message: str) -> None:
+    data = copy.deepcopy(made)
+    edit(data)
+    with pytest.raises(InvalidArgument) as info:
+        rec.Record.from_json(rehash(data))
+    assert message in str(info.value), str(info.value)

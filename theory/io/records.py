@@ -525,6 +525,13 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+def _number_text(value: int | float) -> str:
+    """A number for a message, shortened without changing what it says: its digits, or its first and last ones and
+    how many (never cut to a smaller number)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:12]}...{text[-4:]} ({len(text)} characters)"
+
+
 def validate(value: Any, schema: dict[str, Any] = SCHEMA, path: str = "$") -> list[str]:
     """Problems of ``value`` against ``schema`` (empty when valid).
 
@@ -566,9 +573,9 @@ def validate(value: Any, schema: dict[str, Any] = SCHEMA, path: str = "$") -> li
         out.append(f"{path}: {value!r:.80} does not match {schema['pattern']}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
-            out.append(f"{path}: {value!r} is below the minimum {schema['minimum']}")
+            out.append(f"{path}: {_number_text(value)} is below the minimum {schema['minimum']}")
         if "maximum" in schema and value > schema["maximum"]:
-            out.append(f"{path}: {value!r:.40} is above the maximum {schema['maximum']}")
+            out.append(f"{path}: {_number_text(value)} is above the maximum {schema['maximum']}")
     if isinstance(value, dict):
         for key in schema.get("required", ()):
             if key not in value:
