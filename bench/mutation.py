@@ -209,12 +209,23 @@ def run_one(m: Mutant, copy: Path, tests: list[str], timeout: float, rules: list
     return Outcome(m, "incompetent", seconds, diff, tail=(result.output or "")[-2000:])
 
 
-def baseline(copy: Path, cfg: dict[str, Any], groups: set[str]) -> None:
+#: a mutant's tests may take this many times the unmutated run of its group (measured in the same run) before the
+#: timeout kills them: a kill by the timeout then means a mutant that hangs or slows its tests that much, not a loaded
+#: machine (with --no-baseline the configured timeout alone applies, and the report says so)
+TIMEOUT_FACTOR = 3.0
+
+
+def baseline(copy: Path, cfg: dict[str, Any], groups: set[str]) -> dict[str, float]:
+    """The seconds of each group's unmutated test run (which must pass)."""
+    seconds = {}
     for group in cfg["group"]:
         if group["name"] in groups:
+            start = time.perf_counter()
             proc = subprocess.run(_command(copy, group["tests"]), shell=True, capture_output=True, text=True)
+            seconds[group["name"]] = time.perf_counter() - start
             if proc.returncode != 0:
                 raise SystemExit(f"the unmutated tests of group {group['name']} fail:\n{proc.stdout[-3000:]}")
+    return seconds
 
 
 def summary(outcomes: list[Outcome]) -> dict[str, Any]:
@@ -228,7 +239,7 @@ def summary(outcomes: list[Outcome]) -> dict[str, Any]:
 
 
 def report(outcomes: list[Outcome], args: argparse.Namespace, wall: float, total: int) -> dict[str, Any]:
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = args.commit  # when the sources were copied: the run's own commit, whatever is committed while it runs
     groups = sorted({o.mutant.group for o in outcomes})
     return {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit,
             "sample": args.sample, "seed": args.seed, "rerun": args.rerun, "population": total, "wall_s": round(wall, 1),
@@ -239,7 +250,7 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, wall: float, total
             "equivalent": [{**asdict(o.mutant), "kind": o.status, "reason": o.reason} for o in outcomes
                            if o.status in ("equivalent", "benign")],
             "incompetent": [{**asdict(o.mutant), "tail": o.tail[-500:]} for o in outcomes if o.status == "incompetent"],
-            "timeout_s": args.timeout_s,
+            "timeout_s": args.timeout_s, "baseline_s": args.baseline_s,
             "timed_out": [{**asdict(o.mutant), "seconds": round(o.seconds, 1)} for o in outcomes if o.timed_out],
             "seconds": [{"module": o.mutant.module, "line": o.mutant.line, "operator": o.mutant.operator,
                          "status": o.status, "seconds": round(o.seconds, 1)} for o in outcomes]}
@@ -259,8 +270,10 @@ def markdown(data: dict[str, Any]) -> str:
              f"reason in bench/mutation_equivalent.toml; {a['incompetent']} incompetent (the mutant's tests could not "
              f"run).", ""]
     if a.get("timed_out"):
-        lines += [f"{a['timed_out']} of the killed ran past the timeout ({data.get('timeout_s')} s) instead of failing a test "
-                  f"(a mutant that hangs, or slows the tests that much): killed by failing tests alone, the score is "
+        how = (f"{TIMEOUT_FACTOR:g} times each group's unmutated run, measured in this run" if data.get("baseline_s")
+               else "no baseline measured (--no-baseline): on a loaded machine a slow unmutated run times out too")
+        lines += [f"{a['timed_out']} of the killed ran past the timeout (seconds per group {data.get('timeout_s')}; "
+                  f"{how}) instead of failing a test: killed by failing tests alone, the score is "
                   f"{100 * a['score_by_failing_tests']:.1f} %. They are listed at the end.", ""]
     lines += ["| group | mutants | killed | survived | equivalent | benign | incompetent | score |",
              "|---|---|---|---|---|---|---|---|"]
@@ -312,15 +325,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     tests = {g["name"]: g["tests"] for g in cfg["group"]}
     timeout = args.timeout or float(cfg.get("timeout", 600))
-    args.timeout_s = timeout
     rules = equivalents()
     from tqdm import tqdm
 
     start = time.perf_counter()
+    args.commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="attnbounds-mutation-") as folder:
         copies = [_copy(Path(folder) / f"w{k}") for k in range(args.workers)]
-        if not args.no_baseline:
-            baseline(copies[0], cfg, {m.group for m in chosen})
+        measured = {} if args.no_baseline else baseline(copies[0], cfg, {m.group for m in chosen})
+        limits = {g: max(timeout, TIMEOUT_FACTOR * measured.get(g, 0.0)) for g in tests}
+        args.timeout_s = {g: round(limits[g]) for g in sorted({m.group for m in chosen})}
+        args.baseline_s = {g: round(v, 1) for g, v in measured.items()} or None
         outcomes: list[Outcome] = []
         queue = list(chosen)
         with concurrent.futures.ThreadPoolExecutor(args.workers) as pool, \
@@ -331,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
             while queue or running:
                 while queue and free:
                     m, c = queue.pop(0), free.pop()
-                    running[pool.submit(run_one, m, c, tests[m.group], timeout, rules)] = c
+                    running[pool.submit(run_one, m, c, tests[m.group], limits[m.group], rules)] = c
                 done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
                 for fut in done:
                     free.append(running.pop(fut))

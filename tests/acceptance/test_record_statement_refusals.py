@@ -125,3 +125,14 @@ def test_a_record_without_the_evidence_its_verdict_needs_or_out_of_range_is_refu
     with pytest.raises(InvalidArgument) as info:
         rec.Record.from_json(rehash(data))
     assert message in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("separator", [",", ", ", ",\n  ", "\n,\n"])
+def test_records_are_read_from_an_array_however_its_commas_are_spaced(made: dict[str, Any], tmp_path: Any,
+                                                                      separator: str) -> None:
+    """The streaming reader steps over exactly the comma between two records (a compact ``[{...},{...}]`` too)."""
+    import json
+
+    path = tmp_path / "records.json"
+    path.write_text("[" + separator.join(json.dumps(made, separators=(",", ":")) for _ in range(3)) + "]")
+    assert [r.id for r in rec.load_records(path)] == ["user.half"] * 3

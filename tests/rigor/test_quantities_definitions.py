@@ -203,6 +203,7 @@ def test_a_quantity_not_declared_to_read_the_normaliser_is_the_same_for_normalis
        M=hs.sampled_from([0.5, 1.0, 2.0]), spread=hs.sampled_from([0.0, 0.3, 0.6]),
        reach=hs.floats(0.05, 2.5), seed=hs.integers(0, 2**16))
 @example(logits=[2.068, 0.221, -2.626, 2.844], N=3, M=2.0, spread=0.0, reach=0.7332, seed=0)  # outsiders undecided
+@example(logits=[0.0, 0.0], N=1, M=2.0, spread=0.0, reach=0.75, seed=0)  # an outsider's distance up to alpha_j M + ||s||
 def test_the_sphere_bounds_hold_every_sampled_configuration(logits: list[float], N: int, M: float, spread: float,
                                                              reach: float, seed: int) -> None:
     """The bounds on N_s valid for every configuration on the sphere (:func:`theorem2._sphere_bounds`, relaxed and
