@@ -72,9 +72,14 @@ def decide_conjunct(rel: sp.Rel, written: sp.Basic | None = None) -> dict[str, s
     return out
 
 
+def written_conjuncts(statement: Statement) -> list[sp.Basic]:
+    """The conjuncts as the statement writes them (``a >= b`` stays so), beside :func:`conjuncts`' ``lhs <= rhs``."""
+    return list(statement.relation.args) if isinstance(statement.relation, sp.And) else [statement.relation]
+
+
 def decide(statement: Statement) -> tuple[Verdict, str, ClosedClaim]:
     """``(verdict, reason, closed_claim)`` of a closed claim (module docstring)."""
-    written = list(statement.relation.args) if isinstance(statement.relation, sp.And) else [statement.relation]
+    written = written_conjuncts(statement)
     parts = [decide_conjunct(rel, w) for rel, w in zip(conjuncts(statement.relation), written)]
     failed = [p for p in parts if p["status"] == "violated"]
     open_ = [p for p in parts if p["status"] == "undecided"]

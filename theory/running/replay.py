@@ -220,9 +220,10 @@ def _sides_swapped(st: Statement, decided: Any) -> Any:
 
     import sympy as sp
 
+    from attnbounds.theory.deciding.closed_claims import written_conjuncts
+
     out = copy.deepcopy(decided)
-    written = list(st.relation.args) if isinstance(st.relation, sp.And) else [st.relation]
-    for c, w in zip(out["conjuncts"], written):
+    for c, w in zip(out["conjuncts"], written_conjuncts(st)):
         if isinstance(w, (sp.GreaterThan, sp.StrictGreaterThan)):
             c["lhs"], c["rhs"], c["lhs_decimal"], c["rhs_decimal"] = c["rhs"], c["lhs"], c["rhs_decimal"], c["lhs_decimal"]
         c["method"] = c["method"].replace(": the two sides are exactly equal,", ": rhs - lhs is exactly 0,")
