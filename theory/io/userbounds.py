@@ -52,8 +52,10 @@ _NORMALISER_KEYS = {"name", "log_F", "params"}
 _PYTHON_NORMALISER_KEYS = _NORMALISER_KEYS | {"torch"}
 #: the largest statements file read, in bytes
 MAX_FILE_BYTES = 1 << 20
-#: seconds that parsing and self-checking one statement or normaliser may take (:func:`time_limit`)
+#: seconds of CPU time that parsing and self-checking one statement or normaliser may take (:func:`time_limit`)
 LOAD_SECONDS = 10.0
+#: the wall-clock backstop of :func:`time_limit`, in multiples of its CPU seconds (a block that waits, not computes)
+WAIT_FACTOR = 6.0
 #: the index of a Sum over the selected tokens
 INDEX = sp.Idx("i")
 #: names a normaliser's log_F reads besides its parameters
@@ -434,28 +436,35 @@ def _parse_normaliser(table: Any, k: int, path: str, python: bool = False) -> tu
 
 @contextlib.contextmanager
 def time_limit(seconds: float, what: str) -> Iterator[None]:
-    """Refuse (:class:`InvalidArgument`) what takes longer than ``seconds`` in the block: a backstop behind the
-    parser's size limits. It needs the main thread and a free ``SIGALRM`` (no other alarm pending); elsewhere
-    the block runs unbounded."""
+    """Refuse (:class:`InvalidArgument`) what uses more than ``seconds`` of this process's CPU time in the block, or
+    waits more than :data:`WAIT_FACTOR` times as long on the wall clock: a backstop behind the parser's size limits.
+    CPU time, so that a loaded machine (other processes on its cores) does not refuse what an idle one accepts; the
+    wall clock only for a block that waits instead of computing (a user's function blocked on a lock). It needs the
+    main thread and free ``SIGPROF`` and ``SIGALRM`` (no other timer pending); elsewhere the block runs unbounded."""
+    timers = ((signal.ITIMER_PROF, signal.SIGPROF, seconds, "used more than {:g} s of CPU time"),
+              (signal.ITIMER_REAL, signal.SIGALRM, WAIT_FACTOR * seconds, "took longer than {:g} s"))
     usable = (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-              and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, signal.SIG_IGN, None)
-              and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0))
+              and all(signal.getsignal(sig) in (signal.SIG_DFL, signal.SIG_IGN, None)
+                      and signal.getitimer(timer) == (0.0, 0.0) for timer, sig, _, _ in timers))
     if not usable:
         yield
         return
 
     def expire(signum: int, frame: Any) -> None:
-        raise _Expired
+        raise _Expired(signum)
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = {sig: signal.signal(sig, expire) for _, sig, _, _ in timers}
+    for timer, _, limit, _ in timers:
+        signal.setitimer(timer, limit)
     try:
         yield
-    except _Expired:
-        raise InvalidArgument(f"{what}: preparing it took longer than {seconds:g} s; simplify it") from None
+    except _Expired as exc:
+        limit, said = next((limit, said) for _, sig, limit, said in timers if sig == exc.args[0])
+        raise InvalidArgument(f"{what}: preparing it {said.format(limit)}; simplify it") from None
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for timer, sig, _, _ in timers:
+            signal.setitimer(timer, 0)
+            signal.signal(sig, previous[sig])
 
 
 class _Expired(BaseException):
