@@ -125,14 +125,19 @@ def _added(diff: str) -> list[str]:
 
 
 def survivors_of(report: dict[str, Any], population: list[Mutant]) -> list[Mutant]:
-    """The mutants of ``population`` that are the survivors of an earlier ``report``: the same module, operator, line
-    text and mutated line (each mutation is applied to a scratch copy of its module to see its line)."""
+    """The mutants of ``population`` that survived an earlier ``report`` or were killed there by the timeout (an
+    outcome that says nothing on a loaded machine): the same module, operator, line text and mutated line (each
+    mutation is applied to a scratch copy of its module to see its line). A kill by the timeout recorded without its
+    diff (reports before the diff was kept) matches by its line number and occurrence as well: rerun it before the
+    module is edited."""
     import cosmic_ray.plugins
     from cosmic_ray.mutating import apply_mutation
 
-    wanted = {(s["module"], s["operator"], s["source"], tuple(_added(s["diff"]))) for s in report["survivors"]}
+    again = report["survivors"] + report.get("timed_out", [])
+    wanted = {(s["module"], s["operator"], s["source"], tuple(_added(s["diff"]))) for s in again if "diff" in s}
+    exact = {(s["module"], s["operator"], s["source"], s["line"], s["occurrence"]) for s in again if "diff" not in s}
+    out = [m for m in population if (m.module, m.operator, m.source, m.line, m.occurrence) in exact]
     places = {w[:3] for w in wanted}
-    out = []
     with tempfile.TemporaryDirectory() as folder:
         for m in population:
             if (m.module, m.operator, m.source) not in places:
@@ -251,7 +256,8 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, wall: float, total
                            if o.status in ("equivalent", "benign")],
             "incompetent": [{**asdict(o.mutant), "tail": o.tail[-500:]} for o in outcomes if o.status == "incompetent"],
             "timeout_s": args.timeout_s, "baseline_s": args.baseline_s,
-            "timed_out": [{**asdict(o.mutant), "seconds": round(o.seconds, 1)} for o in outcomes if o.timed_out],
+            "timed_out": [{**asdict(o.mutant), "diff": o.diff, "seconds": round(o.seconds, 1)} for o in outcomes
+                          if o.timed_out],
             "seconds": [{"module": o.mutant.module, "line": o.mutant.line, "operator": o.mutant.operator,
                          "status": o.status, "seconds": round(o.seconds, 1)} for o in outcomes]}
 
@@ -260,7 +266,7 @@ def markdown(data: dict[str, Any]) -> str:
     a = data["all"]
     score = "n/a" if a["score"] is None else f"{100 * a['score']:.1f} %"
     which = ("every mutant" if not data["sample"] else f"a sample of {data['sample']} (seed {data['seed']})") \
-        if not data.get("rerun") else f"the survivors of {data['rerun']} again ({data['all']['mutants']} mutants)"
+        if not data.get("rerun") else f"the survivors and timeouts of {data['rerun']} again ({data['all']['mutants']} mutants)"
     lines = ["# Mutation run of the soundness core", "",
              f"{data['date']}, commit {data['commit'][:12]}, {data['wall_s']:.0f} s on {data['workers']} worker(s); "
              f"{which} of {data['population']}.", "",
@@ -300,8 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", action="append", help="only these groups (default: every group)")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--timeout", type=float, default=None, help="seconds a mutant's tests may take")
-    parser.add_argument("--rerun", metavar="REPORT", help="run again the survivors of an earlier report (after new "
-                        "tests or equivalence rules): every mutant with a survivor's module, operator and line text")
+    parser.add_argument("--rerun", metavar="REPORT", help="run again the survivors and the kills by timeout of an "
+                        "earlier report (after new tests or equivalence rules, or on an idle machine)")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the unmutated run of each group's tests (when the test suite itself just passed)")

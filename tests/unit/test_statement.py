@@ -185,3 +185,16 @@ def test_an_undefined_conjunct_leaves_the_conjunction_undefined(tmp_path, first)
     assert np.isnan(ev.margin).all(), ev.margin
     for b in range(inst.B):
         assert certify(statement, inst, b).status not in ("holds", "violated")
+
+
+def test_statements_are_equal_and_hash_by_id_and_relation():
+    """Equality is the id and the relation; the hash reads both, so statements sharing an id (every statement given
+    to ``attnbounds.check`` has the same one) do not pile up in one bucket of a cache keyed by statements."""
+    from attnbounds.theory.running import api
+
+    a, a2 = (api.statement("alpha_i <= 1 + 1/L").statements[0] for _ in range(2))
+    b = api.statement("alpha_i <= 2 + 1/L").statements[0]
+    assert a.id == b.id and a is not a2
+    assert a == a2 and hash(a) == hash(a2) and a != b and hash(a) != hash(b)
+    assert len({a, a2, b}) == 2
+    assert "_identity_key" in b.__dict__ and "_identity_key" not in b.__getstate__()  # a cache, never shipped
