@@ -190,10 +190,35 @@ def _equivalent(m: Mutant, diff: str, rules: list[dict[str, str]]) -> dict[str, 
     return None
 
 
-def run_one(m: Mutant, copy: Path, tests: list[str], timeout: float, rules: list[dict[str, str]]) -> Outcome:
+def _judged(m: Mutant, rules: list[dict[str, str]]) -> Outcome | None:
+    """The outcome an equivalence rule gives ``m`` without running its tests (``--skip-judged``): the rule's kind and
+    reason, its diff computed on a scratch copy of the module; None when no rule (or only an ``open`` one) covers it."""
+    import difflib
+
+    import cosmic_ray.plugins
+    from cosmic_ray.mutating import apply_mutation
+
+    with tempfile.TemporaryDirectory() as folder:
+        scratch = Path(folder) / "m.py"
+        shutil.copy2(ROOT / m.module, scratch)
+        original, mutated = apply_mutation(scratch, cosmic_ray.plugins.get_operator(m.operator)(), m.occurrence)
+    if mutated is None:
+        return None
+    diff = "".join(difflib.unified_diff(original.splitlines(True), mutated.splitlines(True), m.module, m.module))
+    rule = _equivalent(m, diff, rules)
+    if rule is None or rule.get("kind") == "open":
+        return None
+    return Outcome(m, rule.get("kind", "equivalent"), 0.0, diff, rule["reason"])
+
+
+def run_one(m: Mutant, copy: Path, tests: list[str], timeout: float, rules: list[dict[str, str]],
+            skip_judged: bool = False) -> Outcome:
     from cosmic_ray.mutating import mutate_and_test
     from cosmic_ray.work_item import MutationSpec, TestOutcome, WorkerOutcome
 
+    judged = _judged(m, rules) if skip_judged else None
+    if judged is not None:
+        return judged
     spec = MutationSpec(module_path=str(copy / m.module), operator_name=m.operator, operator_args={},
                         occurrence=m.occurrence, start_pos=(m.line, 0), end_pos=(m.line, 1))
     start = time.perf_counter()
@@ -255,7 +280,7 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, wall: float, total
             "equivalent": [{**asdict(o.mutant), "kind": o.status, "reason": o.reason} for o in outcomes
                            if o.status in ("equivalent", "benign")],
             "incompetent": [{**asdict(o.mutant), "tail": o.tail[-500:]} for o in outcomes if o.status == "incompetent"],
-            "timeout_s": args.timeout_s, "baseline_s": args.baseline_s,
+            "timeout_s": args.timeout_s, "baseline_s": args.baseline_s, "skip_judged": args.skip_judged,
             "timed_out": [{**asdict(o.mutant), "diff": o.diff, "seconds": round(o.seconds, 1)} for o in outcomes
                           if o.timed_out],
             "seconds": [{"module": o.mutant.module, "line": o.mutant.line, "operator": o.mutant.operator,
@@ -269,7 +294,8 @@ def markdown(data: dict[str, Any]) -> str:
         if not data.get("rerun") else f"the survivors and timeouts of {data['rerun']} again ({data['all']['mutants']} mutants)"
     lines = ["# Mutation run of the soundness core", "",
              f"{data['date']}, commit {data['commit'][:12]}, {data['wall_s']:.0f} s on {data['workers']} worker(s); "
-             f"{which} of {data['population']}.", "",
+             f"{which} of {data['population']}" + (f"; finished {data['finished']}." if data.get("finished") else "."),
+             "",
              f"**Score {score}** (killed over killed and survived): {a['killed']} killed, {a['survived']} survived, "
              f"{a['equivalent']} equivalent (no behaviour can differ) and {a['benign']} benign (only the work done, a "
              f"memory check or a message's wording differs; no value, certificate or verdict), both listed with the "
@@ -299,6 +325,19 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _write(outcomes: list[Outcome], args: argparse.Namespace, wall: float, total: int, chosen: int) -> dict[str, Any]:
+    """The report of the outcomes so far, written whole (a temporary file renamed over ``--out``): ``"finished"`` says
+    how many of the chosen mutants it holds."""
+    ordered = sorted(outcomes, key=lambda o: (o.mutant.group, o.mutant.module, o.mutant.line, o.mutant.operator))
+    data = report(ordered, args, wall, total) | {"finished": f"{len(outcomes)} of {chosen}"}
+    out = Path(args.out)
+    for path, text in ((out, json.dumps(data, indent=1) + "\n"), (out.with_suffix(".md"), markdown(data))):
+        scratch = path.with_name(path.name + ".part")
+        scratch.write_text(text)
+        scratch.replace(path)
+    return data
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=0, help="run a seeded random sample of this many mutants")
@@ -311,6 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the unmutated run of each group's tests (when the test suite itself just passed)")
+    parser.add_argument("--skip-judged", action="store_true",
+                        help="report the mutants an equivalence rule covers as the rule says, without running their "
+                        "tests (a ratchet's speed; a full run runs them, so that a rule covering a mutant the tests "
+                        "kill is seen)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "mutation_report.json"))
     parser.add_argument("--fail-under", type=float, default=0.0, help="exit 1 when the score is below this fraction")
     args = parser.parse_args(argv)
@@ -352,23 +395,24 @@ def main(argv: list[str] | None = None) -> int:
             while queue or running:
                 while queue and free:
                     m, c = queue.pop(0), free.pop()
-                    running[pool.submit(run_one, m, c, tests[m.group], limits[m.group], rules)] = c
+                    running[pool.submit(run_one, m, c, tests[m.group], limits[m.group], rules, args.skip_judged)] = c
                 done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
                 for fut in done:
                     free.append(running.pop(fut))
-                    outcomes.append(fut.result())
+                    o = fut.result()
+                    outcomes.append(o)
                     bar.update(1)
                     bar.set_postfix(killed=sum(o.status == "killed" for o in outcomes),
                                     survived=sum(o.status == "survived" for o in outcomes))
-    outcomes.sort(key=lambda o: (o.mutant.group, o.mutant.module, o.mutant.line, o.mutant.operator))
-    data = report(outcomes, args, time.perf_counter() - start, len(population))
-    out = Path(args.out)
-    out.write_text(json.dumps(data, indent=1) + "\n")
-    out.with_suffix(".md").write_text(markdown(data))
+                    bar.write(f"{o.status}{' (timeout)' if o.timed_out else ''}: {o.mutant.module}:{o.mutant.line} "
+                              f"{o.mutant.operator} ({o.seconds:.0f} s)", file=sys.stderr)
+                    # every outcome is kept as it comes: a run stopped early leaves a report of what it finished
+                    data = _write(outcomes, args, time.perf_counter() - start, len(population), len(chosen))
+    data = _write(outcomes, args, time.perf_counter() - start, len(population), len(chosen))
     a = data["all"]
     print(f"{a['mutants']} mutants: {a['killed']} killed, {a['survived']} survived, {a['equivalent']} equivalent, "
           f"{a['benign']} benign, "
-          f"{a['incompetent']} incompetent; score {a['score']}; {data['wall_s']} s; report {out}")
+          f"{a['incompetent']} incompetent; score {a['score']}; {data['wall_s']} s; report {args.out}")
     return 0 if a["score"] is None or a["score"] >= args.fail_under else 1
 
 

@@ -276,6 +276,38 @@ def test_a_malformed_certificate_is_refused_without_a_traceback(made: dict[str, 
         assert "user.bsig.true" in text or "relaxation.problems" in text or "problem 0" in text, text
 
 
+def _containers(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The paths of every object and list inside ``value`` (``value`` itself excluded)."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else []
+    out = []
+    for key, inner in items:
+        if isinstance(inner, (dict, list)):
+            out += [path + (key,)] + _containers(inner, path + (key,))
+    return out
+
+
+def test_a_problem_with_an_object_where_a_list_is_or_a_list_where_an_object_is_is_refused_without_a_traceback(
+        made: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """Every object and list that the replay compares with the rebuilt relaxation (the coordinates, model, totals,
+    signs, constraints of every problem), each replaced by a value of the other kind: the replay says the record is
+    not the statement's relaxation (exit 1) or malformed (exit 2), never fails with an error of its own."""
+    from attnbounds.theory.deciding.prover import PROBLEM_FIELDS
+
+    data = made["two"]
+    paths = [(k, f) + inner for k, p in enumerate(data["relaxation"]["problems"]) for f in PROBLEM_FIELDS
+             if isinstance(p.get(f), (dict, list)) for inner in [()] + _containers(p[f])]
+    assert len(paths) >= 12
+    for path in paths:
+        forged = copy.deepcopy(data)
+        parent = forged["relaxation"]["problems"]
+        for key in path[:-1]:
+            parent = parent[key]
+        old = parent[path[-1]]
+        parent[path[-1]] = list(old.values()) if isinstance(old, dict) else {str(i): v for i, v in enumerate(old)}
+        code, text = _replay(tmp_path, rehash(forged))
+        assert code in (1, 2), (path, text)
+
+
 def test_a_tree_that_inflates_without_limit_is_refused_before_it_takes_the_memory(made: dict[str, dict[str, Any]],
                                                                                   tmp_path: Path) -> None:
     data = copy.deepcopy(made["true"])

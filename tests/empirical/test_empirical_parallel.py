@@ -187,6 +187,7 @@ def _results(out: Path) -> dict[str, Any]:
     return {k: v for k, v in res.items() if k not in NOT_NUMBERS}
 
 
+@pytest.mark.slow  # 40-55 s: worker processes each load the model
 def test_none_and_worker_processes_write_the_same_results(tiny_ready: Path, tmp_path: Path) -> None:
     proto = Protocol.quick(batch_windows=1)  # 4 tasks
     kw: dict[str, Any] = {"text": tiny_ready, "protocol": proto, "progress": False, "figures": False}

@@ -13,6 +13,7 @@ import pytest
 
 from attnbounds.theory.deciding.certify import certify
 from attnbounds.theory.deciding.search import DEFAULT_BUDGET_S, search
+from tests._marks import slow_where
 from tests.planted import Planted, long_context_set
 
 pytest.importorskip("torch")
@@ -37,7 +38,9 @@ def _check(planted: Planted) -> None:
         assert L is None, f"{planted.statement.id} is true but was refuted at L = {L}"
 
 
-@pytest.mark.parametrize("planted", long_context_set("short"), ids=lambda p: p.statement.id)
+#: of the planted Jacobian bounds (10-24 s each) one runs by default, the others with -m slow
+@pytest.mark.parametrize("planted", slow_where(long_context_set("short"), lambda p: p.statement.id, {
+    "planted.jacobian[delta=0.05,a=1]", "planted.jacobian[delta=0.05,a=2]"}))
 def test_short_range(planted: Planted) -> None:
     _check(planted)
 

@@ -32,6 +32,7 @@ def softmax_profile() -> prof.Profile:
     return attnbounds.profile("softmax", a=1.0, T=1.0, rows=["vanish.max", "vanish.escape"], **FAST)
 
 
+@pytest.mark.slow  # 25-40 s of profiling
 def test_softmax_vanishing_rows_contain_lemma1_constant() -> None:
     p = softmax_profile()
     assert [r.key for r in p.rows] == ["vanish.max", "vanish.escape"]
@@ -175,6 +176,7 @@ def test_compare_over_the_built_in_alternatives(tmp_path: Path) -> None:
     assert "| row | softmax | ssmax | sparsemax |" in stdout
 
 
+@pytest.mark.slow  # 25-40 s of profiling
 def test_a_statements_files_normaliser(tmp_path: Path) -> None:
     """A ``[[normaliser]]`` of a statements file: its log F and parameters, the profile's T replacing the file's."""
     path = tmp_path / "mine.toml"

@@ -154,6 +154,45 @@ def test_a_quotient_is_enclosed_and_finite_when_the_divisor_keeps_its_sign(tier:
         assert lo == -np.inf and np.isfinite(hi), (tier, lo, hi)
 
 
+@pytest.mark.parametrize("tier", ("float64",) + RIGOROUS)
+@pytest.mark.parametrize("d_lo, d_hi", DIVISORS)
+@pytest.mark.parametrize("n_lo, n_hi", [(1.0, 3.0), (-3.0, -1.0), (-1.0, 2.0), (0.5, 0.5)])
+def test_a_quotient_by_a_divisor_of_one_sign_is_its_exact_range_to_a_few_ulps(tier: str, n_lo: float, n_hi: float,
+                                                                               d_lo: float, d_hi: float) -> None:
+    """Enclosing is not enough: a reciprocal whose end is twice the true one encloses too, and leaves every box it
+    touches undecided. The range of n/d over a box whose divisor keeps its sign lies between its corners' quotients;
+    every tier's enclosure is that range widened by at most a relative 2^-40 (rounding) in the endpoint tiers, 2^-24 in
+    arb (a box is a midpoint-radius ball there, its radius a 30-bit number)."""
+    program = compile_program([_x / _y], [_x, _y])
+    if tier == "float64":
+        lo, hi = (float(v[0]) for v in run_float(program, np.array([[n_lo, d_lo]]), np.array([[n_hi, d_hi]]))[0])
+    else:
+        lo, hi = run_rigorous(program, [n_lo, d_lo], [n_hi, d_hi], tier)[0]
+    corners = [Fraction(n) / Fraction(d) for n in (n_lo, n_hi) for d in (d_lo, d_hi)]
+    q_lo, q_hi = min(corners), max(corners)
+    slack = max(abs(q_lo), abs(q_hi)) * Fraction(1, 2**24 if tier == "arb" else 2**40)
+    assert q_lo - slack <= _frac(lo) <= q_lo and q_hi <= _frac(hi) <= q_hi + slack, (tier, n_lo, n_hi, d_lo, d_hi, lo, hi)
+
+
+@pytest.mark.parametrize("tier", RIGOROUS)
+@pytest.mark.parametrize("error", [ZeroDivisionError, ValueError, OverflowError])
+def test_rigorous_arithmetic_that_raises_gives_the_whole_line_and_no_sign(tier: str, error: type,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the arithmetic of a rigorous tier raises (a library's division by zero, a domain error), the value is
+    lost: its enclosure is the whole line and its sign unknown (0), never a number a box could be closed with."""
+    from attnbounds.theory.deciding.prover import program as program_module
+
+    executor = program_module.rigorous(tier)
+
+    def raising(*args: object) -> object:
+        raise error("raised by the test")
+
+    monkeypatch.setattr(executor, "apply", raising)
+    program = compile_program([sp.log(_x) + _y, _x * _y], [_x, _y])
+    assert run_rigorous(program, [1.0, 2.0], [2.0, 3.0], tier) == [(-np.inf, np.inf)] * 2
+    assert program_module.rigorous_signs(program, [1.0, 2.0], [2.0, 3.0], tier) == [0, 0]
+
+
 #: argument boxes of the bounded functions: far below 0 (exp(-x) overflows, the sigmoid underflows to 0), around 0,
 #: far above (the sigmoid rounds to 1)
 SQUASH_BOXES = [(-1e308, -1e300), (-800.0, -700.0), (-40.0, -30.0), (-1.0, 1.0), (0.0, 0.0), (30.0, 40.0),

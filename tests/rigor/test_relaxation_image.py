@@ -33,6 +33,7 @@ from attnbounds.theory.deciding.prover.relax import _moments, relax
 from attnbounds.theory.io.userbounds import load_data
 from attnbounds.theory.mathematics.normalisers import constructors_added
 from attnbounds.theory.running import api
+from tests._marks import slow_where
 
 SET = Path(__file__).resolve().parents[1] / "quality" / "relaxation_set.toml"
 STATEMENTS = ("true.w.bsig.upper", "true.w.bsig.max", "true.w.bsig.min", "true.w.bsig.lemma1", "true.w.softmax.exp",
@@ -64,7 +65,8 @@ def _instances(draw: hs.DrawFn, normaliser_name: str) -> Instance:
     return Instance.from_logits(logits, n, counts=counts)
 
 
-@pytest.mark.parametrize("sid", [*STATEMENTS, *READINGS])
+#: the two slowest (20-26 s each) run with -m slow; the others keep every family in the default run
+@pytest.mark.parametrize("sid", slow_where([*STATEMENTS, *READINGS], str, {"true.j.bsig.gmax", "true.w.cubic.lemma1"}))
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=hs.data())
 def test_the_instance_is_a_point_with_its_own_margin(sid: str, data) -> None:

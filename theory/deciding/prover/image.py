@@ -296,6 +296,8 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
         for sym, c in zip(info["atom_coordinates"], others):
             values[sym] = float(lam[c]) - ref
         for sym, which in info["points"]:
+            if which is None:  # a point that is neither extreme of log F: where it lies is not computed here
+                return None
             values[sym] = float(extremes[1 if which == "max" else 0][0]) - ref
         if info.get("bracket"):  # every token between the smallest and the largest: D = Delta sigma
             kind, where = info["bracket"]["top"]

@@ -105,13 +105,18 @@ def _propagate_orders(coords: list[Coordinate], constraints: list[sp.Expr]) -> l
             else c for c in coords]
 
 
-def _extreme_of(role: "Role") -> str:
-    """Whether a point stands for the largest ("max") or smallest ("min") log F on the box: it dominates a token of
-    smaller log F."""
+def _extreme_of(role: "Role") -> str | None:
+    """Whether a role or point stands for the largest ("max") or smallest ("min") log F on the box: its dominance
+    ``dominates(r, k)`` is a positive (max) or negative (min) constant multiple of ``r.lam - k.lam`` for generic
+    tokens; None for any other dominance (one that reads the slopes ``g``, the logits or the weights says nothing
+    about log F, and taking it for an extreme would constrain every token's log F unsoundly)."""
     assert role.dominates is not None
-    probe = role.dominates(Token("p", [], None, sp.Integer(1), sp.Integer(0)), Token("k", [], None, sp.Integer(0),
-                                                                                   sp.Integer(0)))
-    return "max" if sp.sympify(probe).is_positive else "min"
+    r_lam, k_lam, r_g, k_g, r_l, k_l = sp.symbols("_r_lam _k_lam _r_g _k_g _r_l _k_l", real=True)
+    probe = sp.sympify(role.dominates(Token("r", [], r_l, r_lam, r_g), Token("k", [], k_l, k_lam, k_g)))
+    ratio = sp.simplify(probe / (r_lam - k_lam))
+    if not ratio.is_number or ratio == 0:
+        return None
+    return "max" if ratio.is_positive else "min" if ratio.is_negative else None
 
 
 def _anchor_problem(b: "_Builder", margin: sp.Expr, constraints: list[sp.Expr], owners: list[str | None],

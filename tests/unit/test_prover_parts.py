@@ -1,0 +1,68 @@
+"""Small parts of the relaxation prover whose faults cost completeness or soundness without failing a whole proof
+(issue 35): which distinguished tokens stand for an extreme of log F, and the order in which open boxes are taken."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from attnbounds.theory.deciding.prover import bnb
+from attnbounds.theory.deciding.prover.relax import Role, _extreme_of
+
+DOMINANCES = {
+    # the extremes of log F: a positive (max) or negative (min) multiple of r.lam - k.lam
+    "r.lam - k.lam": ("max", lambda r, k: r.lam - k.lam),
+    "k.lam - r.lam": ("min", lambda r, k: k.lam - r.lam),
+    "3*(r.lam - k.lam)/2": ("max", lambda r, k: sp.Rational(3, 2) * (r.lam - k.lam)),
+    "-(r.lam - k.lam)/7": ("min", lambda r, k: -(r.lam - k.lam) / 7),
+    # dominances that read something else: no extreme of log F, whatever the role's own extreme says
+    "|r.g| - |k.g|": (None, lambda r, k: sp.Abs(r.g) - sp.Abs(k.g)),
+    "k.g - r.g": (None, lambda r, k: k.g - r.g),
+    "r.g**2 - k.g**2": (None, lambda r, k: r.g**2 - k.g**2),
+    "r.l**2 - k.l**2": (None, lambda r, k: r.l**2 - k.l**2),
+    "r.lam - k.lam + r.g - k.g": (None, lambda r, k: r.lam - k.lam + r.g - k.g),
+    "exp(r.lam) - exp(k.lam)": (None, lambda r, k: sp.exp(r.lam) - sp.exp(k.lam)),
+    "0": (None, lambda r, k: sp.Integer(0)),
+}
+
+
+@pytest.mark.parametrize("text", sorted(DOMINANCES))
+@pytest.mark.parametrize("extreme", [None, "max", "min"])
+def test_a_token_is_an_extreme_of_log_f_only_when_its_dominance_is_a_multiple_of_the_log_f_difference(
+        text: str, extreme: str | None) -> None:
+    """The anchor of the every-F model takes an extreme's token as the smallest or largest log F of all tokens (every
+    other token's log F then on one side of it): a dominance that reads the slopes or the logits must never make it so
+    (``exp(r.lam) - exp(k.lam)`` orders the same tokens but is left out: only exact multiples are recognised)."""
+    want, dominates = DOMINANCES[text]
+    assert _extreme_of(Role("probe", dominates, extreme)) == want, text
+
+
+def _node(priority: float, tag: float) -> bnb.Node:
+    lo = np.array([tag])
+    return bnb.Node(lo, lo.copy(), lo.copy(), lo.copy(), priority=priority)
+
+
+def test_the_open_boxes_are_taken_in_turns_newest_first_then_lowest_first() -> None:
+    """:class:`bnb._Queue`: odd turns take the newest boxes (a dive), even turns the boxes of lowest priority (best
+    first): neither order alone, so that a dive cannot leave the most promising box for last."""
+    queue = bnb._Queue()
+    queue.push_all([_node(p, p) for p in (5.0, 1.0, 3.0)])
+    queue.push_all([_node(p, p) for p in (4.0, 2.0)])  # newest: 4.0, then 2.0
+    taken = [float(queue.take(1)[1][0].lo[0]) for _ in range(5)]
+    assert taken == [4.0, 1.0, 2.0, 3.0, 5.0], taken
+    assert not queue
+
+
+def test_a_batch_holds_one_faces_boxes_and_every_box_is_taken_once() -> None:
+    queue = bnb._Queue()
+    nodes = [_node(float(p), float(p)) for p in range(12)]
+    for k, nd in enumerate(nodes):
+        nd.face = ((0, 0.0),) if k % 3 == 0 else ()
+    queue.push_all(nodes)
+    seen: list[float] = []
+    while queue:
+        face, batch = queue.take(4)
+        assert batch and len(batch) <= 4 and all(nd.face == face for nd in batch)
+        seen += [float(nd.lo[0]) for nd in batch]
+    assert sorted(seen) == [float(p) for p in range(12)]
