@@ -99,6 +99,52 @@ def test_the_float_tier_encloses_every_sum_exactly() -> None:
     assert rounded_up > 10 and rounded_down > 10  # both sides of the rounding were exercised
 
 
+@pytest.mark.parametrize("tier", ("float64",) + RIGOROUS)
+@pytest.mark.parametrize("constant", [sp.pi, sp.E, sp.pi / 7, sp.E**2, sp.Rational(1, 3), sp.sqrt(2)], ids=str)
+def test_constants_are_enclosed_in_every_tier(tier: str, constant: sp.Expr) -> None:
+    """A statement's constants (pi and e named, rationals, surds) times a coordinate at 1: each tier's enclosure
+    holds the constant (mpmath at 60 digits) and is at most 32 ulps wide (exp rounds outward by several)."""
+    import mpmath
+
+    program = compile_program([constant * _x], [_x])
+    if tier == "float64":
+        lo, hi = (float(v[0]) for v in run_float(program, np.array([[1.0]]), np.array([[1.0]]))[0])
+    else:
+        lo, hi = run_rigorous(program, [1.0], [1.0], tier)[0]
+    with mpmath.workdps(60):
+        exact = mpmath.mpf(sp.N(constant, 60))
+        assert mpmath.mpf(lo) <= exact <= mpmath.mpf(hi), (tier, constant, lo, hi)
+    assert hi - lo <= 32 * np.spacing(abs(float(exact))), (tier, constant, lo, hi)
+
+
+#: interval ends, infinite ones among them: a box unbounded on a side stands for arbitrarily large values there
+PRODUCT_ENDS = [-np.inf, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, np.inf]
+
+
+def _inside(lo: float, hi: float) -> list[float]:
+    """Points of [lo, hi]: its finite ends, its midpoint, and very large values where it is unbounded."""
+    points = [v for v in (lo, hi) if np.isfinite(v)]
+    points += [1e300, 1e200] if hi == np.inf else []
+    points += [-1e300, -1e200] if lo == -np.inf else []
+    if np.isfinite(lo) and np.isfinite(hi):
+        points.append(lo / 2 + hi / 2)
+    return [p for p in points if lo <= p <= hi]
+
+
+def test_the_float_tier_encloses_products_of_unbounded_intervals() -> None:
+    """Every product x y of points of two intervals, ends 0, +-1 and +-inf among them, lies in the float tier's
+    product of the intervals (``0 * inf`` at an end reads 0, as interval arithmetic has it; ``1 * inf`` is not 0)."""
+    boxes = [(a, b) for a in PRODUCT_ENDS for b in PRODUCT_ENDS if a <= b and not (a == b and np.isinf(a))]
+    program = compile_program([_x * _y], [_x, _y])
+    pairs = [(p, q) for p in boxes for q in boxes]
+    lo_, hi_ = run_float(program, np.array([[p[0], q[0]] for p, q in pairs]), np.array([[p[1], q[1]] for p, q in pairs]))[0]
+    for (p, q), lo, hi in zip(pairs, lo_.tolist(), hi_.tolist()):
+        assert not (np.isnan(lo) or np.isnan(hi)), (p, q, lo, hi)
+        for x in _inside(*p):
+            for y in _inside(*q):
+                assert lo <= x * y <= hi, (p, q, x, y, lo, hi)
+
+
 @pytest.mark.parametrize("tier", RIGOROUS)
 def test_the_rigorous_tiers_enclose_products(tier: str) -> None:
     program = compile_program([_x * _y], [_x, _y])

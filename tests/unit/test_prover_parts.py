@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import sympy as sp
+from hypothesis import assume, given, settings
+from hypothesis import strategies as hs
 
 from attnbounds.theory.deciding.prover import bnb
 from attnbounds.theory.deciding.prover.relax import Role, _extreme_of
@@ -66,3 +70,57 @@ def test_a_batch_holds_one_faces_boxes_and_every_box_is_taken_once() -> None:
         assert batch and len(batch) <= 4 and all(nd.face == face for nd in batch)
         seen += [float(nd.lo[0]) for nd in batch]
     assert sorted(seen) == [float(p) for p in range(12)]
+
+
+def _end() -> hs.SearchStrategy[float]:
+    return hs.one_of(hs.floats(-4.0, 4.0), hs.floats(allow_nan=False, allow_infinity=False),
+                     hs.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0**-1074, 1e308, -1e308]))
+
+
+@hs.composite
+def _boxes(draw: hs.DrawFn) -> tuple[float, float]:
+    """Bounded boxes, boxes unbounded below or above (their finite end of either sign, small or large), the line."""
+    a, b = draw(_end()), draw(_end())
+    kind = draw(hs.sampled_from(["bounded", "below", "above", "line"]))
+    return {"bounded": (min(a, b), max(a, b)), "below": (-math.inf, a), "above": (a, math.inf),
+            "line": (-math.inf, math.inf)}[kind]
+
+
+@settings(max_examples=300, deadline=None)
+@given(box=_boxes(), limit=hs.booleans())
+def test_a_box_is_split_strictly_inside_itself(box: tuple[float, float], limit: bool) -> None:
+    """:func:`bnb._split_point` cuts ``[lo, hi]`` at a finite point strictly inside it (bounded, half-bounded or the
+    whole line, on t's axis or not), wherever the box holds a double strictly between its ends: a cut at an end or
+    outside makes a child as large as its parent (the branch and bound then repeats itself) and an empty one; ``2 lo``
+    overflowing to inf on ``[1e308, inf]`` did (the cut is now at most the largest double)."""
+    lo, hi = box
+    inside = math.nextafter(lo, math.inf)  # the least double above lo; the box must hold a finite one below hi
+    assume(math.isfinite(inside) and inside < hi and (math.isinf(hi) or math.nextafter(inside, math.inf) < hi))
+    point = bnb._split_point(lo, hi, limit=limit)
+    assert math.isfinite(point) and lo < point < hi, (lo, hi, limit, point)
+
+
+T_, a_, N_, L_ = sp.symbols("T a N L", positive=True)
+
+
+@pytest.mark.parametrize("formula, box, problem", [
+    (sp.And(T_ >= sp.Rational(1, 2), T_ <= 4), ("T", (0.5, 4.0)), False),
+    (sp.And(N_ >= 1, N_ <= L_), ("N", (1.0, float("inf"))), False),  # N <= L: the selection's structure
+    (T_ <= a_, None, True),  # two parameters that are not N and L: the box cannot say it
+    (a_ <= 2 * T_, None, True),
+    (T_ >= a_ ** 2, None, True),
+], ids=str)
+def test_a_bound_between_parameters_is_read_or_named_as_unreadable(formula: sp.Basic, box: tuple[str, tuple] | None,
+                                                                   problem: bool) -> None:
+    """A hypothesis' parameter formula becomes the parameters' boxes; a bound relating two parameters (other than
+    ``N <= L``) has no box, and the relaxation must say so (the prover then declines and names it) instead of
+    dropping it: a bound dropped silently leaves the relaxation wider than the hypotheses, and what it then
+    decides was not asked."""
+    from attnbounds.theory.deciding.prover.space import Space
+    from attnbounds.theory.running import api
+
+    space = Space(api.statement("alpha_max >= 1/L", id="parts").statements[0])
+    space.parameter_formula(formula)
+    assert any("cannot read the bound" in p for p in space.problems) == problem, space.problems
+    if box is not None:
+        assert space.boxes[box[0]] == box[1], space.boxes
