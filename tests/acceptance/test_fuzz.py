@@ -389,7 +389,7 @@ def _stand_in_search(statement: Any, **kwargs: Any) -> Any:
     return random_search(statement, rounds=1, B=8, **kwargs)
 
 
-@settings(max_examples=examples(0.5), **FUZZ)  # 3-5 s a case: half the profile's budget (thorough: 200)
+@settings(max_examples=examples(0.3), **FUZZ)  # 3-5 s a case: 0.3 of the profile's budget (thorough: 120)
 @given(argv=command_lines(), generated=statements_files())
 def test_command_lines_end_in_time_with_0_or_2_and_touch_only_their_output(argv: list[str], generated: bytes) -> None:
     with tempfile.TemporaryDirectory() as folder, family_restored(), pytest.MonkeyPatch.context() as mp:

@@ -266,7 +266,8 @@ def _tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("where", ["reading", "plot-1", "plot-3", "page", "swap"])
+@pytest.mark.parametrize("where", ["plot-1", "page", "swap", pytest.param("reading", marks=pytest.mark.slow),
+                                   pytest.param("plot-3", marks=pytest.mark.slow)])  # the last two: 10-16 s each
 def test_ctrl_c_while_writing_leaves_out_as_it_was(where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """An interrupt at any point of the build: exit 130, the old report whole, no temporary folder left (new:

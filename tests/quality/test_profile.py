@@ -52,6 +52,7 @@ def test_softmax_vanishing_rows_contain_lemma1_constant() -> None:
     assert rate is not None and abs(rate - 1.0) < 1e-3  # e^2 / (e^2 + L - 1) ~ 1/L
 
 
+@pytest.mark.slow  # 30 s of profiling
 def test_profile_is_a_value_with_its_forms(tmp_path: Path) -> None:
     p = softmax_profile()
     with pytest.raises(Exception):

@@ -167,6 +167,7 @@ def test_brackets_contain_the_true_constant(case: Case) -> None:
     check_bracket(case, run_case(case))
 
 
+@pytest.mark.slow  # 45-60 s
 def test_no_proof_is_said_so_and_no_side_is_faked() -> None:
     """The prover declines the unit direction of g_fd: the upper side is None, the reason says the prover declined,
     the refuted side is certified and at most the supremum 1/2 (module docstring)."""

@@ -125,7 +125,7 @@ def _reach(relation: str, normaliser: dict[str, str], work_s: float = 2.0) -> tu
 
 @pytest.mark.parametrize("relation, normaliser", [
     ("L*alpha_min >= 1/(1 + log(L))**2", LLOG),  # equality at L = 1, the margin ~ 1/(L log^2 L) as L -> oo
-    ("L*alpha_min >= exp(-2*sqrt(L))", LPOW),  # the margin ~ e^(-2 sqrt L) / L
+    pytest.param("L*alpha_min >= exp(-2*sqrt(L))", LPOW, marks=pytest.mark.slow),  # the margin ~ e^(-2 sqrt L) / L
 ])
 def test_bounds_whose_margin_vanishes_faster_than_any_power_of_t_are_proved_and_replay(relation: str,
                                                                                      normaliser: dict[str, str]) -> None:
