@@ -305,6 +305,7 @@ def test_bad_arguments_are_refused_naming_them():
 
 
 # -- the example -------------------------------------------------------------------------------------------------
+@pytest.mark.slow  # 20-28 s: the whole example
 def test_the_check_your_variant_example_runs(tmp_path):
     env = {**os.environ, "ATTNBOUNDS_BUDGET": "0.5", "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "check_your_variant.py")], capture_output=True,

@@ -49,6 +49,7 @@ def test_the_scheduler_defaults_to_the_environment(monkeypatch):
     assert parallel.parse(None) == ("none", None)
 
 
+@pytest.mark.slow  # 50-70 s: a LocalCluster of its own; the scheduler checks below stay in the default run
 def test_local_cluster_gives_the_same_records_as_in_process():
     """Two readings on two workers (a task each); then one reading alone, whose search pieces are the tasks."""
     here = verify(READINGS, budget_s=0.5, seed=3, progress=False)
@@ -66,7 +67,7 @@ def _families_seen(name: str) -> bool:
     return name in CONSTRUCTORS
 
 
-@pytest.mark.slow  # 10-45 s: a LocalCluster of its own; test_local_cluster_... stays in the default run
+@pytest.mark.slow  # 10-45 s: a LocalCluster of its own
 def test_a_users_normaliser_travels_to_the_workers():
     """The statements file registers its normaliser in the driver only; workers get it with each task."""
     from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS
@@ -208,7 +209,7 @@ def test_one_readings_pieces_survive_a_dead_worker(tcp_cluster):
     assert there == here
 
 
-@pytest.mark.slow  # 10-45 s: a LocalCluster of its own; test_local_cluster_... stays in the default run
+@pytest.mark.slow  # 10-45 s: a LocalCluster of its own
 def test_records_do_not_depend_on_the_process(tmp_path):
     """Every worker is a fresh process with its own string-hash seed: nothing a record holds may depend on the
     order of a set of names (autograd sums a variable's gradients in the order the graph was built)."""
@@ -239,7 +240,7 @@ def test_pieces_with_a_shared_part_come_back_in_order():
     assert parallel.Runner().map(_pair, [1, 2], shared=shared) == [(shared, 1), (shared, 2)]
 
 
-@pytest.mark.slow  # 10-45 s: a LocalCluster of its own; test_local_cluster_... stays in the default run
+@pytest.mark.slow  # 10-45 s: a LocalCluster of its own
 def test_ctrl_c_during_one_readings_pieces_exits_130_and_leaves_no_worker(tmp_path):
     """Ctrl-C while one reading's pieces run on a LocalCluster: exit 130, no output, every worker process gone."""
     import psutil

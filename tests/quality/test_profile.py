@@ -134,6 +134,7 @@ def _profile_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # 28 s: it computes the profile the report shows
 def test_report_and_erratum_show_a_profile(tmp_path: Path) -> None:
     from attnbounds.theory.io import records as rec
     from attnbounds.theory.io.report import write_report
