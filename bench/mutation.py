@@ -124,32 +124,37 @@ def _added(diff: str) -> list[str]:
     return [line[1:].strip() for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
 
 
+def _mutated(m: Mutant) -> tuple[str, str | None]:
+    """``(original, mutated)`` source of ``m``'s module, the mutation applied to a scratch copy (None: not applicable)."""
+    import cosmic_ray.plugins
+    from cosmic_ray.mutating import apply_mutation
+
+    with tempfile.TemporaryDirectory() as folder:
+        scratch = Path(folder) / "m.py"
+        shutil.copy2(ROOT / m.module, scratch)
+        return apply_mutation(scratch, cosmic_ray.plugins.get_operator(m.operator)(), m.occurrence)
+
+
 def survivors_of(report: dict[str, Any], population: list[Mutant]) -> list[Mutant]:
     """The mutants of ``population`` that survived an earlier ``report`` or were killed there by the timeout (an
     outcome that says nothing on a loaded machine): the same module, operator, line text and mutated line (each
     mutation is applied to a scratch copy of its module to see its line). A kill by the timeout recorded without its
     diff (reports before the diff was kept) matches by its line number and occurrence as well: rerun it before the
     module is edited."""
-    import cosmic_ray.plugins
-    from cosmic_ray.mutating import apply_mutation
-
     again = report["survivors"] + report.get("timed_out", [])
     wanted = {(s["module"], s["operator"], s["source"], tuple(_added(s["diff"]))) for s in again if "diff" in s}
     exact = {(s["module"], s["operator"], s["source"], s["line"], s["occurrence"]) for s in again if "diff" not in s}
     out = [m for m in population if (m.module, m.operator, m.source, m.line, m.occurrence) in exact]
     places = {w[:3] for w in wanted}
-    with tempfile.TemporaryDirectory() as folder:
-        for m in population:
-            if (m.module, m.operator, m.source) not in places:
-                continue
-            scratch = Path(folder) / "m.py"
-            shutil.copy2(ROOT / m.module, scratch)
-            original, mutated = apply_mutation(scratch, cosmic_ray.plugins.get_operator(m.operator)(), m.occurrence)
-            if mutated is None:
-                continue
-            lines = [b for a, b in zip(original.splitlines(), mutated.splitlines()) if a != b]
-            if (m.module, m.operator, m.source, tuple(line.strip() for line in lines)) in wanted:
-                out.append(m)
+    for m in population:
+        if (m.module, m.operator, m.source) not in places:
+            continue
+        original, mutated = _mutated(m)
+        if mutated is None:
+            continue
+        lines = [b for a, b in zip(original.splitlines(), mutated.splitlines()) if a != b]
+        if (m.module, m.operator, m.source, tuple(line.strip() for line in lines)) in wanted:
+            out.append(m)
     return out
 
 
@@ -195,13 +200,7 @@ def _judged(m: Mutant, rules: list[dict[str, str]]) -> Outcome | None:
     reason, its diff computed on a scratch copy of the module; None when no rule (or only an ``open`` one) covers it."""
     import difflib
 
-    import cosmic_ray.plugins
-    from cosmic_ray.mutating import apply_mutation
-
-    with tempfile.TemporaryDirectory() as folder:
-        scratch = Path(folder) / "m.py"
-        shutil.copy2(ROOT / m.module, scratch)
-        original, mutated = apply_mutation(scratch, cosmic_ray.plugins.get_operator(m.operator)(), m.occurrence)
+    original, mutated = _mutated(m)
     if mutated is None:
         return None
     diff = "".join(difflib.unified_diff(original.splitlines(True), mutated.splitlines(True), m.module, m.module))

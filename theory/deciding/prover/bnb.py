@@ -45,7 +45,6 @@ import hashlib
 import heapq
 import json
 import math
-import sys
 import zlib
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -55,6 +54,7 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.theory.mathematics.exact import PRECISIONS, sign_of
+from attnbounds.theory.mathematics.exprparse import DOUBLE_MAX
 from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin, Sign, Step
 from attnbounds.theory.mathematics.symbolic import differentiate
@@ -473,9 +473,6 @@ def _box(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
 TINY_T = 1e-300
 
 
-_LARGEST = sys.float_info.max
-
-
 def _split_point(lo: float, hi: float, limit: bool = False) -> float:
     """Where to cut ``[lo, hi]``: 0 or a power-of-two step into an unbounded side, the geometric mean of a
     positive range spanning decades, else the midpoint. On t = 1/L (``limit``) a box [0, h] is cut at ``h^2``
@@ -485,9 +482,9 @@ def _split_point(lo: float, hi: float, limit: bool = False) -> float:
     if lo == -INF and hi == INF:
         return 0.0
     if hi == INF:  # (at most the largest double: 2 lo overflows beyond 9e307)
-        return min(max(2.0 * lo, 1.0), _LARGEST) if lo >= 0 else min(0.0, lo / 2.0)
+        return min(max(2.0 * lo, 1.0), DOUBLE_MAX) if lo >= 0 else min(0.0, lo / 2.0)
     if lo == -INF:
-        return max(min(2.0 * hi, -1.0), -_LARGEST) if hi <= 0 else max(0.0, hi / 2.0)
+        return max(min(2.0 * hi, -1.0), -DOUBLE_MAX) if hi <= 0 else max(0.0, hi / 2.0)
     if lo > 0 and hi > 16 * lo:
         return math.sqrt(lo) * math.sqrt(hi)
     if hi < 0 and lo < 16 * hi:

@@ -114,7 +114,7 @@ def _extreme_of(role: "Role") -> str | None:
     r_lam, k_lam, r_g, k_g, r_l, k_l = sp.symbols("_r_lam _k_lam _r_g _k_g _r_l _k_l", real=True)
     probe = sp.sympify(role.dominates(Token("r", [], r_l, r_lam, r_g), Token("k", [], k_l, k_lam, k_g)))
     ratio = sp.simplify(probe / (r_lam - k_lam))
-    if not ratio.is_number or ratio == 0:
+    if not ratio.is_number:
         return None
     return "max" if ratio.is_positive else "min" if ratio.is_negative else None
 
