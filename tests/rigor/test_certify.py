@@ -116,6 +116,19 @@ def test_decide_batch_equality_and_violations():
     assert (status == "violated").any()
 
 
+@pytest.mark.parametrize("band", [0.0, BAND, 0.25])
+def test_decide_takes_holds_from_float64_only_above_its_band(band):
+    """An exact 0 of a strict bound's margin is a violation whatever the band, 0 included (the float64 shortcut
+    needs a relative margin strictly above the band: at the band itself it certifies)."""
+    from attnbounds.theory.running import api
+
+    st = api.statement("alpha_max > 1/L", hypotheses=["softmax"], id="strict_mean").statements[0]
+    inst = Instance.from_logits(np.array([[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]]), nm.softmax(1.0))
+    rel = np.asarray(relative_margins(st, st.prepare(inst), st.evaluate(st.prepare(inst)), pessimistic=True))
+    assert rel[0] == 0.0 and rel[1] > 0.25  # equal logits: alpha_max = 1/4 exactly
+    assert list(decide(st, inst, band=band)) == ["violated", "holds"]
+
+
 # -- hypotheses ---------------------------------------------------------------------------------------
 def test_exact_tie_is_a_valid_top_n():
     inst = Instance.from_logits(np.array([[1.0, 1.0, 1.0, -2.0]]), nm.softmax(0.7), x=np.ones((1, 4, 2)), N=2)

@@ -49,7 +49,29 @@ def test_max_at_least_mean_is_proved_and_replays(relation: str) -> None:
     assert any(t.startswith("M") for t in tokens), tokens  # the equality line closed by the constraint
 
 
-@pytest.mark.parametrize("relation", ["alpha_max >= 1.000001/L", "alpha_min <= 0.999999/L", "alpha_max > 1/L"])
+@pytest.mark.parametrize("relation", [
+    "alpha_max > 0.5/L", "alpha_min < 2/L", "L*alpha_max > 0.999", "alpha_max > 1/(2*L + 1)", "L*alpha_min < 1.001",
+    "alpha_max >= 1/(L + 1)",                                   # non-strict, 0 only at the limit
+    "alpha_max > 1/(L + 1)", "alpha_min < 1/(L - 0.5)", "L*alpha_max > 1 - 1/L",  # the residual grows like t^2
+])
+def test_a_bound_short_of_the_equality_is_proved_by_a_multiplier_and_replays(relation: str) -> None:
+    """True bounds whose margin tends to 0 only as L grows, along the constraint's boundary (equal weights): the
+    natural enclosure and the limit projection cannot close the corner t = 0; ``core - lam c`` does, its growth in t
+    read to first or second order."""
+    st = _statement(relation)
+    result = prover.prove(st, work=prover.work_for(1.0))
+    assert result.status == "proved", result.reason
+    certificate = json.loads(json.dumps(result.to_json()))
+    ok, why = prover.replay(st, certificate)
+    assert ok, why
+    tokens = [t for p in certificate["problems"] for t in decode(p["tree"], 1 << 20)]
+    assert any(t.startswith("L") for t in tokens), tokens
+
+
+@pytest.mark.parametrize("relation", ["alpha_max >= 1.000001/L", "alpha_min <= 0.999999/L", "alpha_max > 1/L",
+                                      "L*alpha_max > 1", "alpha_min < 1/L", "alpha_max > 1/(L - 0.000001)",
+                                      "alpha_max > 1/(L - 1)", "L*alpha_max > 1 + 1/L", "alpha_min < 1/(L + 1)",
+                                      "L*alpha_max >= 1 + 1/L**2"])
 def test_just_beyond_the_equality_is_not_proved(relation: str) -> None:
     st = _statement(relation)
     result = prover.prove(st, work=prover.work_for(1.0))

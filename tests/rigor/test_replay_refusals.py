@@ -39,8 +39,8 @@ MALFORMED = (ValueError, TypeError, IndexError, KeyError, ArithmeticError, Recur
 
 
 def _problem(core: sp.Expr, box: tuple[tuple[float, float], tuple[float, float]] = ((0.0, 1.0), (0.0, 1.0)),
-             strict: bool = False, constraints: tuple[sp.Expr, ...] = ()) -> Problem:
-    coordinates = [Coordinate(x, *box[0], "parameter", "x"), Coordinate(y, *box[1], "parameter", "y")]
+             strict: bool = False, constraints: tuple[sp.Expr, ...] = (), x_kind: str = "parameter") -> Problem:
+    coordinates = [Coordinate(x, *box[0], x_kind, "x"), Coordinate(y, *box[1], "parameter", "y")]
     return Problem("refusals", 0, "test", coordinates, core, list(constraints), strict, core, [], {}, 0, 0, {}, "test",
                    [])
 
@@ -66,6 +66,9 @@ TRUE = {
     "corner": _problem(x + y**3 + ZERO_IN_DISGUISE),
     # x's upper end infinite
     "unbounded": _problem(1 + sp.exp(-x) + y, ((0.0, math.inf), (0.0, 1.0))),
+    # x = t = 1/L, y the largest weight (y >= t): alpha_max > 1/(2L), strict, approached only as t -> 0 along y = t;
+    # closed by the multiplier 3/2 of the constraint: core - 3/2 (y - t) = (y + t)/2 grows in t and is >= 0 at t = 0
+    "multiplier": _problem(2 * y - x, strict=True, constraints=(y - x,), x_kind="length"),
 }
 FALSE = {
     "second-order": [dataclasses.replace(TRUE["second-order"], strict=True),
@@ -75,6 +78,9 @@ FALSE = {
     "constrained": [dataclasses.replace(TRUE["constrained"], core=TRUE["constrained"].core - sp.Rational(1, 8))],
     "corner": [dataclasses.replace(TRUE["corner"], strict=True),
                dataclasses.replace(TRUE["corner"], core=TRUE["corner"].core - sp.Rational(1, 10**30))],
+    # alpha_max > 1/L (0 at equal weights, y = t) and alpha_max > (1 + 1e-9)/(2L) lowered below 0 near t = y = 0
+    "multiplier": [dataclasses.replace(TRUE["multiplier"], core=y - x),
+                   dataclasses.replace(TRUE["multiplier"], core=2 * y - x - sp.Rational(1, 10**9))],
 }
 
 
@@ -94,9 +100,10 @@ def test_the_proofs_hold_the_entries_the_tampering_needs_and_replay(proofs: dict
     assert {"S", "P", "C", "T"} <= kinds["second-order"] and "I" in kinds["constrained"], kinds
     assert proofs["corner"] == ["P0-,1-", "E"], proofs["corner"]
     assert {"Cnatural:0", "Cmean-value:0"} <= set(proofs["second-order"])
+    assert proofs["multiplier"] == ["L0:3/2"], proofs["multiplier"]
     for name, tokens in proofs.items():
         ok, why, leaves = bnb.replay(TRUE[name], tokens)
-        assert ok and leaves == sum(t[0] in "CIEMT" for t in tokens), (name, why)
+        assert ok and leaves == sum(t[0] in "CIELMT" for t in tokens), (name, why)
 
 
 def _first(tokens: list[str], kind: str) -> int:
@@ -169,6 +176,19 @@ TAMPERINGS: dict[str, tuple[str, Callable[[list[str]], list[str]], str]] = {
     "a second-order point of too few fractions": ("second-order", _replace("T", lambda t: "T1/2"),
                                                   "a second-order closure around '1/2', not 2 fractions"),
     "a box left open": ("second-order", _replace("C", lambda t: "O"), "an open box"),
+    "a negative multiplier": ("multiplier", lambda t: ["L0:-3/2"], "a negative multiplier -3/2 of constraint 0"),
+    "a multiplier that leaves the residual flat in t": ("multiplier", lambda t: ["L0:1/1"],
+                                                        "with the multiplier 1 does not re-check"),
+    "a multiplier too large": ("multiplier", lambda t: ["L0:3/1"], "with the multiplier 3 does not re-check"),
+    "a multiplier of a constraint the problem lacks": ("multiplier", lambda t: ["L1:3/2"],
+                                                       "a box closed by constraint 1, which the problem does not have"),
+    "a multiplier in a problem without constraints": ("second-order", _replace("Cnatural", lambda t: "L0:1/1"),
+                                                      "a box closed by constraint 0, which the problem does not have"),
+    "a multiplier that is no fraction": ("multiplier", lambda t: ["L0:3"], "that is not L<constraint>:<p>/<q>"),
+    "a multiplier of too many digits": ("multiplier", lambda t: ["L0:" + "3" * 21 + "/2"],
+                                        "that is not L<constraint>:<p>/<q>"),
+    "a multiplier on the ends of a coordinate": ("multiplier", lambda t: ["A1", "L0:3/2", "L0:3/2"],
+                                                 "a multiplier closure on a box whose constraints read a range kept"),
 }
 
 
@@ -195,7 +215,8 @@ def test_a_proof_does_not_replay_on_a_false_twin_of_its_problem(proofs: dict[str
 #: entries of every kind, their coordinates, forms and constraints in range or just out of it
 VOCABULARY = ("S0:0x1.0p-1", "S1:0x0.0p+0", "S0:-0x1.0p+0", "S2:0x1.0p-1", "P0-", "P0+", "P1-", "P1+", "P0-,1-", "P0+,1+",
               "P0<", "P2-", "Cnatural:0", "Cnatural:1", "Cmean-value:0", "Cnatural:9", "I0", "I1", "M0", "M1", "E", "A0",
-              "A1", "A2", "T1/2,1/3", "T0/1,0/1", "T1/2,1/2", "T1/2", "O")
+              "A1", "A2", "T1/2,1/3", "T0/1,0/1", "T1/2,1/2", "T1/2", "L0:3/2", "L0:1/1", "L0:2/1", "L0:0/1", "L1:1/1",
+              "L0:-1/1", "O")
 
 
 def _replays(problem: Problem, tokens: list[str], programs: bnb.Programs | None = None) -> bool:
@@ -206,7 +227,7 @@ def _replays(problem: Problem, tokens: list[str], programs: bnb.Programs | None 
         return False
 
 
-@pytest.mark.parametrize("name", ["edge", "constrained", "corner"])
+@pytest.mark.parametrize("name", ["edge", "constrained", "corner", "multiplier"])
 def test_no_entry_of_a_small_proof_replaced_dropped_or_repeated_proves_its_false_twin(proofs: dict[str, list[str]],
                                                                                      name: str) -> None:
     """Every entry of a small proof replaced by each entry of :data:`VOCABULARY`, dropped, or repeated: no such tree

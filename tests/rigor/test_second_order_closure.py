@@ -130,6 +130,20 @@ def test_a_core_negative_near_its_critical_point_is_never_proved(core: sp.Expr) 
     assert outcome.status != "proved", outcome.reason
 
 
+def test_an_equality_at_an_irrational_point_leaves_one_box_at_the_split_limit_and_says_where() -> None:
+    """``exp(u) - 1 - u >= 0`` with ``u = x - pi/4``: no rational point holds the equality, so the boxes around
+    ``pi/4`` shrink to the split limit and no closure takes the last one. The prover says so (stuck, and where), well
+    within its work, instead of splitting a box too narrow to split until the work runs out."""
+    u = x - sp.pi / 4
+    core = sp.exp(u) - 1 - u
+    problem = Problem("irrational", 0, "test", [Coordinate(x, 0.0, 1.0, "parameter", "x")], core, [], False, core, [],
+                      {}, 0, 0, {}, "test")
+    limit = 10**7
+    outcome = bnb.branch_and_bound(problem, limit)
+    assert outcome.status == "stuck" and "narrower than the split limit" in outcome.reason, outcome.reason
+    assert "x in [0.785398, 0.785398]" in outcome.reason and outcome.work < limit / 2, (outcome.reason, outcome.work)
+
+
 def test_a_strict_bound_at_an_equality_is_not_proved() -> None:
     outcome = bnb.branch_and_bound(_problem(_bowl(x - HALF) + _bowl(y - THIRD), strict=True), 10**8)
     assert outcome.status == "negative", outcome.reason  # the equality point is a counterexample of the strict bound
@@ -210,7 +224,9 @@ def test_every_entry_the_replay_reads_fits_the_bytes_a_box_may_inflate_to(n: int
     point = ",".join([str(c)] * n)
     assert bnb._fractions(point, n) == (c,) * n
     assert bnb._fractions(point.replace("/", "0/", 1), n) is None and bnb._fractions(point + "0", n) is None
-    longest = [f"T{point}", f"S{n - 1}:{(-sys.float_info.max).hex()}", "P" + ",".join(f"{d}<" for d in range(n))]
+    digits = "9" * bnb.MULTIPLIER_DIGITS  # a multiplier closure of the most digits the replay reads
+    longest = [f"T{point}", f"S{n - 1}:{(-sys.float_info.max).hex()}", "P" + ",".join(f"{d}<" for d in range(n)),
+               f"L{digits}:-{digits}/{digits}"]
     for entry in longest:
         assert len(json.dumps(entry)) + 1 <= bnb.entry_bytes(n), entry
 

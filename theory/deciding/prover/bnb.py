@@ -10,6 +10,12 @@ where constraints ``c >= 0`` may hold) boxes are processed in batches:
    the root face where the core is ``q * c`` for a constraint ``c`` (exact algebra: the quotient cancels) and
    ``q >= 0``: *closed by the constraint* (``core >= 0`` wherever ``c >= 0``; an equality along the constraint's
    boundary, ``alpha_max >= 1/L`` at equal weights, closes no other way);
+3b. a box whose points the constraints read as they are (no range kept from before a split of the ends, 4b) closes
+   by a *multiplier*: ``r = core - lam * c_k`` with a rational ``lam >= 0`` chosen from the slopes at its centre
+   (then ``core >= r`` at every point where ``c_k >= 0``), when ``r``'s mean-value bound is ``>= 0`` (``> 0`` when
+   strict), or, for a strict bound on a box that reaches the limit t = 0, when ``r`` strictly grows in t there and
+   its mean-value bound on the face t = 0 is ``>= 0`` (every real point, t > 0, then has ``r > 0``):
+   ``alpha_max > 1/(2L)``, a strict bound approached only as L grows and only along ``alpha_max = 1/L``;
 4. a box on which the core is monotone in some coordinates is *projected* onto the face where it is smallest
    (``core(x) >= core(face point)``); constraints keep reading the coordinate's range before the projection, so
    that nothing is discarded that a feasible point projects onto;
@@ -86,7 +92,7 @@ class Node:
     hi: np.ndarray
     clo: np.ndarray
     chi: np.ndarray
-    kind: str = "open"  # split / project / closed / constraint / infeasible / point / negative / open / stuck
+    kind: str = "open"  # split / project / closed / constraint / multiplier / infeasible / point / negative / open / stuck
     detail: Any = None
     children: list["Node"] = field(default_factory=list)
     bound: float = -INF  # the core's certified lower bound on the box, for closed ones
@@ -266,6 +272,8 @@ class Face:
     _affine: dict[int, bool] = field(default_factory=dict)
     #: the program of the first form's second derivative in each coordinate (False: none, a kink or too large)
     _curvature: Program | bool | None = None
+    #: per coordinate, the program of every form's second derivative in it (None: a kink or too large)
+    _second: dict[int, Program | None] = field(default_factory=dict)
 
     def reads(self, syms: Sequence[sp.Symbol]) -> np.ndarray:
         """Which coordinates the first form reads."""
@@ -299,6 +307,24 @@ class Face:
         second = _rigorous(self._curvature, lo, hi, work, lambda r_: any(r_[d][1] <= 0 for d in wanted) or all(
             r_[d][1] > CONCAVE_SLACK * max(abs(r_[d][0]), 1.0) for d in wanted))
         return [a or (d in wanted and second[d][1] <= 0) for d, a in enumerate(out)]
+
+    def second(self, d: int, syms: Sequence[sp.Symbol], work: list[int]) -> Program | None:
+        """The program of every form's second derivative in coordinate ``d``, as differentiated and factored (one
+        function: the tightest of their enclosures holds; a form may be singular where another is not), or None
+        across a kink or beyond
+        :data:`MAX_HESSIAN` nodes; built once."""
+        if d not in self._second:
+            self._second[d] = None
+            if not any(f.atoms(*KINKS) for f in self.forms):
+                work[0] += FACE_WORK * sum(map(_size, self.forms))
+                raw = [differentiate(differentiate(f, syms[d]), syms[d]) for f in self.forms]
+                entries = [g for r in raw for g in (_forms(r, keep_denominator=False) if r != 0 else [r])]
+                if sum(map(_size, entries)) <= MAX_HESSIAN:
+                    try:
+                        self._second[d] = compile_program(entries, syms)
+                    except Unsupported:
+                        pass
+        return self._second[d]
 
     def hessian(self, syms: Sequence[sp.Symbol], work: list[int]) -> Program | None:
         if not self._hessian_built:
@@ -356,6 +382,7 @@ class Programs:
                                                problem.symbols) if self.pairs else None
         self._given = dict(faces or {})
         self._quotients: dict[int, Program | None] = {}
+        self._second: dict[tuple[int, int], Program] = {}
         self.faces: dict[tuple[tuple[int, float], ...], Face] = {}
         lo, hi = _box(problem)
         self.ends = [(float(a), float(b)) for a, b in zip(lo, hi)]
@@ -377,6 +404,14 @@ class Programs:
                 q = q if _size(q) <= _size(core) and not q.has(sp.zoo, sp.nan, sp.oo, -sp.oo) else None
             self._quotients[k] = compile_program([q], self.problem.symbols) if q is not None else None
         return self._quotients[k]
+
+    def constraint_second(self, k: int, d: int) -> Program:
+        """The program of constraint ``k``'s second derivative in coordinate ``d``; built once."""
+        if (k, d) not in self._second:
+            x = self.problem.symbols[d]
+            self._second[(k, d)] = compile_program([differentiate(differentiate(self.problem.constraints[k], x), x)],
+                                                   self.problem.symbols)
+        return self._second[(k, d)]
 
     def face(self, fixed: tuple[tuple[int, float], ...], work: list[int] | None = None) -> Face:
         if fixed not in self.faces:
@@ -432,6 +467,7 @@ class Tree:
         """Preorder tokens: ``S<d>:<point>`` split, ``P<d><+|-|<>...`` projection (``-``: onto the lower end; ``<``:
         onto t = 0 where the core strictly grows in t, :attr:`Node.at_limit`),
         ``C<method>`` closed, ``I<k>`` infeasible by constraint k, ``M<k>`` closed as a multiple of constraint k,
+        ``L<k>:<p>/<q>`` closed by constraint k with the multiplier p/q (:func:`_by_multiplier`),
         ``E`` exact point, ``T<p_1>,...`` closed to second order around the rational point p, ``A<d>`` the two ends
         of coordinate d (the core concave in it on the box); zlib + base64."""
         out = []
@@ -448,6 +484,9 @@ class Tree:
                 out.append(f"I{node.detail}")
             elif node.kind == "constraint":
                 out.append(f"M{node.detail}")
+            elif node.kind == "multiplier":
+                k, lam = node.detail
+                out.append(f"L{k}:{lam.numerator}/{lam.denominator}")
             elif node.kind == "point":
                 out.append("E")
             elif node.kind == "ends":
@@ -594,6 +633,184 @@ def _by_constraint(P: Programs, lo: np.ndarray, hi: np.ndarray, ks: Sequence[int
             continue
         if _rigorous(q, lo, hi, work, lambda r_: r_[0][0] >= 0)[0][0] >= 0:
             return k
+    return None
+
+
+#: the largest denominator of a constraint's multiplier (read from the slopes at a box's centre, rounded to a
+#: simple fraction) and the most digits of its numerator and of its denominator that :func:`replay` reads
+MULTIPLIER_DENOMINATOR = 1000
+MULTIPLIER_DIGITS = 20
+#: the precision of the arb arithmetic that combines rigorous enclosures (sums of products of doubles: exact)
+ARB_BITS = 256
+#: the most multipliers tried in rigorous arithmetic on one box (those the float tier ranks best)
+MULTIPLIER_TRIES = 2
+
+
+def _down(x: Any) -> float:
+    """The largest double at most the arb ball ``x``'s lower end (-inf for a ball that is not finite)."""
+    from flint import arb
+
+    if not x.is_finite():
+        return -INF
+    low = x.lower()
+    f = float(low)
+    return f if arb(f) <= low else math.nextafter(f, -INF)
+
+
+def _up(x: Any) -> float:
+    return -_down(-x)
+
+
+def _constraint_slopes(P: Programs, k: int, values: Sequence[tuple[Any, Any]] | None) -> list[tuple[float, float]]:
+    """Constraint ``k``'s partial derivatives per coordinate (exactly 0 where it does not read the coordinate), from
+    the outputs of ``P.constraint_grad`` (None: no constraint reads any coordinate)."""
+    out = [(0.0, 0.0)] * len(P.problem.symbols)
+    for j, (kk, d) in enumerate(P.pairs):
+        if kk == k and values is not None:
+            out[d] = (float(values[j][0]), float(values[j][1]))
+    return out
+
+
+def _multiplier_closes(P: Programs, face: Face, k: int, lam: Fraction, lo: np.ndarray, hi: np.ndarray, strict: bool,
+                       limit_axis: int | None, work: list[int]) -> bool:
+    """Whether ``r = core - lam * c_k`` closes the bounded box ``B = [lo, hi]``, whose points constraint ``k`` reads
+    as they are: at every feasible point ``c_k >= 0``, so ``core >= r`` when ``lam >= 0`` (rigorous arithmetic).
+
+    ``r`` is smallest on the face ``F`` of ``B`` that fixes each coordinate along which ``r`` is monotone at the end
+    where it is lower (its slopes' enclosures on ``B``); ``m`` is ``r``'s mean-value bound on ``F`` about ``F``'s
+    centre. The box closes when ``m >= 0`` (``> 0`` when strict), or, strict, when ``F`` holds the limit t = 0
+    (``limit_axis``; no real point, every real one has t > 0) and ``m >= 0`` with ``r`` strictly growing in t
+    there: ``dr/dt > 0`` on ``B`` (first order), or ``dr/dt >= 0`` on ``F`` and ``d^2r/dt^2 > 0`` on ``B`` (second
+    order: ``r - r(t = 0)`` grows like ``t^2``, ``alpha_max > 1/(L + 1)``).
+    """
+    from flint import arb, ctx
+
+    if lam < 0 or P.constraints is None or not _bounded(lo, hi):
+        return False
+    with ctx.workprec(ARB_BITS):
+        return _residual_closes(P, face, k, arb(lam.numerator) / arb(lam.denominator), lo, hi, strict, limit_axis, work)
+
+
+def _residual_closes(P: Programs, face: Face, k: int, mult: Any, lo: np.ndarray, hi: np.ndarray, strict: bool,
+                     limit_axis: int | None, work: list[int]) -> bool:
+    """:func:`_multiplier_closes` with the multiplier an arb ball ``mult``, in the working precision."""
+    from flint import arb
+
+    assert P.constraints is not None
+
+    def residual(core: tuple[float, float], con: tuple[float, float]) -> tuple[float, float]:
+        """``core - lam con`` for enclosures of both, end by end (``lam >= 0``; a ball's 30-bit radius would
+        widen an exact end)."""
+        return _down(arb(core[0]) - mult * arb(con[1])), _up(arb(core[1]) - mult * arb(con[0]))
+
+    def slopes(a: np.ndarray, z: np.ndarray) -> list[tuple[float, float]]:
+        """``r``'s partial derivatives' enclosures on the box ``[a, z]`` (endpoint intervals too where the balls
+        show a slope of no sign: balls widen ``1/(1 + t)^2`` on ``[0, 1]`` to ``[1/4, 2]``, and put a rounding's worth
+        across 0 where a slope touches it)."""
+        def read(values: list[tuple[float, float]], con: list[tuple[float, float]]) -> list[tuple[float, float]]:
+            return [residual(g, h) for g, h in zip(_pairs(face.gradient(values)), con)]
+
+        con = _constraint_slopes(P, k, None if P.constraint_grad is None
+                                 else _rigorous(P.constraint_grad, a, z, work, _all_finite))
+        return read(_rigorous(face.grad, a, z, work, lambda r_: not any(
+            g0 < 0 < g1 for g0, g1 in read(r_, con))), con)
+
+    def at(c: np.ndarray) -> tuple[float, float]:
+        # the core's forms are one function: the tightest of their enclosures (a form may be singular at t = 0)
+        ends = [_rigorous(program, c, c, work)[0] for program in face.form_programs]
+        core = (max(a for a, _ in ends), min(z for _, z in ends))
+        if not core[0] <= core[1]:
+            return -INF, INF
+        return residual(core, _rigorous(P.constraints, c, c, work)[k])
+
+    r_slopes = slopes(lo, hi)
+    f_lo, f_hi = lo.copy(), hi.copy()  # the face F where r is smallest
+    for d, (g0, g1) in enumerate(r_slopes):
+        if g0 >= 0:
+            f_hi[d] = lo[d]
+        elif g1 <= 0:
+            f_lo[d] = hi[d]
+    c = f_lo / 2 + f_hi / 2
+    bound = _mean_value_bound(at(c), r_slopes, f_lo, f_hi, c)
+    if _ok(bound, strict):
+        return True
+    t = limit_axis
+    if not strict or bound < 0 or t is None or lo[t] != 0.0 or not hi[t] > 0.0 or f_hi[t] != 0.0:
+        return False
+    if r_slopes[t][0] > 0:
+        return True
+    if slopes(f_lo, f_hi)[t][0] < 0:
+        return False
+    second = face.second(t, P.problem.symbols, work)
+    if second is None:
+        return False
+    ends = _rigorous(second, lo, hi, work, _all_finite)
+    curve = residual((max(a for a, _ in ends), min(z for _, z in ends)),
+                     _rigorous(P.constraint_second(k, t), lo, hi, work, _all_finite)[0])
+    return curve[0] > 0
+
+
+def _cancelling_multiplier(g: tuple[float, float], h: tuple[float, float]) -> Fraction | None:
+    """The multiplier ``lam >= 0`` that makes the residual's slope ``g - lam h`` 0 at the enclosures' midpoints, as a
+    simple fraction (None: no such finite, positive one)."""
+    gm, hm = g[0] / 2 + g[1] / 2, h[0] / 2 + h[1] / 2
+    if not (math.isfinite(gm) and math.isfinite(hm)) or hm == 0 or not gm / hm > 0 or not math.isfinite(gm / hm):
+        return None
+    lam = Fraction(gm / hm).limit_denominator(MULTIPLIER_DENOMINATOR)
+    return lam if lam > 0 and len(str(lam.numerator)) <= MULTIPLIER_DIGITS else None
+
+
+def _by_multiplier(P: Programs, face: Face, ks: Sequence[int], node: Node, grad: tuple[np.ndarray, np.ndarray],
+                   strict: bool, limit_axis: int | None, work: list[int]) -> tuple[int, Fraction] | None:
+    """A constraint ``k`` among ``ks`` and a multiplier ``lam`` with which :func:`_multiplier_closes` closes the box,
+    else None. Candidates: per coordinate, the ``lam`` that cancels the slope of ``core - lam c_k`` along it (from the
+    float enclosures ``grad`` of the core's slopes and of the constraint's), and the midpoints between consecutive
+    ones, ranked by the float tier's estimate of the residual's bound on the face where it is smallest; the best
+    :data:`MULTIPLIER_TRIES` are checked in rigorous arithmetic."""
+    assert P.constraints is not None
+    lo, hi = node.lo, node.hi
+    t = limit_axis
+    reach = strict and t is not None and lo[t] == 0.0 and hi[t] > 0  # the box reaches the limit t = 0
+    work[0] += COST["float"] * ((P.constraint_grad.size if P.constraint_grad is not None else 0) + FLOAT_CALL)
+    cg = None if P.constraint_grad is None else [(a[0], z[0]) for a, z in run_float(P.constraint_grad, lo[None], hi[None])]
+    half = (hi - lo) / 2
+    tried: list[tuple[int, Fraction, np.ndarray, np.ndarray, np.ndarray]] = []
+    for k in ks:
+        h = _constraint_slopes(P, k, cg)
+        found = sorted({lam for d in range(len(lo)) if half[d] > 0
+                        for lam in [_cancelling_multiplier((float(grad[0][d]), float(grad[1][d])), h[d])] if lam is not None})
+        for lam in found + [(a + z) / 2 for a, z in zip(found, found[1:])]:
+            with np.errstate(all="ignore"):
+                h_lo, h_hi = np.array([a for a, _ in h]), np.array([z for _, z in h])
+                # (a rounding's worth each way: the float tier's slopes are outward-rounded, the rigorous ones tight)
+                eps = 1e-9 * (np.maximum(np.abs(grad[0]), np.abs(grad[1])) + float(lam) * np.maximum(abs(h_lo), abs(h_hi)))
+                r_lo = grad[0] - float(lam) * h_hi + eps
+                r_hi = grad[1] - float(lam) * h_lo - eps
+            # the face where the residual is smallest (as :func:`_residual_closes` takes it) and its centre
+            f_lo = np.where((r_hi <= 0) & ~(r_lo >= 0), hi, lo)
+            f_hi = np.where(r_lo >= 0, lo, hi)
+            tried.append((k, lam, r_lo, r_hi, f_lo / 2 + f_hi / 2))
+    if not tried:
+        return None
+    centres = np.stack([x[-1] for x in tried])
+    work[0] += COST["float"] * (P.constraints.size + sum(program.size for program in face.form_programs)) \
+        * (len(tried) + FLOAT_CALL)
+    with np.errstate(invalid="ignore"):  # the best of the forms (one may be singular at t = 0)
+        core_c = np.nanmax([run_float(program, centres, centres)[0][0] for program in face.form_programs], axis=0)
+    cons_c = run_float(P.constraints, centres, centres)
+    ranked: list[tuple[float, int, Fraction]] = []
+    for j, (k, lam, r_lo, r_hi, centre) in enumerate(tried):
+        with np.errstate(all="ignore"):
+            wide = (r_lo < 0) & (r_hi > 0)  # the coordinates the face leaves wide
+            spread = float(np.sum(np.where(wide, np.maximum(np.abs(r_lo), np.abs(r_hi)) * half, 0.0)))
+            score = float(core_c[j]) - float(lam) * float(cons_c[k][1][j]) - spread
+        slack = 1e-9 * (abs(score) + spread)  # a filter: the rigorous check decides
+        limit = reach and centre[t] == 0.0 and r_lo[t] >= 0  # strictly growing in t, to first or second order
+        if math.isfinite(score) and (score > slack if strict and not limit else score >= -slack):
+            ranked.append((-score, k, lam))
+    for _, k, lam in sorted(ranked)[:MULTIPLIER_TRIES]:
+        if _multiplier_closes(P, face, k, lam, lo, hi, strict, limit_axis, work):
+            return k, lam
     return None
 
 
@@ -915,6 +1132,15 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                     node.kind, node.detail, node.bound = "constraint", k_by, 0.0
                     count("constraint", node, 0.0)
                     continue
+            # 3b. closed by a multiplier of a constraint the box does not certainly satisfy
+            if cons is not None and not feasible and _bounded(node.lo, node.hi) \
+                    and np.array_equal(node.clo, node.lo) and np.array_equal(node.chi, node.hi):
+                ks = [k for k in range(len(cons)) if cons[k][0][b] < 0]
+                held = _by_multiplier(P, face, ks, node, (g_lo, g_hi), strict, limit_axis, work)
+                if held is not None:
+                    node.kind, node.detail, node.bound = "multiplier", held, 0.0
+                    count("multiplier", node, 0.0)
+                    continue
             # a candidate counterexample (where the doubles underflow, the rigorous values' own sign)
             if feasible and (m_hi < 0 or (blind and _negative(face.form_programs[0], node, work))):
                 node.kind = "negative"
@@ -1185,22 +1411,20 @@ def _moves_keep_feasible(P: Programs, moves: list[tuple[int, int]], clo: np.ndar
 
 def _mean_value_bound(rc: tuple[float, float], rg: list[tuple[float, float]], lo: np.ndarray, hi: np.ndarray,
                       c: np.ndarray) -> float:
-    """A rigorous lower bound of ``core(c) + sum_d g_d (x_d - c_d)`` over the box, in arb from outward-rounded doubles."""
-    from flint import arb
+    """A rigorous lower bound of ``core(c) + sum_d g_d (x_d - c_d)`` over the box: ``rc[0]`` plus, per coordinate, the
+    least of the four products of the slope's and the offset's ends (each rounded down to a double), summed in arb:
+    exact where the data are (a ball's radius, kept to 30 bits, would lose an exact 0)."""
+    from flint import arb, ctx
 
-    total = arb(rc[0]).union(arb(rc[1]))
-    for (g0, g1), a, z, m in zip(rg, lo, hi, c):
-        if a == z:
-            continue
-        if not (math.isfinite(g0) and math.isfinite(g1)):
-            return -INF
-        dx = (arb(float(a)) - arb(float(m))).union(arb(float(z)) - arb(float(m)))
-        total += arb(g0).union(arb(g1)) * dx
-    if not total.is_finite():
-        return -INF
-    low = total.lower()
-    f = float(low)
-    return f if arb(f) <= low else math.nextafter(f, -INF)
+    with ctx.workprec(ARB_BITS):
+        total = arb(rc[0])
+        for (g0, g1), a, z, m in zip(rg, lo, hi, c):
+            if a == z:
+                continue
+            if not (math.isfinite(g0) and math.isfinite(g1)):
+                return -INF
+            total += arb(min(_down(arb(g) * (arb(float(e)) - arb(float(m)))) for g in (g0, g1) for e in (a, z)))
+        return _down(total)
 
 
 # -- replay -------------------------------------------------------------------------------------------------------
@@ -1344,6 +1568,23 @@ def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None
                               "or a projected box)", leaves
             if _by_constraint(P, b_lo, b_hi, [k], work) is None:
                 return False, f"a box closed by constraint {k} does not re-check", leaves
+        elif kind == "L":
+            leaves += 1
+            k_text, _, lam_text = tok[1:].partition(":")
+            lam_read = _fractions(lam_text, 1)
+            if not k_text.isdigit() or len(k_text) > MULTIPLIER_DIGITS or lam_read is None \
+                    or any(len(part.lstrip("-")) > MULTIPLIER_DIGITS for part in lam_text.split("/")):
+                return False, f"a multiplier closure {tok[:60]!r} that is not L<constraint>:<p>/<q>", leaves
+            k, lam = int(k_text), lam_read[0]
+            if not 0 <= k < len(problem.constraints):
+                return False, f"a box closed by constraint {k}, which the problem does not have", leaves
+            if lam < 0:
+                return False, f"a negative multiplier {lam} of constraint {k} (it bounds the core from above)", leaves
+            if not (np.array_equal(c_lo, b_lo) and np.array_equal(c_hi, b_hi)):
+                return False, "a multiplier closure on a box whose constraints read a range kept from before (the " \
+                              "ends of a concave coordinate)", leaves
+            if not _multiplier_closes(P, face, k, lam, b_lo, b_hi, strict, limit_axis, work):
+                return False, f"a box closed by constraint {k} with the multiplier {lam} does not re-check", leaves
         elif kind == "E":
             leaves += 1
             if np.any(b_hi > b_lo):
