@@ -105,6 +105,20 @@ def test_a_core_closes_by_a_constraint_only_as_its_non_negative_multiple(core: s
         assert outcome.status != "proved", outcome.reason
 
 
+@pytest.mark.parametrize("factor", [x - sp.Rational(1, 4), x + y - sp.Rational(1, 4)])
+def test_a_core_that_is_a_constraints_multiple_only_on_part_of_the_box_is_refuted(factor: sp.Expr) -> None:
+    """``core = q c`` with ``c = x - y^2 >= 0`` and ``q >= 0`` only for the larger x: boxes there close by the
+    constraint, in the same batches as the boxes near x = 0 where the core is negative at feasible points (x = 0.2,
+    y = 0). Those are found; a box closed by the constraint never ends the batch early (which would leave the others
+    undecided in a tree said to be a proof)."""
+    constraint = x - y**2
+    problem = _problem(factor * constraint, [constraint])
+    assert float((factor * constraint).subs({x: 0.2, y: 0.0})) < 0  # a feasible point where it is negative
+    outcome = branch_and_bound(problem, 10**7)
+    assert outcome.status == "negative", outcome.reason
+    assert "constraint" in outcome.closed, outcome.closed
+
+
 def _blob(tokens: list[str]) -> list[str]:
     return decode(base64.b64encode(zlib.compress(json.dumps(tokens).encode())).decode(), 1 << 20)
 

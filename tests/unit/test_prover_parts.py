@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as hs
 
 from attnbounds.theory.deciding.prover import bnb
@@ -124,3 +126,74 @@ def test_a_bound_between_parameters_is_read_or_named_as_unreadable(formula: sp.B
     assert any("cannot read the bound" in p for p in space.problems) == problem, space.problems
     if box is not None:
         assert space.boxes[box[0]] == box[1], space.boxes
+
+
+@given(num=hs.integers(-10**30, 10**30), den=hs.integers(1, 10**30), shift=hs.integers(-60, 60))
+def test_down_and_up_round_a_ball_outward_to_doubles(num: int, den: int, shift: int) -> None:
+    """``_down``/``_up`` give a double at most the ball's lower end and one at least its upper end (a value with no
+    double, num/den * 2^shift, and a ball of some radius)."""
+    from flint import arb, ctx
+
+    with ctx.workprec(bnb.ARB_BITS):
+        v = arb(num) / arb(den) * arb(2) ** shift
+        for ball in (v, v + arb(0, 2.0**-70), -v):
+            assert arb(bnb._down(ball)) <= ball.lower() and arb(bnb._up(ball)) >= ball.upper()
+            assert bnb._down(ball) <= bnb._up(ball)
+    assert bnb._down(arb("nan")) == -math.inf and bnb._up(arb("nan")) == math.inf
+
+
+_t, _b = sp.symbols("t b", real=True)
+
+
+#: (core p, q, r, s; constraint u, v, w; multiplier; strict): boxes the closure takes (the whole box [0, 1]^2):
+#: alpha_max > 1/(2L) to first order, L alpha_max > 1 - 1/L to second, alpha_max >= 1/L non-strict
+CLOSING = [((-1, 2, 0, 0), (-1, 1, 0), Fraction(3, 2), True), ((-1, 1, 1, 0), (-1, 1, 0), Fraction(1), True),
+           ((-1, 1, 0, 0), (-1, 1, 0), Fraction(1), False)]
+
+
+@pytest.mark.parametrize("case", CLOSING)
+def test_the_multiplier_closure_takes_the_boxes_it_is_for(case: tuple) -> None:
+    from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
+
+    (p, q, r, s), (u, v, w), lam, strict = case
+    expr, constraint = p * _t + q * _b + r * _t**2 + s, u * _t + v * _b + w
+    coords = [Coordinate(_t, 0.0, 1.0, "length", "t"), Coordinate(_b, 0.0, 1.0, "role", "b")]
+    problem = Problem("m", 0, "m", coords, expr, [constraint], strict, expr, [], {}, 0, 0, {}, "m")
+    P = bnb.Programs.build(problem)
+    lo, hi = np.zeros(2), np.ones(2)
+    assert bnb._multiplier_closes(P, P.face(()), 0, lam, lo, hi, strict, 0, [0])
+    assert not bnb._multiplier_closes(P, P.face(()), 0, -lam, lo, hi, strict, 0, [0])  # a negative one: never
+
+
+@settings(max_examples=60, deadline=None)
+@example(core=CLOSING[0][0], con=CLOSING[0][1], lam=CLOSING[0][2], strict=True, box=(0.0, 1.0, 0.0, 1.0))
+@example(core=CLOSING[1][0], con=CLOSING[1][1], lam=CLOSING[1][2], strict=True, box=(0.0, 1.0, 0.0, 1.0))
+@example(core=(-1, 1, 0, 0), con=(-1, 1, 0), lam=Fraction(1), strict=True, box=(0.0, 1.0, 0.0, 1.0))  # alpha_max > 1/L
+@given(core=hs.tuples(*[hs.integers(-3, 3)] * 4), con=hs.tuples(*[hs.integers(-3, 3)] * 3),
+       lam=hs.fractions(0, 4, max_denominator=4), strict=hs.booleans(),
+       box=hs.sampled_from([(0.0, 1.0, 0.0, 1.0), (0.0, 0.25, 0.5, 1.0), (0.5, 1.0, 0.0, 0.5)]))
+def test_a_box_closed_by_a_multiplier_has_no_feasible_point_where_the_bound_fails(
+        core: tuple[int, ...], con: tuple[int, ...], lam: Any, strict: bool, box: tuple[float, ...]) -> None:
+    """Soundness of the multiplier closure on cores ``p t + q b + r t^2 + s`` (t = 1/L, its end 0 a limit) under a
+    constraint ``u t + v b + w >= 0``, with any multiplier: when it says the box is closed, the core is ``>= 0``
+    (``> 0`` when strict) at every feasible point of a 41 x 41 grid of the box (t > 0), in exact arithmetic."""
+    from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
+
+    p, q, r, s = core
+    u, v, w = con
+    expr = p * _t + q * _b + r * _t**2 + s
+    constraint = u * _t + v * _b + w
+    coords = [Coordinate(_t, box[0], box[1], "length", "t"), Coordinate(_b, box[2], box[3], "role", "b")]
+    problem = Problem("m", 0, "m", coords, expr, [constraint], strict, expr, [], {}, 0, 0, {}, "m")
+    P = bnb.Programs.build(problem)
+    lo, hi = np.array(box[0::2]), np.array(box[1::2])
+    limit = 0 if box[0] == 0.0 else None
+    if not bnb._multiplier_closes(P, P.face(()), 0, Fraction(lam), lo, hi, strict, limit, [0]):
+        return
+    grid = [(Fraction(box[0]) + (Fraction(box[1]) - Fraction(box[0])) * i / 40,
+             Fraction(box[2]) + (Fraction(box[3]) - Fraction(box[2])) * j / 40) for i in range(41) for j in range(41)]
+    for t, b in grid:
+        if t == 0 or u * t + v * b + w < 0:
+            continue
+        value = p * t + q * b + r * t * t + s
+        assert value > 0 if strict else value >= 0, (expr, constraint, lam, (t, b))

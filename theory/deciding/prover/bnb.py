@@ -41,7 +41,7 @@ realises it as an instance and certifies it). The work is counted in operations 
 box, arb: 25, iv: 150), so the same problem explores the same boxes on every machine.
 
 The boxes form a tree, recorded in preorder (:meth:`Tree.encode`): a certificate that :func:`replay` re-checks
-from the record alone.
+from the record alone. The outcome is "proved" only when every leaf of the tree is a closed box (:data:`LEAVES`).
 """
 
 from __future__ import annotations
@@ -1278,7 +1278,14 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
         queue.push_all(new)
     if state.get("stuck"):
         return outcome("stuck", "every other box closed")
+    unclosed = sum(not node.children and node.kind not in LEAVES for node in tree.walk())
+    if unclosed:  # a box taken from the queue and never decided: no proof, whatever the rest says
+        return outcome("open", f"{unclosed} box(es) of the tree were never closed (a fault of the prover)")
     return outcome("proved", "every box closed: " + ", ".join(f"{v} {k}" for k, v in sorted(closed.items())))
+
+
+#: the kinds of node that close a box (a proof's leaves)
+LEAVES = ("closed", "constraint", "multiplier", "infeasible", "point", "taylor")
 
 
 def _lowest_text(lowest: tuple[int, float, list[float], list[float]] | None, names: Sequence[str]) -> str:
