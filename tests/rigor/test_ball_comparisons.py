@@ -30,7 +30,7 @@ from hypothesis import strategies as hs
 from attnbounds.theory.deciding.certify import certify
 from attnbounds.theory.deciding.prover import bnb
 from attnbounds.theory.deciding.prover.program import compile_program, rigorous, run_float, run_rigorous
-from attnbounds.theory.mathematics import balls
+from attnbounds.theory.mathematics import balls, normalisers as nm
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.exact import ExactOps
 from attnbounds.theory.mathematics.instance import Instance
@@ -237,6 +237,49 @@ def test_the_exact_tier_roots_only_numbers_not_below_zero(x: Any) -> None:
             ops.sqrt(x)
     else:
         assert sp.simplify(sp.sympify(ops.sqrt(x)) - sp.sqrt(v)) == 0, x
+
+
+#: closed numbers whose sign no precision up to 4096 bits shows: e^-10000 is 2^-14427
+TINY_E = sp.exp(-10000)
+CANCELLING = [(1 - 1 / (1 + TINY_E), 1),                              # = e^-10000/(1 + e^-10000) > 0
+              (1 / (1 + TINY_E) - 1, -1),
+              (sp.exp(-2000) / (sp.exp(-2000) + sp.exp(-12000)) - 1, -1),  # softmax's largest weight minus 1
+              (1 - (1 + TINY_E) / (1 + TINY_E), 0)]                      # sympy cancels it to 0 outright
+
+
+@pytest.mark.parametrize("value, sign", CANCELLING)
+def test_a_cancellation_no_precision_resolves_is_decided_over_one_denominator(value: sp.Expr, sign: int) -> None:
+    """arb sees ``1 - 1/(1 + e^-10000)`` as a ball around 0 at every precision; over one denominator sympy cancels
+    the 1s exactly and the numerator's sign shows (it once came out "violated" for ``alpha_max < 1`` at logits
+    -2000, -3000 and T = 0.1: a wrong REFUTED)."""
+    from attnbounds.theory.mathematics.exact import sign_of
+
+    assert sign_of(value)[0] == sign
+
+
+def test_the_exact_tier_refuses_a_comparison_it_cannot_decide() -> None:
+    """``log(1 + e^-10000) > 0`` shows at no precision and over no denominator: ``positive``, ``negative`` and
+    ``nonnegative`` raise (callers read "not positive" of an exact number as "<= 0"), never answer False."""
+    from attnbounds.theory.mathematics.exact import sign_of
+
+    value = sp.log(1 + TINY_E)
+    assert sign_of(value)[0] is None
+    ops = ExactOps()
+    for decide in (ops.positive, ops.negative, ops.nonnegative):
+        with pytest.raises(Unsupported):
+            decide(value)
+    assert ops.positive(sp.Integer(2)) and ops.negative(-sp.sqrt(2)) and ops.nonnegative(sp.Integer(0))
+
+
+def test_a_strict_bound_at_a_margin_below_every_precision_is_never_certified_violated() -> None:
+    """softmax with L = 2 at logits -2000, -3000 and T = 0.1: ``alpha_max = 1/(1 + e^-10000) < 1``. The float
+    margin is 0 and the balls straddle 0 at 4096 bits; certification must not call the strict bound violated."""
+    from attnbounds.theory.running import api
+
+    st = api.statement("alpha_max < 1", hypotheses=["softmax", "L>=2"], id="below_one").statements[0]
+    inst = Instance.from_logits(np.array([[-2000.0, -3000.0]]), nm.softmax(0.1))
+    c = certify(st, inst, 0)
+    assert c.status == "holds" and c.margin_lo >= 0, c
 
 
 LOG_BINOMIAL_TIERS = [*TIERS, "exact"]

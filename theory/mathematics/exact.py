@@ -43,21 +43,18 @@ def sign_of(value: sp.Expr) -> tuple[int | None, str]:
         return (0 if value == 0 else 1 if value > 0 else -1), "exact rational arithmetic"
     if value.free_symbols:
         return None, "not a closed number"
-    ops = backend(None)
-    method = f"arb balls up to {PRECISIONS[-1]} bits: the sign stayed unknown"
-    near_zero = False  # the enclosure at the highest precision reached holds 0 and is tiny: worth a proof of 0
-    for bits in PRECISIONS:
-        try:
-            with ops.precision(bits):
-                ball = BallEvaluator(ops, {})(value)
-        except (PrecisionLoss, OverflowError):
-            continue
-        except Unsupported as exc:
-            method = f"not evaluable in interval arithmetic: {exc}"
-            break
-        if ops.positive(ball) or ops.negative(ball):
-            return (1 if ops.positive(ball) else -1), f"{ops.name} interval arithmetic at {bits} bits"
-        near_zero = ops.is_finite(ball) and ops.mid_rad(ball)[1] < 2.0 ** (-bits // 2)
+    sign, method, near_zero, evaluable = _ball_sign(value)
+    if sign is not None:
+        return sign, method
+    if evaluable and sum(1 for _ in sp.preorder_traversal(value)) <= MAX_ZERO_TEST:
+        # a cancellation no working precision resolves (1 - a/(a + b) with b = e^-10000 a): the same number over
+        # one denominator, where sympy cancels the terms exactly, and the signs of its numerator and denominator
+        num, den = sp.fraction(sp.together(value))
+        if (num, den) != (value, 1) and not num.free_symbols and not den.free_symbols:
+            s_num, m_num, _, _ = _ball_sign(num)
+            s_den, _, _, _ = _ball_sign(den)
+            if s_num is not None and s_den:
+                return s_num * s_den, f"{m_num}, on the number over one denominator (sympy's together)"
     if sp.expand(sp.powsimp(value, combine="exp")) == 0:
         return 0, "sympy: exactly 0 (equality)"
     if not near_zero:
@@ -67,6 +64,28 @@ def sign_of(value: sp.Expr) -> tuple[int | None, str]:
     if value.equals(0) is True:
         return 0, "sympy: exactly 0 (equality)"
     return None, method
+
+
+def _ball_sign(value: sp.Expr) -> tuple[int | None, str, bool, bool]:
+    """The sign of a closed number from arb balls at each of :data:`PRECISIONS` (exact for a rational), how, whether
+    the enclosure at the highest precision reached holds 0 within ``2^-bits/2`` (worth a proof of 0), and whether
+    interval arithmetic could evaluate it at all."""
+    if value.is_Rational:
+        return (0 if value == 0 else 1 if value > 0 else -1), "exact rational arithmetic", False, True
+    ops = backend(None)
+    near_zero = False
+    for bits in PRECISIONS:
+        try:
+            with ops.precision(bits):
+                ball = BallEvaluator(ops, {})(value)
+        except (PrecisionLoss, OverflowError):
+            continue
+        except Unsupported as exc:
+            return None, f"not evaluable in interval arithmetic: {exc}", False, False
+        if ops.positive(ball) or ops.negative(ball):
+            return (1 if ops.positive(ball) else -1), f"{ops.name} interval arithmetic at {bits} bits", False, True
+        near_zero = ops.is_finite(ball) and ops.mid_rad(ball)[1] < 2.0 ** (-bits // 2)
+    return None, f"arb balls up to {PRECISIONS[-1]} bits: the sign stayed unknown", near_zero, True
 
 
 def _closed(value: Any) -> sp.Expr:
@@ -109,14 +128,16 @@ class ExactOps(Ops):
             raise Unsupported(f"the exact sign of {what} could not be decided")
         return s
 
+    # (an undecided sign raises: every ball here is a point, so callers read "not positive" as "<= 0" and "exact and
+    # not positive(|v|)" as "exactly 0"; an undecided one answered False would be read so: 1 - 1/(1 + e^-10000) as 0)
     def positive(self, b: Any) -> bool:
-        return self.sign(b) == 1
+        return self._known_sign(b, "a number compared with 0") == 1
 
     def negative(self, b: Any) -> bool:
-        return self.sign(b) == -1
+        return self._known_sign(b, "a number compared with 0") == -1
 
     def nonnegative(self, b: Any) -> bool:
-        return self.sign(b) in (0, 1)
+        return self._known_sign(b, "a number compared with 0") in (0, 1)
 
     def is_finite(self, b: Any) -> bool:
         return not _closed(b).has(sp.zoo, sp.nan, sp.oo, -sp.oo)  # (sympy's own is_finite evaluates: slow)
@@ -164,10 +185,15 @@ class ExactOps(Ops):
             return BallEvaluator(self._arb, {})(_closed(b))
 
     def lower_float(self, b: Any) -> float:
-        return 0.0 if self.sign(b) == 0 else self._arb.lower_float(self._ball(b))
+        """A double at most ``b``: 0 at an exact 0, and never below 0 for a positive one (whose ball may hold 0)."""
+        sign = self.sign(b)
+        return 0.0 if sign == 0 else max(self._arb.lower_float(self._ball(b)), 0.0) if sign == 1 \
+            else self._arb.lower_float(self._ball(b))
 
     def upper_float(self, b: Any) -> float:
-        return 0.0 if self.sign(b) == 0 else self._arb.upper_float(self._ball(b))
+        sign = self.sign(b)
+        return 0.0 if sign == 0 else min(self._arb.upper_float(self._ball(b)), -0.0) if sign == -1 \
+            else self._arb.upper_float(self._ball(b))
 
     def _to_float(self, b: Any) -> float:
         return self._arb._to_float(self._ball(b))
