@@ -696,7 +696,8 @@ def _residual_closes(P: Programs, face: Face, k: int, mult: Any, lo: np.ndarray,
     """:func:`_multiplier_closes` with the multiplier an arb ball ``mult``, in the working precision."""
     from flint import arb
 
-    assert P.constraints is not None
+    constraints = P.constraints
+    assert constraints is not None
 
     def residual(core: tuple[float, float], con: tuple[float, float]) -> tuple[float, float]:
         """``core - lam con`` for enclosures of both, end by end (``lam >= 0``; a ball's 30-bit radius would
@@ -721,7 +722,7 @@ def _residual_closes(P: Programs, face: Face, k: int, mult: Any, lo: np.ndarray,
         core = (max(a for a, _ in ends), min(z for _, z in ends))
         if not core[0] <= core[1]:
             return -INF, INF
-        return residual(core, _rigorous(P.constraints, c, c, work)[k])
+        return residual(core, _rigorous(constraints, c, c, work)[k])
 
     r_slopes = slopes(lo, hi)
     f_lo, f_hi = lo.copy(), hi.copy()  # the face F where r is smallest
@@ -1136,9 +1137,9 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
             if cons is not None and not feasible and _bounded(node.lo, node.hi) \
                     and np.array_equal(node.clo, node.lo) and np.array_equal(node.chi, node.hi):
                 ks = [k for k in range(len(cons)) if cons[k][0][b] < 0]
-                held = _by_multiplier(P, face, ks, node, (g_lo, g_hi), strict, limit_axis, work)
-                if held is not None:
-                    node.kind, node.detail, node.bound = "multiplier", held, 0.0
+                multiplier = _by_multiplier(P, face, ks, node, (g_lo, g_hi), strict, limit_axis, work)
+                if multiplier is not None:
+                    node.kind, node.detail, node.bound = "multiplier", multiplier, 0.0
                     count("multiplier", node, 0.0)
                     continue
             # a candidate counterexample (where the doubles underflow, the rigorous values' own sign)
