@@ -389,21 +389,6 @@ def _stand_in_search(statement: Any, **kwargs: Any) -> Any:
     return random_search(statement, rounds=1, B=8, **kwargs)
 
 
-#: the records file every drawn command line may read (``verify multihead``), made by the first case
-_RECORDS: list[bytes] = []
-
-
-def _multihead_records(path: Path) -> None:
-    """Write the records of ``verify multihead`` to ``path``: run once (in the first case's workspace, with its
-    stand-in search), then copied (the run took most of each case's time)."""
-    if not _RECORDS:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            assert main(["verify", "multihead", "--quiet", "--json", str(path)]) == 0
-        _RECORDS.append(path.read_bytes())
-    else:
-        path.write_bytes(_RECORDS[0])
-
-
 @settings(max_examples=examples(0.3), **FUZZ)  # 3-5 s a case: 0.3 of the profile's budget (thorough: 120)
 @given(argv=command_lines(), generated=statements_files())
 def test_command_lines_end_in_time_with_0_or_2_and_touch_only_their_output(argv: list[str], generated: bytes) -> None:
@@ -416,7 +401,9 @@ def test_command_lines_end_in_time_with_0_or_2_and_touch_only_their_output(argv:
         mp.setattr(verify_mod, "default_prover", no_proof)
         mp.setenv("ATTNBOUNDS_CACHE", str(Path(folder) / "cache"))
         mp.chdir(root)
-        _multihead_records(root / "records.json")
+        records = root / "records.json"
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["verify", "multihead", "--quiet", "--json", str(records)]) == 0
         before = _snapshot(root)
         out, err = io.StringIO(), io.StringIO()
         start = time.perf_counter()

@@ -199,6 +199,7 @@ def _cells(line: str) -> int:
     return len(re.findall(r"(?<!\\)(?:\\\\)*\|", line)) - 1
 
 
+@pytest.mark.slow  # 22 s: the softmax profile it formats (the other tests that build it are slow too)
 def test_markdown_tables_keep_a_bar_inside_its_cell() -> None:
     """A title with bars (J_entry's "max |d alpha_i/d l_j|") stays in its cell: every row has the header's cells."""
     p = softmax_profile()
