@@ -46,7 +46,8 @@ def sign_of(value: sp.Expr) -> tuple[int | None, str]:
     sign, method, near_zero, evaluable = _ball_sign(value)
     if sign is not None:
         return sign, method
-    if evaluable and sum(1 for _ in sp.preorder_traversal(value)) <= MAX_ZERO_TEST:
+    small = sum(1 for _ in sp.preorder_traversal(value)) <= MAX_ZERO_TEST
+    if evaluable and small:
         # a cancellation no working precision resolves (1 - a/(a + b) with b = e^-10000 a): the same number over
         # one denominator, where sympy cancels the terms exactly, and the signs of its numerator and denominator
         num, den = sp.fraction(sp.together(value))
@@ -59,7 +60,7 @@ def sign_of(value: sp.Expr) -> tuple[int | None, str]:
         return 0, "sympy: exactly 0 (equality)"
     if not near_zero:
         return None, method
-    if sum(1 for _ in sp.preorder_traversal(value)) > MAX_ZERO_TEST:
+    if not small:
         return None, f"{method}; too large for sympy to recognise an exact 0"
     if value.equals(0) is True:
         return 0, "sympy: exactly 0 (equality)"
@@ -187,13 +188,17 @@ class ExactOps(Ops):
     def lower_float(self, b: Any) -> float:
         """A double at most ``b``: 0 at an exact 0, and never below 0 for a positive one (whose ball may hold 0)."""
         sign = self.sign(b)
-        return 0.0 if sign == 0 else max(self._arb.lower_float(self._ball(b)), 0.0) if sign == 1 \
-            else self._arb.lower_float(self._ball(b))
+        if sign == 0:
+            return 0.0
+        low = self._arb.lower_float(self._ball(b))
+        return max(low, 0.0) if sign == 1 else low
 
     def upper_float(self, b: Any) -> float:
         sign = self.sign(b)
-        return 0.0 if sign == 0 else min(self._arb.upper_float(self._ball(b)), -0.0) if sign == -1 \
-            else self._arb.upper_float(self._ball(b))
+        if sign == 0:
+            return 0.0
+        high = self._arb.upper_float(self._ball(b))
+        return min(high, -0.0) if sign == -1 else high
 
     def _to_float(self, b: Any) -> float:
         return self._arb._to_float(self._ball(b))

@@ -61,7 +61,7 @@ import sympy as sp
 
 from attnbounds.theory.mathematics.exact import PRECISIONS, sign_of
 from attnbounds.theory.mathematics.exprparse import DOUBLE_MAX
-from attnbounds.theory.mathematics.intervals import Unsupported
+from attnbounds.theory.mathematics.intervals import Unsupported, backend
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin, Sign, Step
 from attnbounds.theory.mathematics.symbolic import differentiate
 from attnbounds.theory.deciding.prover.program import Program, compile_program, rigorous_signs, run_float, run_rigorous
@@ -647,14 +647,8 @@ MULTIPLIER_TRIES = 2
 
 
 def _down(x: Any) -> float:
-    """The largest double at most the arb ball ``x``'s lower end (-inf for a ball that is not finite)."""
-    from flint import arb
-
-    if not x.is_finite():
-        return -INF
-    low = x.lower()
-    f = float(low)
-    return f if arb(f) <= low else math.nextafter(f, -INF)
+    """A double at most the arb ball ``x`` (``ArbOps.lower_float``; -inf for a ball that is not finite, NaN too)."""
+    return backend("arb").lower_float(x) if x.is_finite() else -INF
 
 
 def _up(x: Any) -> float:
@@ -778,11 +772,11 @@ def _by_multiplier(P: Programs, face: Face, ks: Sequence[int], node: Node, grad:
     tried: list[tuple[int, Fraction, np.ndarray, np.ndarray, np.ndarray]] = []
     for k in ks:
         h = _constraint_slopes(P, k, cg)
+        h_lo, h_hi = np.array([a for a, _ in h]), np.array([z for _, z in h])
         found = sorted({lam for d in range(len(lo)) if half[d] > 0
                         for lam in [_cancelling_multiplier((float(grad[0][d]), float(grad[1][d])), h[d])] if lam is not None})
         for lam in found + [(a + z) / 2 for a, z in zip(found, found[1:])]:
             with np.errstate(all="ignore"):
-                h_lo, h_hi = np.array([a for a, _ in h]), np.array([z for _, z in h])
                 # (a rounding's worth each way: the float tier's slopes are outward-rounded, the rigorous ones tight)
                 eps = 1e-9 * (np.maximum(np.abs(grad[0]), np.abs(grad[1])) + float(lam) * np.maximum(abs(h_lo), abs(h_hi)))
                 r_lo = grad[0] - float(lam) * h_hi + eps
