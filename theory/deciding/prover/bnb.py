@@ -99,8 +99,9 @@ class Node:
     face: tuple[tuple[int, float], ...] = ()
     #: the float lower bound of the core on the parent box: boxes are taken lowest first (best first)
     priority: float = -INF
-    #: on the face t = 0 (L -> oo, no instance), reached by a projection along t where the core strictly grows:
-    #: every instance the box stands for then has a larger margin, so a strict bound needs only ``core >= 0`` here
+    #: on an open end (t = 0, a weight 0, T = 0: :meth:`Problem.open_end`, no instance there), reached by a projection
+    #: along which the core strictly grows: every instance the box stands for then has a larger margin, so a strict
+    #: bound needs only ``core >= 0`` here
     at_limit: bool = False
 
 
@@ -464,8 +465,8 @@ class Tree:
             stack.extend(reversed(node.children))
 
     def encode(self) -> str:
-        """Preorder tokens: ``S<d>:<point>`` split, ``P<d><+|-|<>...`` projection (``-``: onto the lower end; ``<``:
-        onto t = 0 where the core strictly grows in t, :attr:`Node.at_limit`),
+        """Preorder tokens: ``S<d>:<point>`` split, ``P<d><+|-|<|>>...`` projection (``-``: onto the lower end; ``<``,
+        ``>``: onto an open lower or upper end away from which the core strictly grows, :attr:`Node.at_limit`),
         ``C<method>`` closed, ``I<k>`` infeasible by constraint k, ``M<k>`` closed as a multiple of constraint k,
         ``L<k>:<p>/<q>`` closed by constraint k with the multiplier p/q (:func:`_by_multiplier`),
         ``E`` exact point, ``T<p_1>,...`` closed to second order around the rational point p, ``A<d>`` the two ends
@@ -476,8 +477,7 @@ class Tree:
                 d, point = node.detail
                 out.append(f"S{d}:{float(point).hex()}")
             elif node.kind == "project":
-                out.append("P" + ",".join(f"{d}{'<' if side == LIMIT else '-' if side < 0 else '+'}"
-                                          for d, side in node.detail))
+                out.append("P" + ",".join(f"{d}{_SIDE_TEXT[side]}" for d, side in node.detail))
             elif node.kind == "closed":
                 out.append("C" + str(node.detail))
             elif node.kind == "infeasible":
@@ -550,8 +550,10 @@ def _rigorous(program: Program, lo: np.ndarray, hi: np.ndarray, work: list[int],
     return [(max(a[0], b[0]), min(a[1], b[1])) for a, b in zip(out, other)]
 
 
-#: the side of a projection onto t = 0 along which the core strictly grows (:attr:`Node.at_limit`)
-LIMIT = -2
+#: the sides of a projection onto an open lower (upper) end away from which the core strictly grows
+#: (:attr:`Node.at_limit`); -1 and +1 are the plain ones
+LIMIT, LIMIT_HIGH = -2, 2
+_SIDE_TEXT = {-1: "-", 1: "+", LIMIT: "<", LIMIT_HIGH: ">"}
 #: a float enclosure of the core within [-TINY, TINY] may be an underflow: its sign is read in rigorous arithmetic
 TINY = 1e-280
 
@@ -587,17 +589,40 @@ def _limit_axis(problem: Problem) -> int | None:
     return next((d for d, c in enumerate(problem.coordinates) if c.kind == "length" and c.lo == 0.0), None)
 
 
-def _grows(face: Face, lo: np.ndarray, hi: np.ndarray, d: int, slope_lo: float, work: list[int]) -> bool:
-    """Whether the core strictly grows along coordinate ``d`` on the box: the rigorous lower end of its partial
-    derivative is positive, or rounds to 0 while the rigorous value itself is positive (a slope below the doubles'
-    range) in either of the derivative's two forms."""
-    if slope_lo > 0:
+def _grows(face: Face, lo: np.ndarray, hi: np.ndarray, d: int, slope: tuple[float, float], work: list[int],
+           side: int = -1) -> bool:
+    """Whether the core strictly grows along coordinate ``d`` on the box away from its end ``side`` (-1: grows with
+    ``d``, +1: falls with it), from the rigorous enclosure ``slope`` of its partial derivative: that end is positive
+    (negative), or rounds to 0 while the rigorous value itself has the sign (a slope below the doubles' range) in
+    either of the derivative's two forms."""
+    bound = slope[0] if side < 0 else -slope[1]
+    if bound > 0:
         return True
-    if slope_lo < 0 or not _bounded(lo, hi):
+    if bound < 0 or not _bounded(lo, hi):
         return False
     work[0] += COST["arb"] * face.grad.size
     signs = rigorous_signs(face.grad, lo, hi, "arb")
-    return signs[d] > 0 or signs[face.n + d] > 0
+    want = 1 if side < 0 else -1
+    return signs[d] == want or signs[face.n + d] == want
+
+
+def _onto_open_ends(problem: Problem, face: Face, node: Node, moves: list[tuple[int, int]],
+                    slopes: tuple[np.ndarray, np.ndarray], limit_axis: int | None, work: list[int]
+                    ) -> list[tuple[int, int]]:
+    """A strict bound's projections: one onto an open end (:meth:`Problem.open_end`) away from which the core
+    strictly grows becomes a limit (``LIMIT``, ``LIMIT_HIGH``: the face needs only ``core >= 0``, every instance
+    lies off it where the core is larger); one onto t = 0 where the growth does not show yet is dropped while the
+    box is wide (it shows on narrower boxes [0, h]: t + (1 - t) E loses its lower end on the whole range)."""
+    out = []
+    for d, side in moves:
+        if problem.open_end(d, side, node.lo, node.hi):
+            if _grows(face, node.lo, node.hi, d, (float(slopes[0][d]), float(slopes[1][d])), work, side):
+                out.append((d, 2 * side))
+                continue
+            if d == limit_axis and node.hi[d] > TINY_T:
+                continue
+        out.append((d, side))
+    return out
 
 
 def _all_finite(enclosures: list[tuple[float, float]]) -> bool:
@@ -672,10 +697,10 @@ def _multiplier_closes(P: Programs, face: Face, k: int, lam: Fraction, lo: np.nd
 
     ``r`` is smallest on the face ``F`` of ``B`` that fixes each coordinate along which ``r`` is monotone at the end
     where it is lower (its slopes' enclosures on ``B``); ``m`` is ``r``'s mean-value bound on ``F`` about ``F``'s
-    centre. The box closes when ``m >= 0`` (``> 0`` when strict), or, strict, when ``F`` holds the limit t = 0
-    (``limit_axis``; no real point, every real one has t > 0) and ``m >= 0`` with ``r`` strictly growing in t
-    there: ``dr/dt > 0`` on ``B`` (first order), or ``dr/dt >= 0`` on ``F`` and ``d^2r/dt^2 > 0`` on ``B`` (second
-    order: ``r - r(t = 0)`` grows like ``t^2``, ``alpha_max > 1/(L + 1)``).
+    centre. The box closes when ``m >= 0`` (``> 0`` when strict), or, strict, when ``m >= 0`` and ``F`` fixes a
+    coordinate at an open end (:meth:`Problem.open_end`: no instance there) away from which ``r`` strictly grows on
+    ``B`` (first order); for the limit t = 0 (``limit_axis``) also when ``dr/dt >= 0`` on ``F`` and
+    ``d^2r/dt^2 > 0`` on ``B`` (second order: ``r - r(t = 0)`` grows like ``t^2``, ``alpha_max > 1/(L + 1)``).
     """
     from flint import arb, ctx
 
@@ -729,11 +754,15 @@ def _residual_closes(P: Programs, face: Face, k: int, mult: Any, lo: np.ndarray,
     bound = _mean_value_bound(at(c), r_slopes, f_lo, f_hi, c)
     if _ok(bound, strict):
         return True
-    t = limit_axis
-    if not strict or bound < 0 or t is None or lo[t] != 0.0 or not hi[t] > 0.0 or f_hi[t] != 0.0:
+    if not strict or bound < 0:
         return False
-    if r_slopes[t][0] > 0:
+    if any(hi[d] > lo[d] and ((g0 > 0 and f_hi[d] == lo[d] and P.problem.open_end(d, -1, lo, hi))
+                              or (g1 < 0 and f_lo[d] == hi[d] and P.problem.open_end(d, 1, lo, hi)))
+           for d, (g0, g1) in enumerate(r_slopes)):
         return True
+    t = limit_axis
+    if t is None or lo[t] != 0.0 or not hi[t] > 0.0 or f_hi[t] != 0.0:
+        return False
     if slopes(f_lo, f_hi)[t][0] < 0:
         return False
     second = face.second(t, P.problem.symbols, work)
@@ -764,8 +793,9 @@ def _by_multiplier(P: Programs, face: Face, ks: Sequence[int], node: Node, grad:
     :data:`MULTIPLIER_TRIES` are checked in rigorous arithmetic."""
     assert P.constraints is not None
     lo, hi = node.lo, node.hi
-    t = limit_axis
-    reach = strict and t is not None and lo[t] == 0.0 and hi[t] > 0  # the box reaches the limit t = 0
+    # the box's open ends (a strict bound may close at >= 0 on a face there, the residual strictly growing off it)
+    open_lo, open_hi = (np.array([strict and hi[d] > lo[d] and P.problem.open_end(d, side, lo, hi) for d in range(len(lo))])
+                        for side in (-1, 1))
     work[0] += COST["float"] * ((P.constraint_grad.size if P.constraint_grad is not None else 0) + FLOAT_CALL)
     cg = None if P.constraint_grad is None else [(a[0], z[0]) for a, z in run_float(P.constraint_grad, lo[None], hi[None])]
     half = (hi - lo) / 2
@@ -800,7 +830,7 @@ def _by_multiplier(P: Programs, face: Face, ks: Sequence[int], node: Node, grad:
             spread = float(np.sum(np.where(wide, np.maximum(np.abs(r_lo), np.abs(r_hi)) * half, 0.0)))
             score = float(core_c[j]) - float(lam) * float(cons_c[k][1][j]) - spread
         slack = 1e-9 * (abs(score) + spread)  # a filter: the rigorous check decides
-        limit = reach and centre[t] == 0.0 and r_lo[t] >= 0  # strictly growing in t, to first or second order
+        limit = bool(np.any((open_lo & (centre == lo) & (r_lo >= 0)) | (open_hi & (centre == hi) & (r_hi <= 0))))
         if math.isfinite(score) and (score > slack if strict and not limit else score >= -slack):
             ranked.append((-score, k, lam))
     for _, k, lam in sorted(ranked)[:MULTIPLIER_TRIES]:
@@ -1164,15 +1194,11 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                     # the core has no value at t = 0 (log(1/t), exp(-1/sqrt(t)), ...): the point t = 0 could only be
                     # stuck there; splitting toward it (geometrically) reaches boxes [0, h] that close or refute
                     moves = [(d, side) for d, side in moves if d != limit_axis]
-                if strict and limit_axis is not None and (limit_axis, -1) in moves and node.lo[limit_axis] == 0.0:
-                    if _grows(face, node.lo, node.hi, limit_axis, float(r_lo[limit_axis]), work):
-                        moves = [(d, LIMIT if d == limit_axis else side) for d, side in moves]
-                    elif node.hi[limit_axis] > TINY_T:  # a strict bound may need the limit at t = 0, and its growth
-                        # shows only on narrower boxes [0, h] (t + (1 - t) E loses its lower end on the whole range)
-                        moves = [(d, side) for d, side in moves if d != limit_axis]
+                if strict:
+                    moves = _onto_open_ends(problem, face, node, moves, (r_lo, r_hi), limit_axis, work)
             if moves:
                 child = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(),
-                             at_limit=node.at_limit or (limit_axis, LIMIT) in moves)
+                             at_limit=node.at_limit or any(abs(side) == 2 for _, side in moves))
                 for d, side in moves:
                     v = node.lo[d] if side < 0 else node.hi[d]
                     child.lo[d] = child.hi[d] = child.clo[d] = child.chi[d] = v
@@ -1186,7 +1212,7 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
             d_affine = next((d for d in range(n) if width[d] > 0 and math.isfinite(node.lo[d])
                              and math.isfinite(node.hi[d]) and concave[d]), None)
             if d_affine is not None:
-                node.kind, node.detail, node.children = "ends", d_affine, _ends(P, face_key, node, d_affine, limit_axis)
+                node.kind, node.detail, node.children = "ends", d_affine, _ends(P, face_key, node, d_affine)
                 for child in node.children:
                     child.priority = priority
                 new.extend(node.children)
@@ -1354,17 +1380,17 @@ class _Queue:
         return len(self), priority, node.lo.tolist(), node.hi.tolist()
 
 
-def _ends(P: Programs, face_key: tuple[tuple[int, float], ...], node: Node, d: int, limit_axis: int | None
-          ) -> list[Node]:
+def _ends(P: Programs, face_key: tuple[tuple[int, float], ...], node: Node, d: int) -> list[Node]:
     """The two children of a box whose core is concave (affine, say) in coordinate ``d``: ``d`` fixed at its lower,
     then its upper end. The constraints keep reading ``d``'s whole range (a feasible point of the box is in the constraint box of
-    both children, so neither discards it). The end t = 0 of t = 1/L is a limit (no instance): there a strict bound
-    needs only ``core >= 0`` (:attr:`Node.at_limit`), as ``core(0) >= 0`` and ``core(h) > 0`` make a concave core
-    ``> 0`` on ``(0, h]``."""
+    both children, so neither discards it). An open end (t = 0, a weight 0: :meth:`Problem.open_end`, no instance)
+    needs only ``core >= 0`` under a strict bound (:attr:`Node.at_limit`), as ``core(lo) >= 0`` and ``core(hi) > 0``
+    make a concave core ``> 0`` on ``(lo, hi]``; one end at most (both at ``>= 0`` would prove only ``>= 0``)."""
     out = []
-    for v in (node.lo[d], node.hi[d]):
-        limit = d == limit_axis and v == 0.0
-        child = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(), at_limit=node.at_limit or limit)
+    opened = next((side for side in (-1, 1) if P.problem.open_end(d, side, node.lo, node.hi)), 0)
+    for side, v in ((-1, node.lo[d]), (1, node.hi[d])):
+        child = Node(node.lo.copy(), node.hi.copy(), node.clo.copy(), node.chi.copy(),
+                     at_limit=node.at_limit or side == opened)
         child.lo[d] = child.hi[d] = v
         child.face = P.child_face(face_key, [(d, float(v))])
         out.append(child)
@@ -1509,32 +1535,34 @@ def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None
             stack.extend([right, left])  # preorder: left first
         elif kind == "P":
             claims = [(int(part[:-1]), part[-1]) for part in tok[1:].split(",")]
-            if not claims or any(not 0 <= d < n or side not in "+-<" for d, side in claims) \
+            if not claims or any(not 0 <= d < n or side not in "+-<>" for d, side in claims) \
                     or len({d for d, _ in claims}) != len(claims):
                 return False, f"a projection {tok[:40]!r} along coordinates the problem does not have", leaves
-            if any(side == "<" and not (d == limit_axis and b_lo[d] == 0.0 and strict) for d, side in claims):
-                return False, f"a projection onto the limit t = 0 along {tok[:40]!r}, which is not t at 0", leaves
+            if any(side in "<>" and not (strict and problem.open_end(d, -1 if side == "<" else 1, b_lo, b_hi))
+                   for d, side in claims):
+                return False, f"a projection onto a limit along {tok[:40]!r}, which is not an open end of a strict " \
+                              "bound", leaves
             r = _pairs(face.gradient(_rigorous(face.grad, b_lo, b_hi, work, lambda r_: all(
                 (face.gradient(r_)[0][d] >= 0 if side in "-<" else face.gradient(r_)[1][d] <= 0) for d, side in claims))))
             c_lo2, c_hi2 = b_lo.copy(), b_hi.copy()
             moves = []
             for part in tok[1:].split(","):
                 d, side = int(part[:-1]), part[-1]
-                if not (_grows(face, b_lo, b_hi, d, r[d][0], work) if side == "<" else r[d][0] >= 0 if side == "-"
-                        else r[d][1] <= 0):
+                if not (_grows(face, b_lo, b_hi, d, r[d], work, -1 if side == "<" else 1) if side in "<>"
+                        else r[d][0] >= 0 if side == "-" else r[d][1] <= 0):
                     return False, f"the core is not monotone in {problem.symbols[d]} on a projected box", leaves
-                v = b_hi[d] if side == "+" else b_lo[d]
+                v = b_hi[d] if side in "+>" else b_lo[d]
                 if not math.isfinite(v):
                     return False, f"a projection onto an infinite end of {problem.symbols[d]}", leaves
                 c_lo2[d] = c_hi2[d] = v
                 moves.append((d, float(v)))
-            if not _moves_keep_feasible(P, [(d, 1 if side == "+" else -1) for d, side in claims], c_lo, c_hi, work):
+            if not _moves_keep_feasible(P, [(d, 1 if side in "+>" else -1) for d, side in claims], c_lo, c_hi, work):
                 return False, "a projection along a coordinate whose constraints do not allow it", leaves
             k_lo, k_hi = c_lo.copy(), c_hi.copy()
             for d, v in moves:
                 k_lo[d] = k_hi[d] = v
             stack.append((c_lo2, c_hi2, k_lo, k_hi, P.child_face(fixed, moves),
-                          at_limit or any(side == "<" for _, side in claims)))
+                          at_limit or any(side in "<>" for _, side in claims)))
         elif kind == "C":
             leaves += 1
             method, _, form = tok[1:].partition(":")
@@ -1604,7 +1632,7 @@ def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None
             if not face.concave(problem.symbols, b_lo, b_hi, work)[d]:
                 return False, f"the core is not concave in {problem.symbols[d]}: its two ends do not bound it", leaves
             node_ = Node(b_lo, b_hi, c_lo, c_hi, at_limit=at_limit)
-            children = _ends(P, fixed, node_, d, limit_axis)
+            children = _ends(P, fixed, node_, d)
             stack.extend((c.lo, c.hi, c.clo, c.chi, c.face, c.at_limit) for c in reversed(children))
         elif kind == "T":
             leaves += 1

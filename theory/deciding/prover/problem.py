@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from fractions import Fraction
+from typing import Any, Sequence
 
 import sympy as sp
 
@@ -69,6 +70,42 @@ class Problem:
     @property
     def symbols(self) -> list[sp.Symbol]:
         return [c.symbol for c in self.coordinates]
+
+    def open_end(self, d: int, side: int, lo: Sequence[float], hi: Sequence[float]) -> bool:
+        """Whether no instance the box ``lo``..``hi`` stands for has coordinate ``d`` at its end (``side`` -1: its
+        lower end, +1: its upper end; the box's own end, which must be the coordinate's): a point of the closure
+        that is only a limit. Derived from the problem alone (a replay re-derives it):
+
+        - ``t = 1/L = 0`` (L -> oo);
+        - 0 for a parameter whose domain makes it ``> 0`` (``T``, ``nu = N/L``, a domain ``x > 0``);
+        - softmax over unbounded logits (the weights model): a weight is never 0, so neither a role's share ``b``
+          nor an atom's ``y`` is 0; a role's share is 1 only when no token comes after it: never for a role before
+          the last, and for the last one only at ``L = k`` (``k`` roles), so not on a box where ``t < 1/k``;
+        - compactified logits ``s = 0, 1`` (``l = -oo, +oo``)."""
+        c = self.coordinates[d]
+        end = lo[d] if side < 0 else hi[d]
+        if end != (c.lo if side < 0 else c.hi):
+            return False
+        if c.kind == "length":
+            return side < 0 and end == 0.0
+        if c.kind == "parameter":
+            return side < 0 and end == 0.0 and c.symbol.is_positive is True
+        info = self.realisation
+        if info.get("weights_model"):
+            roles = list(info.get("role_coordinates", []))
+            if c.symbol in info.get("atom_coordinates", []):
+                return c.kind == "atom" and side < 0 and end == 0.0
+            if c.kind != "role" or c.symbol not in roles or (c.lo, c.hi) != (0.0, 1.0):
+                return False
+            if side < 0 or c.symbol != roles[-1]:
+                return True
+            t = next((j for j, k in enumerate(self.coordinates) if k.kind == "length"), None)
+            if t is not None:
+                return Fraction(hi[t]) < Fraction(1, len(roles))
+            return float(info.get("L_range", (1.0, 1.0))[0]) > len(roles)
+        if info.get("bounded") is False and c.kind in ("role", "atom") and str(c.symbol).startswith("s_"):
+            return (c.lo, c.hi) == (0.0, 1.0)
+        return False
 
     def describe(self) -> str:
         return (f"conjunct {self.conjunct}, {self.pattern}: {len(self.coordinates)} coordinates ("

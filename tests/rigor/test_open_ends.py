@@ -1,0 +1,139 @@
+"""Open ends of the relaxed box (issue 33): points of the closure that no instance reaches.
+
+A strict bound whose margin tends to 0 only toward such a point (a softmax weight 0 or 1, T = 0, L -> oo) is true,
+and the prover proves it by projecting onto that end only where the core strictly grows away from it (there the face
+needs ``core >= 0``). Each end is derived from the problem alone (:meth:`Problem.open_end`), so the replay re-derives
+it: a proof replayed on a problem where the end is reached (L = 1 for the last weight's 1, a bound that is not
+strict) is refused. The false twins, whose margin is 0 or negative at a reachable point, are never proved.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from attnbounds.theory.deciding import prover
+from attnbounds.theory.deciding.prover import bnb
+from attnbounds.theory.deciding.prover.problem import Problem
+from attnbounds.theory.deciding.prover.relax import relax
+from attnbounds.theory.running import api
+
+#: true strict bounds whose margin reaches 0 only at an open end (truths derived in tests/quality/tight_set.toml,
+#: family "open"): a weight never 0, the largest weight never 1 once L >= 2, J_entry's 1/(4T) only as T -> 0
+TRUE = {
+    "alpha_min > 0": {},
+    "alpha_max < 1": {"ranges": {"L": [2, 10**9]}},
+    "J_entry < 1/(4*T) + 1e-6": {},
+}
+#: their twins, false at a point some instance reaches (L = 1; L = 2 with equal logits)
+FALSE = {
+    "alpha_max < 1": {},
+    "J_entry < 1/(4*T)": {},
+    "alpha_max + alpha_min > 2/L": {},
+    "alpha_min > 1e-300": {},
+}
+
+
+def _statement(relation: str, extra: dict) -> object:
+    return api.statement(relation, hypotheses=["softmax"], id="open", **extra).statements[0]
+
+
+@pytest.fixture(scope="module")
+def proofs() -> dict[str, tuple[object, dict]]:
+    out = {}
+    for relation, extra in TRUE.items():
+        st = _statement(relation, extra)
+        result = prover.prove(st, work=prover.work_for(1.0))
+        assert result.status == "proved", (relation, result.reason)
+        out[relation] = (st, json.loads(json.dumps(result.to_json())))
+    return out
+
+
+@pytest.mark.parametrize("relation", list(TRUE))
+def test_a_strict_bound_tight_only_at_an_open_end_is_proved_through_it_and_replays(
+        proofs: dict[str, tuple[object, dict]], relation: str) -> None:
+    st, certificate = proofs[relation]
+    result = prover.prove(st, work=prover.work_for(1.0))
+    tokens = [tok for report in result.reports for tok in bnb.decode(report.outcome.tree.encode(), 10**8)]
+    assert any(tok.startswith("P") and ("<" in tok or ">" in tok) for tok in tokens), tokens
+    assert prover.replay(st, certificate)[0]
+
+
+@pytest.mark.parametrize("relation", list(FALSE))
+def test_their_false_twins_are_never_proved(relation: str) -> None:
+    assert prover.prove(_statement(relation, FALSE[relation]), work=prover.work_for(1.0)).status != "proved"
+
+
+def _problems(relation: str, extra: dict) -> list[Problem]:
+    rel = relax(_statement(relation, extra))
+    return [p for per in rel.strategies for strat in per for group in strat for p in group.alternatives]
+
+
+def _weights_problem(relation: str, extra: dict) -> Problem:
+    return _problems(relation, extra)[0]
+
+
+def test_the_largest_weights_one_is_open_only_while_another_token_remains() -> None:
+    """alpha_max's share b is 1 only at L = 1 (no other token): open on boxes with t < 1, reached where t = 1."""
+    problem = _weights_problem("alpha_max < 1", {})
+    t = next(d for d, c in enumerate(problem.coordinates) if c.kind == "length")
+    b = next(d for d, c in enumerate(problem.coordinates) if c.kind == "role")
+    lo, hi = np.array([c.lo for c in problem.coordinates]), np.array([c.hi for c in problem.coordinates])
+    assert hi[t] == 1.0
+    assert problem.open_end(b, -1, lo, hi)  # a weight is never 0
+    assert not problem.open_end(b, 1, lo, hi)  # L = 1: alpha_max = 1
+    narrow = hi.copy()
+    narrow[t] = 0.5
+    assert problem.open_end(b, 1, lo, narrow)
+    inner = lo.copy()
+    inner[b] = 0.25  # a box's end inside the coordinate's range is not the coordinate's end
+    assert not problem.open_end(b, -1, inner, hi)
+    assert problem.open_end(t, -1, lo, hi) and not problem.open_end(t, 1, lo, hi)  # L -> oo only
+
+
+def test_a_parameter_is_open_at_0_only_when_its_domain_is_positive() -> None:
+    problem = _weights_problem("J_entry < 1/(4*T) + 1e-6", {})
+    T = next(d for d, c in enumerate(problem.coordinates) if str(c.symbol) == "T")
+    lo, hi = np.array([c.lo for c in problem.coordinates]), np.array([c.hi for c in problem.coordinates])
+    assert problem.open_end(T, -1, lo, hi)
+    real = dataclasses.replace(problem.coordinates[T], symbol=sp.Symbol("T", real=True))
+    twin = dataclasses.replace(problem, coordinates=[real if d == T else c for d, c in enumerate(problem.coordinates)])
+    assert not twin.open_end(T, -1, lo, hi)
+
+
+def test_a_projection_onto_an_open_end_replays_only_where_the_end_is_open_and_the_bound_strict() -> None:
+    """The proof of alpha_max < 1 (L >= 2) projects onto the share 1; on its problem with L from 1 (the end reached)
+    or with a non-strict bound the same tree is refused."""
+    st = _statement("alpha_max < 1", TRUE["alpha_max < 1"])
+    result = prover.prove(st, work=prover.work_for(1.0))
+    (report,) = result.reports
+    problem, tokens = report.problem, bnb.decode(report.outcome.tree.encode(), 10**8)
+    assert any(">" in tok for tok in tokens if tok.startswith("P")), tokens
+    assert bnb.replay(problem, tokens)[0]
+    t = next(d for d, c in enumerate(problem.coordinates) if c.kind == "length")
+    reached = dataclasses.replace(problem, coordinates=[dataclasses.replace(c, hi=1.0) if d == t else c
+                                                        for d, c in enumerate(problem.coordinates)])
+    for twin in (reached, dataclasses.replace(problem, strict=False),
+                 dataclasses.replace(problem, realisation={**problem.realisation, "weights_model": False})):
+        ok, what, _ = bnb.replay(twin, tokens)
+        assert not ok and "onto a limit along" in what, what
+    plain = [tok.replace(">", "+") if tok.startswith("P") else tok for tok in tokens]  # the face kept strict
+    assert not bnb.replay(problem, plain)[0]
+
+
+def test_of_a_concave_coordinates_two_open_ends_one_at_most_is_read_as_a_limit() -> None:
+    """``core(lo) >= 0`` and ``core(hi) > 0`` make a concave core ``> 0`` inside; ``>= 0`` at both ends would not."""
+    checked = 0
+    for problem in _problems("alpha_max + alpha_min > 1/L", {}):  # two roles: the first one's share is open at 0 and 1
+        P = bnb.Programs.build(problem)
+        lo, hi = bnb._box(problem)
+        for d in range(len(lo)):
+            if problem.open_end(d, -1, lo, hi) and problem.open_end(d, 1, lo, hi):
+                children = bnb._ends(P, (), bnb.Node(lo, hi, lo.copy(), hi.copy()), d)
+                assert [c.at_limit for c in children] == [True, False]
+                checked += 1
+    assert checked
