@@ -165,26 +165,34 @@ def test_the_multiplier_closure_takes_the_boxes_it_is_for(case: tuple) -> None:
     assert not bnb._multiplier_closes(P, P.face(()), 0, -lam, lo, hi, strict, 0, [0])  # a negative one: never
 
 
-@settings(max_examples=60, deadline=None)
-@example(core=CLOSING[0][0], con=CLOSING[0][1], lam=CLOSING[0][2], strict=True, box=(0.0, 1.0, 0.0, 1.0))
-@example(core=CLOSING[1][0], con=CLOSING[1][1], lam=CLOSING[1][2], strict=True, box=(0.0, 1.0, 0.0, 1.0))
-@example(core=(-1, 1, 0, 0), con=(-1, 1, 0), lam=Fraction(1), strict=True, box=(0.0, 1.0, 0.0, 1.0))  # alpha_max > 1/L
-@given(core=hs.tuples(*[hs.integers(-3, 3)] * 4), con=hs.tuples(*[hs.integers(-3, 3)] * 3),
+@settings(max_examples=80, deadline=None)
+@example(core=(*CLOSING[0][0], 0), con=CLOSING[0][1], lam=CLOSING[0][2], strict=True, box=(0.0, 1.0, 0.0, 1.0), opened=False)
+@example(core=(*CLOSING[1][0], 0), con=CLOSING[1][1], lam=CLOSING[1][2], strict=True, box=(0.0, 1.0, 0.0, 1.0), opened=False)
+@example(core=(-1, 1, 0, 0, 0), con=(-1, 1, 0), lam=Fraction(1), strict=True, box=(0.0, 1.0, 0.0, 1.0), opened=False)
+@example(core=(0, 1, 0, 0, 1), con=(-1, 1, 0), lam=Fraction(1), strict=True, box=(0.0, 1.0, 0.0, 1.0), opened=True)
+@example(core=(0, 1, 0, 0, 0), con=(0, 0, 3), lam=Fraction(0), strict=True, box=(0.0, 1.0, 0.0, 1.0), opened=False)
+@example(core=(0, -1, 0, 1, 0), con=(0, 0, 3), lam=Fraction(0), strict=True, box=(0.0, 0.5, 0.0, 1.0), opened=False)
+@given(core=hs.tuples(*[hs.integers(-3, 3)] * 5), con=hs.tuples(*[hs.integers(-3, 3)] * 3),
        lam=hs.fractions(0, 4, max_denominator=4), strict=hs.booleans(),
-       box=hs.sampled_from([(0.0, 1.0, 0.0, 1.0), (0.0, 0.25, 0.5, 1.0), (0.5, 1.0, 0.0, 0.5)]))
+       box=hs.sampled_from([(0.0, 1.0, 0.0, 1.0), (0.0, 0.25, 0.5, 1.0), (0.5, 1.0, 0.0, 0.5), (0.0, 0.5, 0.0, 1.0)]),
+       opened=hs.booleans())
 def test_a_box_closed_by_a_multiplier_has_no_feasible_point_where_the_bound_fails(
-        core: tuple[int, ...], con: tuple[int, ...], lam: Any, strict: bool, box: tuple[float, ...]) -> None:
-    """Soundness of the multiplier closure on cores ``p t + q b + r t^2 + s`` (t = 1/L, its end 0 a limit) under a
-    constraint ``u t + v b + w >= 0``, with any multiplier: when it says the box is closed, the core is ``>= 0``
-    (``> 0`` when strict) at every feasible point of a 41 x 41 grid of the box (t > 0), in exact arithmetic."""
+        core: tuple[int, ...], con: tuple[int, ...], lam: Any, strict: bool, box: tuple[float, ...], opened: bool) -> None:
+    """Soundness of the multiplier closure on cores ``p t + q b + r t^2 + s + x t b`` (t = 1/L, its end 0 a limit;
+    the bilinear term leaves slopes of no sign on the box that have one on a face of it) under a constraint
+    ``u t + v b + w >= 0``, with any multiplier, b a plain coordinate or (``opened``) a softmax weight's share (never
+    0, and 1 only at L = 1: open ends): when it says the box is closed, the core is ``>= 0`` (``> 0`` when strict) at
+    every feasible point of a 41 x 41 grid of the box that an instance reaches, in exact arithmetic."""
     from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
 
-    p, q, r, s = core
+    p, q, r, s, x = core
     u, v, w = con
-    expr = p * _t + q * _b + r * _t**2 + s
+    expr = p * _t + q * _b + r * _t**2 + s + x * _t * _b
     constraint = u * _t + v * _b + w
     coords = [Coordinate(_t, box[0], box[1], "length", "t"), Coordinate(_b, box[2], box[3], "role", "b")]
-    problem = Problem("m", 0, "m", coords, expr, [constraint], strict, expr, [], {}, 0, 0, {}, "m")
+    realisation = {"weights_model": True, "role_coordinates": [_b], "atom_coordinates": []} if opened else {}
+    problem = Problem("m", 0, "m", coords, expr, [constraint], strict, expr, [], {}, 0, 0, {}, "m",
+                      realisation=realisation)
     P = bnb.Programs.build(problem)
     lo, hi = np.array(box[0::2]), np.array(box[1::2])
     limit = 0 if box[0] == 0.0 else None
@@ -193,7 +201,7 @@ def test_a_box_closed_by_a_multiplier_has_no_feasible_point_where_the_bound_fail
     grid = [(Fraction(box[0]) + (Fraction(box[1]) - Fraction(box[0])) * i / 40,
              Fraction(box[2]) + (Fraction(box[3]) - Fraction(box[2])) * j / 40) for i in range(41) for j in range(41)]
     for t, b in grid:
-        if t == 0 or u * t + v * b + w < 0:
+        if t == 0 or u * t + v * b + w < 0 or (opened and box[2:] == (0.0, 1.0) and (b == 0 or (b == 1 and t < 1))):
             continue
-        value = p * t + q * b + r * t * t + s
+        value = p * t + q * b + r * t * t + s + x * t * b
         assert value > 0 if strict else value >= 0, (expr, constraint, lam, (t, b))

@@ -744,14 +744,20 @@ def _residual_closes(P: Programs, face: Face, k: int, mult: Any, lo: np.ndarray,
         return residual(core, _rigorous(constraints, c, c, work)[k])
 
     r_slopes = slopes(lo, hi)
-    f_lo, f_hi = lo.copy(), hi.copy()  # the face F where r is smallest
-    for d, (g0, g1) in enumerate(r_slopes):
-        if g0 >= 0:
-            f_hi[d] = lo[d]
-        elif g1 <= 0:
-            f_lo[d] = hi[d]
-    c = f_lo / 2 + f_hi / 2
-    bound = _mean_value_bound(at(c), r_slopes, f_lo, f_hi, c)
+    f_lo, f_hi = _lowest_face(lo, hi, r_slopes)  # the face F where r is smallest
+    # on F, r may be monotone in coordinates it was not monotone in on B: the face G fixing those too (each
+    # projection keeps r's least value), its slopes read on G itself; r's bound is taken on G
+    g_lo, g_hi, g_slopes = f_lo, f_hi, r_slopes
+    for _ in range(len(lo)):
+        if not np.any(g_hi > g_lo):
+            break
+        g_slopes = slopes(g_lo, g_hi)
+        deeper = _lowest_face(g_lo, g_hi, g_slopes)
+        if np.array_equal(deeper[0], g_lo) and np.array_equal(deeper[1], g_hi):
+            break
+        g_lo, g_hi = deeper
+    c = g_lo / 2 + g_hi / 2
+    bound = _mean_value_bound(at(c), g_slopes, g_lo, g_hi, c)
     if _ok(bound, strict):
         return True
     if not strict or bound < 0:
@@ -774,6 +780,18 @@ def _residual_closes(P: Programs, face: Face, k: int, mult: Any, lo: np.ndarray,
     return curve[0] > 0
 
 
+def _lowest_face(lo: np.ndarray, hi: np.ndarray, slopes: Sequence[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """The face of the box ``[lo, hi]`` that fixes each coordinate along which a function with these slope
+    enclosures is monotone at the end where it is lower (its least value on the box is on that face)."""
+    f_lo, f_hi = lo.copy(), hi.copy()
+    for d, (g0, g1) in enumerate(slopes):
+        if g0 >= 0:
+            f_hi[d] = lo[d]
+        elif g1 <= 0:
+            f_lo[d] = hi[d]
+    return f_lo, f_hi
+
+
 def _cancelling_multiplier(g: tuple[float, float], h: tuple[float, float]) -> Fraction | None:
     """The multiplier ``lam >= 0`` that makes the residual's slope ``g - lam h`` 0 at the enclosures' midpoints, as a
     simple fraction (None: no such finite, positive one)."""
@@ -789,49 +807,75 @@ def _by_multiplier(P: Programs, face: Face, ks: Sequence[int], node: Node, grad:
     """A constraint ``k`` among ``ks`` and a multiplier ``lam`` with which :func:`_multiplier_closes` closes the box,
     else None. Candidates: per coordinate, the ``lam`` that cancels the slope of ``core - lam c_k`` along it (from the
     float enclosures ``grad`` of the core's slopes and of the constraint's), and the midpoints between consecutive
-    ones, ranked by the float tier's estimate of the residual's bound on the face where it is smallest; the best
-    :data:`MULTIPLIER_TRIES` are checked in rigorous arithmetic."""
+    ones, ranked by the float tier's estimate of the residual's bound on the face where it is smallest (as
+    :func:`_residual_closes` takes it: the face of the box, then the face of that face by the slopes read there);
+    the best :data:`MULTIPLIER_TRIES` are checked in rigorous arithmetic."""
     assert P.constraints is not None
     lo, hi = node.lo, node.hi
     # the box's open ends (a strict bound may close at >= 0 on a face there, the residual strictly growing off it)
     open_lo, open_hi = (np.array([strict and hi[d] > lo[d] and P.problem.open_end(d, side, lo, hi) for d in range(len(lo))])
                         for side in (-1, 1))
-    work[0] += COST["float"] * ((P.constraint_grad.size if P.constraint_grad is not None else 0) + FLOAT_CALL)
-    cg = None if P.constraint_grad is None else [(a[0], z[0]) for a, z in run_float(P.constraint_grad, lo[None], hi[None])]
-    half = (hi - lo) / 2
-    tried: list[tuple[int, Fraction, np.ndarray, np.ndarray, np.ndarray]] = []
-    for k in ks:
-        h = _constraint_slopes(P, k, cg)
+
+    def constraint_slopes(a: np.ndarray, z: np.ndarray) -> list[list[tuple[float, float]]] | None:
+        """Per box of the batch, the float enclosures of every constraint slope (``P.pairs``) on it."""
+        if P.constraint_grad is None:
+            return None
+        work[0] += COST["float"] * P.constraint_grad.size * (len(a) + FLOAT_CALL)
+        out = run_float(P.constraint_grad, a, z)
+        return [[(x[j], y[j]) for x, y in out] for j in range(len(a))]
+
+    def residual(g: tuple[np.ndarray, np.ndarray], h: list[tuple[float, float]], lam: Fraction
+                 ) -> tuple[np.ndarray, np.ndarray]:
         h_lo, h_hi = np.array([a for a, _ in h]), np.array([z for _, z in h])
+        with np.errstate(all="ignore"):
+            # (a rounding's worth each way: the float tier's slopes are outward-rounded, the rigorous ones tight)
+            eps = 1e-9 * (np.maximum(np.abs(g[0]), np.abs(g[1])) + float(lam) * np.maximum(abs(h_lo), abs(h_hi)))
+            return g[0] - float(lam) * h_hi + eps, g[1] - float(lam) * h_lo - eps
+
+    def lowest(a: np.ndarray, z: np.ndarray, r: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        return np.where((r[1] <= 0) & ~(r[0] >= 0), z, a), np.where(r[0] >= 0, a, z)
+
+    cg = constraint_slopes(lo[None], hi[None])
+    half = (hi - lo) / 2
+    tried: list[tuple[int, Fraction, bool, np.ndarray, np.ndarray]] = []
+    for k in ks:
+        h = _constraint_slopes(P, k, None if cg is None else cg[0])
         found = sorted({lam for d in range(len(lo)) if half[d] > 0
                         for lam in [_cancelling_multiplier((float(grad[0][d]), float(grad[1][d])), h[d])] if lam is not None})
         for lam in found + [(a + z) / 2 for a, z in zip(found, found[1:])]:
-            with np.errstate(all="ignore"):
-                # (a rounding's worth each way: the float tier's slopes are outward-rounded, the rigorous ones tight)
-                eps = 1e-9 * (np.maximum(np.abs(grad[0]), np.abs(grad[1])) + float(lam) * np.maximum(abs(h_lo), abs(h_hi)))
-                r_lo = grad[0] - float(lam) * h_hi + eps
-                r_hi = grad[1] - float(lam) * h_lo - eps
-            # the face where the residual is smallest (as :func:`_residual_closes` takes it) and its centre
-            f_lo = np.where((r_hi <= 0) & ~(r_lo >= 0), hi, lo)
-            f_hi = np.where(r_lo >= 0, lo, hi)
-            tried.append((k, lam, r_lo, r_hi, f_lo / 2 + f_hi / 2))
+            r = residual(grad, h, lam)
+            f_lo, f_hi = lowest(lo, hi, r)
+            # strictly growing off an open end the face fixes: the face needs only >= 0
+            limit = bool(np.any((open_lo & (f_hi == lo) & (r[0] > 0)) | (open_hi & (f_lo == hi) & (r[1] < 0))))
+            tried.append((k, lam, limit, f_lo, f_hi))
     if not tried:
         return None
-    centres = np.stack([x[-1] for x in tried])
+    F_lo, F_hi = np.stack([x[3] for x in tried]), np.stack([x[4] for x in tried])
+    work[0] += COST["float"] * face.grad.size * (len(tried) + FLOAT_CALL)
+    on_face = run_float(face.grad, F_lo, F_hi)
+    face_cg = constraint_slopes(F_lo, F_hi)
+    centres, spreads = [], []
+    for j, (k, lam, _, f_lo, f_hi) in enumerate(tried):  # the slopes on the face, and the face of the face
+        g = face.gradient([(a[j], z[j]) for a, z in on_face])
+        r = residual(g, _constraint_slopes(P, k, None if face_cg is None else face_cg[j]), lam)
+        g_lo, g_hi = lowest(f_lo, f_hi, r)
+        with np.errstate(all="ignore"):
+            wide = g_hi > g_lo
+            spreads.append(float(np.sum(np.where(wide, np.maximum(np.abs(r[0]), np.abs(r[1])) * (g_hi - g_lo) / 2, 0.0))))
+        centres.append(g_lo / 2 + g_hi / 2)
+    centre_rows = np.stack(centres)
     work[0] += COST["float"] * (P.constraints.size + sum(program.size for program in face.form_programs)) \
         * (len(tried) + FLOAT_CALL)
     with np.errstate(invalid="ignore"):  # the best of the forms (one may be singular at t = 0)
-        core_c = np.nanmax([run_float(program, centres, centres)[0][0] for program in face.form_programs], axis=0)
-    cons_c = run_float(P.constraints, centres, centres)
+        core_c = np.nanmax([run_float(program, centre_rows, centre_rows)[0][0] for program in face.form_programs], axis=0)
+    cons_c = run_float(P.constraints, centre_rows, centre_rows)
     ranked: list[tuple[float, int, Fraction]] = []
-    for j, (k, lam, r_lo, r_hi, centre) in enumerate(tried):
+    for j, (k, lam, limit, _, _) in enumerate(tried):
         with np.errstate(all="ignore"):
-            wide = (r_lo < 0) & (r_hi > 0)  # the coordinates the face leaves wide
-            spread = float(np.sum(np.where(wide, np.maximum(np.abs(r_lo), np.abs(r_hi)) * half, 0.0)))
-            score = float(core_c[j]) - float(lam) * float(cons_c[k][1][j]) - spread
-        slack = 1e-9 * (abs(score) + spread)  # a filter: the rigorous check decides
-        limit = bool(np.any((open_lo & (centre == lo) & (r_lo >= 0)) | (open_hi & (centre == hi) & (r_hi <= 0))))
-        if math.isfinite(score) and (score > slack if strict and not limit else score >= -slack):
+            score = float(core_c[j]) - float(lam) * float(cons_c[k][1][j]) - spreads[j]
+        slack = 1e-9 * (abs(score) + spreads[j])  # a filter: the rigorous check decides
+        reach = limit or (limit_axis is not None and open_lo[limit_axis] and centres[j][limit_axis] == 0.0)
+        if math.isfinite(score) and (score > slack if strict and not reach else score >= -slack):
             ranked.append((-score, k, lam))
     for _, k, lam in sorted(ranked)[:MULTIPLIER_TRIES]:
         if _multiplier_closes(P, face, k, lam, lo, hi, strict, limit_axis, work):
@@ -1209,8 +1253,9 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
                 continue
             # 4b. concave in a coordinate: the core's least value on the box is at one of that coordinate's two ends
             concave = face.concave(problem.symbols, node.lo, node.hi, work)
+            unsure = {d for k, d in P.pairs if certain and not certain[k]}
             d_affine = next((d for d in range(n) if width[d] > 0 and math.isfinite(node.lo[d])
-                             and math.isfinite(node.hi[d]) and concave[d]), None)
+                             and math.isfinite(node.hi[d]) and concave[d] and d not in unsure), None)
             if d_affine is not None:
                 node.kind, node.detail, node.children = "ends", d_affine, _ends(P, face_key, node, d_affine)
                 for child in node.children:
