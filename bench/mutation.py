@@ -3,6 +3,7 @@
     python bench/mutation.py                         # every mutant of the core (hours on 2 cores)
     python bench/mutation.py --sample 60 --seed 0    # a seeded sample (a few minutes)
     python bench/mutation.py --group prover --list   # the mutants of one group, without running them
+    python bench/mutation.py --changed-since REV     # only the mutants on lines changed since git revision REV
 
 The configuration is ``[tool.attnbounds.mutation]`` in ``pyproject.toml``: the operators (plausible one-line faults:
 a comparison flipped or made strict, ``and``/``or`` swapped, a ``not`` dropped or added, a sign, an operation or a
@@ -102,6 +103,25 @@ def mutants(cfg: dict[str, Any], groups: list[str] | None) -> list[Mutant]:
                     if "pragma: no mutate" in text or text.strip().startswith(("#", '"""', "log.")):
                         continue
                     out.append(Mutant(group["name"], module, name, occurrence, line, text.strip()))
+    return out
+
+
+def changed_lines(rev: str, modules: set[str]) -> dict[str, set[int]]:
+    """Per module, the line numbers of the working tree that ``git diff rev`` adds or changes (none for a module it
+    does not touch)."""
+    out: dict[str, set[int]] = {m: set() for m in modules}
+    proc = subprocess.run(["git", "diff", "-U0", rev, "--", *sorted(modules)], cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"git diff {rev} failed: {proc.stderr.strip()[:500]}")
+    module = None
+    for line in proc.stdout.splitlines():
+        if line.startswith("+++ "):
+            module = line[6:] if line.startswith("+++ b/") else None
+        elif line.startswith("@@") and module in out:
+            new = re.search(r"\+(\d+)(?:,(\d+))?", line.split("@@")[1])
+            if new:
+                start, count = int(new.group(1)), int(new.group(2) or 1)
+                out[module].update(range(start, start + count))
     return out
 
 
@@ -271,7 +291,8 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, wall: float, total
     commit = args.commit  # when the sources were copied: the run's own commit, whatever is committed while it runs
     groups = sorted({o.mutant.group for o in outcomes})
     return {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit,
-            "sample": args.sample, "seed": args.seed, "rerun": args.rerun, "population": total, "wall_s": round(wall, 1),
+            "sample": args.sample, "seed": args.seed, "rerun": args.rerun,
+            "changed_since": args.changed_since, "population": total, "wall_s": round(wall, 1),
             "workers": args.workers, "all": summary(outcomes),
             "groups": {g: summary([o for o in outcomes if o.mutant.group == g]) for g in groups},
             "survivors": [{**asdict(o.mutant), "diff": o.diff, "known": o.known, "reason": o.reason} for o in outcomes
@@ -293,7 +314,9 @@ def markdown(data: dict[str, Any]) -> str:
         if not data.get("rerun") else f"the survivors and timeouts of {data['rerun']} again ({data['all']['mutants']} mutants)"
     lines = ["# Mutation run of the soundness core", "",
              f"{data['date']}, commit {data['commit'][:12]}, {data['wall_s']:.0f} s on {data['workers']} worker(s); "
-             f"{which} of {data['population']}" + (f"; finished {data['finished']}." if data.get("finished") else "."),
+             f"{which} of {data['population']}"
+             + (f" (the mutants on lines changed since {data['changed_since']})" if data.get("changed_since") else "")
+             + (f"; finished {data['finished']}." if data.get("finished") else "."),
              "",
              f"**Score {score}** (killed over killed and survived): {a['killed']} killed, {a['survived']} survived, "
              f"{a['equivalent']} equivalent (no behaviour can differ) and {a['benign']} benign (only the work done, a "
@@ -347,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rerun", metavar="REPORT", help="run again the survivors and the kills by timeout of an "
                         "earlier report (after new tests or equivalence rules, or on an idle machine)")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
+    parser.add_argument("--changed-since", metavar="REV", help="only the mutants on lines the working tree changes "
+                        "since git revision REV (a review's run: what an edit added, sampled with --sample)")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the unmutated run of each group's tests (when the test suite itself just passed)")
     parser.add_argument("--skip-judged", action="store_true",
@@ -363,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.sample < 0 or args.workers < 1:
         parser.error("--sample must be >= 0 and --workers >= 1")
     population = mutants(cfg, args.group)
+    if args.changed_since:
+        lines = changed_lines(args.changed_since, {m.module for m in population})
+        population = [m for m in population if m.line in lines[m.module]]
     chosen = sample(population, args.sample, args.seed) if args.sample else population
     if args.rerun:
         chosen = survivors_of(json.loads(Path(args.rerun).read_text()), population)
