@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Sequence
 
+import numpy as np
 import sympy as sp
 
 from attnbounds.theory.mathematics.opaque import OAbs
@@ -71,7 +72,7 @@ class Problem:
     def symbols(self) -> list[sp.Symbol]:
         return [c.symbol for c in self.coordinates]
 
-    def open_end(self, d: int, side: int, lo: Sequence[float], hi: Sequence[float]) -> bool:
+    def open_end(self, d: int, side: int, lo: Sequence[float] | np.ndarray, hi: Sequence[float] | np.ndarray) -> bool:
         """Whether no instance the box ``lo``..``hi`` stands for has coordinate ``d`` at its end (``side`` -1: its
         lower end, +1: its upper end; the box's own end, which must be the coordinate's): a point of the closure
         that is only a limit. Derived from the problem alone (a replay re-derives it):
