@@ -18,7 +18,7 @@ import sympy as sp
 
 from attnbounds.theory.deciding import prover
 from attnbounds.theory.deciding.prover import bnb
-from attnbounds.theory.deciding.prover.problem import Problem
+from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
 from attnbounds.theory.deciding.prover.relax import relax
 from attnbounds.theory.running import api
 
@@ -130,3 +130,22 @@ def test_of_a_concave_coordinates_two_open_ends_one_at_most_is_read_as_a_limit()
                 assert [c.at_limit for c in children] == [True, False]
                 checked += 1
     assert checked
+
+
+@pytest.mark.parametrize("side", [-1, 1])
+def test_growth_off_an_open_end_below_the_doubles_range_is_read_in_rigorous_arithmetic(side: int) -> None:
+    """``10^-400 b > 0`` and ``10^-400 (1 - b) > 0`` for a share ``b`` that is never 0 or 1 (a distinguished token
+    before the last): the slope off the open end, +-10^-400, rounds to 0 in doubles; its sign is read in balls, and
+    the projection onto that end is a limit (``<`` or ``>``) that the replay accepts."""
+    b, other = sp.Symbol("b_r0", nonnegative=True), sp.Symbol("b_r1", nonnegative=True)
+    core = sp.Integer(10) ** -400 * (b if side < 0 else 1 - b)
+    coords = [Coordinate(b, 0.0, 1.0, "role", "share of r0")]
+    realisation = {"weights_model": True, "role_coordinates": [b, other], "atom_coordinates": []}
+    problem = Problem("tiny", 0, "tiny", coords, core, [], True, core, [], {}, 0, 0, {}, "weights",
+                      realisation=realisation)
+    assert problem.open_end(0, -1, [0.0], [1.0]) and problem.open_end(0, 1, [0.0], [1.0])
+    out = bnb.branch_and_bound(problem, 10**6)
+    assert out.status == "proved", out.reason
+    tokens = bnb.decode(out.tree.encode(), 10**8)
+    assert any(tok == "P0" + ("<" if side < 0 else ">") for tok in tokens), tokens
+    assert bnb.replay(problem, tokens)[0]

@@ -744,7 +744,7 @@ def _residual_closes(P: Programs, face: Face, k: int, mult: Any, lo: np.ndarray,
         return residual(core, _rigorous(constraints, c, c, work)[k])
 
     r_slopes = slopes(lo, hi)
-    f_lo, f_hi = _lowest_face(lo, hi, r_slopes)  # the face F where r is smallest
+    f_lo, f_hi = _lowest_face(lo, hi, _ends_of(r_slopes))  # the face F where r is smallest
     # on F, r may be monotone in coordinates it was not monotone in on B: the face G fixing those too (each
     # projection keeps r's least value), its slopes read on G itself; r's bound is taken on G
     g_lo, g_hi, g_slopes = f_lo, f_hi, r_slopes
@@ -752,7 +752,7 @@ def _residual_closes(P: Programs, face: Face, k: int, mult: Any, lo: np.ndarray,
         if not np.any(g_hi > g_lo):
             break
         g_slopes = slopes(g_lo, g_hi)
-        deeper = _lowest_face(g_lo, g_hi, g_slopes)
+        deeper = _lowest_face(g_lo, g_hi, _ends_of(g_slopes))
         if np.array_equal(deeper[0], g_lo) and np.array_equal(deeper[1], g_hi):
             break
         g_lo, g_hi = deeper
@@ -780,16 +780,17 @@ def _residual_closes(P: Programs, face: Face, k: int, mult: Any, lo: np.ndarray,
     return curve[0] > 0
 
 
-def _lowest_face(lo: np.ndarray, hi: np.ndarray, slopes: Sequence[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+def _lowest_face(lo: np.ndarray, hi: np.ndarray, slopes: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The face of the box ``[lo, hi]`` that fixes each coordinate along which a function with these slope
-    enclosures is monotone at the end where it is lower (its least value on the box is on that face)."""
-    f_lo, f_hi = lo.copy(), hi.copy()
-    for d, (g0, g1) in enumerate(slopes):
-        if g0 >= 0:
-            f_hi[d] = lo[d]
-        elif g1 <= 0:
-            f_lo[d] = hi[d]
-    return f_lo, f_hi
+    enclosures (their lower and upper ends) is monotone at the end where it is lower: its least value on the box is
+    on that face. The rigorous closure and the float filter that ranks its candidates both take it."""
+    g_lo, g_hi = slopes
+    return np.where((g_hi <= 0) & ~(g_lo >= 0), hi, lo), np.where(g_lo >= 0, lo, hi)
+
+
+def _ends_of(pairs: Sequence[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Enclosures given a pair per coordinate as the arrays of their lower and upper ends."""
+    return np.array([a for a, _ in pairs], dtype=float), np.array([z for _, z in pairs], dtype=float)
 
 
 def _cancelling_multiplier(g: tuple[float, float], h: tuple[float, float]) -> Fraction | None:
@@ -826,14 +827,11 @@ def _by_multiplier(P: Programs, face: Face, ks: Sequence[int], node: Node, grad:
 
     def residual(g: tuple[np.ndarray, np.ndarray], h: list[tuple[float, float]], lam: Fraction
                  ) -> tuple[np.ndarray, np.ndarray]:
-        h_lo, h_hi = np.array([a for a, _ in h]), np.array([z for _, z in h])
+        h_lo, h_hi = _ends_of(h)
         with np.errstate(all="ignore"):
             # (a rounding's worth each way: the float tier's slopes are outward-rounded, the rigorous ones tight)
             eps = 1e-9 * (np.maximum(np.abs(g[0]), np.abs(g[1])) + float(lam) * np.maximum(abs(h_lo), abs(h_hi)))
             return g[0] - float(lam) * h_hi + eps, g[1] - float(lam) * h_lo - eps
-
-    def lowest(a: np.ndarray, z: np.ndarray, r: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        return np.where((r[1] <= 0) & ~(r[0] >= 0), z, a), np.where(r[0] >= 0, a, z)
 
     cg = constraint_slopes(lo[None], hi[None])
     half = (hi - lo) / 2
@@ -844,7 +842,7 @@ def _by_multiplier(P: Programs, face: Face, ks: Sequence[int], node: Node, grad:
                         for lam in [_cancelling_multiplier((float(grad[0][d]), float(grad[1][d])), h[d])] if lam is not None})
         for lam in found + [(a + z) / 2 for a, z in zip(found, found[1:])]:
             r = residual(grad, h, lam)
-            f_lo, f_hi = lowest(lo, hi, r)
+            f_lo, f_hi = _lowest_face(lo, hi, r)
             # strictly growing off an open end the face fixes: the face needs only >= 0
             limit = bool(np.any((open_lo & (f_hi == lo) & (r[0] > 0)) | (open_hi & (f_lo == hi) & (r[1] < 0))))
             tried.append((k, lam, limit, f_lo, f_hi))
@@ -858,7 +856,7 @@ def _by_multiplier(P: Programs, face: Face, ks: Sequence[int], node: Node, grad:
     for j, (k, lam, _, f_lo, f_hi) in enumerate(tried):  # the slopes on the face, and the face of the face
         g = face.gradient([(a[j], z[j]) for a, z in on_face])
         r = residual(g, _constraint_slopes(P, k, None if face_cg is None else face_cg[j]), lam)
-        g_lo, g_hi = lowest(f_lo, f_hi, r)
+        g_lo, g_hi = _lowest_face(f_lo, f_hi, r)
         with np.errstate(all="ignore"):
             wide = g_hi > g_lo
             spreads.append(float(np.sum(np.where(wide, np.maximum(np.abs(r[0]), np.abs(r[1])) * (g_hi - g_lo) / 2, 0.0))))
