@@ -205,3 +205,23 @@ def test_a_box_closed_by_a_multiplier_has_no_feasible_point_where_the_bound_fail
             continue
         value = p * t + q * b + r * t * t + s + x * t * b
         assert value > 0 if strict else value >= 0, (expr, constraint, lam, (t, b))
+
+
+@settings(max_examples=200, deadline=None)
+@given(ends=hs.lists(hs.tuples(hs.sampled_from([-2.0, -1.0, 0.0, 1.0, 2.0, math.nan]),
+                               hs.sampled_from([-2.0, -1.0, 0.0, 1.0, 2.0, math.nan])), min_size=1, max_size=5))
+def test_the_lowest_face_fixes_exactly_the_monotone_coordinates_at_their_lower_end(ends: list[tuple[float, float]]) -> None:
+    """A slope enclosure ``[g0, g1]`` with ``g0 >= 0`` (0 included: non-decreasing) fixes its coordinate at the box's
+    lower end, one with ``g1 <= 0`` (non-increasing) at the upper end, one that straddles 0 or is NaN leaves it wide;
+    the face is a sub-box (an enclosure ``[0, 0]``, constant, is fixed at one end)."""
+    slopes = [(min(a, b), max(a, b)) if not (math.isnan(a) or math.isnan(b)) else (a, b) for a, b in ends]
+    lo, hi = np.zeros(len(slopes)), np.arange(1.0, len(slopes) + 1.0)
+    f_lo, f_hi = bnb._lowest_face(lo, hi, bnb._ends_of(slopes))
+    assert np.all(lo <= f_lo) and np.all(f_lo <= f_hi) and np.all(f_hi <= hi)
+    for d, (g0, g1) in enumerate(slopes):
+        if g0 >= 0:
+            assert f_lo[d] == f_hi[d] == lo[d], (d, g0, g1)
+        elif g1 <= 0:
+            assert f_lo[d] == f_hi[d] == hi[d], (d, g0, g1)
+        else:
+            assert (f_lo[d], f_hi[d]) == (lo[d], hi[d]), (d, g0, g1)
