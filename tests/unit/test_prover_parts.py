@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 from typing import Any
@@ -225,3 +226,22 @@ def test_the_lowest_face_fixes_exactly_the_monotone_coordinates_at_their_lower_e
             assert f_lo[d] == f_hi[d] == hi[d], (d, g0, g1)
         else:
             assert (f_lo[d], f_hi[d]) == (lo[d], hi[d]), (d, g0, g1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=hs.lists(hs.tuples(hs.floats(-4, 4), hs.floats(-4, 4), hs.floats(-3, 3), hs.floats(0, 2),
+                               hs.floats(0, 1)), min_size=1, max_size=4))
+def test_the_float_spread_bounds_every_function_with_those_slopes_about_the_centre(
+        data: list[tuple[float, float, float, float, float]]) -> None:
+    """The mean-value estimate the float filters read (before the multiplier's and the mean-value form's rigorous
+    checks): an affine function whose slope along each coordinate lies in the enclosure moves from its value at the
+    box's centre by at most the spread, at every corner of the box."""
+    g_lo = np.array([min(a, b) for a, b, *_ in data])
+    g_hi = np.array([max(a, b) for a, b, *_ in data])
+    lo = np.array([x for _, _, x, _, _ in data])
+    hi = lo + np.array([w for *_, w, _ in data])
+    slope = g_lo + (g_hi - g_lo) * np.array([u for *_, u in data])  # some slope within each enclosure
+    for ends in (g_lo, g_hi, slope):
+        for corner in itertools.product(*zip(lo, hi)):
+            moved = abs(float(np.dot(ends, np.array(corner) - (lo + hi) / 2)))
+            assert moved <= bnb._spread((g_lo, g_hi), lo, hi) * (1 + 1e-12) + 1e-300, (ends, corner)

@@ -788,6 +788,15 @@ def _lowest_face(lo: np.ndarray, hi: np.ndarray, slopes: tuple[np.ndarray, np.nd
     return np.where((g_hi <= 0) & ~(g_lo >= 0), hi, lo), np.where(g_lo >= 0, lo, hi)
 
 
+def _spread(slopes: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> float:
+    """The float tier's mean-value estimate of how far a function with these slope enclosures moves from its value
+    at the box's centre: ``sum_d max(|g0_d|, |g1_d|) (hi_d - lo_d) / 2`` over the coordinates the box leaves wide
+    (a filter before the rigorous checks: NaN where a slope is)."""
+    with np.errstate(all="ignore"):
+        wide = hi > lo
+        return float(np.sum(np.where(wide, np.maximum(np.abs(slopes[0]), np.abs(slopes[1])) * (hi - lo) / 2, 0.0)))
+
+
 def _ends_of(pairs: Sequence[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
     """Enclosures given a pair per coordinate as the arrays of their lower and upper ends."""
     return np.array([a for a, _ in pairs], dtype=float), np.array([z for _, z in pairs], dtype=float)
@@ -857,9 +866,7 @@ def _by_multiplier(P: Programs, face: Face, ks: Sequence[int], node: Node, grad:
         g = face.gradient([(a[j], z[j]) for a, z in on_face])
         r = residual(g, _constraint_slopes(P, k, None if face_cg is None else face_cg[j]), lam)
         g_lo, g_hi = _lowest_face(f_lo, f_hi, r)
-        with np.errstate(all="ignore"):
-            wide = g_hi > g_lo
-            spreads.append(float(np.sum(np.where(wide, np.maximum(np.abs(r[0]), np.abs(r[1])) * (g_hi - g_lo) / 2, 0.0))))
+        spreads.append(_spread(r, g_lo, g_hi))
         centres.append(g_lo / 2 + g_hi / 2)
     centre_rows = np.stack(centres)
     work[0] += COST["float"] * (P.constraints.size + sum(program.size for program in face.form_programs)) \
@@ -1279,8 +1286,7 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
             finite = np.isfinite(node.lo) & np.isfinite(node.hi)
             if np.all(finite) and np.all(np.isfinite(g_lo)) and np.all(np.isfinite(g_hi)):
                 c = mids[b]
-                spread = np.maximum(np.abs(g_lo), np.abs(g_hi)) * (width / 2)
-                if _ok(at_mid[0][b] - float(spread.sum()), strict):
+                if _ok(at_mid[0][b] - _spread((g_lo, g_hi), node.lo, node.hi), strict):
                     rc = _rigorous(face.form_programs[0], c, c, work)[0]
                     rg = _rigorous(face.grad, node.lo, node.hi, work,
                                    lambda r_: _ok(_mean_value_bound(rc, _pairs(face.gradient(r_)), node.lo, node.hi, c), strict))
