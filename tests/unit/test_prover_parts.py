@@ -166,6 +166,27 @@ def test_the_multiplier_closure_takes_the_boxes_it_is_for(case: tuple) -> None:
     assert not bnb._multiplier_closes(P, P.face(()), 0, -lam, lo, hi, strict, 0, [0])  # a negative one: never
 
 
+@pytest.mark.parametrize("case", CLOSING)
+@pytest.mark.parametrize("box", [(0.0, 1.0), (0.5, 1.0)])
+def test_the_float_filter_hands_the_rigorous_check_a_multiplier_that_closes(case: tuple, box: tuple[float, float]) -> None:
+    """``_by_multiplier`` ranks its candidates in the float tier and checks the best in rigorous arithmetic: on boxes
+    a multiplier closes, one of those it hands on closes (the filter's face, centre and spread estimate the residual's
+    bound where :func:`_residual_closes` takes it)."""
+    from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
+
+    (p, q, r, s), (u, v, w), _, strict = case
+    expr, constraint = p * _t + q * _b + r * _t**2 + s, u * _t + v * _b + w
+    coords = [Coordinate(_t, *box, "length", "t"), Coordinate(_b, *box, "role", "b")]
+    problem = Problem("m", 0, "m", coords, expr, [constraint], strict, expr, [], {}, 0, 0, {}, "m")
+    P = bnb.Programs.build(problem)
+    face = P.face(())
+    lo, hi = np.full(2, box[0]), np.full(2, box[1])
+    limit = 0 if box[0] == 0.0 else None
+    grad = face.gradient([(a[0], z[0]) for a, z in bnb.run_float(face.grad, lo[None], hi[None])])
+    found = bnb._by_multiplier(P, face, [0], bnb.Node(lo, hi, lo.copy(), hi.copy()), grad, strict, limit, [0])
+    assert found is not None and bnb._multiplier_closes(P, face, found[0], found[1], lo, hi, strict, limit, [0])
+
+
 @settings(max_examples=80, deadline=None)
 @example(core=(*CLOSING[0][0], 0), con=CLOSING[0][1], lam=CLOSING[0][2], strict=True, box=(0.0, 1.0, 0.0, 1.0), opened=False)
 @example(core=(*CLOSING[1][0], 0), con=CLOSING[1][1], lam=CLOSING[1][2], strict=True, box=(0.0, 1.0, 0.0, 1.0), opened=False)
