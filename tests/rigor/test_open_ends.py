@@ -149,3 +149,17 @@ def test_growth_off_an_open_end_below_the_doubles_range_is_read_in_rigorous_arit
     tokens = bnb.decode(out.tree.encode(), 10**8)
     assert any(tok == "P0" + ("<" if side < 0 else ">") for tok in tokens), tokens
     assert bnb.replay(problem, tokens)[0]
+
+
+def test_an_other_tokens_weight_is_open_at_0_and_not_at_1() -> None:
+    """An atom of the other tokens has weight ``left * y`` (``y`` over the others' total): never 0 under softmax, so
+    ``y = 0`` is open; ``y = 1`` (one token holding the others' whole weight) is an instance when it is the only one.
+    Outside the weights model (logits in a box) neither end is open."""
+    y, b = sp.Symbol("y_o0", nonnegative=True), sp.Symbol("b_r0", nonnegative=True)
+    coords = [Coordinate(y, 0.0, 1.0, "atom", "weight of a token of o0"), Coordinate(b, 0.0, 1.0, "role", "share")]
+    weights = {"weights_model": True, "role_coordinates": [b], "atom_coordinates": [y]}
+    lo, hi = [0.0, 0.0], [1.0, 1.0]
+    problem = Problem("atom", 0, "atom", coords, y, [], True, y, [], {}, 1, 0, {}, "weights", realisation=weights)
+    assert problem.open_end(0, -1, lo, hi) and not problem.open_end(0, 1, lo, hi)
+    boxed = dataclasses.replace(problem, realisation={**weights, "weights_model": False, "bounded": True})
+    assert not any(boxed.open_end(d, side, lo, hi) for d in (0, 1) for side in (-1, 1))
