@@ -163,3 +163,14 @@ def test_an_other_tokens_weight_is_open_at_0_and_not_at_1() -> None:
     assert problem.open_end(0, -1, lo, hi) and not problem.open_end(0, 1, lo, hi)
     boxed = dataclasses.replace(problem, realisation={**weights, "weights_model": False, "bounded": True})
     assert not any(boxed.open_end(d, side, lo, hi) for d in (0, 1) for side in (-1, 1))
+
+
+def test_the_record_lists_the_open_ends_of_each_problem() -> None:
+    """``faces_as_limits`` in a proof's record: the ends the prover read as limits, derived as it derives them."""
+    st = _statement("J_entry < 1/(4*T) + 1e-6", TRUE["J_entry < 1/(4*T) + 1e-6"])
+    problems = prover.prove(st, work=prover.work_for(1.0)).to_json()["problems"]
+    assert all({"T = 0", "b_r0 = 0"} <= set(p["faces_as_limits"]) for p in problems), problems
+    assert any("b_r1 = 1" in p["faces_as_limits"] for p in problems), problems  # a share before the last one
+    st = _statement("alpha_max + alpha_min > 1/L", {})
+    problems = prover.prove(st, work=prover.work_for(1.0)).to_json()["problems"]
+    assert all("t = 0 (L -> oo)" in p["faces_as_limits"] for p in problems), problems

@@ -59,9 +59,7 @@ class ProblemReport:
         faces = {repr(list(k)): [sp.srepr(f) for f in face.forms] for k, face in self.programs.faces.items()}
         out = {**problem_fields(p), "status": o.status, "boxes": o.boxes, "work": o.work,
                "closed": dict(sorted(o.closed.items())), "reason": o.reason, "faces": faces,
-               "faces_as_limits": sorted({c.text for c in p.coordinates if c.kind == "length" and c.lo == 0.0}
-                                         | {f"{c.symbol} = {v}" for c in p.coordinates for v in (c.lo, c.hi)
-                                            if c.kind in ("role", "atom") and v in (0.0, 1.0) and "s_" in str(c.symbol)})}
+               "faces_as_limits": _open_ends_text(p)}
         if o.status == "proved":
             out["tree"] = o.tree.encode()
             out["tree_sha256"] = o.tree.digest()
@@ -74,6 +72,14 @@ class ProblemReport:
             out["tightest"] = {"core_lower_bound": bound,
                                "box": {str(s): [_j(a), _j(b)] for s, a, b in zip(p.symbols, lo, hi)}}
         return out
+
+
+def _open_ends_text(p: Problem) -> list[str]:
+    """The faces of the problem's box that no instance reaches (:meth:`Problem.open_end` on the whole box), as the
+    record lists them: ``t = 0 (L -> oo)``, ``T = 0``, ``b_r0 = 1``, ..."""
+    lo, hi = [c.lo for c in p.coordinates], [c.hi for c in p.coordinates]
+    return sorted(f"{c.symbol} = {lo[d] if side < 0 else hi[d]:g}" + (" (L -> oo)" if c.kind == "length" else "")
+                  for d, c in enumerate(p.coordinates) for side in (-1, 1) if p.open_end(d, side, lo, hi))
 
 
 def _j(x: float) -> float | str:
