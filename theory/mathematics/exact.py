@@ -24,7 +24,7 @@ from typing import Any, Iterator
 import numpy as np
 import sympy as sp
 
-from attnbounds.theory.mathematics.intervals import Ball, BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
+from attnbounds.theory.mathematics.intervals import TEXT_DIGITS, Ball, BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
 
 #: working precisions of :func:`sign_of`, in bits (the ceiling is the last)
 PRECISIONS = (128, 512, 2048, 4096)
@@ -206,10 +206,10 @@ class ExactOps(Ops):
     def mid_rad(self, b: Any) -> tuple[float, float]:
         return self._arb.mid_rad(self._ball(b))
 
-    def text(self, b: Any, digits: int = 20) -> str:
+    def text(self, b: Any, digits: int = TEXT_DIGITS) -> str:
         return "0" if self.sign(b) == 0 else self._arb.text(self._ball(b), digits)
 
-    def endpoint_text(self, b: Any, digits: int = 20) -> str:
+    def endpoint_text(self, b: Any, digits: int = TEXT_DIGITS) -> str:
         return "0" if self.sign(b) == 0 else self._arb.endpoint_text(self._ball(b), digits)
 
     # -- functions ----------------------------------------------------------------------------------------------

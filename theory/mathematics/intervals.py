@@ -52,6 +52,8 @@ class Ball(Protocol):
 #: a ball form's value (:mod:`attnbounds.theory.mathematics.quantities`): one ball, or an object array of balls, one per
 #: column
 BallValue = Union[Ball, np.ndarray]
+#: significant digits of a ball's text where the caller names none (an error message; certificates name theirs)
+TEXT_DIGITS = 20
 
 
 class Ops:
@@ -132,10 +134,10 @@ class Ops:
         m = lo / 2 + hi / 2
         return m, math.nextafter(max(hi - m, m - lo), math.inf) * (1 + 2.0**-40)
 
-    def text(self, b: Any, digits: int = 20) -> str:
+    def text(self, b: Any, digits: int = TEXT_DIGITS) -> str:
         raise NotImplementedError
 
-    def endpoint_text(self, b: Any, digits: int = 20) -> str:
+    def endpoint_text(self, b: Any, digits: int = TEXT_DIGITS) -> str:
         """A decimal string of an exact endpoint (rounded to ``digits`` significant digits)."""
         return self.text(b, digits)
 
@@ -299,10 +301,10 @@ class ArbOps(Ops):
         m = float(b.mid())  # within half an ulp of the midpoint (arb rounds to nearest)
         return m, float(b.rad()) * (1 + 2.0**-40) + abs(m) * 2.0**-52 + 5e-324
 
-    def text(self, b: Any, digits: int = 20) -> str:
+    def text(self, b: Any, digits: int = TEXT_DIGITS) -> str:
         return b.str(digits) if b.is_finite() else str(b)
 
-    def endpoint_text(self, b: Any, digits: int = 20) -> str:
+    def endpoint_text(self, b: Any, digits: int = TEXT_DIGITS) -> str:
         return b.str(digits, radius=False) if b.is_finite() else str(b)
 
     def exp(self, b: Any) -> Ball:
@@ -406,11 +408,11 @@ class MpmathOps(Ops):
         lo, hi = self._ends(b)
         return float((lo + hi) / 2) if self.mp.isfinite(lo) and self.mp.isfinite(hi) else float(lo if lo == hi else "nan")
 
-    def text(self, b: Any, digits: int = 20) -> str:
+    def text(self, b: Any, digits: int = TEXT_DIGITS) -> str:
         lo, hi = self._ends(b)
         return f"[{self.mp.nstr(lo, digits)}, {self.mp.nstr(hi, digits)}]"
 
-    def endpoint_text(self, b: Any, digits: int = 20) -> str:
+    def endpoint_text(self, b: Any, digits: int = TEXT_DIGITS) -> str:
         return self.mp.nstr(self._ends(b)[0], digits)
 
     def exp(self, b: Any) -> Ball:

@@ -15,7 +15,7 @@ import numpy as np
 import sympy as sp
 
 from attnbounds.theory.mathematics.errors import AttnBoundsError
-from attnbounds.theory.mathematics.intervals import ArbOps, Ball, BallEvaluator, Ops, Unsupported
+from attnbounds.theory.mathematics.intervals import TEXT_DIGITS, ArbOps, Ball, BallEvaluator, Ops, Unsupported
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin
 
 #: the variable the values depend on
@@ -196,7 +196,7 @@ class SymbolicOps(Ops):
     def mid_rad(self, b: Any) -> tuple[float, float]:
         return self.arb.mid_rad(self._need(b))
 
-    def text(self, b: Any, digits: int = 20) -> str:
+    def text(self, b: Any, digits: int = TEXT_DIGITS) -> str:
         ball = self.ball(b)
         return self.arb.text(ball, digits) if ball is not None else str(b)
 
