@@ -27,25 +27,32 @@ Tamper = Callable[[dict[str, Any]], None]
 
 @pytest.fixture(scope="module")
 def made() -> dict[str, dict[str, Any]]:
-    """``cx``: user.half, refuted by a certified class counterexample; ``paper_cx``: a paper reading refuted by the small
-    search; ``tight``: a paper reading with no counterexample, whose tightest instance carries a certificate."""
+    """``cx``: user.half, refuted by a certified class counterexample; ``cx_alone``: the same without a tightest instance
+    (a refutation whose search kept none: the counterexample is all there is to replay); ``paper_cx``: a paper reading
+    refuted by the small search; ``tight``: a paper reading with no counterexample, whose tightest instance carries a
+    certificate."""
     cx = class_record().to_json()
+    alone = copy.deepcopy(cx)
+    alone["tightness"]["witness"] = alone["tightness"]["certificate"] = None
     lemma1, refuted = (r.to_json() for r in quick_records(["lemma1", "theorem1.fixed[R1,g2]"]))
-    return {"cx": cx, "paper_cx": refuted, "tight": lemma1}
+    return {"cx": cx, "cx_alone": rehash(alone), "paper_cx": refuted, "tight": lemma1}
 
 
 def test_the_fixture_is_what_the_tests_assume(made: dict[str, dict[str, Any]]) -> None:
     assert made["cx"]["verdict"] == "REFUTED" and made["cx"]["counterexample"]["certificate"]["status"] == "violated"
     assert made["cx"]["counterexample"]["instance"]["counts"] == [[1, 55, 56]]
+    assert made["cx_alone"]["tightness"]["witness"] is None and made["cx_alone"]["counterexample"] is not None
     assert made["paper_cx"]["verdict"] == "REFUTED" and made["paper_cx"]["counterexample"] is not None
     assert made["tight"]["counterexample"] is None
     assert made["tight"]["tightness"]["certificate"]["status"] == "holds"
 
 
-def _replay(tmp_path: Path, data: dict[str, Any]) -> tuple[int, str]:
+def _replay(tmp_path: Path, data: dict[str, Any], command: str = "search") -> tuple[int, str]:
+    """``search ID --replay`` (or ``cite ID --records``, which replays whatever the verdict calls for) on ``data``."""
     path = tmp_path / "records.json"
     path.write_text(json.dumps([data]))  # as written, even where the schema check refuses it when it is read
-    code, out, err = run_cli(["search", data["id"], "--replay", str(path)])
+    code, out, err = run_cli(["search", data["id"], "--replay", str(path)] if command == "search" else
+                             ["cite", data["id"], "--records", str(path)])
     assert "Traceback" not in err, err[-3000:]
     return code, out + err
 
@@ -56,7 +63,7 @@ def _tampered(record: dict[str, Any], tamper: Tamper) -> dict[str, Any]:
     return rehash(data)
 
 
-@pytest.mark.parametrize("key", ["cx", "paper_cx", "tight"])
+@pytest.mark.parametrize("key", ["cx", "cx_alone", "paper_cx", "tight"])
 def test_untampered_records_replay(made: dict[str, dict[str, Any]], tmp_path: Path, key: str) -> None:
     code, text = _replay(tmp_path, made[key])
     assert code == 0, text
@@ -131,6 +138,10 @@ TAMPERS: list[Any] = [
     # the counterexample instance's logits and weights
     pytest.param("cx", _instance_array("logits", lambda a: np.zeros_like(a)), id="counterexample logits all equal"),
     pytest.param("cx", _instance_array("logits", lambda a: -a), id="counterexample logits negated"),
+    pytest.param("cx_alone", _instance_array("logits", lambda a: np.zeros_like(a)),
+                 id="counterexample logits all equal, no tightest instance"),
+    pytest.param("cx_alone", _status("counterexample", "holds"),
+                 id="counterexample status violated->holds, no tightest instance"),
     pytest.param("cx", _instance_array("logits", lambda a: a + np.array([[1.0, 0.0, 0.0]])),
                  id="counterexample logits moved, still violating"),
     pytest.param("cx", _instance_array("alpha", lambda a: np.full_like(a, 1.0 / 112)),
@@ -158,3 +169,15 @@ def test_a_tampered_record_does_not_replay(made: dict[str, dict[str, Any]], tmp_
                                            tamper: Tamper) -> None:
     code, text = _replay(tmp_path, _tampered(made[key], tamper))
     assert code != 0, text
+
+
+@pytest.mark.parametrize("command", ["search", "cite"])
+def test_a_refutation_without_a_tightest_instance_is_replayed_from_its_counterexample(
+        made: dict[str, dict[str, Any]], tmp_path: Path, command: str) -> None:
+    """Both replay paths (``search --replay`` re-checks the instances, ``cite --records`` whatever the verdict calls
+    for) re-certify a REFUTED record's counterexample when it is its only instance: never 'nothing to re-check'."""
+    code, text = _replay(tmp_path, made["cx_alone"], command)
+    assert code == 0 and "nothing to re-check" not in text, text
+    for tamper in (_instance_array("logits", lambda a: np.zeros_like(a)), _status("counterexample", "holds")):
+        code, text = _replay(tmp_path, _tampered(made["cx_alone"], tamper), command)
+        assert code != 0, text

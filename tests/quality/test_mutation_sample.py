@@ -58,3 +58,14 @@ needs_cosmic_ray = pytest.mark.skipif(importlib.util.find_spec("cosmic_ray") is 
 def test_a_sample_of_the_soundness_cores_mutants_is_killed(tmp_path: Path, groups: tuple[str, ...], size: int) -> None:
     # one worker: the test run beside it (pytest -n auto) has the other core
     _sample_run(tmp_path, size, groups, workers=1)
+
+
+def test_every_rule_of_the_equivalent_list_names_a_line_its_module_has() -> None:
+    """A rule whose line was rewritten judges no mutant of the code as it is: it is dead in a list reviewed like code,
+    and could silently cover a different mutant if a similar line came back. Rewriting a line retires its rules (the
+    new line's mutants are judged afresh)."""
+    rules = tomllib.loads((ROOT / "bench" / "mutation_equivalent.toml").read_text())["equivalent"]
+    stale = [f"{r['module']}: {r['line']!r}" for r in rules
+             if not (ROOT / r["module"]).is_file()
+             or not any(r["line"] in line for line in (ROOT / r["module"]).read_text().splitlines())]
+    assert rules and not stale, stale

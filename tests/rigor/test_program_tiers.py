@@ -62,6 +62,44 @@ def test_the_float_tier_encloses_every_product_exactly() -> None:
     assert rounded_up > 10 and rounded_down > 10  # both sides of the rounding were exercised
 
 
+@pytest.mark.parametrize("a, b, point", [
+    (2.0**-484, 2.0**-484, True),  # exactly 2^-968: the least product whose TwoProduct error term is trusted
+    (3 * 2.0**-485, 2.0**-484, True),  # 1.5 2^-968
+    (-(2.0**-400), 2.0**-568, True),  # -2^-968
+    (3 * 2.0**-486, 2.0**-484, False),  # 0.75 2^-968: exact, but below, where its error term may underflow
+    (2.0**-484, 2.0**-485, False),  # 2^-969
+    (2.0**-500, 2.0**-500, False),  # 2^-1000
+])
+def test_an_exact_product_is_a_point_from_two_to_the_minus_968_on_and_widened_below(a: float, b: float,
+                                                                                     point: bool) -> None:
+    """The float tier's product (``program._product``) as its docstring states it: exact (lo = hi = a b) for a product
+    of two doubles that is exact and at least 2^-968 in magnitude; below, one ulp outward on each side, since there
+    the error term can underflow and read 0 (an enclosure trusted at a product the error term got wrong would miss
+    it). Each pair's product is exact in doubles, so only the threshold decides."""
+    program = compile_program([_x * _y], [_x, _y])
+    box = np.array([[a, b]])
+    lo, hi = (float(v[0]) for v in run_float(program, box, box)[0])
+    exact = _frac(a) * _frac(b)
+    assert _frac(a * b) == exact and _frac(lo) <= exact <= _frac(hi)
+    assert (lo == hi == a * b) if point else (lo < a * b < hi), (a, b, lo, hi)
+
+
+def test_products_about_the_exactness_threshold_are_enclosed() -> None:
+    """Random mantissas with products from 2^-940 down to the subnormals: ``lo <= a b <= hi`` exactly, on both sides
+    of the 2^-968 from which the rounding error is trusted."""
+    rng = np.random.default_rng(968)
+    ea, eb = rng.integers(-520, -440, 600), rng.integers(-540, -460, 600)
+    a = rng.uniform(1.0, 2.0, 600) * np.ldexp(1.0, ea) * rng.choice([-1.0, 1.0], 600)
+    b = rng.uniform(1.0, 2.0, 600) * np.ldexp(1.0, eb)
+    program = compile_program([_x * _y], [_x, _y])
+    box = np.stack([a, b], axis=1)
+    lo, hi = run_float(program, box, box)[0]
+    for p, q, l_, h_ in zip(a.tolist(), b.tolist(), lo.tolist(), hi.tolist()):
+        exact = _frac(p) * _frac(q)
+        assert _frac(l_) <= exact <= _frac(h_), f"{p!r} * {q!r}: [{l_!r}, {h_!r}] misses the exact product"
+    assert np.any(np.abs(a * b) >= 2.0**-968) and np.any(np.abs(a * b) < 2.0**-968)
+
+
 #: pairs of doubles whose sum rounds up (1 + 3 2^-54 is nearer 1 + 2^-52), rounds down (1 - 2^-60 is nearer 1), is
 #: exact, cancels, is tiny, huge, of either sign
 SUMS = [(1.0, 3 * 2.0**-54), (1.0, -(2.0**-60)), (1.0, 2.0**-60), (-1.0, 2.0**-60), (-1.0, -(2.0**-60)), (0.1, 0.2),

@@ -15,7 +15,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as hs
 
 from attnbounds.theory.deciding.prover import bnb
-from attnbounds.theory.deciding.prover.relax import Role, _extreme_of
+from attnbounds.theory.deciding.prover.relax import Declined, Role, _extreme_of, _moments
 
 DOMINANCES = {
     # the extremes of log F: a positive (max) or negative (min) multiple of r.lam - k.lam
@@ -269,3 +269,31 @@ def test_the_float_spread_bounds_every_function_with_those_slopes_about_the_cent
             # (the test's own centre and offsets round: a few ulps of the coordinates, times the slopes)
             rounding = 8 * np.finfo(float).eps * float(np.sum(np.abs(ends) * (np.abs(lo) + np.abs(hi))))
             assert moved <= bnb._spread((g_lo, g_hi), lo, hi) + rounding, (ends, corner)
+
+
+_LAM, _G, _LOGIT = sp.symbols("_lam_x _g_x _l_x", real=True)
+_FEATURES = {_LAM, _G, _LOGIT}
+_T, _A = sp.symbols("T a", positive=True)
+
+
+@pytest.mark.parametrize("bodies, moments", [
+    ([_T * sp.exp(_LAM)], [sp.exp(_LAM)]),
+    ([sp.exp(_LAM - 3 * _A)], [sp.exp(_LAM)]),  # exp(lam - 3a) = exp(-3a) exp(lam): a constant times the token's part
+    ([_G * _LOGIT * sp.exp(_LAM) / _T + 2 * sp.exp(_LAM)], [_G * _LOGIT * sp.exp(_LAM), sp.exp(_LAM)]),  # every feature
+    ([_G**2 * sp.exp(_LAM), 5 * _G**2 * sp.exp(_LAM), _A], [_G**2 * sp.exp(_LAM)]),  # one moment, said once
+])
+def test_a_total_splits_into_constants_times_functions_of_the_token(bodies: list[sp.Expr],
+                                                                      moments: list[sp.Expr]) -> None:
+    """The relaxation's moments (``relax._moments``): each term of a total is a constant times a function of the generic
+    token's features (its log F, slope and logit, any of them, all three at once included), and each distinct
+    function is one moment of the others' distribution."""
+    found = _moments(bodies, _FEATURES)
+    assert len(found) == len(moments) and all(any(sp.simplify(f - m) == 0 for f in found) for m in moments), found
+
+
+@pytest.mark.parametrize("body", [sp.exp(_A * _LAM), sp.log(_T + _G), (_LOGIT + _A) ** sp.Rational(1, 2)])
+def test_a_total_whose_token_part_reads_a_parameter_is_declined(body: sp.Expr) -> None:
+    """A term that mixes a parameter into the token's function (exp(a lam), log(T + g)) is no constant times a
+    function of the token: the others' distribution is not captured by finitely many averages, so it is declined."""
+    with pytest.raises(Declined, match="does not split"):
+        _moments([body], _FEATURES)
