@@ -76,6 +76,18 @@ def test_a_rational_closed_claim_is_decided_in_exact_rational_arithmetic() -> No
     assert sign == 1 and "interval arithmetic" in method
 
 
+@pytest.mark.parametrize("value", [sp.sqrt(2 + sp.sqrt(3)) - (sp.sqrt(6) + sp.sqrt(2)) / 2,
+                                   sp.sqrt(5 + 2 * sp.sqrt(6)) - sp.sqrt(2) - sp.sqrt(3),
+                                   sp.log(6) - sp.log(2) - sp.log(3)], ids=str)
+def test_an_exact_zero_no_precision_separates_from_0_is_an_equality(value: sp.Expr) -> None:
+    """A closed number that is exactly 0 but not syntactically so: arb's ball holds 0 at every precision, and sign_of
+    asks sympy to recognise the zero (an exact simplification, a surd's self-consistency, a minimal polynomial) only
+    when the ball at the top precision is within 2^-(bits/2) of 0. That test once compared a float radius (never below
+    5e-324) with 2^-2048, which is 0.0 in doubles, so these stayed undecided (UNDECIDED at an algebraic equality)."""
+    assert exact_tier.sign_of(value) == (0, "sympy: exactly 0 (equality)")
+    assert exact_tier.sign_of(value + sp.exp(-sp.Integer(5000)))[0] != 0  # a hair off 0 is no equality
+
+
 def test_a_closed_claims_sides_are_shown_exactly_when_rational_and_as_enclosures_when_not() -> None:
     """The record's decimals of a closed claim's sides: a rational side is its own decimal (an integer as itself, no
     enclosure, since it is exact), an irrational one an enclosure (midpoint +/- radius) that holds the value."""
@@ -106,6 +118,11 @@ def test_a_closed_claims_sides_are_shown_exactly_when_rational_and_as_enclosures
     (sp.sqrt(2) / 4, 1 / (2 * sp.sqrt(2)), False, "holds"),  # an algebraic equality: holds as <=
     (sp.sqrt(2) / 4, 1 / (2 * sp.sqrt(2)), True, "violated"),  # and fails as <: the margin is exactly 0
     (sp.exp(-sp.Integer(1600)), sp.exp(-sp.Integer(1599)), True, "holds"),  # far below the doubles
+    # equalities only sympy's equals recognises (a nested surd, a log identity): no precision separates them from 0
+    (sp.sqrt(2 + sp.sqrt(3)), (sp.sqrt(6) + sp.sqrt(2)) / 2, False, "holds"),
+    (sp.sqrt(2 + sp.sqrt(3)), (sp.sqrt(6) + sp.sqrt(2)) / 2, True, "violated"),
+    (sp.log(6), sp.log(2) + sp.log(3), True, "violated"),
+    (sp.sqrt(3 - 2 * sp.sqrt(2)) + 1, sp.sqrt(2), False, "holds"),
 ])
 def test_a_closed_claim_is_decided_by_the_exact_sign_of_its_margin(lhs: sp.Expr, rhs: sp.Expr, strict: bool,
                                                                    status: str) -> None:

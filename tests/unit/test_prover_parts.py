@@ -281,6 +281,7 @@ _T, _A = sp.symbols("T a", positive=True)
     ([sp.exp(_LAM - 3 * _A)], [sp.exp(_LAM)]),  # exp(lam - 3a) = exp(-3a) exp(lam): a constant times the token's part
     ([_G * _LOGIT * sp.exp(_LAM) / _T + 2 * sp.exp(_LAM)], [_G * _LOGIT * sp.exp(_LAM), sp.exp(_LAM)]),  # every feature
     ([_G**2 * sp.exp(_LAM), 5 * _G**2 * sp.exp(_LAM), _A], [_G**2 * sp.exp(_LAM)]),  # one moment, said once
+    ([1 + _G * sp.exp(_LAM) + _LOGIT], [_G * sp.exp(_LAM), _LOGIT]),  # a constant term before the token's terms
 ])
 def test_a_total_splits_into_constants_times_functions_of_the_token(bodies: list[sp.Expr],
                                                                       moments: list[sp.Expr]) -> None:

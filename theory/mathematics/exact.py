@@ -85,7 +85,9 @@ def _ball_sign(value: sp.Expr) -> tuple[int | None, str, bool, bool]:
             return None, f"not evaluable in interval arithmetic: {exc}", False, False
         if ops.positive(ball) or ops.negative(ball):
             return (1 if ops.positive(ball) else -1), f"{ops.name} interval arithmetic at {bits} bits", False, True
-        near_zero = ops.is_finite(ball) and ops.mid_rad(ball)[1] < 2.0 ** (-bits // 2)
+        # compared in balls: 2^-(bits/2) is below the doubles' range from 2148 bits on (a float radius, never below
+        # 5e-324, made an exact 0 look far from 0 at the top precisions, and sympy was never asked)
+        near_zero = ops.is_finite(ball) and ops.positive(ops.num(1) / ops.ipow(ops.num(2), bits // 2) - abs(ball))
     return None, f"arb balls up to {PRECISIONS[-1]} bits: the sign stayed unknown", near_zero, True
 
 
