@@ -159,18 +159,20 @@ def test_near_misses_of_those_bounds_are_never_proved(relation: str, normaliser:
     assert result.status != "proved", result.reason
 
 
-def test_a_bound_false_only_beyond_l_of_ten_to_the_thirteen_is_refuted_there() -> None:
-    """L alpha_min >= 0.001 under llog: L / (1 + (L - 1)(1 + log L)^2) < 0.001 once (1 + log L)^2 > ~1000, L ~ 2e13.
-    Boxes [0, h] of t are cut at h^2 (log log L steps), so the negative box is a few cuts away; the counterexample is
-    realised as token classes (one token at -1, the others at +1) at such an L and certified."""
+def test_a_bound_false_only_beyond_l_of_four_times_ten_to_the_fourteen_is_refuted_there() -> None:
+    """L alpha_min >= 0.00083 under llog: L / (1 + (L - 1)(1 + log L)^2) < 0.00083 once (1 + log L)^2 > ~1205, from
+    L ~ 4.4e14 on (true at L = 9^15 ~ 2.1e14: 1/1160 > 0.00083). Boxes [0, h] of t are cut at h^2 (log log L steps),
+    so the negative box is a few cuts away; the counterexample is realised as token classes (one token at -1, the others
+    at +1) at the shortest length the prover tries that violates it, 10^15, the longest (``prover.LENGTHS``), and
+    certified. (0.001, false from L ~ 2e13, is the tight set's false.reach.llog, run with -m slow.)"""
     from attnbounds.theory.deciding.certify import certify
     from attnbounds.theory.mathematics.normalisers import constructors_added
 
-    statement, result = _reach("L*alpha_min >= 0.001", LLOG)
+    statement, result = _reach("L*alpha_min >= 0.00083", LLOG)
     assert result.status == "refuted", result.reason
     inst = result.counterexample
-    assert inst is not None and inst.L >= 2 * 10**13
-    with constructors_added(api.statement("L*alpha_min >= 0.001", normaliser=LLOG, id="reach", **REACH).normalisers):
+    assert inst is not None and inst.L == 10**15
+    with constructors_added(api.statement("L*alpha_min >= 0.00083", normaliser=LLOG, id="reach", **REACH).normalisers):
         assert certify(statement, inst).status == "violated"
 
 
