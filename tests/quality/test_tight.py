@@ -37,7 +37,8 @@ BUDGET = 2.0
 DECIDED = 42 / 42
 #: statements decided within seconds: the default run's share (true.reach.llog and .lpow, 17-19 s each, and
 #: false.reach.llog, 34 s, are left to the slow test of the whole set; tests/rigor/test_prover_reach.py proves a bound
-#: of each kind by default and refutes false.reach.llog's statement at L >= 2e13 with a certified counterexample)
+#: of each kind by default and refutes one like false.reach.llog, false only from L ~ 4.4e14, with a certified
+#: counterexample at L = 10^15)
 FAST = ("true.eq.max_mean", "false.eq.max_mean", "false.eq.entry", "true.eq.row", "false.eq.row", "true.sup.min", "false.tiny.min",
         "true.tiny.gap")
 
