@@ -78,7 +78,8 @@ def test_a_rational_closed_claim_is_decided_in_exact_rational_arithmetic() -> No
 
 @pytest.mark.parametrize("value", [sp.sqrt(2 + sp.sqrt(3)) - (sp.sqrt(6) + sp.sqrt(2)) / 2,
                                    sp.sqrt(5 + 2 * sp.sqrt(6)) - sp.sqrt(2) - sp.sqrt(3),
-                                   sp.log(6) - sp.log(2) - sp.log(3)], ids=str)
+                                   sp.log(6) - sp.log(2) - sp.log(3),
+                                   sp.exp(sp.sqrt(2)) * sp.exp(sp.sqrt(3)) - sp.exp(sp.sqrt(2) + sp.sqrt(3))], ids=str)
 def test_an_exact_zero_no_precision_separates_from_0_is_an_equality(value: sp.Expr) -> None:
     """A closed number that is exactly 0 but not syntactically so: arb's ball holds 0 at every precision, and sign_of
     asks sympy to recognise the zero (an exact simplification, a surd's self-consistency, a minimal polynomial) only
