@@ -239,17 +239,17 @@ def test_the_exact_tier_roots_only_numbers_not_below_zero(x: Any) -> None:
         assert sp.simplify(sp.sympify(ops.sqrt(x)) - sp.sqrt(v)) == 0, x
 
 
-#: closed numbers whose sign no precision up to 4096 bits shows: e^-10000 is 2^-14427
-TINY_E = sp.exp(-10000)
-CANCELLING = [(1 - 1 / (1 + TINY_E), 1),                              # = e^-10000/(1 + e^-10000) > 0
+#: closed numbers whose sign no precision of sign_of's (up to 65536 bits) shows: e^-100000 is 2^-144270
+TINY_E = sp.exp(-100000)
+CANCELLING = [(1 - 1 / (1 + TINY_E), 1),                              # = e^-100000/(1 + e^-100000) > 0
               (1 / (1 + TINY_E) - 1, -1),
-              (sp.exp(-2000) / (sp.exp(-2000) + sp.exp(-12000)) - 1, -1),  # softmax's largest weight minus 1
+              (sp.exp(-20000) / (sp.exp(-20000) + sp.exp(-120000)) - 1, -1),  # softmax's largest weight minus 1
               (1 - (1 + TINY_E) / (1 + TINY_E), 0)]                      # sympy cancels it to 0 outright
 
 
 @pytest.mark.parametrize("value, sign", CANCELLING)
 def test_a_cancellation_no_precision_resolves_is_decided_over_one_denominator(value: sp.Expr, sign: int) -> None:
-    """arb sees ``1 - 1/(1 + e^-10000)`` as a ball around 0 at every precision; over one denominator sympy cancels
+    """arb sees ``1 - 1/(1 + e^-100000)`` as a ball around 0 at every precision; over one denominator sympy cancels
     the 1s exactly and the numerator's sign shows (it once came out "violated" for ``alpha_max < 1`` at logits
     -2000, -3000 and T = 0.1: a wrong REFUTED)."""
     from attnbounds.theory.mathematics.exact import sign_of
@@ -258,7 +258,7 @@ def test_a_cancellation_no_precision_resolves_is_decided_over_one_denominator(va
 
 
 def test_the_exact_tier_refuses_a_comparison_it_cannot_decide() -> None:
-    """``log(1 + e^-10000) > 0`` shows at no precision and over no denominator: ``positive``, ``negative`` and
+    """``log(1 + e^-100000) > 0`` shows at no precision and over no denominator: ``positive``, ``negative`` and
     ``nonnegative`` raise (callers read "not positive" of an exact number as "<= 0"), never answer False."""
     from attnbounds.theory.mathematics.exact import sign_of
 

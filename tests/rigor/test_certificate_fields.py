@@ -86,7 +86,25 @@ def test_an_exact_zero_no_precision_separates_from_0_is_an_equality(value: sp.Ex
     when the ball at the top precision is within 2^-(bits/2) of 0. That test once compared a float radius (never below
     5e-324) with 2^-2048, which is 0.0 in doubles, so these stayed undecided (UNDECIDED at an algebraic equality)."""
     assert exact_tier.sign_of(value) == (0, "sympy: exactly 0 (equality)")
-    assert exact_tier.sign_of(value + sp.exp(-sp.Integer(5000)))[0] != 0  # a hair off 0 is no equality
+    assert exact_tier.sign_of(value + sp.exp(-sp.Integer(5000)))[0] == 1  # a hair off 0 is no equality: a sign
+    assert exact_tier.sign_of(value - sp.exp(-sp.Integer(40000)))[0] == -1  # 2^-57708: at the top rung, 65536 bits
+
+
+def test_a_margin_far_below_4096_bits_is_a_sign_and_sympy_is_not_asked_about_huge_exponents() -> None:
+    """softmax at T = 6.65e-4 with two logits 29.1 above two others: the Frobenius norm of its Jacobian is 1/(2T)
+    less a term of order e^-43786 (2^-63170), so ``J_frobenius <= 1/(2T)`` holds, strictly. arb's balls up to 4096
+    bits straddle 0; sympy's ``equals``, asked then, spent two minutes and recognised nothing (the tightest instance of
+    Corollary 3's corrected Frobenius reading, 121 s of one verify). At 65536 bits it is a sign. Beyond the top rung,
+    a number with an exp of an argument over MAX_ZERO_TEST_EXP stays undecided without asking sympy."""
+    st = api.statement("J_frobenius <= 1/(2*T)", hypotheses=["softmax"], id="frob").statements[0]
+    logits = np.array([[29.116214014398796, 29.116214014398796, 0.0, -29.116214014398796]])
+    cert = certify(st, Instance.from_logits(logits, nm.softmax(0.0006649947500516409)))
+    assert cert.status == "holds" and cert.backend == "exact", (cert.status, cert.backend, cert.notes)
+    assert cert.margin_lo >= 0 and cert.margin_hi < 1e-20, cert
+    tiny = sp.log(1 + sp.exp(-sp.Integer(100_000)))  # 2^-144270
+    sign, method = exact_tier.sign_of(tiny)
+    assert sign is None and f"beyond {exact_tier.MAX_ZERO_TEST_EXP}" in method, method
+    assert exact_tier.sign_of(sp.log(1 + sp.exp(-sp.Integer(10_000))))[0] == 1  # 2^-14427: the rung of 16384 bits
 
 
 def test_a_closed_claims_sides_are_shown_exactly_when_rational_and_as_enclosures_when_not() -> None:

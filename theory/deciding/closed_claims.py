@@ -3,7 +3,7 @@
 There is nothing to search: both sides are numbers. Decimal literals are read as the exact rationals they
 spell (``0.8`` is ``4/5``; a fixed parameter substituted into the claim likewise, from its shortest decimal
 form). Each conjunct ``lhs <= rhs`` is decided from ``rhs - lhs``: in exact rational arithmetic when both sides
-are rational, else in arb balls at increasing precision (128 to 4096 bits) until the sign is certain, and an
+are rational, else in arb balls at increasing precision (128 to 65536 bits) until the sign is certain, and an
 exact zero is recognised by sympy. The verdict is PROVED when every conjunct holds, REFUTED when one fails
 (with the exact values of both sides in the record), UNDECIDED when the sign cannot be settled.
 """

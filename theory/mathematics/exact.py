@@ -2,9 +2,10 @@
 
 :func:`sign_of` is the one decision that certification, the relaxation prover and closed claims share where an
 interval enclosure straddles 0: exact rational arithmetic when the number is rational, else arb balls at rising
-precision (:data:`PRECISIONS`, up to 4096 bits), and an exact zero recognised by sympy (``Expr.equals``, which
-answers True only from an exact simplification, a surd's self-consistency or a minimal polynomial). An equality
-case is then a fact: a non-strict bound holds there, a strict one fails.
+precision (:data:`PRECISIONS`, up to 65536 bits: a margin of ``e^-40000``, a softmax weight at a logit gap of 40000
+temperatures, is a sign there, not a tie), and an exact zero recognised by sympy (``Expr.equals``, which answers
+True only from an exact simplification, a surd's self-consistency or a minimal polynomial). An equality case is then
+a fact: a non-strict bound holds there, a strict one fails.
 
 :class:`ExactOps` is the :class:`~attnbounds.theory.mathematics.intervals.Ops` interface on exact sympy numbers
 (doubles read as the rationals they are, ``exp``/``log``/``sqrt`` kept symbolic): a quantity's ``ball`` form run on
@@ -26,13 +27,18 @@ import sympy as sp
 
 from attnbounds.theory.mathematics.intervals import TEXT_DIGITS, Ball, BallEvaluator, Ops, PrecisionLoss, Unsupported, backend
 
-#: working precisions of :func:`sign_of`, in bits (the ceiling is the last)
-PRECISIONS = (128, 512, 2048, 4096)
+#: working precisions of :func:`sign_of`, in bits (the ceiling is the last; a rung costs milliseconds to a second,
+#: sympy's zero test after the last can cost minutes)
+PRECISIONS = (128, 512, 2048, 4096, 16384, 65536)
 #: the largest expression (sympy nodes) :class:`ExactOps` decides a sign of
 MAX_NODES = 3000
 #: the largest expression (sympy nodes) :func:`sign_of` asks sympy to recognise as 0 (``equals`` simplifies: its
 #: time grows fast with the size); it asks only when arb's enclosure at the highest precision holds 0 within 2^-bits/2
 MAX_ZERO_TEST = 600
+#: nor when an ``exp`` in it has an argument beyond this in magnitude: ``equals`` simplifies with numerical evaluation
+#: along the way, which chases the cancellation of such terms (a softmax at a logit gap of 580000 temperatures: 35 s,
+#: and nothing recognised); a zero made of them cancels in ``powsimp`` (tried first) or stays undecided
+MAX_ZERO_TEST_EXP = 10_000
 
 
 def sign_of(value: sp.Expr) -> tuple[int | None, str]:
@@ -62,9 +68,23 @@ def sign_of(value: sp.Expr) -> tuple[int | None, str]:
         return None, method
     if not small:
         return None, f"{method}; too large for sympy to recognise an exact 0"
+    if _largest_exponent(value) > MAX_ZERO_TEST_EXP:
+        return None, f"{method}; an exp of an argument beyond {MAX_ZERO_TEST_EXP} in magnitude (no zero test by sympy)"
     if value.equals(0) is True:
         return 0, "sympy: exactly 0 (equality)"
     return None, method
+
+
+def _largest_exponent(value: sp.Expr) -> float:
+    """The largest magnitude of an ``exp``'s argument in ``value`` (0 without one; infinite when not a number)."""
+    return max((_magnitude(a.args[0]) for a in value.atoms(sp.exp)), default=0.0)
+
+
+def _magnitude(number: sp.Expr) -> float:
+    try:
+        return abs(complex(number)) if number.is_number else math.inf
+    except (TypeError, ValueError, OverflowError):
+        return math.inf
 
 
 def _ball_sign(value: sp.Expr) -> tuple[int | None, str, bool, bool]:

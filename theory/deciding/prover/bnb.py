@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 import sympy as sp
 
-from attnbounds.theory.mathematics.exact import PRECISIONS, sign_of
+from attnbounds.theory.mathematics.exact import sign_of
 from attnbounds.theory.mathematics.exprparse import DOUBLE_MAX
 from attnbounds.theory.mathematics.intervals import Unsupported, backend
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin, Sign, Step
@@ -79,6 +79,9 @@ COST = {"float": 1, "arb": 12, "mpmath.iv": 160}
 FLOAT_CALL = 650
 #: a box narrower than this (relative to its coordinate's scale) in every coordinate is not split further
 MIN_WIDTH = 1e-13
+#: precisions (bits) at which such a box's core is tried for a certain negative sign: a box's enclosure is as wide as
+#: the box, which more bits than these do not narrow (a point's sign goes to :func:`sign_of`, up to 65536 bits)
+BOX_PRECISIONS = (128, 512, 2048, 4096)
 #: nodes the tree may hold (memory guard)
 MAX_NODES = 400_000
 
@@ -1326,7 +1329,7 @@ def branch_and_bound(problem: Problem, work_limit: int, *, programs: Programs | 
             smear = np.where(wide, smear, -1.0)
             d = int(np.argmax(smear))
             if smear[d] < 0:
-                if feasible and _negative(face.form_programs[0], node, work, PRECISIONS):
+                if feasible and _negative(face.form_programs[0], node, work, BOX_PRECISIONS):
                     node.kind = "negative"
                     return outcome("negative", "the margin is negative on a box too narrow to split (rigorous "
                                    "arithmetic at rising precision)", node)
