@@ -3,8 +3,8 @@
 A token class of ``m`` tokens takes its own code paths in the ball forms (a Jacobian norm gains the singular value
 ``|alpha_k g_k|`` of the vectors inside a class of two or more tokens; a class of one token has none). For every
 quantity with a ball form that reads what a logit instance carries (logits, log F, token vectors, a selection), on
-small class instances whose classes hold 1, 2, 3 and 4 tokens, with the largest (and the smallest) logit in each
-class in turn, the ball enclosure (arb, 128 bits) on the class instance must contain
+small class instances whose classes hold 1, 2, 3 and 4 tokens (and columns of none), with the largest (and the
+smallest) logit in each class in turn, the ball enclosure (arb, 128 bits) on the class instance must contain
 
 - the float value of the same quantity on the dense expansion of the same tokens (:meth:`Instance.expand`), and
 - the float value on the class instance itself,
@@ -35,9 +35,10 @@ NAMES = sorted(name for name, q in QUANTITIES.items()
 ULPS = 64
 EPS = 2.0**-52
 TINY_NORMAL = 2.0**-1022
-#: class sizes: every class size 1 to 4, a class of two next to classes of one, two and three
+#: class sizes: every class size 1 to 4, a class of two next to classes of one, two and three, and columns that
+#: hold no token (count 0: their logit, the largest or the smallest in turn, must play no part)
 COUNTS = [[1, 2], [2, 1], [2, 2, 1], [3, 1, 4], [2, 1, 1], [1, 1, 2], [1, 3], [4, 1], [2, 3], [2, 2], [1, 1],
-          [2], [3], [1, 2, 3, 4]]
+          [2], [3], [1, 2, 3, 4], [2, 0, 1], [0, 3], [1, 2, 0]]
 NORMALISERS = {"softmax": nm.softmax(1.0), "exp_poly": nm.exp_poly(0.1, 1.0), "softmax T=0.25": nm.softmax(0.25)}
 
 
@@ -121,6 +122,10 @@ def test_class_ball_contains_the_dense_tokens_float_value(name: str) -> None:
                 pairs += [(b, float(want[0, t]), f"dense token {t}") for t in np.flatnonzero(token_class == c)]
                 if value is not None:
                     pairs.append((b, float(value[0, c]), f"class float, column {c}"))
+        if value is not None:  # the class float is finite where the dense tokens' is (a count-0 column once gave inf)
+            finite_dense = bool(np.isfinite(want[0]).all())
+            finite_class = bool(np.isfinite(value[0, cls > 0] if shape == "BL" else value[0]).all())
+            assert finite_class or not finite_dense, f"{name}: class float {value[0]} not finite ({label})"
         for b, f, what in pairs:
             if not np.isfinite(f):
                 continue

@@ -256,6 +256,21 @@ def test_a_false_stronger_statement_leaves_the_statement_its_work() -> None:
     assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
 
 
+def test_the_statement_itself_gets_the_work_the_stronger_one_left() -> None:
+    """``prove``'s work is one budget: the stronger statement spends at most its share, the statement itself gets the
+    rest (not the whole budget again), and the result counts both. Neither closes here, so each runs to its limit and
+    the total is exactly the two runs' (deterministic: the same counts on every machine)."""
+    st = api.statement("J_row <= 0.36/T - 0.01", hypotheses=["softmax", "logits-bounded"], fixed={"a": 1.0},
+                       id="rest").statements[0]
+    work = 1_000_000
+    result = prover.prove(st, work=work)
+    stronger = prover._without_restrictions(st)
+    assert stronger is not None and result.status == "open", result.reason
+    first = prover._prove(stronger, int(work * prover.STRONGER_SHARE))
+    assert first.status != "proved" and 0 < first.work < work
+    assert result.work == first.work + prover._prove(st, work - first.work).work
+
+
 def test_a_bound_false_for_every_positive_a_over_t_is_refuted_through_splits_of_that_half_line() -> None:
     """L alpha_i <= 1 + 2 a/T + 2 (a/T)^2: e^(2 beta) (beta = a/T, one token at a and one at -a as L -> oo) exceeds
     its Taylor polynomial for every beta > 0, with equality at beta = 0. The relaxed coordinate beta ranges over the
