@@ -171,6 +171,14 @@ def test_a_tampered_record_does_not_replay(made: dict[str, dict[str, Any]], tmp_
     assert code != 0, text
 
 
+def test_a_flipped_certified_flag_is_refused_saying_what_the_statement_is(made: dict[str, dict[str, Any]],
+                                                                          tmp_path: Path) -> None:
+    """The refusal names the mismatch the user must look at: the record claims an uncertified (float64) refutation
+    of a statement that certification covers."""
+    code, text = _replay(tmp_path, _tampered(made["cx"], _uncertified_with_float_margin))
+    assert code != 0 and "the record says certified = False, but its statement is certifiable" in text, text
+
+
 @pytest.mark.parametrize("command", ["search", "cite"])
 def test_a_refutation_without_a_tightest_instance_is_replayed_from_its_counterexample(
         made: dict[str, dict[str, Any]], tmp_path: Path, command: str) -> None:
