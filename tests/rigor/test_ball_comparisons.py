@@ -599,3 +599,27 @@ def test_an_integer_valued_exponent_is_a_product_for_every_base(tier: str, x: fl
     want = Fraction(x) ** n
     assert Fraction(lo) <= want <= Fraction(hi) and hi - lo <= 1e-15 * abs(float(want)), \
         (x, n, form, ops.text(got))
+
+
+def test_without_python_flint_the_default_backend_is_mpmath_and_arb_by_name_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """python-flint is optional: without it the default tier falls back to mpmath.iv (as rigorous, slower), while
+    asking for arb by name says what to install; an unknown name lists the allowed ones."""
+    import sys
+
+    from attnbounds.theory.mathematics import intervals
+    from attnbounds.theory.mathematics.errors import InvalidArgument
+
+    intervals.backend.cache_clear()
+    monkeypatch.setitem(sys.modules, "flint", None)  # import flint raises ImportError
+    try:
+        assert intervals.backend(None).name == "mpmath"
+        with pytest.raises(InvalidArgument, match="pip install python-flint"):
+            intervals.backend("arb")
+        with pytest.raises(InvalidArgument, match="allowed: arb, mpmath"):
+            intervals.backend("mpfi")
+    finally:
+        intervals.backend.cache_clear()
+        monkeypatch.undo()
+        intervals.backend.cache_clear()
+    assert intervals.backend(None).name == "arb"
