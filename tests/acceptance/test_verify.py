@@ -82,6 +82,36 @@ def test_proved_needs_a_complete_replay():
     assert rec.verdict == "VERIFIED" and "FAILED to replay" in rec.reason
 
 
+@pytest.mark.parametrize("replay, cross_check, searched", [
+    ({}, 0.3, 0.3 * 7), ({}, 1.0, 7.0), ({"complete": False, "prose": 2}, 0.3, 7.0),
+    ({"ok": False, "complete": False}, 0.3, 7.0), (None, 0.3, 7.0)])
+def test_a_replayed_derivation_makes_the_search_a_cross_check(monkeypatch, replay, cross_check, searched):
+    """Only a derivation that replays completely shrinks the search to the share ``cross_check`` of the budget; the
+    relaxation prover's work is bought by the whole budget either way, and the record says what the search had."""
+    from attnbounds.theory.running import evidence
+
+    seen: dict[str, float] = {}
+    inner = scripted([])
+
+    def search(st, *, budget_s, **kw):
+        seen["search"] = budget_s
+        return inner(st, budget_s=budget_s, **kw)
+
+    real = evidence._relaxation
+    monkeypatch.setattr(evidence, "_relaxation", lambda st, budget_s: (seen.update(prover=budget_s), real(st, 0.1))[1])
+    rec = verify_statement(registry.get("lemma2[sharp]"), budget_s=7.0, search=search, cross_check=cross_check,
+                           prover=no_proof if replay is None else prover(**replay))
+    assert seen == {"search": pytest.approx(searched), "prover": 7.0}
+    assert rec.data["search"]["budget_s"] == pytest.approx(searched)
+    assert ("cross-check" in rec.reason) == (searched < 7.0), rec.reason
+
+
+@pytest.mark.parametrize("share", [0, -0.5, 1.5, float("nan"), True, "0.3"])
+def test_a_cross_check_share_outside_0_1_is_refused(share):
+    with pytest.raises(AttnBoundsError, match="share of the budget in \\(0, 1\\]"):
+        verify(["lemma1"], cross_check=share, search=scripted([]), prover=no_proof, progress=False)
+
+
 def test_proof_contradicted_by_a_certified_counterexample_is_an_error():
     st = registry.get("corollary3[spectral]")
     rec = verify_statement(st, search=scripted([_violation()]), prover=prover())

@@ -239,6 +239,21 @@ def test_the_exact_tier_roots_only_numbers_not_below_zero(x: Any) -> None:
         assert sp.simplify(sp.sympify(ops.sqrt(x)) - sp.sqrt(v)) == 0, x
 
 
+@pytest.mark.parametrize("x", [-1, Fraction(-1, 2**1100), 0, sp.log(6) - sp.log(2) - sp.log(3),
+                               Fraction(1, 2**1100), sp.sqrt(2) - sp.Rational(14142, 10000), 4])
+def test_the_exact_tier_takes_logarithms_only_of_numbers_above_zero(x: Any) -> None:
+    """``ExactOps.log`` is the exact logarithm of a number > 0 and refuses one <= 0: below 0, exactly 0, and a 0
+    only sympy recognises (log 6 - log 2 - log 3), where sympy's log would give ``zoo``, a value no tier has."""
+    from attnbounds.theory.mathematics.exact import sign_of
+
+    ops, v = ExactOps(), sp.sympify(x)
+    if sign_of(v)[0] != 1:
+        with pytest.raises(Unsupported, match="not positive"):
+            ops.log(x)
+    else:
+        assert sp.simplify(sp.sympify(ops.log(x)) - sp.log(v)) == 0, x
+
+
 #: closed numbers whose sign no precision of sign_of's (up to 65536 bits) shows: e^-100000 is 2^-144270
 TINY_E = sp.exp(-100000)
 CANCELLING = [(1 - 1 / (1 + TINY_E), 1),                              # = e^-100000/(1 + e^-100000) > 0
@@ -260,10 +275,11 @@ def test_a_cancellation_no_precision_resolves_is_decided_over_one_denominator(va
 def test_the_exact_tier_refuses_a_comparison_it_cannot_decide() -> None:
     """``log(1 + e^-100000) > 0`` shows at no precision and over no denominator: ``positive``, ``negative`` and
     ``nonnegative`` raise (callers read "not positive" of an exact number as "<= 0"), never answer False."""
-    from attnbounds.theory.mathematics.exact import sign_of
+    from attnbounds.theory.mathematics.exact import PRECISIONS, sign_of
 
     value = sp.log(1 + TINY_E)
-    assert sign_of(value)[0] is None
+    sign, method = sign_of(value)
+    assert sign is None and f"up to {max(PRECISIONS)} bits: the sign stayed unknown" in method, method  # the ceiling
     ops = ExactOps()
     for decide in (ops.positive, ops.negative, ops.nonnegative):
         with pytest.raises(Unsupported):

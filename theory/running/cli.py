@@ -101,9 +101,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from attnbounds.theory.deciding import parallel
     from attnbounds.theory.io import atomic
     from attnbounds.theory.io import records as rec
+    from attnbounds.theory.deciding.search.budget import check_share
     from attnbounds.theory.running.verify import check_arguments, verify
 
     check_arguments(args.budget, args.seed)
+    check_share(args.cross_check, "--cross-check")
     parallel.parse(args.scheduler)  # a bad scheduler is refused before anything runs
     if args.json is not None:  # refuse an unusable output path now, not after the search
         atomic.check_target(args.json, "--json")
@@ -112,7 +114,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     readings = len(args.ids) if args.ids else len(user.statements) if user is not None else len(_registry_ids())
     records = verify(args.ids or None, budget_s=args.budget, seed=args.seed, progress=not args.quiet,
                      statements=None if user is None else user.statements,
-                     scheduler=default_scheduler(args.scheduler, readings))
+                     scheduler=default_scheduler(args.scheduler, readings), cross_check=args.cross_check)
     _stop_if_interrupted()
     if args.json is not None:
         rec.save_records(args.json, records)
@@ -400,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ids", nargs="*", help="only these ids")
     p.add_argument("--short", action="store_true", help="one line per reading")
     p.set_defaults(func=cmd_list)
-    from attnbounds.theory.deciding.search.budget import CEILING, CEILING_GRACE_S, MAX_BUDGET_S
+    from attnbounds.theory.deciding.search.budget import CEILING, CEILING_GRACE_S, CROSS_CHECK_SHARE, MAX_BUDGET_S
     from attnbounds.theory.running.verify import DEFAULT_BUDGET_S
 
     def common(p: argparse.ArgumentParser, when: str = "") -> None:
@@ -426,6 +428,10 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--json", metavar="PATH", help="write the records, a JSON array, to PATH (atomically; a regular "
                    "file or a new path, symlinks followed; checked before the search)")
+    p.add_argument("--cross-check", type=float, default=CROSS_CHECK_SHARE, metavar="F",
+                   help=f"share of the budget (0 < F <= 1, default {CROSS_CHECK_SHARE:g}) searched on a reading whose "
+                        "derivation in proofs/ replays completely: its verdict is the proof's and the search a "
+                        "cross-check (a certified counterexample would be an ERROR); 1 searches it with the whole budget")
     p.set_defaults(func=cmd_verify)
     p = _parser(sub, "search", "run the counterexample search on one reading, or replay a record's counterexample",
                 "Run the search on one reading and show what each method tried and found; with --replay, re-certify "

@@ -43,7 +43,8 @@ FLOAT_CLEAR = 1e-9
 class Reading:
     """One reading being decided: its statement and record, the search's budget and seed, the search, how many
     candidates are certified, the runner of its pieces, the torch function a declared log F must agree with
-    (:class:`~attnbounds.theory.mathematics.callables.Confirmer`), and the wall-clock deadline its searches share."""
+    (:class:`~attnbounds.theory.mathematics.callables.Confirmer`), the wall-clock deadline its searches share, and
+    the budget the relaxation prover's work is bought by (the search's when None)."""
 
     st: Statement
     record: RecordBuilder
@@ -54,6 +55,7 @@ class Reading:
     runner: Runner
     confirm: Confirmer | None
     deadline: float
+    prover_budget_s: float | None = None
 
     def run(self, *, budget_s: float, seed: int, interior: bool = False) -> SearchResult:
         """The search on this reading."""
@@ -103,7 +105,7 @@ def gather(r: Reading, res: SearchResult, proved_by: str | None, notes: list[str
         if best_cert.status == "violated":
             summaries.append(candidate_part(len(cands), best_cert))
             chosen = (len(cands), res.best, best_cert)
-    relaxed = _relaxation(st, r.budget_s)  # PROVED for every L, or a counterexample the search missed
+    relaxed = _relaxation(st, r.budget_s if r.prover_budget_s is None else r.prover_budget_s)  # PROVED for every L, or a counterexample the search missed
     record.relaxation = relaxed.to_json()
     if chosen is None and relaxed.status == "refuted" and relaxed.counterexample is not None:
         chosen = _relaxation_counterexample(r, relaxed.counterexample, len(summaries))

@@ -3,8 +3,9 @@
 For each statement (:func:`verify_statement`), in three stages:
 
 1. orchestration (here): a closed claim is decided exactly; otherwise the derivation in ``proofs/`` (when one
-   exists) is replayed while the search runs; it counts only if it replays ``ok`` and ``complete`` (no prose step);
-   crashes become ERROR records;
+   exists) is replayed first (a fraction of a second); it counts only if it replays ``ok`` and ``complete`` (no prose
+   step), and then the search is a cross-check with :data:`~attnbounds.theory.deciding.search.budget.CROSS_CHECK_SHARE`
+   of the budget (``cross_check``; the relaxation prover keeps the whole budget); crashes become ERROR records;
 2. evidence (:mod:`attnbounds.theory.running.evidence`): the counterexample search
    (:class:`~attnbounds.theory.deciding.search.Search`, by default :func:`attnbounds.theory.deciding.search.search`)
    runs under the budget and seed; its candidates are certified in order
@@ -31,7 +32,7 @@ from typing import Any, Callable, Iterable
 from attnbounds.theory.deciding.parallel import Runner
 from attnbounds.theory.deciding.search import Search
 from attnbounds.theory.deciding.search.budget import DEFAULT_BUDGET_S as DEFAULT_BUDGET_S  # one default, re-exported
-from attnbounds.theory.deciding.search.budget import check_budget, deadline_s
+from attnbounds.theory.deciding.search.budget import CROSS_CHECK_SHARE, check_budget, check_share, deadline_s
 from attnbounds.theory.io.builder import RecordBuilder, Source, Timing
 from attnbounds.theory.io.records import Record, Records
 from attnbounds.theory.mathematics.callables import Confirmer, LogFRefused, judged_by_callable
@@ -76,20 +77,24 @@ def default_prover(statement_id: str) -> tuple[str, Any] | None:
 def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0, source: Source = "paper",
                      search: Search | None = None, prover: ProverFn | None = None,
                      max_candidates: int = MAX_CANDIDATES, min_tried: int = MIN_TRIED,
-                     runner: Runner | None = None, scheduler: str | None = None) -> Record:
+                     runner: Runner | None = None, scheduler: str | None = None,
+                     cross_check: float = CROSS_CHECK_SHARE) -> Record:
     """The record of one statement (module docstring). Crashes become ERROR records, never silence.
 
     ``runner`` (:mod:`attnbounds.theory.deciding.parallel`, in-process by default) runs the independent pieces: the proof
     replay (overlapping the search), the default search's pieces, the tightest instance's certificate
     (overlapping the search for an interior counterexample) and the limit analysis' growths; the record does
-    not depend on it. ``scheduler``: the name :func:`verify` ran it under, written to ``timing``."""
+    not depend on it. ``scheduler``: the name :func:`verify` ran it under, written to ``timing``. ``cross_check``: the
+    share of ``budget_s`` the search gets when the derivation replays completely (module docstring)."""
     start = time.perf_counter()
     timing: Timing = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if scheduler is not None:
         timing["scheduler"] = scheduler
     record = RecordBuilder.start(st, source, budget_s, seed, timing)
+    check_share(cross_check)
     decide = functools.partial(_decide, budget_s=budget_s, seed=seed, search=search, prover=prover or default_prover,
-                               max_candidates=max_candidates, min_tried=min_tried, runner=runner or Runner())
+                               max_candidates=max_candidates, min_tried=min_tried, runner=runner or Runner(),
+                               cross_check=cross_check)
     with blas_threads(1):  # certificates' linear algebra too (see memory.blas_threads)
         verdict, reason, record = _verdict(st, record, decide, source, budget_s, seed)
     timing["wall_s"] = time.perf_counter() - start
@@ -155,29 +160,29 @@ def derivation_part(prover: ProverFn, statement_id: str) -> tuple[dict[str, Any]
 
 def _decide(st: Statement, record: RecordBuilder, *, budget_s: float, seed: int,
             search: Search | None, prover: ProverFn, max_candidates: int, min_tried: int,
-            runner: Runner, confirm: Confirmer | None) -> tuple[Verdict, str]:
+            runner: Runner, confirm: Confirmer | None, cross_check: float) -> tuple[Verdict, str]:
     """The verdict and reason of a statement that is not a closed claim (module docstring), ``record`` filled in:
-    the derivation's replay (overlapping the search), the evidence (:mod:`attnbounds.theory.running.evidence`), the
-    ladder (:mod:`attnbounds.theory.running.ladder`). ``confirm``: the torch function a declared normaliser's verdicts
-    must hold for (it raises :class:`~attnbounds.theory.mathematics.callables.LogFRefused` on the instances searched,
+    the derivation's replay, the evidence (:mod:`attnbounds.theory.running.evidence`; the search gets the share
+    ``cross_check`` of the budget when the derivation replays completely), the ladder
+    (:mod:`attnbounds.theory.running.ladder`). ``confirm``: the torch function a declared normaliser's verdicts must
+    hold for (it raises :class:`~attnbounds.theory.mathematics.callables.LogFRefused` on the instances searched,
     before anything is certified)."""
-    replaying = runner.start(derivation_part, [st.id], shared=prover, label=f"proof {st.id}")
-
-    def proof() -> tuple[str | None, list[str]]:
-        record.proof, proved_by, notes, record.timing["proof_s"] = replaying.results()[0]
-        return proved_by, notes
-
+    record.proof, proved_by, notes, record.timing["proof_s"] = derivation_part(prover, st.id)
+    search_s = budget_s
+    if proved_by is not None and cross_check < 1:
+        search_s = budget_s * cross_check
+        record.search["budget_s"] = search_s
+        notes.append(f"the derivation replays, so the search was a cross-check with {cross_check:g} of the budget "
+                     f"{budget_s:g} s (the relaxation prover had all of it)")
     # the default search runs its pieces on a cluster's runner too; a reading's searches share one ceiling
-    reading = evidence.Reading(st, record, budget_s, seed, search or default_search(), max_candidates, runner, confirm,
-                               deadline=time.time() + deadline_s(budget_s))
+    reading = evidence.Reading(st, record, search_s, seed, search or default_search(), max_candidates, runner, confirm,
+                               deadline=time.time() + deadline_s(search_s), prover_budget_s=budget_s)
     try:
         res = evidence.searched(reading)
     except AttnBoundsError as exc:  # the statement asks for something no instance family provides
-        proved_by, _ = proof()
         verdict: Verdict = "PROVED" if proved_by is not None else "UNDECIDED"
         return verdict, (f"the search could not run on this statement: {exc}"
                          + (f"; derivation {proved_by} replays completely" if proved_by else ""))
-    proved_by, notes = proof()
     return ladder(evidence.gather(reading, res, proved_by, notes), min_tried)
 
 
@@ -195,11 +200,13 @@ READINGS_AS_TASKS = 8
 
 def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0, progress: bool = True,
            statements: Iterable[Statement] | None = None, search: Search | None = None,
-           prover: ProverFn | None = None, scheduler: str | None = None) -> Records:
+           prover: ProverFn | None = None, scheduler: str | None = None,
+           cross_check: float = CROSS_CHECK_SHARE) -> Records:
     """Records for the readings ``ids`` (default: every registered reading) plus ``statements`` (a user's own).
 
     ``search`` and ``prover`` default to :func:`attnbounds.theory.deciding.search.search` and ``proofs``; they can be
     replaced (tests, other searches: a :class:`~attnbounds.theory.deciding.search.Search`). Unknown ids and bad budgets raise before anything runs.
+    ``cross_check``: the share of the budget a reading's search gets when its derivation replays completely.
 
     ``scheduler`` (:mod:`attnbounds.theory.deciding.parallel`: ``none``, ``processes:N``, ``tcp://HOST:PORT``; default
     ``$ATTNBOUNDS_SCHEDULER`` or ``none``): with at least as many readings as workers (or
@@ -212,6 +219,7 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
     from attnbounds.theory.mathematics import registry
 
     check_arguments(budget_s, seed)
+    check_share(cross_check)
     extra = list(statements or [])
     user_ids = {s.id for s in extra}
     if ids is None:
@@ -223,12 +231,12 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
     with parallel.runner(scheduler) as run:
         if run.workers > 1 and len(todo) >= min(run.workers, READINGS_AS_TASKS):
             order = sorted(range(len(todo)), key=lambda i: -_cost_rank(todo[i][0]))  # the costliest first: no long tail
-            tasks = [(todo[i][0], todo[i][1], budget_s, seed, search, prover, run.name) for i in order]
+            tasks = [(todo[i][0], todo[i][1], budget_s, seed, search, prover, run.name, cross_check) for i in order]
             done = run.map(_verify_task, tasks, label="verify", progress=progress)
             out = [done[order.index(i)] for i in range(len(todo))]
         else:
             out = _verify_here(todo, budget_s=budget_s, seed=seed, progress=progress, search=search, prover=prover,
-                               runner=run)
+                               runner=run, cross_check=cross_check)
     return Records(out)  # a list that Jupyter shows as the report
 
 
@@ -240,14 +248,14 @@ def _cost_rank(st: Statement) -> int:
     return max((COSTS[QUANTITIES[q].cost].rank for q in st.bindings.values()), default=0)
 
 
-def _verify_task(args: tuple[Statement, Source, float, int, Search | None, ProverFn | None, str]) -> Record:
-    st, source, budget_s, seed, search, prover, scheduler = args
+def _verify_task(args: tuple[Statement, Source, float, int, Search | None, ProverFn | None, str, float]) -> Record:
+    st, source, budget_s, seed, search, prover, scheduler, cross_check = args
     return verify_statement(st, budget_s=budget_s, seed=seed, source=source, search=search, prover=prover,
-                            scheduler=scheduler)
+                            scheduler=scheduler, cross_check=cross_check)
 
 
 def _verify_here(todo: list[tuple[Statement, Source]], *, budget_s: float, seed: int, progress: bool,
-                 search: Search | None, prover: ProverFn | None, runner: Runner) -> list[Record]:
+                 search: Search | None, prover: ProverFn | None, runner: Runner, cross_check: float) -> list[Record]:
     """The readings one after another, here; the pieces of each (:func:`verify_statement`) run on ``runner``."""
     out = []
     bar = None
@@ -262,7 +270,7 @@ def _verify_here(todo: list[tuple[Statement, Source]], *, budget_s: float, seed:
             if bar is not None:
                 bar.set_postfix_str(printable(st.id, lines=False))
             out.append(verify_statement(st, budget_s=budget_s, seed=seed, source=source, search=search, prover=prover,
-                                        runner=runner, scheduler=runner.name))
+                                        runner=runner, scheduler=runner.name, cross_check=cross_check))
             if bar is not None:
                 bar.update(1)
     finally:

@@ -30,6 +30,10 @@ from attnbounds.theory.mathematics.statement import Statement
 
 #: per-reading budget (seconds) that keeps ``attnbounds verify`` over every reading under 10 minutes
 DEFAULT_BUDGET_S = 7.0
+#: the share of the budget a reading's search gets when its derivation replays completely: the verdict is then the
+#: proof's, and the search is a cross-check (a counterexample would be an internal contradiction, ERROR) and finds the
+#: tightest instance the record shows; ``attnbounds verify --cross-check 1`` searches such readings with the whole budget
+CROSS_CHECK_SHARE = 0.3
 #: the wall-clock ceiling of a search: planned work not started by ``CEILING * budget_s + CEILING_GRACE_S`` seconds
 #: after the search began is skipped and counted as cut (the plan, not the clock, decides the work otherwise). The
 #: grace covers the fixed costs that dominate small budgets (first calls of generated kernels, torch's warm-up)
@@ -59,6 +63,12 @@ def check_budget(budget_s: object, name: str = "budget") -> None:
     if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not 0 < budget_s <= MAX_BUDGET_S:
         raise InvalidArgument(f"{name} must be a number of seconds in (0, {MAX_BUDGET_S:g}] (at most a day per "
                               f"reading), got {budget_s!r}")
+
+
+def check_share(share: object, name: str = "cross_check") -> None:
+    """Refuse (InvalidArgument) a share of the budget that is not a number in (0, 1]."""
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+        raise InvalidArgument(f"{name} must be a share of the budget in (0, 1] (1: the whole budget), got {share!r}")
 
 
 def reach(rates: Cost, budget_s: float) -> int:
