@@ -73,6 +73,23 @@ def test_float_false_alarm_at_an_equality_case_is_not_a_refutation():
     assert rec.data["tightness"]["equality"] is True
 
 
+@pytest.mark.parametrize("expr, logits, T, equality", [
+    ("alpha_max >= 1/2", [0.0, 0.0], 1.0, True),                  # exactly 0 in arb
+    ("J_spectral <= 1/(2*T)", [0.0, 0.0], 1.0, True),             # 1/2 = 1/2: an enclosure around 0, undecided
+    ("alpha_max <= 1", [0.0, -3.0], 0.01, False),                 # 1 - alpha_max = e^-300 / (1 + e^-300) > 0, exactly
+    ("J_frobenius <= 1/(2*T)", [29.116214014398796, 29.116214014398796, 0.0, -29.116214014398796],
+     0.0006649947500516409, False)])                              # a margin of order e^-43786, decided exactly
+def test_the_tightest_instance_is_an_equality_only_where_its_margin_may_be_zero(expr, logits, T, equality):
+    """``tightness.equality``: lhs / rhs is 1 in float64 at all four, but a margin the exact tier decides is nonzero,
+    however far below float64, is a supremum approached there, not attained (it once said equality to 1e-12)."""
+    from attnbounds.theory.running import api
+
+    st = api.statement(expr, hypotheses=["softmax"], id="tight").statements[0]
+    inst = Instance.from_logits(np.array([logits]), nm.softmax(T))
+    rec = verify_statement(st, search=scripted([], best=inst, ratio=1.0), prover=no_proof, source="user")
+    assert rec.data["tightness"]["equality"] is equality, rec.data["tightness"]["certificate"]
+
+
 def test_proved_needs_a_complete_replay():
     st = registry.get("lemma2[sharp]")  # a derivation, and no relaxation (the slopes of every F)
     assert verify_statement(st, search=scripted([]), prover=prover()).verdict == "PROVED"

@@ -439,12 +439,16 @@ def _tightness(res: SearchResult, cert: Certificate | None) -> TightnessPart:
 
 
 def _attains(ratio: float, cert: Certificate) -> bool:
-    """Whether the tightest instance attains the bound: lhs/rhs is 1 to float precision and the certified
-    margin is 0 to 1e-12 of the sides' scale (a degenerate instance where both sides vanish is not an
-    equality case: its ratio is not 1)."""
+    """Whether the tightest instance attains the bound: lhs/rhs is 1 to float precision and the certified margin
+    may be 0: exactly 0 (both exact endpoints ``0``), or an enclosure around 0 that nothing decided. A margin whose
+    sign was decided (the exact tier's sign of a nonzero margin, or an enclosure clear of 0), however small, as
+    e^-43786 at a supremum approached but not attained, is no equality; nor is a degenerate instance where both
+    sides vanish (its ratio is not 1)."""
     if not (math.isfinite(ratio) and abs(ratio - 1.0) <= 1e-9) or cert.statistical:
         return False
-    return cert.margin_lo <= 0.0 <= cert.margin_hi or max(abs(cert.margin_lo), abs(cert.margin_hi)) <= 1e-12 * cert.scale
+    if cert.margin_lo_text == "0" == cert.margin_hi_text:
+        return True
+    return cert.backend != "exact" and cert.margin_lo <= 0.0 <= cert.margin_hi
 
 
 def _finite_or_none(x: float | None) -> float | None:
