@@ -29,7 +29,7 @@ from hypothesis import strategies as hs
 from attnbounds.theory.deciding import prover
 from attnbounds.theory.deciding.prover import _candidates, _counts, _instance, _same, _violating
 from attnbounds.theory.deciding.prover.bnb import Node
-from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
+from attnbounds.theory.deciding.prover.problem import Coordinate, Problem, t_sym
 from attnbounds.theory.deciding.prover.program import compile_program
 from attnbounds.theory.deciding.prover.relax import relax
 from attnbounds.theory.running import api
@@ -126,6 +126,33 @@ def test_a_point_is_realised_before_certification_exactly_when_both_float_margin
                 assert got.L == inst.L and np.array_equal(got.alpha, inst.alpha), (problem.pattern, values)
             seen.add((relaxed < 0, negative))
     assert {(True, True), (False, False)} <= seen, seen  # points of both kinds were tried
+
+
+@pytest.mark.parametrize("expr, fixed", [("alpha_max <= 1/2", {"a": 2.0, "T": 1.0}),
+                                         ("alpha_max*L <= 3", {"a": 1.0, "T": 1.0}),
+                                         ("alpha_i*L >= exp(-2)", {"a": 1.0, "T": 1.0})])
+def test_a_point_at_the_shortest_length_is_realised_with_its_distinguished_tokens_alone(
+        expr: str, fixed: dict[str, float]) -> None:
+    """At ``t = 1/k``, k the distinguished tokens of a problem, the instance is those k tokens and no other (no token
+    is left for the other tokens' distribution, whatever its masses): L = k, the roles' logits. A realisation that
+    gave up there could not hand over a counterexample that exists only at the shortest length."""
+    st = api.statement(expr, hypotheses=["softmax", "logits-bounded"], fixed=fixed, id="realise.short").statements[0]
+    rel = relax(st)
+    rng = np.random.default_rng(1)
+    tried = 0
+    for problem in rel.problems:
+        info = problem.realisation
+        k = len(info["roles"])
+        if info.get("reference") is not None or info["weights_model"] or info["N"] is not None or k == 0:
+            continue
+        for _ in range(5):
+            values = {s: float(rng.uniform(max(c.lo, -3.0), min(c.hi, 3.0)))
+                      for s, c in zip(problem.symbols, problem.coordinates)}
+            values[t_sym] = 1.0 / k
+            inst = _instance(problem, rel, values)
+            assert inst is not None and inst.L == k, (problem.pattern, values)
+            tried += 1
+    assert tried, "no problem of this statement realises its roles alone"
 
 
 @pytest.fixture(scope="module")
