@@ -134,3 +134,55 @@ def test_class_ball_contains_the_dense_tokens_float_value(name: str) -> None:
                 f"{name}: {what} value {f!r} lies outside the class ball {ops.text(b)} ({label})")
             checked += 1
     assert checked > 0, f"{name}: no class instance could be checked"
+
+
+@pytest.mark.parametrize("counts, logits, T", [([1, 1], [0.3, 0.3], 1.0), ([1, 1], [0.0, 0.0], 1.0),
+                                               ([2, 1], [0.5, -1.0], 0.25), ([1, 1, 1], [2.0, 2.0, -1.0], 1.0),
+                                               ([3], [0.7], 1.0), ([1, 2, 1], [1.0, 1.0, 0.2], 0.5),
+                                               ([1, 0, 1], [-0.4, 9.0, -0.4], 2.0)])
+def test_the_spectral_norm_at_a_tied_largest_weight_is_exact(counts: list[int], logits: list[float], T: float) -> None:
+    """softmax with the largest weight t held by two tokens: ``||J||_2 = t / T`` (J = A / T, 0 <= A <= t I, and
+    e_i - e_j is an eigenvector of eigenvalue t). The exact tier gives that number (a float eigenvalue enclosure
+    never decides the equality case of Corollary 3), in agreement with the dense tokens' float norm; so the strict
+    bound ``J_spectral < 1/(2T)`` is certified violated at two equal logits, and the non-strict one holds there."""
+    from attnbounds.theory.deciding.certify import certify
+    from attnbounds.theory.mathematics.exact import ExactOps
+    from attnbounds.theory.running import api
+
+    inst = Instance.from_logits(np.array([logits]), nm.softmax(T), counts=[counts])
+    ops = ExactOps()
+    with ops.precision(128):
+        value = ball_value("J_spectral", balls.ball_instance(inst, ops))
+    want = float(_float("J_spectral", inst.expand())[0])
+    t = float(inst.alpha[0][np.array(counts) > 0].max())
+    assert abs(ops._to_float(value) - t / T) <= 1e-12 * t / T and abs(want - t / T) <= 1e-12 * t / T, (value, want)
+    if counts == [1, 1]:
+        for expr, status in (("J_spectral < 1/(2*T)", "violated"), ("J_spectral <= 1/(2*T)", "holds")):
+            st = api.statement(expr, hypotheses=["softmax"], id="tied").statements[0]
+            cert = certify(st, inst)
+            assert cert.status == status and cert.margin_lo == 0.0 == cert.margin_hi, (expr, cert)
+
+
+@pytest.mark.parametrize("normaliser, logits, counts", [(nm.exp_poly(0.1, 1.0), [5.0, 5.0, 3.0], [1, 1, 1]),
+                                                        (nm.softmax(1.0), [1.0, 0.0], [1, 1]),
+                                                        (nm.softmax(1.0), [0.0, 1.0, 1.0], [2, 1, 0]),
+                                                        (nm.softmax(0.5), [1.0, 0.0], [1, 3])])
+def test_the_exact_spectral_norm_is_the_tied_top_only_where_that_is_the_norm(normaliser: Any, logits: list[float],
+                                                                            counts: list[int]) -> None:
+    """Where ``|g| t`` is not ``||J||_2`` the exact tier must give the norm or nothing (Unsupported): exp(l - b l^2)
+    at its peak l = 1/(2b), whose two tied top tokens have slope (log F)' = 0 (so ``|g| t = 0``) while a third token
+    of slope 0.4 and weight 0.3 makes the norm positive; and softmax with one token alone at the top, whose norm is
+    the secular equation's root below ``t``."""
+    from attnbounds.theory.mathematics.exact import ExactOps
+    from attnbounds.theory.mathematics.intervals import Unsupported
+
+    inst = Instance.from_logits(np.array([logits]), normaliser, counts=[counts])
+    want = float(_float("J_spectral", inst.expand())[0])
+    assert want > 0.05
+    ops = ExactOps()
+    try:
+        with ops.precision(128):
+            value = ball_value("J_spectral", balls.ball_instance(inst, ops))
+    except Unsupported:
+        return
+    assert abs(ops._to_float(value) - want) <= 1e-12 * want, (value, want)

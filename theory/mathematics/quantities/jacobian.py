@@ -189,10 +189,41 @@ def _token_entries(ex: BallInstance) -> tuple[np.ndarray, np.ndarray]:
     return D, C
 
 
+def _exactly_zero(ops: Any, v: Any) -> bool:
+    """Whether the ball ``v`` is certainly the number 0 (a point, and not positive in absolute value); False when
+    that cannot be decided."""
+    try:
+        return bool(ops.exact(v)) and not ops.positive(ops.abs(v))
+    except Unsupported:
+        return False
+
+
+def _tied_top(ex: BallInstance, p: np.ndarray, F_: np.ndarray, dF: np.ndarray, S: Any) -> Any:
+    """``||J||_2 = |g| t`` exactly where ``(log F)' = g`` is one number on every token and the largest weight ``t``
+    is held by two tokens (a column of two or more, or two columns of certainly equal weight): then
+    ``J = g A``, ``0 <= A = diag(alpha) - alpha alpha^T <= diag(alpha) <= t I`` and ``e_i - e_j`` is an
+    eigenvector of eigenvalue ``t``. The equality case of Corollary 3's spectral bound (two equal logits) is an
+    exact number there, not a float eigenvalue enclosure; None when any of it is not certain."""
+    ops = ex.ops
+    if len(p) == 0 or not all(_exactly_zero(ops, dF[k] * F_[p[0]] - dF[p[0]] * F_[k]) for k in p[1:]):
+        return None  # (log F)' = dF / F is not certainly the same on every column
+    try:  # the column certainly at least as heavy as every other (none when the balls leave it open)
+        top = next((k for k in p if all(ops.nonnegative(F_[k] - F_[j]) for j in p)), None)
+    except Unsupported:
+        return None
+    if top is None:
+        return None
+    tied = ex.counts[top] >= 2 or any(k != top and _exactly_zero(ops, F_[k] - F_[top]) for k in p)
+    return ops.abs(dF[top] / S) if tied else None
+
+
 @J_spectral.ball_form
 def _j_spec_ball(ex: BallInstance) -> BallValue:
     F_, dF, S = _F_parts(ex)
     ops, p = ex.ops, np.flatnonzero(ex.present)
+    tied = _tied_top(ex, p, F_, dF, S)
+    if tied is not None:
+        return tied
     m = [ex.counts[k] for k in p]
     root = np.array([[ops.sqrt(ops.num(m[i] * m[j])) for j in range(len(p))] for i in range(len(p))], dtype=object)
     red = -(root * (F_[p][:, None] * dF[p][None, :])) / (S * S)
