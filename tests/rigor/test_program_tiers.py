@@ -330,3 +330,15 @@ def test_fractional_powers_are_enclosed_in_every_tier(tier: str, e: sp.Rational)
             for x in (lo, (lo + hi) / 2, hi):
                 exact = mpmath.mpf(x) ** (mpmath.mpf(e.p) / e.q)
                 assert mpmath.mpf(a) <= exact <= mpmath.mpf(z), (tier, e, lo, hi, x, a, z)
+
+
+@pytest.mark.parametrize("lo, hi", [(0.0, np.inf), (-np.inf, 0.0), (-np.inf, np.inf), (np.nan, 1.0)])
+def test_arb_says_nothing_on_a_box_it_cannot_hold_and_mpmath_encloses_it(lo: float, hi: float) -> None:
+    """arb balls cannot hold an unbounded (or NaN) side: on such a box the arb tier gives the whole line (sound, and
+    nothing to close a box with; the prover's bounded-box test sends it to ``mpmath.iv``), and ``mpmath.iv`` encloses
+    exp(-x) on the half-line [0, inf] as [0, 1]."""
+    program = compile_program([sp.exp(-_x)], [_x])
+    assert run_rigorous(program, [lo], [hi], "arb") == [(-np.inf, np.inf)]
+    if lo == 0.0:
+        (a, z), = run_rigorous(program, [lo], [hi], "mpmath.iv")
+        assert a == 0.0 and z == 1.0

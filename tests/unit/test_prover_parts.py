@@ -298,3 +298,21 @@ def test_a_total_whose_token_part_reads_a_parameter_is_declined(body: sp.Expr) -
     function of the token: the others' distribution is not captured by finitely many averages, so it is declined."""
     with pytest.raises(Declined, match="does not split"):
         _moments([body], _FEATURES)
+
+
+_b = sp.Symbol("b", real=True)
+
+
+@pytest.mark.parametrize("expr, sign", [(_b - 1, -1), (_b - 2, -1), (_b + 1, 1), (_b, 1), (_b - sp.Rational(1, 2), 0),
+                                        (sp.gamma(_b + 1) - 1, 0), (sp.Symbol("z", real=True), 0)])
+def test_absolute_values_are_resolved_only_where_the_sign_is_certain_on_the_box(expr: sp.Expr, sign: int) -> None:
+    """``refine_abs`` writes ``|x|`` as ``x`` or ``-x`` only where rigorous arithmetic shows the sign of ``x`` on the
+    whole box (b in [0, 1]): not where ``x`` changes sign, reads a symbol outside the box, or has no interval form
+    (gamma: the evaluation raises, which says nothing about the sign), and records each replacement it makes."""
+    from attnbounds.theory.deciding.prover.problem import Coordinate
+    from attnbounds.theory.deciding.prover.relax import refine_abs
+
+    signs: list[tuple[sp.Expr, int]] = []
+    got = refine_abs(sp.Abs(expr), [Coordinate(_b, 0.0, 1.0, "parameter", "b")], signs)
+    assert got == (expr if sign > 0 else -expr if sign < 0 else sp.Abs(expr)), got
+    assert signs == ([(expr, sign)] if sign else []), signs
