@@ -123,6 +123,29 @@ def test_a_replayed_derivation_makes_the_search_a_cross_check(monkeypatch, repla
     assert ("cross-check" in rec.reason) == (searched < 7.0), rec.reason
 
 
+@pytest.mark.parametrize("cross_check", [0.3, 1.0])
+def test_a_certified_counterexample_makes_the_relaxation_prover_a_cross_check(monkeypatch, cross_check):
+    """Once the search's counterexample is certified the verdict is REFUTED whatever the prover finds (a proof would be
+    an internal contradiction, ERROR), so the prover gets the share ``cross_check`` of the budget, and the reason
+    says so; the search keeps the whole budget (it found the counterexample)."""
+    from attnbounds.theory.running import evidence
+
+    seen: dict[str, float] = {}
+    inner = scripted([_violation()])
+
+    def search(st, *, budget_s, **kw):
+        seen.setdefault("search", budget_s)
+        return inner(st, budget_s=budget_s, **kw)
+
+    real = evidence._relaxation
+    monkeypatch.setattr(evidence, "_relaxation", lambda st, budget_s: (seen.update(prover=budget_s), real(st, 0.1))[1])
+    rec = verify_statement(registry.get("corollary3[spectral]"), budget_s=7.0, search=search, prover=no_proof,
+                           cross_check=cross_check)
+    assert rec.verdict == "REFUTED", rec.reason
+    assert seen == {"search": 7.0, "prover": pytest.approx(7.0 * cross_check)}
+    assert ("relaxation prover was a cross-check" in rec.reason) == (cross_check < 1), rec.reason
+
+
 @pytest.mark.parametrize("share", [0, -0.5, 1.5, float("nan"), True, "0.3"])
 def test_a_cross_check_share_outside_0_1_is_refused(share):
     with pytest.raises(AttnBoundsError, match="share of the budget in \\(0, 1\\]"):

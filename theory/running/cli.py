@@ -429,9 +429,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", help="write the records, a JSON array, to PATH (atomically; a regular "
                    "file or a new path, symlinks followed; checked before the search)")
     p.add_argument("--cross-check", type=float, default=CROSS_CHECK_SHARE, metavar="F",
-                   help=f"share of the budget (0 < F <= 1, default {CROSS_CHECK_SHARE:g}) searched on a reading whose "
-                        "derivation in proofs/ replays completely: its verdict is the proof's and the search a "
-                        "cross-check (a certified counterexample would be an ERROR); 1 searches it with the whole budget")
+                   help=f"share of the budget (0 < F <= 1, default {CROSS_CHECK_SHARE:g}) of what only cross-checks a "
+                        "verdict: the search of a reading whose derivation in proofs/ replays completely (its verdict "
+                        "is the proof's), and the relaxation prover once a counterexample is certified (either "
+                        "contradicting the verdict would be an ERROR); 1 gives them the whole budget")
     p.set_defaults(func=cmd_verify)
     p = _parser(sub, "search", "run the counterexample search on one reading, or replay a record's counterexample",
                 "Run the search on one reading and show what each method tried and found; with --replay, re-certify "

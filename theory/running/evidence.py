@@ -43,8 +43,9 @@ FLOAT_CLEAR = 1e-9
 class Reading:
     """One reading being decided: its statement and record, the search's budget and seed, the search, how many
     candidates are certified, the runner of its pieces, the torch function a declared log F must agree with
-    (:class:`~attnbounds.theory.mathematics.callables.Confirmer`), the wall-clock deadline its searches share, and
-    the budget the relaxation prover's work is bought by (the search's when None)."""
+    (:class:`~attnbounds.theory.mathematics.callables.Confirmer`), the wall-clock deadline its searches share, the
+    budget the relaxation prover's work is bought by (the search's when None), and the share of it the prover gets
+    as a cross-check once a counterexample is certified."""
 
     st: Statement
     record: RecordBuilder
@@ -56,6 +57,7 @@ class Reading:
     confirm: Confirmer | None
     deadline: float
     prover_budget_s: float | None = None
+    cross_check: float = 1.0
 
     def run(self, *, budget_s: float, seed: int, interior: bool = False) -> SearchResult:
         """The search on this reading."""
@@ -105,7 +107,12 @@ def gather(r: Reading, res: SearchResult, proved_by: str | None, notes: list[str
         if best_cert.status == "violated":
             summaries.append(candidate_part(len(cands), best_cert))
             chosen = (len(cands), res.best, best_cert)
-    relaxed = _relaxation(st, r.budget_s if r.prover_budget_s is None else r.prover_budget_s)  # PROVED for every L, or a counterexample the search missed
+    prover_s = r.budget_s if r.prover_budget_s is None else r.prover_budget_s
+    checking = chosen is not None and r.cross_check < 1  # refuted already: a proof would be a contradiction (ERROR)
+    relaxed = _relaxation(st, prover_s * r.cross_check if checking else prover_s)  # PROVED for every L, or a
+    if checking and relaxed.status != "declined":                                  # counterexample the search missed
+        notes.append(f"a counterexample was certified, so the relaxation prover was a cross-check with "
+                     f"{r.cross_check:g} of the budget")
     record.relaxation = relaxed.to_json()
     if chosen is None and relaxed.status == "refuted" and relaxed.counterexample is not None:
         chosen = _relaxation_counterexample(r, relaxed.counterexample, len(summaries))

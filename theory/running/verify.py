@@ -5,7 +5,8 @@ For each statement (:func:`verify_statement`), in three stages:
 1. orchestration (here): a closed claim is decided exactly; otherwise the derivation in ``proofs/`` (when one
    exists) is replayed first (a fraction of a second); it counts only if it replays ``ok`` and ``complete`` (no prose
    step), and then the search is a cross-check with :data:`~attnbounds.theory.deciding.search.budget.CROSS_CHECK_SHARE`
-   of the budget (``cross_check``; the relaxation prover keeps the whole budget); crashes become ERROR records;
+   of the budget (``cross_check``; the relaxation prover keeps the whole budget), as the relaxation prover is once
+   a counterexample is certified; crashes become ERROR records;
 2. evidence (:mod:`attnbounds.theory.running.evidence`): the counterexample search
    (:class:`~attnbounds.theory.deciding.search.Search`, by default :func:`attnbounds.theory.deciding.search.search`)
    runs under the budget and seed; its candidates are certified in order
@@ -176,7 +177,8 @@ def _decide(st: Statement, record: RecordBuilder, *, budget_s: float, seed: int,
                      f"{budget_s:g} s (the relaxation prover had all of it)")
     # the default search runs its pieces on a cluster's runner too; a reading's searches share one ceiling
     reading = evidence.Reading(st, record, search_s, seed, search or default_search(), max_candidates, runner, confirm,
-                               deadline=time.time() + deadline_s(search_s), prover_budget_s=budget_s)
+                               deadline=time.time() + deadline_s(search_s), prover_budget_s=budget_s,
+                               cross_check=cross_check)
     try:
         res = evidence.searched(reading)
     except AttnBoundsError as exc:  # the statement asks for something no instance family provides

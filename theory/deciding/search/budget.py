@@ -30,9 +30,10 @@ from attnbounds.theory.mathematics.statement import Statement
 
 #: per-reading budget (seconds) that keeps ``attnbounds verify`` over every reading under 10 minutes
 DEFAULT_BUDGET_S = 7.0
-#: the share of the budget a reading's search gets when its derivation replays completely: the verdict is then the
-#: proof's, and the search is a cross-check (a counterexample would be an internal contradiction, ERROR) and finds the
-#: tightest instance the record shows; ``attnbounds verify --cross-check 1`` searches such readings with the whole budget
+#: the share of the budget a reading's search gets when its derivation replays completely (the verdict is then the
+#: proof's, and the search a cross-check that also finds the tightest instance the record shows), and the relaxation
+#: prover once a counterexample is certified (either contradicting the verdict is an internal contradiction, ERROR);
+#: ``attnbounds verify --cross-check 1`` gives both the whole budget
 CROSS_CHECK_SHARE = 0.3
 #: the wall-clock ceiling of a search: planned work not started by ``CEILING * budget_s + CEILING_GRACE_S`` seconds
 #: after the search began is skipped and counted as cut (the plan, not the clock, decides the work otherwise). The
