@@ -75,7 +75,8 @@ def test_float_false_alarm_at_an_equality_case_is_not_a_refutation():
 
 @pytest.mark.parametrize("expr, logits, T, equality", [
     ("alpha_max >= 1/2", [0.0, 0.0], 1.0, True),                  # exactly 0 in arb
-    ("J_spectral <= 1/(2*T)", [0.0, 0.0], 1.0, True),             # 1/2 = 1/2: an enclosure around 0, undecided
+    ("J_spectral <= 1/(2*T)", [0.0, 0.0], 1.0, True),             # |g| t = 1/2 at a tied top: exactly 0
+    ("alpha_max <= 1/17", [1.0] * 17, 1.0, True),  # e / (17 e) in arb; 17 columns, beyond the exact tier: undecided
     ("alpha_max <= 1", [0.0, -3.0], 0.01, False),                 # 1 - alpha_max = e^-300 / (1 + e^-300) > 0, exactly
     ("J_frobenius <= 1/(2*T)", [29.116214014398796, 29.116214014398796, 0.0, -29.116214014398796],
      0.0006649947500516409, False)])                              # a margin of order e^-43786, decided exactly

@@ -52,12 +52,18 @@ def test_a_strict_bound_at_its_equality_case_is_open_and_says_so() -> None:
     tiny = certify(_statement("alpha_max < 1/2 + exp(-1000)"), tie)
     assert tiny.status == "holds" and tiny.backend == "exact" and not tiny.strict, (tiny.status, tiny.notes)
     assert certify(_statement("alpha_max < 1/2 - exp(-1000)"), tie).status == "violated"
-    # the spectral norm's ball form needs a range (Gershgorin): no exact value, the equality case stays open
-    open_ = certify(_statement("J_spectral < 1/2"), tie)
+    # the spectral norm at a tied largest weight is |g| t = 1/2 exactly (the exact tier): decided both ways
+    assert certify(_statement("J_spectral < 1/2"), tie).status == "violated"
+    assert certify(_statement("J_spectral <= 1/2"), tie).status == "holds"
+    # more columns than the exact tier expands: the balls straddle 0 (e / (K e) is not exactly 1/K in arb) and the
+    # equality case stays open, flagged strict where a margin of exactly 0 would refute it
+    K = EXACT_MAX_COLUMNS + 1
+    many = Instance.from_logits(np.ones((1, K)), nm.softmax(1.0))
+    open_ = certify(_statement(f"alpha_max < 1/{K}"), many)
     assert open_.status == "inconclusive" and open_.strict, (open_.status, open_.notes)
     assert any("a strict inequality is false if it is exactly 0" in n for n in open_.notes), open_.notes
     # the same tie of a non-strict bound holds if the margin is exactly 0: its notes do not say it fails there
-    weak = certify(_statement("J_spectral <= 1/2"), tie)
+    weak = certify(_statement(f"alpha_max <= 1/{K}"), many)
     assert weak.status == "inconclusive" and not weak.strict, (weak.status, weak.notes)
     assert any("contains 0" in n for n in weak.notes) and not any("strict" in n for n in weak.notes), weak.notes
     violated = certify(_statement("alpha_max < 1/4"), tie)

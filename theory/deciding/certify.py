@@ -353,8 +353,8 @@ def _exact(st: Statement, one: Instance, defaulted: frozenset[str], bits: int
     if one.K > EXACT_MAX_COLUMNS or one.x is not None or one.q is not None or one.k is not None:
         return None
     exact = ExactOps()
-    try:
-        with exact.precision(bits):
+    try:  # every value here is an exact sympy number: a float flag sympy raises inside numpy's object loops
+        with exact.precision(bits), np.errstate(all="ignore"):  # (e^43786 sized as a float) says nothing about it
             ex = balls.ball_instance(one, exact)
             for name in defaulted:
                 ex.params[name] = ball_value(st.defaults[name], ex)
