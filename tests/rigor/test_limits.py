@@ -112,3 +112,21 @@ def test_every_quantity_its_specification_marks_closed_form_is_analysed_along_gr
     results = limits.analyse(statement, inst, violated=False)
     built = [r.status.startswith("holds") or r.detail == "sympy found no limit of the margin" for r in results]
     assert results and all(built), [(r.status, r.detail) for r in results]
+
+
+def test_the_symbolic_tier_reads_float_ends_of_constants_and_refuses_those_of_expressions_in_L() -> None:
+    """A constant along a growth (held as a symbol, its value an arb ball) has float ends, the arb ball's; a value
+    that depends on ``t`` has none (Unsupported). Ops' generic ends compared a double with the symbol in Python, a
+    sympy Relational, and every limit analysis that asked (self-adjusting softmax's largest logit) ended in
+    'TypeError: cannot determine truth value of Relational'."""
+    from attnbounds.theory.mathematics.intervals import Unsupported, backend
+    from attnbounds.theory.mathematics.symbolic import SymbolicOps, Work, t
+
+    ops, arb = SymbolicOps(Work(10_000)), backend("arb")
+    with ops.precision(128), arb.precision(128):
+        c = ops.const(arb.num(1) / arb.num(3))
+        assert (ops.lower_float(c), ops.upper_float(c)) == (arb.lower_float(c_ball := arb.num(1) / arb.num(3)),
+                                                            arb.upper_float(c_ball))
+        assert ops.lower_float(c) <= 1 / 3 <= ops.upper_float(c)
+        with pytest.raises(Unsupported):
+            ops.upper_float(c + t)

@@ -193,6 +193,13 @@ class SymbolicOps(Ops):
     def _to_float(self, b: Any) -> float:
         return self.arb._to_float(self._need(b))
 
+    # (Ops' own compare a double with the value in Python: a constant held as a symbol makes that a sympy Relational)
+    def lower_float(self, b: Any) -> float:
+        return self.arb.lower_float(self._need(b))
+
+    def upper_float(self, b: Any) -> float:
+        return self.arb.upper_float(self._need(b))
+
     def mid_rad(self, b: Any) -> tuple[float, float]:
         return self.arb.mid_rad(self._need(b))
 
