@@ -82,11 +82,12 @@ def verify_statement(st: Statement, *, budget_s: float = DEFAULT_BUDGET_S, seed:
                      cross_check: float = CROSS_CHECK_SHARE) -> Record:
     """The record of one statement (module docstring). Crashes become ERROR records, never silence.
 
-    ``runner`` (:mod:`attnbounds.theory.deciding.parallel`, in-process by default) runs the independent pieces: the proof
-    replay (overlapping the search), the default search's pieces, the tightest instance's certificate
-    (overlapping the search for an interior counterexample) and the limit analysis' growths; the record does
-    not depend on it. ``scheduler``: the name :func:`verify` ran it under, written to ``timing``. ``cross_check``: the
-    share of ``budget_s`` the search gets when the derivation replays completely (module docstring)."""
+    ``runner`` (:mod:`attnbounds.theory.deciding.parallel`, in-process by default) runs the independent pieces: the
+    default search's pieces, the tightest instance's certificate (overlapping the search for an interior
+    counterexample) and the limit analysis' growths (the proof replays first, here: the search's budget depends on
+    it); the record does not depend on it. ``scheduler``: the name :func:`verify` ran it under, written to
+    ``timing``. ``cross_check``: the share of ``budget_s`` the search gets when the derivation replays completely,
+    and the relaxation prover once a counterexample is certified (module docstring)."""
     start = time.perf_counter()
     timing: Timing = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if scheduler is not None:
@@ -208,7 +209,8 @@ def verify(ids: Iterable[str] | None = None, *, budget_s: float = DEFAULT_BUDGET
 
     ``search`` and ``prover`` default to :func:`attnbounds.theory.deciding.search.search` and ``proofs``; they can be
     replaced (tests, other searches: a :class:`~attnbounds.theory.deciding.search.Search`). Unknown ids and bad budgets raise before anything runs.
-    ``cross_check``: the share of the budget a reading's search gets when its derivation replays completely.
+    ``cross_check``: the share of the budget a reading's search gets when its derivation replays completely, and its
+    relaxation prover once a counterexample is certified.
 
     ``scheduler`` (:mod:`attnbounds.theory.deciding.parallel`: ``none``, ``processes:N``, ``tcp://HOST:PORT``; default
     ``$ATTNBOUNDS_SCHEDULER`` or ``none``): with at least as many readings as workers (or
