@@ -110,6 +110,7 @@ def test_certain_signs_hold_on_the_whole_ball(tier: str, mid: float, rad: float)
     assert ops.negative(b) == (hi < 0), (ops.text(b), lo, hi)
     assert ops.nonnegative(b) == (lo >= 0), (ops.text(b), lo, hi)
     assert ops.nonnegative(-b) == (hi <= 0), (ops.text(b), lo, hi)
+    assert ops.certainly_zero(b) == (lo == hi == 0), (ops.text(b), lo, hi)
     # the primitives are consistent with each other on every ball
     assert not (ops.positive(b) and ops.negative(b))
     assert not ops.positive(b) or ops.nonnegative(b)
@@ -285,6 +286,12 @@ def test_the_exact_tier_refuses_a_comparison_it_cannot_decide() -> None:
         with pytest.raises(Unsupported):
             decide(value)
     assert ops.positive(sp.Integer(2)) and ops.negative(-sp.sqrt(2)) and ops.nonnegative(sp.Integer(0))
+    # "certainly the number 0": an exact 0 (also one written as an identity), never a number only below every
+    # precision, nor an undecidable one (raises, as the comparisons do)
+    assert ops.certainly_zero(sp.Integer(0)) and ops.certainly_zero(sp.log(sp.E) - 1)
+    assert not ops.certainly_zero(sp.sqrt(2) / 4 - sp.Rational(1, 3)) and not ops.certainly_zero(TINY_E)
+    with pytest.raises(Unsupported):
+        ops.certainly_zero(value)
 
 
 def test_a_strict_bound_at_a_margin_below_every_precision_is_never_certified_violated() -> None:

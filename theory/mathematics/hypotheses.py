@@ -257,7 +257,7 @@ def _simplex_ball(ex: BallInstance, defaulted: frozenset[str] = frozenset()) -> 
     n = ex.inst.normaliser
     if ex.weights.startswith("recomputed") and n is not None and not n.normalising:  # e.g. sigmoid attention
         total = ex.weighted_total(ex.alpha) - ops.num(1)
-        if ops.exact(total) and not ops.positive(ops.abs(total)):
+        if ops.certainly_zero(total):
             return True
         return False if (ops.positive(total) or ops.negative(total)) else None
     # F / sum F with F = exp(log F) > 0 or relu >= 0 from the logits, or given weights (validated >= 0)
@@ -279,7 +279,7 @@ def _logits_qk_ball(ex: BallInstance, defaulted: frozenset[str] = frozenset()) -
         gap = products[t] - ex.logits[t]
         if ops.positive(gap) or ops.negative(gap):
             return False
-        if not (ops.exact(gap) and not ops.positive(ops.abs(gap))):
+        if not ops.certainly_zero(gap):
             status = None
     return status
 

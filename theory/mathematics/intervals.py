@@ -114,6 +114,10 @@ class Ops:
     def exact(self, b: Any) -> bool:
         raise NotImplementedError
 
+    def certainly_zero(self, b: Any) -> bool:
+        """``b`` is the exact number 0: an exact ball (radius 0) that is not certainly away from 0."""
+        return bool(self.exact(b)) and not self.positive(self.abs(b))
+
     def lower_float(self, b: Any) -> float:
         """A double <= every point of ``b`` (rounded outward)."""
         lo = self.lower(b)
@@ -586,7 +590,7 @@ class BallEvaluator:
             def decide(g: Any) -> bool | None:
                 if ops.positive(g) or (not strict and ops.nonnegative(g)):
                     return True
-                if ops.negative(g) or (strict and ops.exact(g) and not ops.positive(ops.abs(g))):
+                if ops.negative(g) or (strict and ops.certainly_zero(g)):
                     return False
                 return None
 

@@ -127,7 +127,7 @@ class SelfAdjustingSoftmax(SimplexMap):
         hi = ops.max2(ops.maximum(held), zero)
         D = hi - lo
         if not ops.positive(D):
-            if ops.exact(D) and not ops.positive(ops.abs(D)):
+            if ops.certainly_zero(D):
                 return np.array([zero] * len(logits), dtype=object)  # every logit 0: 0 / 0 defined as 0
             raise Unsupported("self-adjusting softmax: whether some logit is non-zero is not decided")
         factor = ops.map(lambda v: (v - lo) / D, logits)

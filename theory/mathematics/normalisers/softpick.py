@@ -142,7 +142,7 @@ class Softpick(Normaliser):
                 u = scale * _expm1(ops, v / T)
                 numerators.append(zero)
                 sizes.append(-u)
-            elif ops.exact(v) and not ops.positive(ops.abs(v)):  # x = 0: e^0 - 1 = 0
+            elif ops.certainly_zero(v):  # x = 0: e^0 - 1 = 0
                 numerators.append(zero)
                 sizes.append(zero)
             else:  # a moved logit whose sign is not decided

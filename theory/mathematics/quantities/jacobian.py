@@ -190,10 +190,9 @@ def _token_entries(ex: BallInstance) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _exactly_zero(ops: Any, v: Any) -> bool:
-    """Whether the ball ``v`` is certainly the number 0 (a point, and not positive in absolute value); False when
-    that cannot be decided."""
+    """:meth:`Ops.certainly_zero`, False where a tier cannot decide it."""
     try:
-        return bool(ops.exact(v)) and not ops.positive(ops.abs(v))
+        return ops.certainly_zero(v)
     except Unsupported:
         return False
 
