@@ -174,3 +174,22 @@ def test_the_record_lists_the_open_ends_of_each_problem() -> None:
     st = _statement("alpha_max + alpha_min > 1/L", {})
     problems = prover.prove(st, work=prover.work_for(1.0)).to_json()["problems"]
     assert all("t = 0 (L -> oo)" in p["faces_as_limits"] for p in problems), problems
+
+
+def test_the_two_ends_of_a_concave_coordinate_mark_the_open_one_whichever_side_it_is() -> None:
+    """``bnb._ends`` fixes a concave coordinate at each end of the box; the child at an end no instance reaches
+    (:meth:`Problem.open_end`) is at the limit (a strict bound needs only ``core >= 0`` there), the other not. alpha_max's
+    share on a box from 1/4 up to 1 with t <= 1/2: its upper end 1 is open (another token remains), its lower end is
+    inside the range; from 0 up to 3/4: the lower end 0 is open (a softmax weight is never 0), the upper end inside."""
+    problem = _weights_problem("alpha_max < 1", {})
+    t = next(d for d, c in enumerate(problem.coordinates) if c.kind == "length")
+    b = next(d for d, c in enumerate(problem.coordinates) if c.kind == "role")
+    P = bnb.Programs(problem)
+    for b_lo, b_hi, opened in ((0.25, 1.0, 1), (0.0, 0.75, -1), (0.25, 0.75, 0)):
+        lo, hi = np.array([c.lo for c in problem.coordinates]), np.array([c.hi for c in problem.coordinates])
+        lo[b], hi[b], hi[t] = b_lo, b_hi, 0.5
+        assert [problem.open_end(b, side, lo, hi) for side in (-1, 1)] == [opened == -1, opened == 1]
+        node = bnb.Node(lo.copy(), hi.copy(), lo.copy(), hi.copy())
+        children = bnb._ends(P, (), node, b)
+        assert [(float(c.lo[b]), float(c.hi[b])) for c in children] == [(b_lo, b_lo), (b_hi, b_hi)]
+        assert [c.at_limit for c in children] == [opened == -1, opened == 1], (b_lo, b_hi)

@@ -38,6 +38,10 @@ log_F = "log(2 + sigmoid(l/T))"
 [[normaliser]]
 name = "dsig"
 log_F = "log(2 - sigmoid(l/T))"
+
+[[normaliser]]
+name = "gauss"
+log_F = "-(l/T)**2"
 """
 BUDGET = 2.0
 nu_sym = sp.Symbol("nu", positive=True)
@@ -134,6 +138,35 @@ def test_a_realised_instance_has_the_point_s_length_and_selection_and_its_relaxe
                 assert float(ev.margin_lo[0]) - 1e-9 <= relaxed <= float(ev.margin_hi[0]) + 1e-9, (values, relaxed)
                 checked += 1
         assert checked
+
+
+def test_without_a_threshold_a_feasible_point_has_its_selected_tokens_heaviest() -> None:
+    """A log F that is not monotone in the logit (``-(l/T)^2``) has no threshold: the selected atoms are constrained
+    to be at least as heavy as every other atom. At a feasible point with one atom on each side (masses 1, so the
+    counts are exact), the instance realised has the point's L and N, and its top-N mass, taken from its own weights,
+    gives the relaxed margin; a point with a selected atom lighter than the other is infeasible."""
+    with _statement("abar_N >= N/L", "gauss") as st:
+        rel = relax(st)
+        rng = np.random.default_rng(3)
+        checked = refused = 0
+        for problem in rel.problems:
+            assert not any(c.symbol.name == "theta" for c in problem.coordinates)
+            for _ in range(200):
+                L = int(rng.integers(2, 40))
+                N = int(rng.integers(1, L))
+                values = {c.symbol: 1.0 if c.symbol.name in ("w_0", "v_0") else rng.uniform(c.lo, c.hi)
+                          for c in problem.coordinates}
+                values.update({t_sym: 1.0 / L, nu_sym: N / L})
+                if not all(float(con.xreplace(values)) >= 0 for con in problem.constraints):
+                    refused += 1
+                    continue
+                inst = _instance(problem, rel, values)
+                assert inst is not None and (inst.L, inst.N) == (L, N), values
+                relaxed = float(problem.margin.xreplace({s: sp.Float(v, 30) for s, v in values.items()}))
+                ev = st.evaluate(inst)
+                assert float(ev.margin_lo[0]) - 1e-9 <= relaxed <= float(ev.margin_hi[0]) + 1e-9, (values, relaxed)
+                checked += 1
+        assert checked and refused  # both sides drawn
 
 
 @pytest.mark.parametrize("relation", ["alpha_i <= abar_N", "alpha_max <= abar_N"])

@@ -131,6 +131,28 @@ def test_each_row_of_a_batch_takes_the_sphere_expectation_in_its_own_dimension()
         assert batch[b] == pytest.approx(want, abs=0.05) and alone == pytest.approx(want, abs=0.05), (b, batch, alone)
 
 
+@pytest.mark.parametrize("L, delta, feasible", [(1, 5.0, True), (2, 1.9, True), (2, 2.0, False), (2, 2.5, False),
+                                                (3, 1.7, True), (3, 2.0, False)])
+def test_sphere_expectations_exist_only_where_the_separation_is_feasible(L: int, delta: float, feasible: bool) -> None:
+    """Assumption 2 on the sphere of radius M = 1: two points are more than delta apart only for delta < 2 (three:
+    delta < sqrt(3)); one point is always feasible. Beyond that the conditioned law does not exist, and the ball
+    forms of E[N_s]/N refuse rather than enclose the expectation of nothing."""
+    from attnbounds.theory.mathematics.intervals import Unsupported, backend
+    from attnbounds.theory.mathematics.quantities import ball_value
+
+    weights = [[1.0 / L] * L]
+    inst = Instance.from_weights(weights, N=1, M=1.0, delta=delta, r=0.5, dim=3.0, mc_draws=64, seed=5)
+    ops = backend("arb")
+    for name in ("E_Ns_full", "E_Ns_relaxed"):
+        with ops.precision(128):
+            if feasible:
+                ball = ball_value(name, balls.ball_instance(inst, ops))
+                assert 0.0 <= ops.upper_float(ball) and ops.lower_float(ball) <= 1.0, (name, ops.text(ball))
+            else:
+                with pytest.raises(Unsupported, match="infeasible"):
+                    ball_value(name, balls.ball_instance(inst, ops))
+
+
 @pytest.mark.parametrize("dim", [2, 3, 16])
 def test_sphere_expectations_at_a_structural_tie_enclose_the_exact_value(dim: int) -> None:
     """Weights ``[1, 0]``, the first token selected, ``r = M``: the context is ``x_1`` and the other token lies at

@@ -123,6 +123,19 @@ def test_a_core_concave_but_not_affine_in_a_coordinate_is_closed_through_its_end
     assert not convex.concave(problem.symbols, box_lo, box_hi, [0])[2]
 
 
+def test_a_coordinate_the_core_is_affine_in_is_concave_also_where_no_second_derivative_is_enclosed() -> None:
+    """Affine in w (its second derivative in w is identically 0): the least value on every box is at an end of w,
+    also across a kink (|x|), where no second derivative is enclosed and affinity is all the face can read; x (read
+    through the kink and a square) and t (not read) are not affine coordinates."""
+    face = bnb.Programs(_problem(w * sp.Abs(x) + (1 - w) * x**2)).face(())
+    syms = [c.symbol for c in COORDS]
+    assert [face.affine(d, syms) for d in range(3)] == [False, False, True]
+    box_lo, box_hi = np.array([0.1, -1.0, 0.0]), np.array([0.2, 1.0, 1.0])
+    assert face.concave(syms, box_lo, box_hi, [0]) == [False, False, True]
+    curved = bnb.Programs(_problem(w**2 * sp.Abs(x) + (1 - w) * x**2)).face(())
+    assert not any(curved.concave(syms, box_lo, box_hi, [0]))
+
+
 def test_a_root_against_a_nonnegative_rest_is_squared_away_with_the_same_sign() -> None:
     from attnbounds.theory.deciding.prover.relax import rationalise_root
 

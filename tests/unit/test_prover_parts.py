@@ -282,6 +282,9 @@ _T, _A = sp.symbols("T a", positive=True)
     ([_G * _LOGIT * sp.exp(_LAM) / _T + 2 * sp.exp(_LAM)], [_G * _LOGIT * sp.exp(_LAM), sp.exp(_LAM)]),  # every feature
     ([_G**2 * sp.exp(_LAM), 5 * _G**2 * sp.exp(_LAM), _A], [_G**2 * sp.exp(_LAM)]),  # one moment, said once
     ([1 + _G * sp.exp(_LAM) + _LOGIT], [_G * sp.exp(_LAM), _LOGIT]),  # a constant term before the token's terms
+    ([(_A + _G) * sp.exp(_LAM)], [_G * sp.exp(_LAM), sp.exp(_LAM)]),  # a product over a sum: distributed first
+    # roots of features kept apart: sqrt(g) sqrt(l) is not sqrt(g l) where both are negative
+    ([sp.sqrt(_G) * sp.sqrt(_LOGIT) * sp.exp(_LAM)], [sp.sqrt(_G) * sp.sqrt(_LOGIT) * sp.exp(_LAM)]),
 ])
 def test_a_total_splits_into_constants_times_functions_of_the_token(bodies: list[sp.Expr],
                                                                       moments: list[sp.Expr]) -> None:
@@ -290,6 +293,11 @@ def test_a_total_splits_into_constants_times_functions_of_the_token(bodies: list
     function is one moment of the others' distribution."""
     found = _moments(bodies, _FEATURES)
     assert len(found) == len(moments) and all(any(sp.simplify(f - m) == 0 for f in found) for m in moments), found
+    # each moment is the function as the body has it, at a point where every feature is negative too
+    point = {_LAM: sp.Rational(-1, 3), _G: sp.Rational(-2, 5), _LOGIT: sp.Rational(-7, 4)}
+    for m in moments:
+        want = complex(m.xreplace(point).evalf(30))
+        assert any(abs(complex(f.xreplace(point).evalf(30)) - want) <= 1e-20 for f in found), (m, found)
 
 
 @pytest.mark.parametrize("body", [sp.exp(_A * _LAM), sp.log(_T + _G), (_LOGIT + _A) ** sp.Rational(1, 2)])

@@ -347,6 +347,15 @@ class _Arb(_Rigorous):
             f_hi = math.nextafter(f_hi, _INF)
         return f_lo, f_hi
 
+    def _squash(self, code: str, e: Any) -> Any:
+        """``sigmoid(e)`` or ``softplus(e)`` at an exact point, through ``exp`` of a number <= 0 (``exp(1e308)`` is
+        no arb ball; ``exp(-1e308)`` is a tiny one)."""
+        if e <= 0:
+            t = e.exp()
+            return t / (1 + t) if code == "sigmoid" else (1 + t).log()
+        t = (-e).exp()
+        return 1 / (1 + t) if code == "sigmoid" else e + (1 + t).log()
+
     def apply(self, code: str, args: list[Any], payload: Any) -> Any:
         a = args[0]
         if code == "add":
@@ -376,10 +385,15 @@ class _Arb(_Rigorous):
             return a.min(args[1])
         if code == "max":
             return a.max(args[1])
-        if code == "sigmoid":
-            return (1 / (1 + (-a).exp())).intersection(self.arb(0).union(self.arb(1)))
-        if code == "softplus":
-            return (1 + a.exp()).log()
+        if code in ("sigmoid", "softplus"):
+            # increasing: the hull of the values at the two ends (arb's own arithmetic on a wide ball loses the sign:
+            # exp(-a) on [-50, 3] dips below 0 by its rounding, 1 + exp(-a) then holds 0 and the result is NaN),
+            # clipped to the function's range (the hull, a midpoint and a radius, dips below 0 by its rounding)
+            if not a.is_finite():
+                return self.arb("nan")
+            ends = [self._squash(code, e) for e in (a.lower(), a.upper())]
+            hull = ends[0].union(ends[1])
+            return hull.intersection(self.arb(0).union(self.arb(1))) if code == "sigmoid" else hull.nonnegative_part()
         if code in ("step", "sign"):
             below = 0 if code == "step" else -1
             if a > 0:

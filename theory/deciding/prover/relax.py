@@ -535,7 +535,7 @@ def _moments(bodies: list[sp.Expr], token_symbols: set[sp.Symbol]) -> list[sp.Ex
     body does not split into constant times token function)."""
     found: list[sp.Expr] = []
     for body in bodies:
-        expanded = sp.expand(sp.powsimp(body, force=True), power_exp=True, mul=True, multinomial=True, log=False,
+        expanded = sp.expand(sp.powsimp(body), power_exp=True, mul=True, multinomial=True, log=False,
                              power_base=False, deep=False)
         for term in sp.Add.make_args(expanded):
             # exp(lam_x - lam_r) = exp(lam_x) exp(-lam_r): a token function times a constant
