@@ -175,3 +175,21 @@ def test_distinguished_tokens_with_the_selection_are_declined_with_the_reason(re
         result = prover.prove(st, work=prover.work_for(BUDGET))
     assert result.status == "declined"
     assert "distinguished tokens and the top-N selection together" in result.reason
+
+
+def test_every_F_with_the_selection_is_relaxed_through_log_F_differences() -> None:
+    """Every F at once (log F values as coordinates) with the top-N selection: the selected atoms are shifted with the
+    others when the relation is checked to read log F only through differences (abar_N, a ratio of totals, is free of
+    a common shift once exp(D + c) = exp(D) e^c cancels), so the statement is relaxed, not declined for reading log F
+    itself. ``abar_N <= 1`` is proved and replays; ``abar_N <= 0.99`` (false: one selected token of all the weight)
+    is never proved."""
+    from attnbounds.theory.running import api
+
+    def st(relation: str) -> Any:
+        return api.statement(relation, hypotheses=["F-positive", "top-N"], id="every-F").statements[0]
+
+    result = prover.prove(st("abar_N <= 1"), work=prover.work_for(BUDGET))
+    assert result.status == "proved", result.reason
+    ok, why = prover.replay(st("abar_N <= 1"), json.loads(json.dumps(result.to_json())))
+    assert ok, why
+    assert prover.prove(st("abar_N <= 0.99"), work=prover.work_for(BUDGET)).status != "proved"

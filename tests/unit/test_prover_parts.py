@@ -324,3 +324,14 @@ def test_absolute_values_are_resolved_only_where_the_sign_is_certain_on_the_box(
     got = refine_abs(sp.Abs(expr), [Coordinate(_b, 0.0, 1.0, "parameter", "b")], signs)
     assert got == (expr if sign > 0 else -expr if sign < 0 else sp.Abs(expr)), got
     assert signs == ([(expr, sign)] if sign else []), signs
+
+
+def test_a_common_shift_of_log_F_cancels_from_a_ratio_of_totals_and_not_from_log_F_itself() -> None:
+    """``relax._shift_free``: exp(D_x + c) / (exp(D_x + c) + exp(D_y + c)) is free of c once e^c cancels; exp(D_x + c)
+    alone, D_x + c and a sum exp(D_x + c) + 1 are not."""
+    from attnbounds.theory.deciding.prover.relax import _shift_free
+
+    c, x, y = sp.symbols("c D_x D_y", real=True)
+    ex, ey = sp.exp(x + c), sp.exp(y + c)
+    assert _shift_free(ex / (ex + ey), c) and _shift_free(x - y, c) and _shift_free(ex / ey - 1, c)
+    assert not _shift_free(ex, c) and not _shift_free(x + c, c) and not _shift_free(ex / (ex + 1), c)

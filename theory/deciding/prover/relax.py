@@ -69,10 +69,22 @@ def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], re
     c = sp.Symbol("_shift", real=True)
     shift = {tok.lam: tok.lam + c for tok in tokens}
     for expr in (margin, *constraints):
-        if expr.xreplace(shift).has(c):
+        if not _shift_free(expr.xreplace(shift), c):
             raise Declined("the relation reads log F itself, not only its differences")
     zero = {reference.lam: sp.Integer(0)}
     return margin.xreplace(zero), [con.xreplace(zero) for con in constraints]
+
+
+def _shift_free(expr: sp.Expr, c: sp.Symbol) -> bool:
+    """Whether ``expr`` is free of ``c`` as sympy writes it, or once ``exp(D + c)`` is ``exp(D) E`` and the rational
+    function in ``E = exp(c)`` is cancelled (a ratio of totals: ``E`` cancels between its numerator and denominator)."""
+    if not expr.has(c):
+        return True
+    E = sp.Dummy("E", positive=True)
+    split = sp.expand_power_exp(expr).xreplace({sp.exp(c): E})
+    if split.has(c):
+        return False
+    return not sp.cancel(sp.together(split)).has(E)
 
 
 def _propagate_orders(coords: list[Coordinate], constraints: list[sp.Expr]) -> list[Coordinate]:
@@ -871,7 +883,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     anchored: dict[str, Any] = {}
     if isinstance(b.model, LogFValues):
         margin, constraints, anchored = _anchor_problem(b, margin, constraints, owners, list(role_tokens.values()),
-                                                        atoms)
+                                                        [*atoms, *sel_atoms])
     core, stripped = strip_positive(margin)
     constraints = [strip_positive(con)[0] for con in constraints]
     L_lo, L_hi = space.boxes.get("L", (1.0, INF))
