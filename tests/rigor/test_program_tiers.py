@@ -348,3 +348,18 @@ def test_arb_says_nothing_on_a_box_it_cannot_hold_and_mpmath_encloses_it(lo: flo
     if lo == 0.0:
         (a, z), = run_rigorous(program, [lo], [hi], "mpmath.iv")
         assert a == 0.0 and z == 1.0
+
+
+@pytest.mark.parametrize("tier", ("float64",) + RIGOROUS)
+@pytest.mark.parametrize("value", [Fraction(10**400), Fraction(-(10**400)), Fraction(1, 10**400), Fraction(-3, 7)],
+                         ids=["above the doubles", "below the doubles", "under the doubles", "inexact"])
+def test_a_constant_beyond_the_doubles_is_enclosed_not_an_error(tier: str, value: Fraction) -> None:
+    """``x + c`` for a rational c past the largest double (10^400: a bound's 1e-300 squared and inverted), or below
+    the smallest: every tier encloses it (the float tier between the largest double and infinity), never raises."""
+    program = compile_program([_x + sp.Rational(value.numerator, value.denominator)], [_x])
+    if tier == "float64":
+        o_lo, o_hi = (float(v[0]) for v in run_float(program, np.array([[0.0]]), np.array([[0.0]]))[0])
+    else:
+        o_lo, o_hi = run_rigorous(program, [0.0], [0.0], tier)[0]
+    assert Fraction(o_lo) <= value if math.isfinite(o_lo) else o_lo < 0, (tier, o_lo)
+    assert value <= Fraction(o_hi) if math.isfinite(o_hi) else o_hi > 0, (tier, o_hi)

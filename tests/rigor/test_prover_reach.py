@@ -42,6 +42,30 @@ def test_false_bounds_over_every_F_are_not_proved(relation: str) -> None:
     assert prover.prove(st, work=prover.work_for(1.0)).status != "proved"
 
 
+@pytest.mark.parametrize("relation, ranges", [("alpha_max <= 1", {}), ("alpha_max*L >= 1", {}),
+                                             ("alpha_min*L <= 1", {})])
+def test_bounds_over_every_F_whose_denominator_vanishes_only_at_no_instance_are_proved(relation: str,
+                                                                                      ranges: dict) -> None:
+    """``alpha_max <= 1`` for every F: the core ``(1 - t) S / (t + (1 - t) S)`` (S the others' mean of
+    ``F / F_max``, in (0, 1]) has a denominator whose lower end on the box is 0 (t = 0 and S -> 0: no instance), but
+    that is ``t`` plus a part >= 0 on the box, so > 0 at every instance; the factors >= 0 of the numerator go too and
+    the core left is a constant. Proved and replayed."""
+    st = api.statement(relation, hypotheses=["F-positive"], id="every-F", ranges=ranges).statements[0]
+    result = prover.prove(st, work=prover.work_for(2.0))
+    assert result.status == "proved", result.reason
+    assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
+
+
+@pytest.mark.parametrize("relation", ["alpha_max <= 0.999", "alpha_max < 1", "alpha_min >= 1e-300",
+                                      "alpha_max*L >= 1.001"])
+def test_their_false_twins_over_every_F_are_never_proved(relation: str) -> None:
+    """False at L = 1 (alpha_max = 1), at one token far heavier than the rest, or at equal weights."""
+    st = api.statement(relation, hypotheses=["F-positive"], id="every-F").statements[0]
+    result = prover.prove(st, work=prover.work_for(2.0))
+    assert result.status != "proved"
+    assert "failed" not in result.reason, result.reason  # no internal error (a constant past the doubles, say)
+
+
 def test_an_F_property_the_log_F_values_do_not_keep_still_declines() -> None:
     """'weights on the simplex' allows zero weights, which no finite log-F value is: that reading stays declined."""
     st = api.statement("alpha_max >= 1/L", hypotheses=["simplex"], id="simplex").statements[0]

@@ -18,6 +18,7 @@ A box is closed only when a rigorous executor certifies it (:mod:`attnbounds.the
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Sequence
@@ -223,7 +224,11 @@ def _const_float(value: Fraction | str) -> tuple[float, float]:
     if isinstance(value, str):
         x = math.pi if value == "pi" else math.e
     else:
-        x = float(value)
+        try:
+            x = float(value)
+        except OverflowError:  # beyond the doubles: between the largest double and infinity
+            big = sys.float_info.max
+            return (big, _INF) if value > 0 else (-_INF, -big)
         if Fraction(x) == value:
             return x, x
     return math.nextafter(x, -_INF), math.nextafter(x, _INF)

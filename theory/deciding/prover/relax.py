@@ -41,7 +41,7 @@ from attnbounds.theory.mathematics.errors import AttnBoundsError
 from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin
 from attnbounds.theory.mathematics.symbolic import differentiate
-from attnbounds.theory.deciding.prover.problem import Coordinate, Problem, strip_positive, t_sym
+from attnbounds.theory.deciding.prover.problem import Coordinate, Problem, _positive_factor, strip_positive, t_sym
 from attnbounds.theory.deciding.prover.program import compile_program, run_rigorous
 from attnbounds.theory.deciding.prover.space import (INF, NO_LOGIT, NO_SLOPE, Declined, LogFValues, Space, Token,
                                                      TokenModel, exact_floats, t_scaled)
@@ -1100,15 +1100,28 @@ def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple
         else:
             keep.append(f)
     rest = sp.Mul(*keep)
-    if not gone or not rest.free_symbols:  # nothing of known sign, or nothing left to decide
+    if not gone:  # nothing of known sign
         return core, []
-    den_positive = (den.is_number and bool(den > 0)) or (den.free_symbols <= set(syms) and all(
-        low_end(f) > 0 for f in sp.Mul.make_args(den) if not (f.is_number and f > 0)))
+
+    def positive_at_instances(f: sp.Expr) -> bool:
+        """``f > 0`` at every point of the box an instance stands for: its lower end on the box is > 0, or it is
+        ``p + r`` with ``p`` a sum of terms positive wherever the space is open (``t``, ``exp``, ...) and ``r >= 0`` on
+        the box (``t + (1 - t) S``: 0 only at t = 0, no instance)."""
+        if f.is_number:
+            return bool(f > 0)
+        if low_end(f) > 0:
+            return True
+        pos = [a for a in sp.Add.make_args(f) if all(_positive_factor(x) for x in sp.Mul.make_args(a))]
+        return bool(pos) and len(pos) < len(sp.Add.make_args(f)) and low_end(f - sp.Add(*pos)) >= 0
+
+    den_positive = den.free_symbols <= set(syms) and all(positive_at_instances(f) for f in sp.Mul.make_args(den))
+    if not rest.free_symbols and not den_positive:  # nothing left to decide but the denominator's sign
+        return core, []
     out = rest if den_positive else rest / den
     if not _same_function(out * sp.Mul(*gone) / (den if den_positive else 1), core, coords):
         return core, []
     return out, [f"{f} ({'>= 0' if nonneg else '> 0'} on the box)" for f, nonneg in zip(gone, nonnegative)] + (
-        [f"1/({den}) (> 0 on the box)"] if den_positive and den != 1 else [])
+        [f"1/({den}) (> 0 at every instance of the box)"] if den_positive and den != 1 else [])
 
 
 def _same_function(a: sp.Expr, b: sp.Expr, coords: list[Coordinate], digits: int = 40) -> bool:
