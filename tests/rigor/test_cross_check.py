@@ -301,3 +301,19 @@ def test_xi_and_C_i_of_weights_far_below_1e_154_lie_in_their_balls(name: str, lo
         a = inst.alpha[0].tolist()
         others = [math.fsum(a[:i] + a[i + 1:]) for i in range(K)]
         assert _float(name, inst)[0].tolist() == pytest.approx(others, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["xi", "C_other"])
+@pytest.mark.parametrize("N", [1, 2, 3, 4, 5])
+def test_the_torch_forms_of_the_selected_tokens_spread_agree_at_every_selection_size(name: str, N: int) -> None:
+    """``C_i = sum over pairs of the other selected tokens alpha_j alpha_k`` is 0 with fewer than two others
+    (N <= 2) and not from N = 3 on; ``xi_i`` reads it. The torch form (which the search's gradient steers by) equals
+    the float form at every N from 1 to L, not only at the sizes the random draws happen to pick."""
+    from attnbounds.theory.mathematics.normalisers import softmax
+
+    logits = np.array([[0.3, -1.2, 2.0, 0.7, -0.4]])
+    inst = Instance.from_logits(logits, softmax(1.0), x=np.eye(5)[None], N=N, M=1.0, delta=0.1, r=1.0, dim=5,
+                                mc_draws=20)
+    assert _check_torch(name, inst) == N
+    if name == "C_other" and N >= 3:
+        assert np.all(_float(name, inst)[0][inst.mask[0]] > 0)

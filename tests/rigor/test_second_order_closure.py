@@ -130,6 +130,22 @@ def test_a_core_negative_near_its_critical_point_is_never_proved(core: sp.Expr) 
     assert outcome.status != "proved", outcome.reason
 
 
+def test_a_core_with_a_kink_at_its_critical_point_is_not_closed_to_second_order() -> None:
+    """``(x - 1/2)^2 - |x - 1/2| / 10^9``: 0 at x = 1/2, where sympy's slope ``2 (x - 1/2) - sign(x - 1/2) / 10^9``
+    is exactly 0 too, but negative for ``0 < |x - 1/2| < 10^-9``. A kink has no Hessian, so nothing certifies the
+    curvature there: the second-order closure must refuse the boxes around it (assuming the curvature proves this
+    false core), and the branch and bound never proves it."""
+    core = (x - HALF) ** 2 - sp.Abs(x - HALF) / 10**9 + _bowl(y - THIRD)
+    assert core.subs({x: HALF + sp.Rational(1, 10**10), y: THIRD}) < 0
+    problem = _problem(core)
+    face = bnb.Programs(problem).face(())
+    assert face.hessian(problem.symbols, [0]) is None
+    lo, hi = np.array([0.49, 0.33]), np.array([0.51, 0.34])
+    assert bnb._second_order(problem, face, (Fraction(1, 2), Fraction(1, 3)), lo, hi, False, [0]) != 1
+    outcome = bnb.branch_and_bound(problem, 10**7)
+    assert outcome.status != "proved", outcome.reason
+
+
 def test_an_equality_at_an_irrational_point_leaves_one_box_at_the_split_limit_and_says_where() -> None:
     """``exp(u) - 1 - u >= 0`` with ``u = x - pi/4``: no rational point holds the equality, so the boxes around
     ``pi/4`` shrink to the split limit and no closure takes the last one. The prover says so (stuck, and where), well
