@@ -146,6 +146,18 @@ def test_a_core_with_a_kink_at_its_critical_point_is_not_closed_to_second_order(
     assert outcome.status != "proved", outcome.reason
 
 
+@pytest.mark.parametrize("sign", [1, -1], ids=["concave root", "convex root"])
+def test_the_curvature_is_certified_only_from_a_finite_hessian_enclosure(sign: int) -> None:
+    """``+-sqrt(x + 1)`` on a box touching x = -1: its second derivative is unbounded there, so the Hessian's enclosure
+    is not finite and the curvature is not certified, whether the core is concave there (+: it must not be) or convex
+    (-: a sound refusal); the bowl's, bounded and positive definite, is."""
+    lo, hi = np.array([-1.0, 0.2]), np.array([-0.9, 0.4])
+    root = _problem(sign * sp.sqrt(x + 1) + _bowl(y - THIRD))
+    assert bnb._curvature(root, bnb.Programs(root).face(()), lo, hi, [0]) is False
+    bowl = _problem(_bowl(x - HALF) + _bowl(y - THIRD))
+    assert bnb._curvature(bowl, bnb.Programs(bowl).face(()), np.array([0.4, 0.3]), np.array([0.6, 0.4]), [0]) is True
+
+
 def test_an_equality_at_an_irrational_point_leaves_one_box_at_the_split_limit_and_says_where() -> None:
     """``exp(u) - 1 - u >= 0`` with ``u = x - pi/4``: no rational point holds the equality, so the boxes around
     ``pi/4`` shrink to the split limit and no closure takes the last one. The prover says so (stuck, and where), well
