@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import tomllib
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from attnbounds.theory.deciding.prover import _instance
 from attnbounds.theory.deciding.prover.relax import relax, t_sym
 from attnbounds.theory.io.userbounds import load_data
 from attnbounds.theory.mathematics.normalisers import constructors_added
+from attnbounds.theory.mathematics.instance import Instance
 
 #: log F increasing (bsig: F in (2, 3)) and decreasing (dsig: F in (1, 2)) in the logit
 NORMALISERS = """
@@ -181,15 +183,49 @@ def test_every_F_with_the_selection_is_relaxed_through_log_F_differences() -> No
     """Every F at once (log F values as coordinates) with the top-N selection: the selected atoms are shifted with the
     others when the relation is checked to read log F only through differences (abar_N, a ratio of totals, is free of
     a common shift once exp(D + c) = exp(D) e^c cancels), so the statement is relaxed, not declined for reading log F
-    itself. ``abar_N <= 1`` is proved and replays; ``abar_N <= 0.99`` (false: one selected token of all the weight)
-    is never proved."""
+    itself. ``abar_N <= 1`` and ``abar_N >= N/L`` are proved and replay; ``abar_N <= 0.99`` (false: one selected
+    token of all the weight), ``abar_N > N/L`` (false at equal F values) and ``abar_N < 1`` (false at N = L) never."""
     from attnbounds.theory.running import api
 
     def st(relation: str) -> Any:
         return api.statement(relation, hypotheses=["F-positive", "top-N"], id="every-F").statements[0]
 
-    result = prover.prove(st("abar_N <= 1"), work=prover.work_for(BUDGET))
-    assert result.status == "proved", result.reason
-    ok, why = prover.replay(st("abar_N <= 1"), json.loads(json.dumps(result.to_json())))
-    assert ok, why
-    assert prover.prove(st("abar_N <= 0.99"), work=prover.work_for(BUDGET)).status != "proved"
+    for relation in ("abar_N <= 1", "abar_N >= N/L"):
+        result = prover.prove(st(relation), work=prover.work_for(BUDGET))
+        assert result.status == "proved", (relation, result.reason)
+        ok, why = prover.replay(st(relation), json.loads(json.dumps(result.to_json())))
+        assert ok, why
+    for relation in ("abar_N <= 0.99", "abar_N > N/L", "abar_N < 1"):
+        assert prover.prove(st(relation), work=prover.work_for(BUDGET)).status != "proved", relation
+
+
+@pytest.mark.parametrize("relation", ["abar_N >= N/L", "abar_N <= 1", "abar_N*L >= 2*N - L"])
+def test_every_F_with_the_selection_holds_every_instance_at_a_point_with_its_margin(relation: str) -> None:
+    """The every-F relaxation with the selection anchors log F at the least selected token's: the selected atoms'
+    ``D >= 0``, the others' ``D <= 0``. An instance of two selected classes and two others (softmax, so log F is the
+    logit; any F has such log-F values) is the point with those differences, masses count / N and count / (L - N),
+    t = 1/L, nu = N/L: inside the box, every constraint satisfied, and the relaxed margin is the instance's."""
+    from attnbounds.theory.mathematics.normalisers import softmax
+    from attnbounds.theory.running import api
+
+    st = api.statement(relation, hypotheses=["F-positive", "top-N"], id="every-F").statements[0]
+    problems = relax(st).problems
+    assert problems
+    rng = np.random.default_rng(5)
+    for problem, _ in itertools.product(problems, range(20)):
+        coords = {c.symbol.name: c for c in problem.coordinates}
+        sel = np.sort(rng.normal(0.0, 3.0, 2))[::-1] + 1.0
+        oth = np.minimum(rng.normal(0.0, 3.0, 2), sel.min() - rng.uniform(0.0, 2.0))
+        n_sel, n_oth = rng.integers(1, 6, 2), rng.integers(1, 6, 2)
+        N, L = int(n_sel.sum()), int(n_sel.sum() + n_oth.sum())
+        inst = Instance.from_logits(np.array([[*sel, *oth]]), softmax(1.0), counts=np.array([[*n_sel, *n_oth]]), N=N)
+        theta = sel.min()
+        point = {"t": 1.0 / L, "nu": N / L, "D_s0": sel[0] - theta, "D_s1": sel[1] - theta, "D_o0": oth[0] - theta,
+                 "D_o1": oth[1] - theta, "v_0": n_sel[0] / N, "w_0": n_oth[0] / (L - N)}
+        values = {coords[k].symbol: v for k, v in point.items() if k in coords}
+        assert all(coords[k].lo <= v <= coords[k].hi for k, v in point.items() if k in coords), point
+        subs = {s: sp.Float(float(v), 30) for s, v in values.items()}
+        assert all(float(con.xreplace(subs)) >= 0 for con in problem.constraints), point
+        relaxed = float(problem.margin.xreplace(subs))
+        ev = st.evaluate(inst)
+        assert float(ev.margin_lo[0]) - 1e-9 <= relaxed <= float(ev.margin_hi[0]) + 1e-9, (point, relaxed, ev)

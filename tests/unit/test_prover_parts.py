@@ -335,3 +335,48 @@ def test_a_common_shift_of_log_F_cancels_from_a_ratio_of_totals_and_not_from_log
     ex, ey = sp.exp(x + c), sp.exp(y + c)
     assert _shift_free(ex / (ex + ey), c) and _shift_free(x - y, c) and _shift_free(ex / ey - 1, c)
     assert not _shift_free(ex, c) and not _shift_free(x + c, c) and not _shift_free(ex / (ex + 1), c)
+
+
+def _face(core: sp.Expr, lo: float = -1.0, hi: float = 1.0) -> tuple[Any, np.ndarray, np.ndarray]:
+    from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
+
+    x, y = sp.symbols("x y", real=True)
+    coords = [Coordinate(x, lo, hi, "parameter", "x"), Coordinate(y, lo, hi, "parameter", "y")]
+    problem = Problem("parts", 0, "test", coords, core, [], False, core, [], {}, 0, 0, {}, "test", [])
+    return bnb.Programs(problem).face(()), np.array([lo, lo]), np.array([hi, hi])
+
+
+@pytest.mark.parametrize("slope, side, rigorous_sign, grows", [
+    ((0.5, 1.0), -1, True, True),  # the slope's lower end > 0: grows with x
+    ((-1.0, 1.0), -1, True, False),  # a slope of both signs: neither
+    ((-1.0, 1.0), 1, True, False),
+    ((-1.0, -0.5), 1, True, True),  # falls with x: grows away from the upper end
+    ((-1.0, -0.5), -1, True, False),
+    ((0.0, 1.0), -1, True, True),  # the lower end rounds to 0; the rigorous slope (exp(y) > 0) is positive
+    ((0.0, 1.0), -1, False, False),  # ... and where the rigorous slope (y) straddles 0, not
+])
+def test_the_core_grows_off_an_end_only_where_its_slope_certainly_has_the_sign(
+        slope: tuple[float, float], side: int, rigorous_sign: bool, grows: bool) -> None:
+    """``bnb._grows``: a projection onto an end of a coordinate is sound only where the core strictly grows away from
+    it on the whole box: the slope enclosure's end beyond 0, or at 0 with the rigorous slope of that sign; a slope
+    of both signs, the wrong sign or an unbounded box never."""
+    x, y = sp.symbols("x y", real=True)
+    face, lo, hi = _face(x * (sp.exp(y) if rigorous_sign else y) + y)
+    assert bnb._grows(face, lo, hi, 0, slope, [0], side) is grows
+    unbounded = lo.copy()
+    unbounded[1] = -math.inf
+    if slope[0 if side < 0 else 1] == 0.0:
+        assert bnb._grows(face, unbounded, hi, 0, slope, [0], side) is False
+
+
+def test_forms_sympy_cannot_compare_are_never_called_equal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bnb._equal`` decides two forms equal by exact algebra only: equal forms are, different ones are not, and
+    when sympy's algebra fails (here made to) the answer is "not equal", never a guess."""
+    x, y = sp.symbols("x y", real=True)
+    assert bnb._equal((x + y) ** 2, x**2 + 2 * x * y + y**2) and not bnb._equal(x * y, x + y)
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise sp.PolynomialError("made to fail")
+
+    monkeypatch.setattr(sp, "together", fail)
+    assert bnb._equal(x * y, x * y) is False

@@ -58,11 +58,11 @@ class _NeedsSign(Declined):
     """A quantity's form is a bound of it, and the margin is not known to move the way that makes the bound sound."""
 
 
-def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], reference: Token
+def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], reference: Token | None
             ) -> tuple[sp.Expr, list[sp.Expr]]:
-    """The log-F-values model's margin and constraints with ``reference``'s log F at 0: sound when they read log F
-    only through differences (a common shift ``c`` of every token's ``D`` cancels, as sympy's own simplification
-    shows; else Declined), and when they read no logit or slope."""
+    """The log-F-values model's margin and constraints with ``reference``'s log F at 0 (None: at a point the caller
+    places, no token's): sound when they read log F only through differences (a common shift ``c`` of every token's
+    ``D`` cancels, as sympy's own simplification shows; else Declined), and when they read no logit or slope."""
     read = margin.free_symbols.union(*(con.free_symbols for con in constraints))
     if read & {NO_LOGIT, NO_SLOPE}:
         raise Declined("the relation reads a logit or a slope, not only log F")
@@ -71,6 +71,8 @@ def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], re
     for expr in (margin, *constraints):
         if not _shift_free(expr.xreplace(shift), c):
             raise Declined("the relation reads log F itself, not only its differences")
+    if reference is None:
+        return margin, constraints
     zero = {reference.lam: sp.Integer(0)}
     return margin.xreplace(zero), [con.xreplace(zero) for con in constraints]
 
@@ -132,14 +134,25 @@ def _extreme_of(role: "Role") -> str | None:
 
 
 def _anchor_problem(b: "_Builder", margin: sp.Expr, constraints: list[sp.Expr], owners: list[str | None],
-                    roles: list[Token], atoms: list[Token]) -> tuple[sp.Expr, list[sp.Expr], dict[str, Any]]:
+                    roles: list[Token], atoms: list[Token], selected: list[Token] | None = None
+                    ) -> tuple[sp.Expr, list[sp.Expr], dict[str, Any]]:
     """:func:`_anchor` at the reference token: the token (or point) of the smallest log F when a role or point says
     which (every other ``D`` is then >= 0), else the first distinguished token, else the first atom. When a token or
     point of the largest log F is known too, it is ``Delta >= 0`` and every other token ``D = Delta sigma`` with
-    ``sigma`` in [0, 1]: both extremes' constraints then hold by construction and are dropped. Returns the margin,
-    the constraints and what the realisation needs: where the reference is (``("role", k)``, ``("atom", j)``,
-    ``("point", "min")``), the bracket (the top and each token's sigma), the new coordinates."""
+    ``sigma`` in [0, 1]: both extremes' constraints then hold by construction and are dropped. With the top-N
+    ``selected`` atoms (and no distinguished token), log F is anchored at a threshold between the selected tokens and
+    the others instead (the least selected log F, say): the selected ``D >= 0``, the others' ``D <= 0``, which is
+    every selected token at least as heavy as every other. Returns the margin, the constraints and what the
+    realisation needs: where the reference is (``("role", k)``, ``("atom", j)``, ``("point", "min")``,
+    ``("threshold", 0)``), the bracket (the top and each token's sigma), the new coordinates and the ends."""
     points = list(b.points.values())
+    if selected:
+        if roles or points:
+            raise Declined("distinguished tokens and the top-N selection together (which side each is on is not "
+                           "relaxed yet)")
+        margin, constraints = _anchor(margin, constraints, [*atoms, *selected], None)
+        ends = {tok.lam: (0.0, INF) for tok in selected} | {tok.lam: (-INF, 0.0) for tok in atoms}
+        return margin, constraints, {"reference": ("threshold", 0), "coordinates": [], "bracket": None, "ends": ends}
 
     def extreme(which: str) -> tuple[tuple[str, Any], Token, str] | None:
         for name, role in b.roles.items():
@@ -876,14 +889,16 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     if space.selection:
         constraints.append(parameters["N"] * t_sym - t_sym)  # N >= 1: nu >= t
         owners.append(None)
-    for sel in sel_atoms if threshold is None else ():  # top-N: every selected token at least as heavy as the others
+    every_F = isinstance(b.model, LogFValues)
+    # top-N: every selected token at least as heavy as the others (every F: through the threshold, below)
+    for sel in sel_atoms if threshold is None and not every_F else ():
         for other in atoms:
             constraints.append(sel.lam - other.lam)
             owners.append(None)
     anchored: dict[str, Any] = {}
-    if isinstance(b.model, LogFValues):
+    if every_F:
         margin, constraints, anchored = _anchor_problem(b, margin, constraints, owners, list(role_tokens.values()),
-                                                        [*atoms, *sel_atoms])
+                                                        atoms, sel_atoms)
     core, stripped = strip_positive(margin)
     constraints = [strip_positive(con)[0] for con in constraints]
     L_lo, L_hi = space.boxes.get("L", (1.0, INF))
@@ -1105,13 +1120,16 @@ def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple
 
     def positive_at_instances(f: sp.Expr) -> bool:
         """``f > 0`` at every point of the box an instance stands for: its lower end on the box is > 0, or it is
-        ``p + r`` with ``p`` a sum of terms positive wherever the space is open (``t``, ``exp``, ...) and ``r >= 0`` on
-        the box (``t + (1 - t) S``: 0 only at t = 0, no instance)."""
+        ``p + r`` with ``p`` a sum of terms positive there (products of factors positive wherever the space is open,
+        ``t``, ``exp``, ..., or > 0 on the whole box) and ``r >= 0`` on the box (``t + (1 - t) S``: 0 only at t = 0,
+        no instance)."""
         if f.is_number:
             return bool(f > 0)
         if low_end(f) > 0:
             return True
-        pos = [a for a in sp.Add.make_args(f) if all(_positive_factor(x) for x in sp.Mul.make_args(a))]
+        pos = [a for a in sp.Add.make_args(f)
+               if all(_positive_factor(x) or (x.free_symbols <= set(syms) and low_end(x) > 0)
+                      for x in sp.Mul.make_args(a))]
         return bool(pos) and len(pos) < len(sp.Add.make_args(f)) and low_end(f - sp.Add(*pos)) >= 0
 
     den_positive = den.free_symbols <= set(syms) and all(positive_at_instances(f) for f in sp.Mul.make_args(den))
