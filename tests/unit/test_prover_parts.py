@@ -194,6 +194,10 @@ def test_the_float_filter_hands_the_rigorous_check_a_multiplier_that_closes(case
 @example(core=(0, 1, 0, 0, 1), con=(-1, 1, 0), lam=Fraction(1), strict=True, box=(0.0, 1.0, 0.0, 1.0), opened=True)
 @example(core=(0, 1, 0, 0, 0), con=(0, 0, 3), lam=Fraction(0), strict=True, box=(0.0, 1.0, 0.0, 1.0), opened=False)
 @example(core=(0, -1, 0, 1, 0), con=(0, 0, 3), lam=Fraction(0), strict=True, box=(0.0, 0.5, 0.0, 1.0), opened=False)
+# the residual b - 1 * b is 0 on the whole box: a strict bound is not closed there (b = 0 is feasible), with no limit
+# axis (t's range away from 0) and with one (t = 0 on the box, the residual flat in t)
+@example(core=(0, 1, 0, 0, 0), con=(0, 1, 0), lam=Fraction(1), strict=True, box=(0.5, 1.0, 0.0, 1.0), opened=False)
+@example(core=(0, 1, 0, 0, 0), con=(0, 1, 0), lam=Fraction(1), strict=True, box=(0.0, 1.0, 0.0, 1.0), opened=False)
 @given(core=hs.tuples(*[hs.integers(-3, 3)] * 5), con=hs.tuples(*[hs.integers(-3, 3)] * 3),
        lam=hs.fractions(0, 4, max_denominator=4), strict=hs.booleans(),
        box=hs.sampled_from([(0.0, 1.0, 0.0, 1.0), (0.0, 0.25, 0.5, 1.0), (0.5, 1.0, 0.0, 0.5), (0.0, 0.5, 0.0, 1.0)]),
