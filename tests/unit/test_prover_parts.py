@@ -384,3 +384,22 @@ def test_forms_sympy_cannot_compare_are_never_called_equal(monkeypatch: pytest.M
 
     monkeypatch.setattr(sp, "together", fail)
     assert bnb._equal(x * y, x * y) is False
+
+
+@pytest.mark.parametrize("core, closes", [
+    (_t**2 * (1 + _b), True),  # r(t = 0) = 0, dr/dt >= 0, d^2r/dt^2 = 2 (1 + b) > 0: > 0 at every t > 0
+    (_t**2 * _b**2, False),  # 0 at b = 0 for every t: the strict bound fails there
+    (_t**2 * sp.Abs(_b), False),  # the same with a kink: no second derivative is enclosed, so no closure
+    (_t**2 * (1 + sp.Abs(_b)), False),  # true, but across a kink the second order is not certified: refused
+])
+def test_the_multiplier_closure_reads_the_second_order_at_the_limit_only_where_it_is_enclosed(
+        core: sp.Expr, closes: bool) -> None:
+    """A strict bound whose residual is 0 on the face t = 0 (L -> oo, no instance) and whose t-slope is >= 0 but not
+    > 0 there closes only when ``d^2r/dt^2 > 0`` on the box, read from its rigorous enclosure; where the core has a
+    kink there is none to read, and the box stays open (closing it would prove ``t^2 |b| > 0``, false at b = 0)."""
+    from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
+
+    coords = [Coordinate(_t, 0.0, 1.0, "length", "t"), Coordinate(_b, 0.0, 1.0, "role", "b")]
+    problem = Problem("m", 0, "m", coords, core, [_b], True, core, [], {}, 0, 0, {}, "m")
+    P = bnb.Programs.build(problem)
+    assert bnb._multiplier_closes(P, P.face(()), 0, Fraction(0), np.zeros(2), np.ones(2), True, 0, [0]) is closes
