@@ -1130,7 +1130,7 @@ def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple
         pos = [a for a in sp.Add.make_args(f)
                if all(_positive_factor(x) or (x.free_symbols <= set(syms) and low_end(x) > 0)
                       for x in sp.Mul.make_args(a))]
-        return bool(pos) and len(pos) < len(sp.Add.make_args(f)) and low_end(f - sp.Add(*pos)) >= 0
+        return bool(pos) and low_end(f - sp.Add(*pos)) >= 0
 
     den_positive = den.free_symbols <= set(syms) and all(positive_at_instances(f) for f in sp.Mul.make_args(den))
     if not rest.free_symbols and not den_positive:  # nothing left to decide but the denominator's sign
