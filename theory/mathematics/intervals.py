@@ -571,7 +571,7 @@ class BallEvaluator:
         ev = self._eval(e, env)
         if not isinstance(ev, np.ndarray) and ops.exact(ev) and ops.is_finite(ev):
             f = ops._to_float(ev)  # an exact ball holding an integer: the power is a product
-            if f.is_integer() and abs(f) < 2**31 and ops.exact(ev - ops.num(int(f))) and not ops.positive(abs(ev - ops.num(int(f)))):
+            if f.is_integer() and abs(f) < 2**31 and ops.certainly_zero(ev - ops.num(int(f))):
                 n = int(f)
                 return ops.map(lambda x: ops.ipow(x, n) if n >= 0 else ops.num(1) / ops.ipow(x, -n), b)
         return ops.map2(lambda x, y: ops.exp(y * ops.log(x)), b, ev)
