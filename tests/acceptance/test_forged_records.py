@@ -174,6 +174,15 @@ def test_a_derivation_pasted_into_a_refuted_reading_is_refused(made: dict[str, d
     assert code == 1 and "derivation" in text, text
 
 
+def test_a_record_naming_another_derivation_is_refused(made: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """lemma1's PROVED record with its proof renamed (the derivation of another reading, or none): the replay re-derives
+    lemma1's own derivation and refuses a record that names a different one."""
+    for name in ("corollary1[delta=max-key]", "a derivation that does not exist"):
+        forged = _forged(made["lemma1"], proof=dict(made["lemma1"]["proof"], name=name))
+        code, text = _replay(tmp_path, forged)
+        assert code == 1 and "the record names" in text, text
+
+
 def test_a_users_record_cannot_claim_a_derivation(made: dict[str, dict[str, Any]], tmp_path: Path) -> None:
     forged = _forged(made["false"], verdict="PROVED", counterexample=None, proof=made["lemma1"]["proof"])
     code, text = _replay(tmp_path, forged)
