@@ -403,3 +403,18 @@ def test_the_multiplier_closure_reads_the_second_order_at_the_limit_only_where_i
     problem = Problem("m", 0, "m", coords, core, [_b], True, core, [], {}, 0, 0, {}, "m")
     P = bnb.Programs.build(problem)
     assert bnb._multiplier_closes(P, P.face(()), 0, Fraction(0), np.zeros(2), np.ones(2), True, 0, [0]) is closes
+
+
+def test_the_identity_check_of_a_rewritten_core_tells_different_functions_apart() -> None:
+    """``relax._same_function``, the check behind every factor divided out of a core: the same function written
+    otherwise agrees at its seeded points; a function that differs anywhere on them does not (nor one that is not
+    finite there)."""
+    from attnbounds.theory.deciding.prover.problem import Coordinate
+    from attnbounds.theory.deciding.prover.relax import _same_function
+
+    x, y = sp.symbols("x y", real=True)
+    coords = [Coordinate(x, -1.0, 1.0, "parameter", "x"), Coordinate(y, 0.0, math.inf, "parameter", "y")]
+    assert _same_function(x**2 - y**2, (x - y) * (x + y), coords)
+    assert not _same_function(x**2 - y**2, (x - y) * (x + y) + sp.Rational(1, 10**12), coords)
+    assert not _same_function(x * y, x + y, coords)
+    assert not _same_function(1 / (x - x), x, coords)
