@@ -58,6 +58,11 @@ class _NeedsSign(Declined):
     """A quantity's form is a bound of it, and the margin is not known to move the way that makes the bound sound."""
 
 
+#: why a statement that reads distinguished tokens (or points) and the top-N selection is declined
+SELECTION_WITH_TOKENS = ("distinguished tokens and the top-N selection together (which side each is on is not relaxed "
+                         "yet)")
+
+
 def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], reference: Token | None
             ) -> tuple[sp.Expr, list[sp.Expr]]:
     """The log-F-values model's margin and constraints with ``reference``'s log F at 0 (None: at a point the caller
@@ -147,9 +152,8 @@ def _anchor_problem(b: "_Builder", margin: sp.Expr, constraints: list[sp.Expr], 
     ``("threshold", 0)``), the bracket (the top and each token's sigma), the new coordinates and the ends."""
     points = list(b.points.values())
     if selected:
-        if roles or points:
-            raise Declined("distinguished tokens and the top-N selection together (which side each is on is not "
-                           "relaxed yet)")
+        if points:  # (distinguished tokens with the selection are declined before: _problem)
+            raise Declined(SELECTION_WITH_TOKENS)
         margin, constraints = _anchor(margin, constraints, [*atoms, *selected], None)
         ends = {tok.lam: (0.0, INF) for tok in selected} | {tok.lam: (-INF, 0.0) for tok in atoms}
         return margin, constraints, {"reference": ("threshold", 0), "coordinates": [], "bracket": None, "ends": ends}
@@ -817,8 +821,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     side = 0
     if space.selection:
         if b.tokens:
-            raise Declined("distinguished tokens and the top-N selection together (which side each is on is not "
-                           "relaxed yet)")
+            raise Declined(SELECTION_WITH_TOKENS)
         side = b.model.monotone()  # log F monotone in the logit: the selection is the tokens beyond a threshold
         n_atoms = max(n_atoms, 1) + (0 if side or atoms_override is not None else 1)
         if side:
@@ -1094,15 +1097,14 @@ def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple
         den = den.xreplace(back)
     except (sp.PolynomialError, ValueError, TypeError, RecursionError, MemoryError):  # pragma: no cover - sympy
         return core, []
-    syms = [c.symbol for c in coords]
-    lo, hi = [c.lo for c in coords], [c.hi for c in coords]
+    known = {c.symbol for c in coords}
 
     def low_end(expr: sp.Expr) -> float:
         return lower_end(expr, coords)
 
     keep, gone, nonnegative = [], [], []
     for f in factors:
-        if f.is_number or not f.free_symbols <= set(syms):
+        if f.is_number or not f.free_symbols <= known:
             keep.append(f)
             continue
         for sign in (1, -1):  # a factor of known sign either way (t - 1 <= 0): its sign stays with the core
@@ -1128,11 +1130,11 @@ def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple
         if low_end(f) > 0:
             return True
         pos = [a for a in sp.Add.make_args(f)
-               if all(_positive_factor(x) or (x.free_symbols <= set(syms) and low_end(x) > 0)
+               if all(_positive_factor(x) or (x.free_symbols <= known and low_end(x) > 0)
                       for x in sp.Mul.make_args(a))]
         return bool(pos) and low_end(f - sp.Add(*pos)) >= 0
 
-    den_positive = den.free_symbols <= set(syms) and all(positive_at_instances(f) for f in sp.Mul.make_args(den))
+    den_positive = den.free_symbols <= known and all(positive_at_instances(f) for f in sp.Mul.make_args(den))
     if not rest.free_symbols and not den_positive:  # nothing left to decide but the denominator's sign
         return core, []
     out = rest if den_positive else rest / den

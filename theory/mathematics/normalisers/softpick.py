@@ -153,7 +153,7 @@ class Softpick(Normaliser):
         # the denominator is > 0 iff eps > 0 or some column holding tokens has e^{x_j} != 1 (counts >= 1 there):
         # decided on the columns' own values, never on a sum that may grow with L
         if not (eps > 0 or any(ops.positive(size[j]) for j in held)):
-            if all(ops.exact(size[j]) and not ops.positive(size[j]) for j in held):
+            if all(ops.certainly_zero(size[j]) for j in held):  # every size is >= 0 by construction
                 return np.array([zero] * len(logits), dtype=object)  # 0 / 0 defined as 0 (module docstring)
             raise Unsupported("softpick with eps = 0: whether some e^{x_j} - 1 is non-zero is not decided")
         return ex.share(num, ex.weighted_total(size) + ops.num(eps) * scale)
