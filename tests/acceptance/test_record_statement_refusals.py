@@ -111,6 +111,8 @@ def test_a_closed_claim_with_an_edited_margin_is_refused() -> None:
     (lambda d: d.update(verdict="PROVED", counterexample=None, proof=None),
      "$.proof: a PROVED record needs its derivation, a relaxation certificate or a closed claim"),
     (lambda d: d.update(counterexample=None), "$.counterexample: a REFUTED record needs its counterexample"),
+    (lambda d: (d.update(certified=False), d["counterexample"].pop("float", None)),
+     "$.counterexample: a REFUTED record that is not certified needs its float margin ('float')"),
     # numbers outside their range, arrays of the wrong length
     (lambda d: d["search"].update(tried=-1), "$.search.tried: -1 is below the minimum 0"),
     (lambda d: d["search"].update(tried=10**40), "$.search.tried: 100000000000...0000 (41 characters) is above"),

@@ -373,3 +373,23 @@ def test_equality_is_claimed_only_for_a_deterministic_inconclusive_margin_within
         assert not dataclasses.replace(base, **change).equality(), change
     assert dataclasses.replace(base, margin_hi=1e-14).equality(rel=1e-13)  # the tolerance is relative to the scale
     assert dataclasses.replace(base, scale=1e3, margin_lo=-1e-13).equality()
+
+
+@pytest.mark.parametrize("logits", [[3.0, 2.0, 1.0, 0.0, -1.0], [0.0] * 5, [1.0, 1.0, 0.5, -2.0, -2.0, 4.0]])
+@pytest.mark.parametrize("bound", [sp.Rational(1, 4), sp.Rational(1, 100), sp.Rational(1, 2)])
+def test_a_per_selected_token_relation_is_certified_on_every_selected_token(logits: list[float], bound: sp.Rational
+                                                                            ) -> None:
+    """A relation reading a per-selected-token quantity outside a sum (``C_i <= b`` for every selected i, built in
+    Python: the statement files keep such quantities inside sums) is certified column by column over the selected
+    tokens, as its float values say (none of them within 1e-3 of the bound)."""
+    from attnbounds.theory.mathematics import hypotheses as hyp
+    from attnbounds.theory.mathematics.quantities.spec import compute
+
+    C = sp.Symbol("C", nonnegative=True)
+    st = Statement("test.per-selected", "C_i at most b for every selected i", sp.Le(C, bound), Citation("test"),
+                   (hyp.SIMPLEX, hyp.TOP_N), bindings={"C": "C_other"})
+    assert st.token_kinds == ["selected"]
+    inst = Instance.from_logits(np.array([logits]), nm.softmax(T=1.0), N=4)
+    values = np.asarray(compute("C_other", inst), dtype=float)[inst.mask & inst.present]
+    assert values.size == 4 and np.all(np.abs(values - float(bound)) > 1e-3), values
+    assert certify(st, inst).status == ("violated" if np.any(values > float(bound)) else "holds"), values

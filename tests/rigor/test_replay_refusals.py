@@ -140,6 +140,10 @@ TAMPERINGS: dict[str, tuple[str, Callable[[list[str]], list[str]], str]] = {
     "a split past the box": ("second-order", _replace("S", _split_at(2)), "outside its box"),
     "a projection onto t = 0 along a parameter": ("second-order", _replace("P0-", lambda t: "P0<" + t[3:]),
                                                   "onto a limit along"),
+    "a projection onto the end the core grows towards": ("corner", _replace("P", lambda t: "P0+,1-"),
+                                                          "the core is not monotone in x on a projected box"),
+    "a projection of the second coordinate the wrong way": ("corner", _replace("P", lambda t: "P0-,1+"),
+                                                            "the core is not monotone in y on a projected box"),
     "a projection onto an infinite end": ("unbounded", lambda t: ["P0+", *t],
                                           "a projection onto an infinite end of x"),
     "a closing form the face lacks": ("second-order", _replace("Cnatural", lambda t: "Cnatural:7"),
@@ -175,6 +179,10 @@ TAMPERINGS: dict[str, tuple[str, Callable[[list[str]], list[str]], str]] = {
     "the two ends of no coordinate": ("corner", _replace("E", lambda t: "A-0"), "the two ends of coordinate '-0'"),
     "a second-order point of too few fractions": ("second-order", _replace("T", lambda t: "T1/2"),
                                                   "a second-order closure around '1/2', not 2 fractions"),
+    "a second-order point that is not the critical point": ("second-order", _replace("T", lambda t: "T1/2,1/2"),
+                                                             "a box closed to second order does not re-check"),
+    "a second-order point outside its box": ("second-order", _replace("T", lambda t: "T0/1,0/1"),
+                                             "a box closed to second order does not re-check"),
     "a box left open": ("second-order", _replace("C", lambda t: "O"), "an open box"),
     "a negative multiplier": ("multiplier", lambda t: ["L0:-3/2"], "a negative multiplier -3/2 of constraint 0"),
     "a multiplier that leaves the residual flat in t": ("multiplier", lambda t: ["L0:1/1"],
@@ -405,3 +413,26 @@ def test_a_projection_onto_the_limit_is_only_for_a_strict_bound_at_t_0(limit_pro
                  dataclasses.replace(problem, coordinates=[away if d == t_axis else c for d, c in enumerate(coordinates)])):
         ok, what, _ = bnb.replay(twin, tokens)
         assert not ok and "onto a limit along" in what, what
+
+
+def test_a_multiplier_closure_on_an_unbounded_box_is_refused() -> None:
+    """``core - lam c`` is read by its mean-value bound about a centre, which an unbounded box has not: the replay
+    refuses a multiplier closure there, whatever the multiplier. The statement is false (``y - x < 0`` once
+    ``x > 1``), and ``core - c = 1/2 - x`` would look flat in y."""
+    false = _problem(y - x, ((0.0, math.inf), (0.0, 1.0)), constraints=(y - HALF,))
+    assert bnb.branch_and_bound(false, 10**6).status != "proved"
+    for lam in ("1/1", "1/2", "0/1"):
+        ok, what, _ = bnb.replay(false, [f"L0:{lam}"])
+        assert not ok and "does not re-check" in what, (lam, what)
+
+
+@pytest.mark.parametrize("t_lo", [None, 2.0**-10])
+def test_a_strict_bound_is_not_closed_by_a_residual_that_is_exactly_0(t_lo: float | None) -> None:
+    """``y - x > 0`` where ``y >= x`` is false at ``y = x``; the multiplier 1 leaves the residual ``0``: a strict
+    bound closes at a residual bound of 0 only off an open end it grows away from, or at the limit t = 0 to second
+    order. Neither holds without a length axis, or with one whose box does not reach t = 0: refused."""
+    box = ((0.0, 1.0), (0.0, 1.0)) if t_lo is None else ((t_lo, 0.5), (0.0, 1.0))
+    false = _problem(y - x, box, strict=True, constraints=(y - x,), x_kind="parameter" if t_lo is None else "length")
+    assert bnb.branch_and_bound(false, 10**6).status != "proved"
+    ok, what, _ = bnb.replay(false, ["L0:1/1"])
+    assert not ok and "with the multiplier 1 does not re-check" in what, what

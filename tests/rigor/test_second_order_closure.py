@@ -60,6 +60,19 @@ def test_the_exact_psd_test_agrees_with_the_eigenvalues(seed: int) -> None:
         assert bnb._psd([[Fraction(int(a)) for a in row] for row in A]) is expected, A
 
 
+@pytest.mark.parametrize("A, psd", [
+    ([[0, 1], [1, 1]], False),  # a zero pivot with a nonzero entry below it: indefinite (det -1)
+    ([[0, 0, 1], [0, 1, 0], [1, 0, 2]], False),
+    ([[1, 1, 1], [1, 1, 2], [1, 2, 3]], False),  # the zero pivot appears after the first elimination step
+    ([[0, 0], [0, 1]], True),  # a zero pivot with a zero column: semidefinite
+    ([[1, 1, 1], [1, 1, 1], [1, 1, 2]], True),
+    ([[1, 2], [2, 3]], False),  # a negative pivot after elimination
+])
+def test_the_exact_psd_test_on_zero_pivots(A: list[list[int]], psd: bool) -> None:
+    assert bool(np.linalg.eigvalsh(np.array(A, dtype=float)).min() >= -1e-12) is psd
+    assert bnb._psd([[Fraction(a) for a in row] for row in A]) is psd, A
+
+
 def test_an_equality_at_an_interior_critical_point_is_proved_to_second_order_and_replays() -> None:
     # (x - 1/2) and (y - 1/3) meet at a minimum 0 of a convex core; the cross term keeps the Hessian [[1, 1/2], [1/2,
     # 2]] positive definite but reads both coordinates

@@ -770,9 +770,9 @@ def _residual_closes(P: Programs, face: Face, k: int, mult: Any, lo: np.ndarray,
            for d, (g0, g1) in enumerate(r_slopes)):
         return True
     t = limit_axis
+    # F fixes t at 0 only where dr/dt's rigorous enclosure on the whole box B is >= 0 (_lowest_face), so dr/dt >= 0
+    # on F is proved already: what remains is the curvature
     if t is None or lo[t] != 0.0 or not hi[t] > 0.0 or f_hi[t] != 0.0:
-        return False
-    if slopes(f_lo, f_hi)[t][0] < 0:
         return False
     second = face.second(t, P.problem.symbols, work)
     if second is None:
