@@ -4,6 +4,7 @@ import inspect
 import zlib
 
 import numpy as np
+import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 import pytest
@@ -104,6 +105,21 @@ def test_F_range_includes_interior_extrema():
     lo, hi = n.log_F_range(np.array([10.0, 2.0]))
     np.testing.assert_allclose(hi, [2.5, 2 - 0.4])
     np.testing.assert_allclose(lo, [-20.0, -2.4])
+
+
+@pytest.mark.parametrize("log_F, increasing", [
+    (sp.log(2 + nz.sigmoid(nz.l_sym / sp.Symbol("T"))), True),  # the sign shows only once sigmoid is rewritten
+    (sp.log(2 - sp.tanh(nz.l_sym)), False),
+])
+def test_F_range_of_a_monotone_F_whose_slope_sign_needs_rewriting_is_at_the_ends(log_F, increasing):
+    """(log F)' of constant sign that sympy's assumptions do not decide (no polynomial either): decided once rewritten
+    through exp, so F's extremes on [-a, a] are its values at the ends, not an error."""
+    n = nz.RatioNormaliser("monotone", log_F, {"T": 1.0})
+    a = np.array([3.0, 0.5])
+    lo, hi = n.log_F_range(a)
+    ends = n.log_F_values(np.stack([-a, a], axis=1))
+    np.testing.assert_allclose(lo, ends[:, 0] if increasing else ends[:, 1])
+    np.testing.assert_allclose(hi, ends[:, 1] if increasing else ends[:, 0])
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])

@@ -418,3 +418,6 @@ def test_the_identity_check_of_a_rewritten_core_tells_different_functions_apart(
     assert not _same_function(x**2 - y**2, (x - y) * (x + y) + sp.Rational(1, 10**12), coords)
     assert not _same_function(x * y, x + y, coords)
     assert not _same_function(1 / (x - x), x, coords)
+    unknown = sp.Function("unknown")  # no value at any point: the identity is not checked, so it is not accepted
+    assert not _same_function(unknown(x), unknown(x) + 0 * x, coords)
+    assert not _same_function(x, unknown(x), coords)

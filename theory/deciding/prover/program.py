@@ -213,11 +213,12 @@ def _recip(bl: np.ndarray, bh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         lo = np.where(bl > 0, 1.0 / bh, np.where(bh < 0, 1.0 / bh, np.where((bl == 0) & (bh > 0), 1.0 / bh, -_INF)))
         hi = np.where(bl > 0, 1.0 / bl, np.where(bh < 0, 1.0 / bl, np.where((bh == 0) & (bl < 0), 1.0 / bl, _INF)))
-        lo = np.where((bl == 0) & (bh == 0), np.nan, lo)
     # 1/x is exact where x is a power of two (t = 1/L at L = 1, 2, 4, ...: log(1/t) is then exactly 0 at L = 1)
     lo = np.where(_power_of_two(bh) & np.isfinite(lo), lo, _down(lo))
     hi = np.where(_power_of_two(bl) & np.isfinite(hi), hi, _up(hi))
-    return np.where(bl >= 0, np.maximum(lo, 0.0), lo), np.where(bh <= 0, np.minimum(hi, 0.0), hi)  # 1/x has x's sign
+    lo, hi = np.where(bl >= 0, np.maximum(lo, 0.0), lo), np.where(bh <= 0, np.minimum(hi, 0.0), hi)  # x's sign
+    zero = (bl == 0) & (bh == 0)  # 1/0: no value (NaN, as outside any other operation's domain), not the sign's [0, 0]
+    return np.where(zero, np.nan, lo), np.where(zero, np.nan, hi)
 
 
 def _const_float(value: Fraction | str) -> tuple[float, float]:

@@ -82,16 +82,40 @@ def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], re
     return margin.xreplace(zero), [con.xreplace(zero) for con in constraints]
 
 
+def homogeneity_degree(expr: sp.Expr, symbols: set[sp.Symbol]) -> sp.Rational | None:
+    """The degree ``k`` with ``expr(c x) = c^k expr(x)`` for every ``c > 0``, ``x`` the ``symbols``, read from the
+    expression's structure (sums of terms of one degree, products, rational powers, Abs, Min and Max of one degree,
+    any other function of arguments free of the symbols), or None where the structure does not show one (sound, not
+    complete: ``max(x, 0)`` is of degree 1 but not shown). :func:`_shift_free` reads a norm of totals of F through
+    it: of degree 0 in a common factor of F."""
+    if not expr.free_symbols & symbols:
+        return sp.Integer(0)
+    if expr in symbols:
+        return sp.Integer(1)
+    if isinstance(expr, sp.Mul):
+        factors = [homogeneity_degree(a, symbols) for a in expr.args]
+        return None if any(d is None for d in factors) else sp.Add(*factors)
+    if isinstance(expr, sp.Pow):
+        base = homogeneity_degree(expr.base, symbols)
+        exponent = expr.exp
+        if base is None or exponent.free_symbols & symbols or not exponent.is_Rational:
+            return None
+        return base * exponent  # (c^k x)^e = c^(k e) x^e for c > 0
+    if isinstance(expr, (sp.Add, sp.Abs, sp.Min, sp.Max, OAbs, OMax, OMin)):
+        terms = {homogeneity_degree(a, symbols) for a in expr.args}
+        return terms.pop() if len(terms) == 1 and None not in terms else None
+    return None
+
+
 def _shift_free(expr: sp.Expr, c: sp.Symbol) -> bool:
     """Whether ``expr`` is free of ``c`` as sympy writes it, or once ``exp(D + c)`` is ``exp(D) E`` and the rational
-    function in ``E = exp(c)`` is cancelled (a ratio of totals: ``E`` cancels between its numerator and denominator)."""
+    function in ``E = exp(c)`` is cancelled (a ratio of totals: ``E`` cancels between its numerator and denominator),
+    or is of :func:`homogeneity_degree` 0 in ``E`` (norms of totals: ``sqrt(E^2 X) / (E Y)``)."""
     if not expr.has(c):
         return True
     E = sp.Dummy("E", positive=True)
-    split = sp.expand_power_exp(expr).xreplace({sp.exp(c): E})
-    if split.has(c):
-        return False
-    return not sp.cancel(sp.together(split)).has(E)
+    split = sp.expand_power_exp(expr.xreplace({c: sp.log(E)}))
+    return not sp.cancel(sp.together(split)).has(E) or homogeneity_degree(split, {E}) == 0
 
 
 def _propagate_orders(coords: list[Coordinate], constraints: list[sp.Expr]) -> list[Coordinate]:
@@ -1246,4 +1270,4 @@ def _positive_domain(statement: Statement, sym: sp.Symbol | str) -> bool:
     return False
 
 
-__all__ = ["Group", "Relaxation", "RelaxedInstance", "Role", "relax"]
+__all__ = ["Group", "Relaxation", "RelaxedInstance", "Role", "homogeneity_degree", "relax"]
