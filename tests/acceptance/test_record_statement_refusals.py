@@ -74,6 +74,18 @@ def test_the_untampered_record_rebuilds_and_replays(made: dict[str, Any]) -> Non
     assert replayed.ok, replayed
 
 
+@pytest.mark.parametrize("value", ["garbage", None, [1.0], -1.0])
+def test_a_record_built_in_python_with_a_margin_end_that_is_no_recorded_number_does_not_replay(
+        made: dict[str, Any], value: Any) -> None:
+    """A Record built directly (no schema check on the way, as a program may) whose counterexample's margin end is
+    text, missing, of another kind or another number: the replay compares it with the margin certified again and
+    says NOT reproduced, never a match and never a traceback."""
+    data = copy.deepcopy(made)
+    data["counterexample"]["certificate"]["margin_lo"] = value
+    replayed = replay_record(rec.Record(data))
+    assert not replayed.ok, replayed
+
+
 def _closed(relation: str) -> dict[str, Any]:
     from attnbounds.theory.running import api
 

@@ -87,6 +87,14 @@ def _instance_array(name: str, make: Callable[[np.ndarray], np.ndarray]) -> Tamp
     return tamper
 
 
+def _margin_end(where: str, end: str, value: Any) -> Tamper:
+    """The recorded certificate's margin end replaced (another number, or text that is no number at all)."""
+    def tamper(data: dict[str, Any]) -> None:
+        part = data["counterexample"] if where == "counterexample" else data["tightness"]
+        part["certificate"][end] = value
+    return tamper
+
+
 def _flag(where: str, value: Any) -> Tamper:
     def tamper(data: dict[str, Any]) -> None:
         (data if where == "record" else data["counterexample"])["certified"] = value
@@ -135,6 +143,10 @@ TAMPERS: list[Any] = [
     pytest.param("cx", _status("counterexample", "inconclusive"), id="counterexample status violated->inconclusive"),
     pytest.param("cx", _status("counterexample", "refuted"), id="counterexample status violated->unknown word"),
     pytest.param("paper_cx", _status("counterexample", "holds"), id="paper counterexample status violated->holds"),
+    # the recorded margin ends, which the replay compares with those certified again
+    pytest.param("cx", _margin_end("counterexample", "margin_lo", "not a number"), id="counterexample margin_lo text"),
+    pytest.param("cx", _margin_end("counterexample", "margin_hi", -1.0), id="counterexample margin_hi moved"),
+    pytest.param("tight", _margin_end("tightness", "margin_lo", "garbage"), id="tightest margin_lo text"),
     # the counterexample instance's logits and weights
     pytest.param("cx", _instance_array("logits", lambda a: np.zeros_like(a)), id="counterexample logits all equal"),
     pytest.param("cx", _instance_array("logits", lambda a: -a), id="counterexample logits negated"),

@@ -645,3 +645,28 @@ def test_without_python_flint_the_default_backend_is_mpmath_and_arb_by_name_is_r
         monkeypatch.undo()
         intervals.backend.cache_clear()
     assert intervals.backend(None).name == "arb"
+
+
+#: numbers that cancel below 128 bits (their default-precision ball holds 0; their sign needs more bits)
+CANCELLED = [1 / (1 + sp.exp(-200)) - 1, 1 - 1 / (1 + sp.exp(-200)), sp.log(1 + sp.exp(-300)) - sp.exp(-300)]
+
+
+@pytest.mark.parametrize("x", [-1, Fraction(-1, 3), Fraction(-1, 2**1100), -sp.exp(-800), sp.Rational(14142, 10000)
+                               - sp.sqrt(2), 0, Fraction(1, 2**1100), sp.sqrt(2) / 4, Fraction(1, 3), sp.pi, 10**400,
+                               -sp.Integer(10)**400, -sp.pi / 7, *CANCELLED])
+def test_the_exact_tier_reads_each_number_between_two_doubles_of_its_sign(x: Any) -> None:
+    """``ExactOps.lower_float`` / ``upper_float`` enclose the exact number by doubles, within a few ulps where it is
+    a double's size and its ball at the working precision is tight, and keep its exact sign: a negative number (below
+    the doubles' range, or whose ball holds 0 until more bits decide it) reads as ``[lo, -0.0]``, never above 0, a
+    positive one as ``[0.0, hi]``; 0 is ``[0, 0]``."""
+    ops, v = ExactOps(), sp.sympify(x)
+    lo_f, hi_f = ops.lower_float(x), ops.upper_float(x)
+    exact = sp.Rational(v) if v.is_Rational else None
+    low_ok = lo_f == -math.inf or (sp.Rational(lo_f) <= (exact if exact is not None else v)) is sp.true
+    high_ok = hi_f == math.inf or (sp.Rational(hi_f) >= (exact if exact is not None else v)) is sp.true
+    assert low_ok and high_ok, (x, lo_f, hi_f)
+    sign = 0 if v == 0 else (1 if v.is_positive else -1)
+    assert (lo_f >= 0) == (sign >= 0) and (hi_f <= 0) == (sign <= 0), (x, lo_f, hi_f)
+    if 2.0**-1000 < abs(float(v)) < 2.0**1000 and x not in CANCELLED:
+        for f in (lo_f, hi_f):
+            assert abs(f - float(v)) <= abs(float(v)) * 2.0**-50, (x, f)

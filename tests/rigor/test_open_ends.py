@@ -88,6 +88,28 @@ def test_the_largest_weights_one_is_open_only_while_another_token_remains() -> N
     assert problem.open_end(t, -1, lo, hi) and not problem.open_end(t, 1, lo, hi)  # L -> oo only
 
 
+def test_in_the_weights_model_only_the_shares_of_roles_and_atoms_have_open_ends() -> None:
+    """A stick-breaking mass of the other tokens' atoms is 0 or 1 at real instances (an atom holding no token, or all
+    of them), so neither end of it is open; nor is a role's share whose range is not [0, 1] (a box narrowed from
+    outside), while an atom's share is open at 0 (a weight is never 0) and not at 1."""
+    problem = _weights_problem("J_frobenius < 1/(2*T)", {})
+    assert problem.realisation.get("weights_model")
+    lo, hi = np.array([c.lo for c in problem.coordinates]), np.array([c.hi for c in problem.coordinates])
+    sticks = [d for d, c in enumerate(problem.coordinates) if c.kind == "weight"]
+    atoms = [d for d, c in enumerate(problem.coordinates) if c.kind == "atom"]
+    assert sticks and atoms
+    for d in sticks:
+        assert not problem.open_end(d, -1, lo, hi) and not problem.open_end(d, 1, lo, hi)
+    for d in atoms:
+        assert problem.open_end(d, -1, lo, hi) and not problem.open_end(d, 1, lo, hi)
+    roles = _weights_problem("alpha_max < 1", {})
+    b = next(d for d, c in enumerate(roles.coordinates) if c.kind == "role")
+    half = dataclasses.replace(roles.coordinates[b], hi=0.5)
+    twin = dataclasses.replace(roles, coordinates=[half if d == b else c for d, c in enumerate(roles.coordinates)])
+    lo, hi = np.array([c.lo for c in twin.coordinates]), np.array([c.hi for c in twin.coordinates])
+    assert not twin.open_end(b, -1, lo, hi) and not twin.open_end(b, 1, lo, hi)
+
+
 def test_a_parameter_is_open_at_0_only_when_its_domain_is_positive() -> None:
     problem = _weights_problem("J_entry < 1/(4*T) + 1e-6", {})
     T = next(d for d, c in enumerate(problem.coordinates) if str(c.symbol) == "T")

@@ -421,3 +421,31 @@ def test_the_identity_check_of_a_rewritten_core_tells_different_functions_apart(
     unknown = sp.Function("unknown")  # no value at any point: the identity is not checked, so it is not accepted
     assert not _same_function(unknown(x), unknown(x) + 0 * x, coords)
     assert not _same_function(x, unknown(x), coords)
+
+
+def test_strip_positive_divides_out_exactly_the_factors_positive_on_the_whole_space() -> None:
+    """exp of anything, positive numbers, powers of t and of positive parameters go (each named, in a numerator or a
+    denominator); a factor of unknown sign stays, and what is left has the margin's sign."""
+    from attnbounds.theory.deciding.prover.problem import strip_positive, t_sym
+
+    x = sp.Symbol("x", real=True)
+    T = sp.Symbol("T", positive=True)
+    core, stripped = strip_positive(3 * sp.exp(-x**2) * t_sym**2 * T * (x - sp.Rational(1, 2)))
+    ratio = sp.simplify(core / (x - sp.Rational(1, 2)))
+    assert ratio.is_number and ratio > 0, core
+    assert {"3", "T", "t**2"} <= set(stripped) and any("exp" in s for s in stripped), stripped
+    assert strip_positive(-sp.exp(x) * (x - 1)) == (1 - x, ["exp(x)"])
+    assert strip_positive(sp.exp(x + T) * (x - 1) * (x + 2)) == ((x - 1) * (x + 2), ["exp(T + x)"])
+    assert strip_positive(x * (x - 1)) == (x * (x - 1), [])
+
+
+def test_a_parameter_is_positive_only_where_a_hypothesis_says_so() -> None:
+    """``relax._positive_domain``: a parameter whose domain hypothesis is ``> 0`` (eps) is positive, one the user
+    declares free (c) or whose domain admits 0 is not; the prover divides out a power of a positive parameter and
+    reads the margin's monotonicity in a quantity from the signs, so a free one taken as positive would change both."""
+    from attnbounds.theory.deciding.prover.relax import _positive_domain
+    from attnbounds.theory.running import api
+
+    st = api.statement("c*alpha_max*L >= c*p + eps", hypotheses=["softmax"], parameters=["c"]).statements[0]
+    assert _positive_domain(st, "eps") and _positive_domain(st, sp.Symbol("eps"))
+    assert not _positive_domain(st, "c") and not _positive_domain(st, "L")

@@ -256,10 +256,8 @@ def run_float(program: Program, lo: np.ndarray, hi: np.ndarray) -> list[tuple[np
             elif code == "div":
                 out = _mul(al, ah, *_recip(*slots[args[1]]))
             elif code == "pow":
-                n = int(payload)
-                if n == 0:
-                    out = (np.ones(B), np.ones(B))
-                elif n % 2 == 0:
+                n = int(payload)  # >= 2: x^0 and x^1 are never compiled as powers (compile_program)
+                if n % 2 == 0:
                     m_lo = np.where((al <= 0) & (ah >= 0), 0.0, np.minimum(np.abs(al), np.abs(ah)))
                     m_hi = np.maximum(np.abs(al), np.abs(ah))
                     out = (np.maximum(_down(m_lo ** n), 0.0), _up(m_hi ** n))
