@@ -393,3 +393,33 @@ def test_a_per_selected_token_relation_is_certified_on_every_selected_token(logi
     values = np.asarray(compute("C_other", inst), dtype=float)[inst.mask & inst.present]
     assert values.size == 4 and np.all(np.abs(values - float(bound)) > 1e-3), values
     assert certify(st, inst).status == ("violated" if np.any(values > float(bound)) else "holds"), values
+
+
+def test_an_instance_outside_the_logit_hypotheses_is_not_applicable_certified() -> None:
+    """A hypothesis certainly false on the instance makes the certificate not-applicable (never violated): logits
+    given without q and k for ``l_i = <q, k_i>``, and a logit certainly outside ``[-a, a]`` for a fixed ``a``;
+    inside the box the same statement is judged."""
+    import attnbounds
+    from attnbounds.theory.running import api
+
+    logits = np.array([[3.0, 0.0, -1.0]])
+    qk = certify(attnbounds.get("corollary1[delta=max-key]"), Instance.from_logits(logits, nm.softmax(T=1.0)))
+    assert qk.status == "not-applicable" and qk.hypotheses["logits-qk"] == "fails (certified)", qk.hypotheses
+    st = api.statement("alpha_max <= 0.5", hypotheses=["softmax", "logits-bounded"], fixed={"a": 1.0}).statements[0]
+    out = certify(st, Instance.from_logits(logits, nm.softmax(T=1.0), a=1.0))
+    assert out.status == "not-applicable" and out.hypotheses["logits-bounded"] == "fails (certified)", out.hypotheses
+    inside = certify(st, Instance.from_logits(np.array([[0.5, 0.0, -1.0]]), nm.softmax(T=1.0), a=1.0))
+    assert inside.status == "violated" and inside.hypotheses["logits-bounded"] == "certified", inside.hypotheses
+
+
+def test_a_non_normalising_map_is_on_the_simplex_exactly_where_its_weights_sum_to_exactly_one() -> None:
+    """Sigmoid attention's weights sum to 1 only at some logits: at two logits 0 (1/2 + 1/2) the simplex hypothesis is
+    certified and the bound judged; at (2, 1) it certainly fails: not-applicable."""
+    from attnbounds.theory.running import api
+
+    st = api.statement("alpha_max <= 0.4", hypotheses=["simplex"]).statements[0]
+    sig = nm.make("sigmoid")
+    on = certify(st, Instance.from_logits(np.array([[0.0, 0.0]]), sig))
+    assert on.status == "violated" and on.hypotheses["simplex"] == "certified", on.hypotheses
+    off = certify(st, Instance.from_logits(np.array([[2.0, 1.0]]), sig))
+    assert off.status == "not-applicable" and off.hypotheses["simplex"] == "fails (certified)", off.hypotheses
