@@ -71,11 +71,17 @@ def test_untampered_records_replay(made: dict[str, dict[str, Any]], tmp_path: Pa
 
 
 # -- the tampers -------------------------------------------------------------------------------------------------
-def _status(where: str, status: Any) -> Tamper:
+def _certificate(where: str, field: str, value: Any) -> Tamper:
+    """The recorded certificate's ``field`` (its status, a margin end) of the counterexample or the tightest instance
+    replaced by ``value``."""
     def tamper(data: dict[str, Any]) -> None:
         part = data["counterexample"] if where == "counterexample" else data["tightness"]
-        part["certificate"]["status"] = status
+        part["certificate"][field] = value
     return tamper
+
+
+def _status(where: str, status: Any) -> Tamper:
+    return _certificate(where, "status", status)
 
 
 def _instance_array(name: str, make: Callable[[np.ndarray], np.ndarray]) -> Tamper:
@@ -84,14 +90,6 @@ def _instance_array(name: str, make: Callable[[np.ndarray], np.ndarray]) -> Tamp
         inst = data["counterexample"]["instance"]
         old = np.array([[float.fromhex(h) for h in row] for row in inst[name]["hex"]])
         inst[name] = float_to_json(make(old))
-    return tamper
-
-
-def _margin_end(where: str, end: str, value: Any) -> Tamper:
-    """The recorded certificate's margin end replaced (another number, or text that is no number at all)."""
-    def tamper(data: dict[str, Any]) -> None:
-        part = data["counterexample"] if where == "counterexample" else data["tightness"]
-        part["certificate"][end] = value
     return tamper
 
 
@@ -144,9 +142,9 @@ TAMPERS: list[Any] = [
     pytest.param("cx", _status("counterexample", "refuted"), id="counterexample status violated->unknown word"),
     pytest.param("paper_cx", _status("counterexample", "holds"), id="paper counterexample status violated->holds"),
     # the recorded margin ends, which the replay compares with those certified again
-    pytest.param("cx", _margin_end("counterexample", "margin_lo", "not a number"), id="counterexample margin_lo text"),
-    pytest.param("cx", _margin_end("counterexample", "margin_hi", -1.0), id="counterexample margin_hi moved"),
-    pytest.param("tight", _margin_end("tightness", "margin_lo", "garbage"), id="tightest margin_lo text"),
+    pytest.param("cx", _certificate("counterexample", "margin_lo", "not a number"), id="counterexample margin_lo text"),
+    pytest.param("cx", _certificate("counterexample", "margin_hi", -1.0), id="counterexample margin_hi moved"),
+    pytest.param("tight", _certificate("tightness", "margin_lo", "garbage"), id="tightest margin_lo text"),
     # the counterexample instance's logits and weights
     pytest.param("cx", _instance_array("logits", lambda a: np.zeros_like(a)), id="counterexample logits all equal"),
     pytest.param("cx", _instance_array("logits", lambda a: -a), id="counterexample logits negated"),

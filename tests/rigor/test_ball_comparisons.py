@@ -661,9 +661,8 @@ def test_the_exact_tier_reads_each_number_between_two_doubles_of_its_sign(x: Any
     positive one as ``[0.0, hi]``; 0 is ``[0, 0]``."""
     ops, v = ExactOps(), sp.sympify(x)
     lo_f, hi_f = ops.lower_float(x), ops.upper_float(x)
-    exact = sp.Rational(v) if v.is_Rational else None
-    low_ok = lo_f == -math.inf or (sp.Rational(lo_f) <= (exact if exact is not None else v)) is sp.true
-    high_ok = hi_f == math.inf or (sp.Rational(hi_f) >= (exact if exact is not None else v)) is sp.true
+    low_ok = lo_f == -math.inf or (sp.Rational(lo_f) <= v) is sp.true  # exact for rationals, numeric otherwise
+    high_ok = hi_f == math.inf or (sp.Rational(hi_f) >= v) is sp.true
     assert low_ok and high_ok, (x, lo_f, hi_f)
     sign = 0 if v == 0 else (1 if v.is_positive else -1)
     assert (lo_f >= 0) == (sign >= 0) and (hi_f <= 0) == (sign <= 0), (x, lo_f, hi_f)

@@ -42,7 +42,7 @@ def test_the_degree_read_from_the_structure_is_the_homogeneity_of_the_function(e
     f = sp.lambdify((x, y, w), expr, modules=[{"OAbs": abs, "OMax": max, "OMin": min}, "math"])
     rng = np.random.default_rng(0)
     for _ in range(20):
-        a, b, c = rng.uniform(0.1, 3, 3) * rng.choice([-1, 1], 3)
+        a, b = rng.uniform(0.1, 3, 2) * rng.choice([-1, 1], 2)
         scale, ww = float(rng.uniform(0.01, 100)), float(rng.uniform(0.1, 3))
         try:
             base = f(float(a), float(b), ww)

@@ -115,7 +115,7 @@ def _shift_free(expr: sp.Expr, c: sp.Symbol) -> bool:
         return True
     E = sp.Dummy("E", positive=True)
     split = sp.expand_power_exp(expr.xreplace({c: sp.log(E)}))
-    return not sp.cancel(sp.together(split)).has(E) or homogeneity_degree(split, {E}) == 0
+    return homogeneity_degree(split, {E}) == 0 or not sp.cancel(sp.together(split)).has(E)  # the tree walk first
 
 
 def _propagate_orders(coords: list[Coordinate], constraints: list[sp.Expr]) -> list[Coordinate]:
