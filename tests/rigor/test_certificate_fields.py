@@ -86,6 +86,18 @@ def test_the_exact_tier_expands_only_instances_of_few_columns_and_no_vectors(K: 
         assert cert.status == "inconclusive" and cert.backend != "exact", (cert.status, cert.backend, cert.notes)
 
 
+@pytest.mark.parametrize("relation, hypotheses, closed", [
+    ("1 - 0.2**2 >= 0.99", [], True), ("exp(-1600) < 1", [], True), ("sqrt(2)/4 <= 1/(2*sqrt(2))", [], True),
+    ("alpha_max <= 1", ["softmax"], False), ("alpha_max*L >= exp(-1600)", ["softmax"], False)])
+def test_a_closed_claim_is_one_with_no_quantity_and_no_free_symbol(relation: str, hypotheses: list[str],
+                                                                   closed: bool) -> None:
+    """Only a statement with nothing to search (no quantity, no free symbol) is decided as a closed claim: one that
+    reads a quantity is searched, proved or refuted over instances."""
+    from attnbounds.theory.deciding.closed_claims import is_closed
+
+    assert is_closed(api.statement(relation, hypotheses=hypotheses).statements[0]) is closed
+
+
 def test_a_rational_closed_claim_is_decided_in_exact_rational_arithmetic() -> None:
     for value, sign in ((sp.Rational(1, 100), 1), (sp.Rational(-3, 7), -1), (sp.Integer(0), 0)):
         assert exact_tier.sign_of(value) == (sign, "exact rational arithmetic")

@@ -414,12 +414,22 @@ def test_an_instance_outside_the_logit_hypotheses_is_not_applicable_certified() 
 
 def test_a_non_normalising_map_is_on_the_simplex_exactly_where_its_weights_sum_to_exactly_one() -> None:
     """Sigmoid attention's weights sum to 1 only at some logits: at two logits 0 (1/2 + 1/2) the simplex hypothesis is
-    certified and the bound judged; at (2, 1) it certainly fails: not-applicable."""
+    certified and the bound judged; at ``(l, -l)`` the sum ``sigmoid(l) + sigmoid(-l)`` is 1 too, an identity of exp
+    that no ball decides (it straddles 1 at every precision): the exact tier certifies it and the bound is judged
+    there (violated, or holding); at (2, 1), or a hair off ``(l, -l)``, it certainly fails: not-applicable."""
     from attnbounds.theory.running import api
 
     st = api.statement("alpha_max <= 0.4", hypotheses=["simplex"]).statements[0]
     sig = nm.make("sigmoid")
     on = certify(st, Instance.from_logits(np.array([[0.0, 0.0]]), sig))
     assert on.status == "violated" and on.hypotheses["simplex"] == "certified", on.hypotheses
+    for l in (1.0, 0.375, 3.0):
+        tied = certify(st, Instance.from_logits(np.array([[l, -l]]), sig))
+        assert tied.status == "violated" and tied.hypotheses["simplex"].startswith("certified"), (l, tied)
+        assert tied.backend == "exact", tied
+        weak = api.statement("alpha_max <= 0.99", hypotheses=["simplex"]).statements[0]
+        assert certify(weak, Instance.from_logits(np.array([[l, -l]]), sig)).status == "holds"
+    near = certify(st, Instance.from_logits(np.array([[1.0, -1.0 - 2.0**-40]]), sig))
+    assert near.status == "not-applicable" and near.hypotheses["simplex"] == "fails (certified)", near
     off = certify(st, Instance.from_logits(np.array([[2.0, 1.0]]), sig))
     assert off.status == "not-applicable" and off.hypotheses["simplex"] == "fails (certified)", off.hypotheses

@@ -88,6 +88,29 @@ def test_the_largest_weights_one_is_open_only_while_another_token_remains() -> N
     assert problem.open_end(t, -1, lo, hi) and not problem.open_end(t, 1, lo, hi)  # L -> oo only
 
 
+@pytest.mark.parametrize("L_range, opens", [(None, False), ([3, 10], True)])
+def test_without_a_length_coordinate_the_last_share_is_open_by_the_shortest_length(L_range: list[int] | None,
+                                                                                   opens: bool) -> None:
+    """A core that never reads t (``J_entry``) has no length coordinate: the last role's share is 1 only at L = k
+    (k roles: every token has a role), so its upper end is open exactly when the shortest length of the statement's
+    range exceeds k: from L = 1 (one role) or L = 2 (two roles) it is reached, from L = 3 it is not; the other ends
+    as with t."""
+    problems = [p for p in _problems("J_entry < 1/(4*T)", {} if L_range is None else {"ranges": {"L": L_range}})
+                if p.realisation.get("weights_model")]
+    assert len({len(p.realisation["role_coordinates"]) for p in problems}) == 2  # one role and two
+    for problem in problems:
+        assert not any(c.kind == "length" for c in problem.coordinates)
+        roles = [d for d, c in enumerate(problem.coordinates) if c.kind == "role"]
+        last = problem.coordinates.index(next(c for c in problem.coordinates
+                                              if c.symbol == problem.realisation["role_coordinates"][-1]))
+        lo, hi = np.array([c.lo for c in problem.coordinates]), np.array([c.hi for c in problem.coordinates])
+        assert problem.open_end(last, 1, lo, hi) is opens, (L_range, problem.describe())
+        for d in roles:
+            assert problem.open_end(d, -1, lo, hi)  # a weight is never 0
+            if d != last:
+                assert problem.open_end(d, 1, lo, hi)  # a token comes after it
+
+
 def test_in_the_weights_model_only_the_shares_of_roles_and_atoms_have_open_ends() -> None:
     """A stick-breaking mass of the other tokens' atoms is 0 or 1 at real instances (an atom holding no token, or all
     of them), so neither end of it is open; nor is a role's share whose range is not [0, 1] (a box narrowed from

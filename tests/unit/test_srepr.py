@@ -105,6 +105,20 @@ def test_text_outside_the_whitelist_is_refused_naming_where(text: str) -> None:
         parse_srepr(text, where="record 'r': field")
 
 
+@pytest.mark.parametrize("base", [2, 10**30, -(10**30)])
+def test_a_power_of_two_numbers_is_bounded_by_its_exponent_not_its_base(base: int) -> None:
+    """``Pow`` of two numbers is computed when read, so its exponent is bounded (``MAX_EXPONENT``, either sign); its
+    base may be any literal: ``(10^30)^2`` reads back as the number, ``2^(MAX_EXPONENT + 1)`` is refused fast."""
+    from attnbounds.theory.mathematics.srepr import MAX_EXPONENT
+
+    for exponent in (2, MAX_EXPONENT, -MAX_EXPONENT):
+        text = f"Pow(Integer({base}), Integer({exponent}))"
+        assert parse_srepr(text, where="f") == sp.Integer(base) ** exponent
+    for exponent in (MAX_EXPONENT + 1, -MAX_EXPONENT - 1):
+        with pytest.raises(InvalidArgument, match=f"the exponent {exponent} "):
+            parse_srepr(f"Pow(Integer({base}), Integer({exponent}))", where="f")
+
+
 def test_a_number_where_text_belongs_is_refused() -> None:
     with pytest.raises(InvalidArgument, match="expected sympy srepr text"):
         parse_srepr(12, where="f")

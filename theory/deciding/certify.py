@@ -326,15 +326,18 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                 notes.append("the margin interval contains 0" + (" (a strict inequality is false if it is exactly 0)"
                                                                  if m.strict_open else ""))
             statistical = "hoeffding" in ex.methods
-            if (status == "inconclusive" and not statistical and not undecided and bits * 2 <= max_bits
-                    and _relative_width(ops, m) > 2.0 ** (-bits / 4)):
-                bits *= 2
+            tight = not m.violated and not m.holds and _relative_width(ops, m) <= 2.0 ** (-bits / 4)
+            if status == "inconclusive" and not statistical and bits * 2 <= max_bits and (undecided or not tight):
+                bits *= 2  # precision lost to cancellation, or a hypothesis undecided (a near tie): more bits
                 continue
-            if (status == "inconclusive" and not statistical and not undecided and not float_only
-                    and _relative_width(ops, m) <= 2.0 ** (-bits / 4)):  # tight around 0: an equality case?
+            if (status == "inconclusive" and not statistical and not float_only
+                    and (undecided or tight)):  # tight around 0, or a hypothesis at its boundary: an equality case?
                 decided = _exact(st, one, defaulted, bits)
                 if decided is not None:
                     exact_status, m_exact, ex_exact, exact_notes = decided
+                    for hid in undecided:
+                        hyp_report[hid] = "certified (exactly)"
+                    notes = [n for n in notes if not n.startswith("the margin is negative but hypotheses")]
                     return finish(exact_status, bits, m_exact, ex_exact, notes + exact_notes, "exact", ex_exact.ops)
             return finish(status, bits, m, ex, notes, _method(ops, ex))
 

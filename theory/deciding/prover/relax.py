@@ -301,11 +301,6 @@ class RelaxedInstance:
         return bottom.lam, top.lam
 
     @property
-    def bounded_logits(self) -> bool:
-        """Whether every logit lies in ``[-a, a]`` (the hypothesis ``logits-bounded``)."""
-        return self._b.space.bounded_logits
-
-    @property
     def logit_bound(self) -> str:
         """What ``a`` is: "a" (the statement's parameter), "keys" (``Delta_max``, under ``logits-qk``), or ""."""
         return self._b.space.logit_bound

@@ -85,7 +85,7 @@ class Softpick(Normaliser):
         mult = multiplicity(lg, counts)
         _, _, v, c = self._scaled(lg, mult)
         d = (mult * np.abs(v)).sum(-1, keepdims=True) + c
-        return np.where((mult > 0) & (d > 0), np.maximum(v, 0.0) / np.where(d > 0, d, 1.0), 0.0)
+        return np.where(d > 0, np.maximum(v, 0.0) / np.where(d > 0, d, 1.0), 0.0)  # (v is 0 on count-0 columns)
 
     def jacobian(self, logits: Any) -> np.ndarray:
         """``d alpha_i / d l_j = ([i = j] [x_i > 0] e^{x_i} - alpha_i sign(x_j) e^{x_j}) / (T (sum_k |e^{x_k} - 1| +

@@ -55,9 +55,6 @@ class RelaxedInstance(Protocol):
         """``(min, max)`` of log F over the logit box ``[-a, a]``."""
 
     @property
-    def bounded_logits(self) -> bool: ...
-
-    @property
     def logit_bound(self) -> str:
         """What bounds the logits: "a" (the parameter), "keys" (``a`` is ``Delta_max``), or ""."""
 
