@@ -426,10 +426,25 @@ def test_a_non_normalising_map_is_on_the_simplex_exactly_where_its_weights_sum_t
     for l in (1.0, 0.375, 3.0):
         tied = certify(st, Instance.from_logits(np.array([[l, -l]]), sig))
         assert tied.status == "violated" and tied.hypotheses["simplex"].startswith("certified"), (l, tied)
-        assert tied.backend == "exact", tied
+        assert tied.backend == "exact" and not any("could not be certified" in n for n in tied.notes), tied
         weak = api.statement("alpha_max <= 0.99", hypotheses=["simplex"]).statements[0]
         assert certify(weak, Instance.from_logits(np.array([[l, -l]]), sig)).status == "holds"
     near = certify(st, Instance.from_logits(np.array([[1.0, -1.0 - 2.0**-40]]), sig))
     assert near.status == "not-applicable" and near.hypotheses["simplex"] == "fails (certified)", near
     off = certify(st, Instance.from_logits(np.array([[2.0, 1.0]]), sig))
     assert off.status == "not-applicable" and off.hypotheses["simplex"] == "fails (certified)", off.hypotheses
+
+
+def test_a_hypothesis_undecided_beside_a_tight_margin_is_decided_at_higher_precision() -> None:
+    """Two logits 0 and 1e-300 differ far below 128 bits: both the top-N hypothesis (is the selected weight the larger?)
+    and the margin of ``abar_N >= 1/2`` (about -+2.5e-301) straddle 0 there. Precision doubles until both are
+    decided (about 1000 bits): with the smaller logit selected the hypothesis certainly fails (not-applicable, not
+    inconclusive), with the larger one selected it holds and so does the bound."""
+    from attnbounds.theory.running import api
+
+    st = api.statement("abar_N >= 1/2", hypotheses=["softmax", "top-N"]).statements[0]
+    selected = np.array([[True, False]])
+    wrong = certify(st, Instance.from_logits(np.array([[0.0, 1e-300]]), nm.softmax(T=1.0), N=1, selection=selected))
+    assert wrong.status == "not-applicable" and wrong.hypotheses["top-N"] == "fails (certified)", wrong
+    right = certify(st, Instance.from_logits(np.array([[1e-300, 0.0]]), nm.softmax(T=1.0), N=1, selection=selected))
+    assert right.status == "holds" and right.hypotheses["top-N"] == "certified" and right.precision_bits >= 1024, right
