@@ -123,3 +123,19 @@ def test_the_weights_model_reads_the_total_weight_as_1_a_polynomial_relation_rel
     st_ = api.statement(relation, hypotheses=["softmax"], id="weights.total").statements[0]
     for problem in relax(st_).problems:
         assert problem.core.is_polynomial(*problem.symbols), (relation, problem.core)
+
+
+@pytest.mark.parametrize("name, pick", [("alpha_max", np.argmax), ("alpha_min", np.argmin), ("dF_max", np.argmax)])
+@pytest.mark.parametrize("logits", [[0.3, -1.2, 2.0], [-0.5, 4.0, 1.0, -3.0]])
+def test_a_placement_satisfies_a_maximums_constraints_only_on_the_maximums_token(name: str, pick: object,
+                                                                                logits: list[float]) -> None:
+    """The image oracle marks a placement of an extreme's token as allowed only where that token dominates every
+    other (its constraints): at distinct logits, exactly the column of the largest (smallest) weight, whose value is
+    the quantity; a placement anywhere else is a point outside the relaxed feasible set."""
+    inst = Instance.from_logits(np.array([logits]), nm.softmax(1.0))
+    column = int(pick(inst.alpha[0]))  # type: ignore[operator]
+    found = image_values(name, inst)
+    assert len(found) == len(logits)
+    allowed = [place for place, _, ok in found if ok]
+    assert [next(iter(place.values()))[0] for place in allowed] == [column], found
+    assert [v for _, v, ok in found if ok] == pytest.approx([float(compute(name, inst)[0])], rel=1e-12)
