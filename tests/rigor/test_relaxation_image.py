@@ -142,3 +142,19 @@ def test_the_weights_model_gives_the_others_one_atom_per_moment_and_none_for_the
         assert p.realisation["weights_model"], p.describe()
         assert p.moments == p.atoms == len(p.realisation["atom_coordinates"]) == WEIGHT_MOMENTS[quantity], \
             p.describe()
+
+
+@pytest.mark.parametrize("relation", ["alpha_max <= 1/2", "alpha_min*L <= 1", "alpha_max - alpha_min <= 1"])
+@pytest.mark.parametrize("logits", [[0.3, -1.2, 2.0], [-0.5, 4.0, 1.0, -3.0]])
+def test_every_placement_meeting_an_exact_problems_constraints_has_the_instances_margin(relation: str,
+                                                                                        logits: list[float]) -> None:
+    """At distinct logits the constraints of an exact problem (a maximum's token dominates every other) allow only the
+    placements that are the instance: each such placement's relaxed margin is the instance's own, and a placement with
+    another margin (the maximum's role on a smaller weight) is marked as violating the constraints."""
+    statement = api.statement(relation, hypotheses=["softmax"]).statements[0]
+    inst = Instance.from_logits(np.array([logits]), softmax(1.0))
+    margin = float(statement.evaluate(inst).margin_hi[0])
+    placements = relaxed_margins(statement, inst)
+    allowed = [p.value for p in placements if p.ok and p.exact]
+    assert allowed and allowed == pytest.approx([margin] * len(allowed), rel=1e-12, abs=1e-15), (margin, allowed)
+    assert any(not p.ok for p in placements)
