@@ -150,3 +150,16 @@ def test_the_symbolic_tier_reads_float_ends_of_constants_and_refuses_those_of_ex
         assert ops.lower_float(c) <= 1 / 3 <= ops.upper_float(c)
         with pytest.raises(Unsupported):
             ops.upper_float(c + t)
+
+
+def test_the_sign_along_a_growth_is_one_of_minus_one_zero_and_one() -> None:
+    """``_sign_on`` answers the sign itself (-1, 0 undecided, +1) and whether it reaches the limit u = 0: a margin
+    below 0 on all of [0, u0], one above it, and one that changes sign inside (no sign: 0)."""
+    from attnbounds.theory.mathematics.symbolic import SymbolicOps, Work
+
+    u = limits.u
+    ops = SymbolicOps(Work(10**7))
+    with ops.precision(128):
+        assert limits._sign_on(-1 - u, ops, 0.5) == (-1, True)
+        assert limits._sign_on(2 + u**2, ops, 0.5) == (1, True)
+        assert limits._sign_on(u - sp.Rational(1, 4), ops, 0.5) == (0, False)

@@ -331,6 +331,29 @@ def test_sigmoid_and_softplus_stay_in_their_ranges(tier: str, lo: float, hi: flo
             assert o_hi <= 1.0 + slack, (tier, name, lo, hi, o_hi)
 
 
+@pytest.mark.parametrize("tier", ("float64",) + RIGOROUS)
+@pytest.mark.parametrize("x", [-30.0, -1.0, 0.0, 0.5, 3.0, 30.0])
+def test_sigmoid_and_softplus_at_a_point_are_tight(tier: str, x: float) -> None:
+    """At a point (a box of width 0) ``sigmoid`` and ``softplus`` are enclosed within 1e-12 of their value in every
+    tier: the range clipping above may widen, never replace, the function's own rounding (a looser formula, such as
+    ``1 / (2 + exp(-x))`` for the lower end, would still lie in [0, 1] and pass the range test)."""
+    import mpmath
+
+    from attnbounds.theory.mathematics.normalisers.symbolic import sigmoid, softplus
+
+    exact = {"sigmoid": lambda v: 1 / (1 + mpmath.exp(-v)), "softplus": lambda v: mpmath.log(1 + mpmath.exp(v))}
+    for name, fn in (("sigmoid", sigmoid), ("softplus", softplus)):
+        program = compile_program([fn(_x)], [_x])
+        if tier == "float64":
+            o_lo, o_hi = (float(v[0]) for v in run_float(program, np.array([[x]]), np.array([[x]]))[0])
+        else:
+            o_lo, o_hi = run_rigorous(program, [x], [x], tier)[0]
+        with mpmath.workprec(300):
+            v = exact[name](mpmath.mpf(x))
+            assert mpmath.mpf(o_lo) <= v <= mpmath.mpf(o_hi), (tier, name, x, o_lo, o_hi)
+            assert o_hi - o_lo <= 1e-12 * float(v), (tier, name, x, o_lo, o_hi)
+
+
 @pytest.mark.parametrize("tier", ["float", *RIGOROUS])
 @pytest.mark.parametrize("e", [sp.Rational(1, 2), sp.Rational(-1, 2), sp.Rational(1, 3), sp.Rational(-1, 3),
                                sp.Rational(3, 2), sp.Rational(-5, 4)], ids=str)
