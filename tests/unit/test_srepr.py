@@ -146,3 +146,12 @@ def test_an_unevaluated_closed_claim_keeps_both_sides() -> None:
                                             evaluate=False), evaluate=False), sp.Rational(99, 100), evaluate=False))
     back = parse_srepr(text, where="f", exact=True)
     assert isinstance(back, sp.GreaterThan) and sp.srepr(back) == text and claim is not sp.false
+
+
+def test_a_symbol_name_of_up_to_64_characters_is_read_and_a_longer_one_refused() -> None:
+    """A symbol's name is a plain identifier of at most 64 characters: exactly 64 reads back as itself, 65 is
+    refused naming the symbol."""
+    name = "x" * 64
+    assert parse_srepr(f"Symbol('{name}')", where="f") == sp.Symbol(name)
+    with pytest.raises(InvalidArgument, match="the symbol name 'x{65}'"):
+        parse_srepr(f"Symbol('{'x' * 65}')", where="f")
