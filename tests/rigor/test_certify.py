@@ -448,3 +448,17 @@ def test_a_hypothesis_undecided_beside_a_tight_margin_is_decided_at_higher_preci
     assert wrong.status == "not-applicable" and wrong.hypotheses["top-N"] == "fails (certified)", wrong
     right = certify(st, Instance.from_logits(np.array([[1e-300, 0.0]]), nm.softmax(T=1.0), N=1, selection=selected))
     assert right.status == "holds" and right.hypotheses["top-N"] == "certified" and right.precision_bits >= 1024, right
+
+
+def test_certification_works_from_53_bits_and_refuses_fewer_naming_the_bound() -> None:
+    """Precision starts at any width from a double's 53 bits up to ``max_bits``: 53 itself is allowed (a margin far
+    from 0 is decided there), 52 and a ceiling below the start are refused with a message naming both."""
+    from attnbounds.theory.mathematics.errors import InvalidArgument
+    from attnbounds.theory.running import api
+
+    st = api.statement("alpha_max <= 1", hypotheses=["softmax"]).statements[0]
+    inst = Instance.from_logits(np.array([[1.0, 0.0]]), nm.softmax(T=1.0))
+    assert certify(st, inst, precision_bits=53).status == "holds"
+    for bits, ceiling in ((52, 4096), (128, 64)):
+        with pytest.raises(InvalidArgument, match=f"need 53 <= precision_bits <= max_bits, got {bits}, {ceiling}"):
+            certify(st, inst, precision_bits=bits, max_bits=ceiling)

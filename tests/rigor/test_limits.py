@@ -163,3 +163,18 @@ def test_the_sign_along_a_growth_is_one_of_minus_one_zero_and_one() -> None:
         assert limits._sign_on(-1 - u, ops, 0.5) == (-1, True)
         assert limits._sign_on(2 + u**2, ops, 0.5) == (1, True)
         assert limits._sign_on(u - sp.Rational(1, 4), ops, 0.5) == (0, False)
+
+
+def test_the_growths_of_an_instance_grow_its_largest_class_and_every_class_in_proportion() -> None:
+    """Counts 1, 2, 4 (N = 3 selecting the first two columns): the largest class grows alone (the selection keeps N),
+    and every class grows by its count over their gcd, 1: (1, 2, 4), one-token classes included, with N growing by
+    the selected classes' steps (1 + 2 per step)."""
+    inst = Instance.from_logits([[2.0, 1.0, -1.0]], softmax(1.0), counts=[[1, 2, 4]], N=3,
+                                selection=[[True, True, False]])
+    largest, proportional = limits.growths(inst)
+    assert largest.growth == (0, 0, 1) and largest.selected_growth() == 0
+    assert proportional.growth == (1, 2, 4) and proportional.selected_growth() == 3
+    member = proportional.at(2)
+    assert member.N == 9 and list(member.counts[0]) == [3, 6, 12] and member.L == proportional.length(2) == 21
+    plain = limits.growths(Instance.from_logits([[2.0, 1.0, -1.0]], softmax(1.0), counts=[[1, 2, 4]]))
+    assert [g.selected_growth() for g in plain] == [0, 0] and plain[1].at(1).N is None
