@@ -173,6 +173,21 @@ def test_large_subset_count_is_a_labelled_statistical_check():
     assert any("statistical" in n for n in c.notes)
 
 
+def test_a_margin_the_every_configuration_bounds_leave_open_is_refined_by_monte_carlo_and_labelled() -> None:
+    """Theorem 2's count at N = 3 depends on the sphere configuration: its every-configuration enclosure leaves the
+    upper bound undecided, so certification refines it by sphere draws (Hoeffding, labelled statistical) and the
+    bound holds there; a margin those bounds already decide (N = 2, deterministic) is not refined (arb, violated)."""
+    inst = Instance.from_logits(np.array([[2.0, 1.0, 0.5, 0.0, -1.0]]), nm.softmax(1.0), N=3, M=1.0, delta=0.3,
+                                r=0.7, dim=3)
+    c = certify("theorem2.upper[relaxed]", inst)
+    assert c.status == "holds" and c.method == "hoeffding" and c.statistical, c
+    assert any("sphere draws" in n for n in c.notes), c.notes
+    fixed = Instance.from_logits(np.array([[2.0, 1.0, 0.0, -1.0]]), nm.softmax(1.0), N=2, M=1.0, delta=0.3, r=0.7,
+                                 dim=3)
+    d = certify("theorem2.upper[relaxed]", fixed)
+    assert d.status == "violated" and d.method == "arb" and not d.statistical, d
+
+
 def test_theorem2_counts_that_do_not_depend_on_the_configuration():
     # N = 2: ||s - alpha_i x_i|| = alpha_other M on the sphere, so the relaxed count is deterministic
     inst = Instance.from_logits(np.array([[2.0, 1.0, 0.0, -1.0]]), nm.softmax(1.0), N=2, M=1.0, delta=0.3, r=0.7, dim=3)
