@@ -438,11 +438,11 @@ def test_a_non_normalising_map_is_on_the_simplex_exactly_where_its_weights_sum_t
     sig = nm.make("sigmoid")
     on = certify(st, Instance.from_logits(np.array([[0.0, 0.0]]), sig))
     assert on.status == "violated" and on.hypotheses["simplex"] == "certified", on.hypotheses
+    weak = api.statement("alpha_max <= 0.99", hypotheses=["simplex"]).statements[0]
     for l in (1.0, 0.375, 3.0):
         tied = certify(st, Instance.from_logits(np.array([[l, -l]]), sig))
         assert tied.status == "violated" and tied.hypotheses["simplex"].startswith("certified"), (l, tied)
         assert tied.backend == "exact" and not any("could not be certified" in n for n in tied.notes), tied
-        weak = api.statement("alpha_max <= 0.99", hypotheses=["simplex"]).statements[0]
         assert certify(weak, Instance.from_logits(np.array([[l, -l]]), sig)).status == "holds"
     near = certify(st, Instance.from_logits(np.array([[1.0, -1.0 - 2.0**-40]]), sig))
     assert near.status == "not-applicable" and near.hypotheses["simplex"] == "fails (certified)", near

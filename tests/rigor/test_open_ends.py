@@ -101,8 +101,7 @@ def test_without_a_length_coordinate_the_last_share_is_open_by_the_shortest_leng
     for problem in problems:
         assert not any(c.kind == "length" for c in problem.coordinates)
         roles = [d for d, c in enumerate(problem.coordinates) if c.kind == "role"]
-        last = problem.coordinates.index(next(c for c in problem.coordinates
-                                              if c.symbol == problem.realisation["role_coordinates"][-1]))
+        last = next(d for d, c in enumerate(problem.coordinates) if c.symbol == problem.realisation["role_coordinates"][-1])
         lo, hi = np.array([c.lo for c in problem.coordinates]), np.array([c.hi for c in problem.coordinates])
         assert problem.open_end(last, 1, lo, hi) is opens, (L_range, problem.describe())
         for d in roles:

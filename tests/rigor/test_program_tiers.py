@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -298,6 +299,26 @@ SQUASH_BOXES = [(-1e308, -1e300), (-800.0, -700.0), (-40.0, -30.0), (-1.0, 1.0),
                 (700.0, 800.0), (1e300, 1e308), (-50.0, 3.0), (-800.0, 3.0), (-1e5, 0.0), (-1000.0, 1000.0), (-1e308, 1e308)]
 
 
+def _squashed(tier: str, lo: float, hi: float) -> list[tuple[str, Any, tuple[float, float]]]:
+    """Per bounded function (``sigmoid``, ``softplus``): its name, its exact value (an mpmath function) and the tier's
+    enclosure of it on the box ``[lo, hi]``."""
+    import mpmath
+
+    from attnbounds.theory.mathematics.normalisers.symbolic import sigmoid, softplus
+
+    out = []
+    for name, fn, exact in (("sigmoid", sigmoid, lambda v: 1 / (1 + mpmath.exp(-v))),
+                            ("softplus", softplus, lambda v: mpmath.log(1 + mpmath.exp(v)))):
+        program = compile_program([fn(_x)], [_x])
+        if tier == "float64":
+            with np.errstate(over="ignore"):
+                o_lo, o_hi = (float(v[0]) for v in run_float(program, np.array([[lo]]), np.array([[hi]]))[0])
+        else:
+            o_lo, o_hi = run_rigorous(program, [lo], [hi], tier)[0]
+        out.append((name, exact, (o_lo, o_hi)))
+    return out
+
+
 @pytest.mark.parametrize("tier", ("float64",) + RIGOROUS)
 @pytest.mark.parametrize("lo, hi", SQUASH_BOXES)
 def test_sigmoid_and_softplus_stay_in_their_ranges(tier: str, lo: float, hi: float) -> None:
@@ -308,19 +329,10 @@ def test_sigmoid_and_softplus_stay_in_their_ranges(tier: str, lo: float, hi: flo
     midpoint and a radius, holds 0)."""
     import mpmath
 
-    from attnbounds.theory.mathematics.normalisers.symbolic import sigmoid, softplus
-
-    exact = {"sigmoid": lambda v: 1 / (1 + mpmath.exp(-v)), "softplus": lambda v: mpmath.log(1 + mpmath.exp(v))}
-    for name, fn in (("sigmoid", sigmoid), ("softplus", softplus)):
-        program = compile_program([fn(_x)], [_x])
-        if tier == "float64":
-            with np.errstate(over="ignore"):
-                o_lo, o_hi = (float(v[0]) for v in run_float(program, np.array([[lo]]), np.array([[hi]]))[0])
-        else:
-            o_lo, o_hi = run_rigorous(program, [lo], [hi], tier)[0]
+    for name, exact, (o_lo, o_hi) in _squashed(tier, lo, hi):
         with mpmath.workprec(300):
             for p in (lo, hi):
-                v = exact[name](mpmath.mpf(p))
+                v = exact(mpmath.mpf(p))
                 assert mpmath.mpf(o_lo) <= v <= mpmath.mpf(o_hi), (tier, name, lo, hi, o_lo, o_hi, p)
         # an endpoint tier exactly; arb's hull (a midpoint and a 30-bit radius rounded up) within its radius' rounding
         if name == "sigmoid" or max(abs(lo), abs(hi)) < 1e300:  # never the whole line (softplus(1e308) is no arb ball)
@@ -339,17 +351,9 @@ def test_sigmoid_and_softplus_at_a_point_are_tight(tier: str, x: float) -> None:
     ``1 / (2 + exp(-x))`` for the lower end, would still lie in [0, 1] and pass the range test)."""
     import mpmath
 
-    from attnbounds.theory.mathematics.normalisers.symbolic import sigmoid, softplus
-
-    exact = {"sigmoid": lambda v: 1 / (1 + mpmath.exp(-v)), "softplus": lambda v: mpmath.log(1 + mpmath.exp(v))}
-    for name, fn in (("sigmoid", sigmoid), ("softplus", softplus)):
-        program = compile_program([fn(_x)], [_x])
-        if tier == "float64":
-            o_lo, o_hi = (float(v[0]) for v in run_float(program, np.array([[x]]), np.array([[x]]))[0])
-        else:
-            o_lo, o_hi = run_rigorous(program, [x], [x], tier)[0]
+    for name, exact, (o_lo, o_hi) in _squashed(tier, x, x):
         with mpmath.workprec(300):
-            v = exact[name](mpmath.mpf(x))
+            v = exact(mpmath.mpf(x))
             assert mpmath.mpf(o_lo) <= v <= mpmath.mpf(o_hi), (tier, name, x, o_lo, o_hi)
             assert o_hi - o_lo <= 1e-12 * float(v), (tier, name, x, o_lo, o_hi)
 

@@ -314,11 +314,13 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                 return finish("inconclusive", bits, None, None, [f"cannot certify: {exc}"], ops.name)
             undecided = [hid for hid, s in statuses.items() if s is None]
             status: Status
+            unproved: list[str] = []  # (not said once the exact tier certifies the hypotheses)
             if m.violated:
                 status = "violated"
                 if undecided or float_only:
                     status = "inconclusive"
-                    notes.append(f"the margin is negative but hypotheses {undecided + float_only} could not be certified")
+                    unproved.append(f"the margin is negative but hypotheses {undecided + float_only} could not be "
+                                    f"certified")
             elif m.holds:
                 status = "holds"
             else:
@@ -326,20 +328,19 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                 notes.append("the margin interval contains 0" + (" (a strict inequality is false if it is exactly 0)"
                                                                  if m.strict_open else ""))
             statistical = "hoeffding" in ex.methods
-            tight = not m.violated and not m.holds and _relative_width(ops, m) <= 2.0 ** (-bits / 4)
-            if status == "inconclusive" and not statistical and bits * 2 <= max_bits and (undecided or not tight):
-                bits *= 2  # precision lost to cancellation, or a hypothesis undecided (a near tie): more bits
+            wide = _relative_width(ops, m) > 2.0 ** (-bits / 4)  # precision lost to cancellation
+            if status == "inconclusive" and not statistical and bits * 2 <= max_bits and (undecided or wide):
+                bits *= 2  # (or a hypothesis undecided: a near tie)
                 continue
             if (status == "inconclusive" and not statistical and not float_only
-                    and (undecided or tight)):  # tight around 0, or a hypothesis at its boundary: an equality case?
+                    and (undecided or not wide)):  # tight around 0, or a hypothesis at its boundary: an equality case?
                 decided = _exact(st, one, defaulted, bits)
                 if decided is not None:
                     exact_status, m_exact, ex_exact, exact_notes = decided
                     for hid in undecided:
                         hyp_report[hid] = "certified (exactly)"
-                    notes = [n for n in notes if not n.startswith("the margin is negative but hypotheses")]
                     return finish(exact_status, bits, m_exact, ex_exact, notes + exact_notes, "exact", ex_exact.ops)
-            return finish(status, bits, m, ex, notes, _method(ops, ex))
+            return finish(status, bits, m, ex, notes + unproved, _method(ops, ex))
 
 
 #: the most columns (token classes or tokens) the exact tier expands: its expressions grow with them
