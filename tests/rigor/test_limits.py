@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+
 import pytest
 import sympy as sp
 
@@ -16,7 +18,7 @@ from attnbounds.theory.mathematics import hypotheses as hyp
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.normalisers import softmax
 from attnbounds.theory.mathematics.statement import Citation, Statement
-from attnbounds.theory.mathematics.statements._symbols import dF_l2
+from attnbounds.theory.mathematics.statements._symbols import L, alpha_max, alpha_min, dF_l2
 from tests.planted import weights_lower, weights_upper
 
 
@@ -178,3 +180,114 @@ def test_the_growths_of_an_instance_grow_its_largest_class_and_every_class_in_pr
     assert member.N == 9 and list(member.counts[0]) == [3, 6, 12] and member.L == proportional.length(2) == 21
     plain = limits.growths(Instance.from_logits([[2.0, 1.0, -1.0]], softmax(1.0), counts=[[1, 2, 4]]))
     assert [g.selected_growth() for g in plain] == [0, 0] and plain[1].at(1).N is None
+
+
+def test_a_conjunct_that_fails_as_L_grows_is_never_certified_to_hold_along_the_growth() -> None:
+    """``alpha_min <= 0.9 & L <= 50`` holds at the base (L = 10), its first conjunct with the smaller margin there;
+    the second fails from L = 51. The statement holds along a growth only where every conjunct does (each distinct
+    margin certified, not only the smallest at the base, which once certified 'holds up to L = 1e15' here): the
+    analysis says violated, from an L where certify agrees."""
+    statement = Statement("limits.two-conjuncts", "alpha_min <= 0.9 and L <= 50",
+                          sp.And(sp.Le(alpha_min, sp.Rational(9, 10)), sp.Le(L, 50)), Citation("test"),
+                          (hyp.F_POSITIVE, hyp.SOFTMAX), bindings={"alpha_min": "alpha_min"}, fixed={"T": 1.0})
+    inst = Instance.from_logits([[1.0, 0.0]], softmax(1.0), counts=[[1, 9]], T=1.0)
+    assert certify(statement, inst).status == "holds"
+    results = limits.analyse(statement, inst, violated=False)
+    assert results and not any(r.status.startswith("holds") for r in results), [r.to_json() for r in results]
+    for r in results:
+        assert r.status.startswith("violated") and r.L0 is not None and r.L0 > 50, r.to_json()
+        assert "the margin of L <= 50 is certified < 0" in r.detail, r.detail
+        growth = next(g for g in limits.growths(inst) if g.name == r.growth)
+        member = -(-(r.L0 - growth.length(0)) // sum(growth.growth))
+        assert certify(statement, growth.at(member)).status == "violated"
+
+
+def _L_alpha_max(hypotheses: tuple = (hyp.SOFTMAX,), **kwargs) -> Statement:
+    return Statement("limits.L-alpha-max", "L*alpha_max <= 2", sp.Le(L * alpha_max, 2), Citation("test"), hypotheses,
+                     bindings={"alpha_max": "alpha_max"}, **kwargs)
+
+
+@pytest.mark.parametrize("high, expected", [(50, ("violated-up-to", 10, 50)), (12, ("violated-up-to", 10, 12)),
+                                            (None, ("violated-up-to", 10, "past 10^15"))])
+def test_a_violation_along_a_growth_stops_at_the_upper_end_of_the_statements_range_of_L(high, expected) -> None:
+    """``L*alpha_max <= 2`` for softmax is false at logits (3, 0), counts (1, 9), and along both growths (the limit is
+    e^3 and 3.9); with a range of L the members beyond its end fail the hypothesis 'parameter-ranges' (NOT-APPLICABLE,
+    not counterexamples), so the violation is certified up to that end and no further (without a range, past 10^15:
+    the limit itself is sympy's)."""
+    ranges = {"L": (2, high)} if high is not None else {}
+    statement = _L_alpha_max(fixed={"T": 1.0}, ranges=ranges)
+    inst = Instance.from_logits([[3.0, 0.0]], softmax(1.0), counts=[[1, 9]], T=1.0)
+    assert certify(statement, inst).status == "violated"
+    results = limits.analyse(statement, inst, violated=True)
+    got = [(r.status, r.L0, "past 10^15" if r.L_max is not None and r.L_max > 10**15 else r.L_max) for r in results]
+    assert got == [expected, expected], [r.to_json() for r in results]
+
+
+def test_a_violation_certified_only_beyond_the_range_of_L_is_not_claimed() -> None:
+    """Softmax ``L*alpha_max <= 2.5`` at logits (1, 0), counts (1, 2): along the growth of the class of 2 (logit 0),
+    L alpha_max = L e / (e + L - 1) passes 2.5 between L = 19 and 20 (the limit is e): with a range of L up to 12 no
+    member of the range is a counterexample, and the analysis says so instead of claiming a violation (certified
+    from L = 102 on)."""
+    statement = Statement("limits.beyond", "L*alpha_max <= 5/2", sp.Le(L * alpha_max, sp.Rational(5, 2)),
+                          Citation("test"), (hyp.SOFTMAX,), bindings={"alpha_max": "alpha_max"}, fixed={"T": 1.0},
+                          ranges={"L": (2, 12)})
+    inst = Instance.from_logits([[1.0, 0.0]], softmax(1.0), counts=[[1, 2]], T=1.0)
+    results = limits.analyse(statement, inst, violated=False, work_limit=10**7)  # a sign change costs the default's
+    assert results and not any(r.status.startswith("violated") for r in results), [r.to_json() for r in results]
+    assert any("beyond the statement's range of L (up to 12)" in r.detail for r in results), \
+        [r.to_json() for r in results]
+
+
+@pytest.mark.parametrize("case", ["unit-direction", "weights without a normaliser", "a hypothesis of the user's"])
+def test_no_violation_is_claimed_along_a_growth_where_a_hypothesis_may_fail(case: str) -> None:
+    """A violation along a growth is claimed only when every hypothesis holds at every member: the unit direction v
+    (its norm grows with the counts), the simplex for weights given without a normaliser (they keep their values, so
+    their weighted sum grows past 1), and a hypothesis that does not say (a user's, ``along_growths`` None)."""
+    from attnbounds.theory.mathematics.instance import Instance as I
+
+    if case == "unit-direction":
+        statement = _L_alpha_max((hyp.SOFTMAX, hyp.UNIT_DIRECTION), fixed={"T": 1.0})
+        inst = I.from_logits([[3.0, 0.0]], softmax(1.0), counts=[[1, 9]], T=1.0,
+                             arrays={"v": [[0.6, 0.8 / 3]]})
+    elif case == "weights without a normaliser":
+        statement = _L_alpha_max((hyp.SIMPLEX,))
+        inst = I.from_weights([[0.55, 0.05]], counts=[[1, 9]])
+    else:
+        mine = hyp.Hypothesis("mine", "a user's hypothesis", lambda inst: np.ones(inst.B, dtype=bool))
+        statement = _L_alpha_max((hyp.SOFTMAX, mine), fixed={"T": 1.0})
+        inst = I.from_logits([[3.0, 0.0]], softmax(1.0), counts=[[1, 9]], T=1.0)
+    assert bool(statement.check_hypotheses(inst)[0][0]) and certify(statement, inst).status in ("violated", "inconclusive")
+    results = limits.analyse(statement, inst, violated=True)
+    assert results and all(r.status == "unsupported" and "is not known to hold along it" in r.detail
+                           for r in results), [r.to_json() for r in results]
+
+
+def test_every_hypothesis_said_to_hold_along_growths_holds_at_their_members() -> None:
+    """Each hypothesis of the catalogue whose ``along_growths`` says it holds along the growths of an instance (one
+    that satisfies it) is checked at members t = 1, 2, 7 of both growths, on softmax, a length-dependent F, weights
+    given directly, with and without a top-N selection, x, q and k, a, the heads' p and a direction v."""
+    from attnbounds.theory.io.userbounds import hypothesis_catalogue
+    from attnbounds.theory.mathematics.normalisers import scalable_softmax
+
+    base = _every_input()
+    instances = [base, Instance.from_logits([[2.0, 0.5, -1.0]], scalable_softmax(0.5, 1.0), counts=[[1, 2, 3]], N=1, a=2.0, T=1.0),
+                 Instance.from_weights([[0.4, 0.1, 0.1]], counts=[[1, 2, 4]], N=1),
+                 Instance.from_logits([[0.0, 0.0]], softmax(2.0), counts=[[3, 1]], T=2.0, a=0.5),
+                 Instance.from_logits([[1.0, -1.0]], softmax(1.0), counts=[[1, 1]], T=1.0, eps=0.1,
+                                      arrays={"v": [[0.6, 0.8]]})]  # a unit direction, one token per class
+    def holds(h: hyp.Hypothesis, inst: Instance) -> bool:
+        try:
+            return bool(h(inst)[0])
+        except Exception:  # an instance without what the check reads (logits, a parameter): not one of its instances
+            return False
+
+    checked = 0
+    for h in hypothesis_catalogue().values():
+        for inst in instances:
+            if h.along_growths is None or not holds(h, inst) or not h.along_growths(inst):
+                continue
+            for growth in limits.growths(inst):
+                for value in (1, 2, 7):
+                    assert holds(h, growth.at(value)), (h.id, growth.name, value)
+                    checked += 1
+    assert checked > 100, checked

@@ -88,12 +88,15 @@ class Growth:
         return int(sum(b for b, s in zip(self.growth, mask) if s))
 
     def at(self, value: int) -> Instance:
-        """The member at integer ``t = value`` (a float instance, for checks and records)."""
+        """The member at integer ``t = value`` (a float instance, for checks): the weights recomputed by the
+        normaliser for the grown counts, as along the growth itself; weights given without one are kept."""
         counts = self.counts + np.asarray(self.growth, dtype=np.int64) * int(value)
         N = None if self.base.N is None else self.base.N + self.selected_growth() * int(value)
-        return Instance._build(self.base.alpha, self.base.logits, self.base.normaliser, self.base.x, self.base.q,
-                               self.base.k, N, self.base.mask if N is not None else None, self.base.arrays,
-                               {k: v for k, v in self.base.params.items()}, counts[None])
+        base = self.base
+        alpha = (base.alpha if base.logits is None or base.normaliser is None else
+                 base.normaliser.weights(base.logits, counts=counts[None]))
+        return Instance._build(alpha, base.logits, base.normaliser, base.x, base.q, base.k, N,
+                               base.mask if N is not None else None, base.arrays, dict(base.params), counts[None])
 
 
 def growths(inst: Instance) -> list[Growth]:
@@ -307,6 +310,26 @@ def analyse(statement: Statement, inst: Instance, *, violated: bool = True, bits
                                     label=f"limits {statement.id}")
 
 
+#: where the certified range of a sign starts, as ``u0 = 1 / (t0 + 1)``, tried largest first (each certifies the
+#: sign on ``[2^-50 u0, u0]``, that is for ``t0 <= t <= 2^50 / u0``)
+_STARTS = (1.0, 0.5, 0.1, 1e-2, 1e-4, 1e-6, 1e-9)
+
+
+def _unclaimed(statement: Statement, growth: Growth) -> str:
+    """Why no violation along ``growth`` can be claimed ("" when it can): a hypothesis not known to hold at every
+    member of the growth (the members would be NOT-APPLICABLE, not counterexamples)."""
+    for h in statement.hypotheses:
+        if h.along_growths is None or not h.along_growths(growth.base):
+            return f"the hypothesis {h.id!r} is not known to hold along it"
+    return ""
+
+
+def _length_cap(statement: Statement) -> int | None:
+    """The largest L of the statement's range of L (None: no upper end)."""
+    high = statement.ranges.get("L", (1, math.inf))[1]
+    return int(math.floor(high)) if math.isfinite(high) else None
+
+
 def _growth_piece(shared: tuple[Statement, bool, int, int], growth: Growth) -> LimitResult:
     statement, violated, bits, work_limit = shared
     ops = SymbolicOps(Work(work_limit))
@@ -319,6 +342,14 @@ def _growth_piece(shared: tuple[Statement, bool, int, int], growth: Growth) -> L
 
 
 def _analyse_growth(statement: Statement, growth: Growth, ops: SymbolicOps, violated: bool) -> LimitResult:
+    """The sign of the statement's margins along ``growth``: "holds" needs every distinct (conjunct, column) margin
+    certified >= 0 on the range, "violated" one margin certified < 0 there, with every hypothesis known to hold
+    along the growth (:attr:`~attnbounds.theory.mathematics.hypotheses.Hypothesis.along_growths`) and within the
+    statement's range of L."""
+    unclaimed = _unclaimed(statement, growth)
+    if violated and unclaimed:
+        return LimitResult(growth.name, "unsupported", detail=f"no violation is claimed along the growth: {unclaimed}")
+    L_cap = _length_cap(statement)
     ms = margins(statement, growth, ops)
     for m in ms:
         nodes = size(m.expr)
@@ -339,19 +370,49 @@ def _analyse_growth(statement: Statement, growth: Growth, ops: SymbolicOps, viol
         slack = float(c / sp.Abs(rhs_order[1]))
     leading = f"margin ~ {sp.N(c, 6)} L^-{p}" if p else f"margin -> {sp.N(c, 6)}"
     negative = bool((c < 0) == True)  # noqa: E712 - a sympy truth value
-    G = _in_u(worst.expr, p)
-    for u0 in (1.0, 0.5, 0.1, 1e-2, 1e-4, 1e-6, 1e-9):
-        sign, to_zero = _sign_on(G, ops, u0, ops.work)
+    others = [m for m in {m.expr: m for m in ms}.values() if m.expr != worst.expr]  # each distinct margin once
+    forms: dict[sp.Expr, sp.Expr] = {worst.expr: _in_u(worst.expr, p)}
+
+    def sign_of(m: Margin, u0: float) -> tuple[int, bool]:
+        if m.expr not in forms:  # dividing by u^p > 0 keeps the sign: p only makes the form regular at u = 0
+            other = _order(m.expr, ops)
+            forms[m.expr] = _in_u(m.expr, other[0] if other is not None else 0)
+        return _sign_on(forms[m.expr], ops, u0, ops.work)
+
+    for u0 in _STARTS:
+        sign, to_zero = sign_of(worst, u0)
+        which = ""
+        if sign > 0:  # the statement holds on the range only where every conjunct holds at every column
+            for m in others:
+                other, other_to_zero = sign_of(m, u0)
+                if other <= 0:
+                    sign, to_zero = other, other_to_zero
+                    which = (f" of {conjuncts(statement.relation)[m.conjunct]}"
+                             + (f" at column {m.column}" if m.column >= 0 else ""))
+                    break
+                to_zero = to_zero and other_to_zero
         if sign == 0:
             continue
         t0 = 0 if u0 == 1.0 else math.ceil(1 / u0 - 1)
         L0 = int(growth.length(t0))
-        upto = "" if to_zero else f" up to L = {int(growth.length(2**50 / u0)):.3g} (the limit itself is sympy's, not certified)"
+        L_max = None if to_zero else int(growth.length(2**50 / u0))
+        upto = "" if to_zero else f" up to L = {L_max:.3g} (the limit itself is sympy's, not certified)"
+        if sign < 0 and unclaimed:
+            return LimitResult(growth.name, "unsupported", limit=leading, slack=slack, order=p,
+                               detail=f"the margin{which} is certified < 0 from L = {L0} on, but {unclaimed}")
+        if sign < 0 and L_cap is not None:  # beyond the statement's range of L no instance is a counterexample
+            if L0 > L_cap:
+                return LimitResult(growth.name, "unsupported", limit=leading, slack=slack, order=p,
+                                   detail=f"the margin{which} is certified < 0 only from L = {L0} on, beyond the "
+                                          f"statement's range of L (up to {L_cap})")
+            if L_max is None or L_max > L_cap:
+                to_zero, L_max = False, L_cap
+                upto = f" up to L = {L_cap} (the statement's range of L ends there)"
         what = "< 0" if sign < 0 else ">= 0"
         status = ("violated" if sign < 0 else "holds") + ("-for-all" if to_zero else "-up-to")
-        L_max = None if to_zero else int(growth.length(2**50 / u0))
         return LimitResult(growth.name, status, L0=L0, L_max=L_max, limit=leading, slack=slack, order=p,
-                           detail=f"the margin is certified {what} for every t >= {t0} (L >= {L0}) of the family{upto}")
+                           detail=f"the margin{which} is certified {what} for every t >= {t0} (L >= {L0}) of the "
+                                  f"family{upto}")
     status = "limit-only"
     detail = ("sympy's limit says the margin stays negative, but interval evaluation could not certify it"
               if negative else "sympy's limit says the margin stays positive (not certified)")

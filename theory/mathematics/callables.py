@@ -460,7 +460,7 @@ def same_normaliser(name: str, proto: Normaliser, declared: Declared | None = No
     same = SameNormaliser(proto, declared)
     return Hypothesis(f"normaliser({name})", f"the weights come from the normaliser {name!r} ({kind}), at any "
                       f"temperature{fixed}", same, relax=_relax_rule(name, proto), exact=True, normaliser="form",
-                      names=same)
+                      names=same, along_growths=lambda inst: True)  # a growth keeps the normaliser
 
 
 def _relax_rule(name: str, proto: Normaliser) -> Any:

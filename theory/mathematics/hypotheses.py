@@ -87,6 +87,12 @@ class Hypothesis:
     names: NamedNormaliser | None = field(default=None, compare=False, repr=False)
     #: cost classes (:data:`attnbounds.theory.mathematics.quantities.COSTS`) it makes cheaper, each to its cheaper class
     cheaper: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    #: whether it holds at every member of a growth of token classes through an instance that satisfies it (counts
+    #: ``m + b t``, the same logits, vectors and parameters, the weights recomputed by the normaliser where there is
+    #: one; :mod:`attnbounds.theory.deciding.limits`, which stops a growth at the upper end of the statement's range
+    #: of L): a function of that instance, or None (not known: the limit analysis certifies no violation along a
+    #: growth of a statement that assumes it)
+    along_growths: Callable[[Instance], bool] | None = field(default=None, compare=False, repr=False)
 
     def __call__(self, inst: Instance) -> np.ndarray:
         return np.broadcast_to(np.asarray(self.check(inst), dtype=bool), (inst.B,))
@@ -109,6 +115,24 @@ def smallest_length(hypotheses: Iterable[Hypothesis]) -> int:
 #: the parameters as plain real symbols (named as in the statements): formulas built from symbols that carry
 #: sympy assumptions would collapse (``T > 0`` is ``True`` for a positive T) and state nothing
 L, N, T, a, r, M, delta, eps, p, H, C_H, kappa = sp.symbols("L N T a r M delta eps p H C_H kappa", real=True)
+
+
+def _always(inst: Instance) -> bool:
+    """Along growths of token classes: a hypothesis on the normaliser's form, the logits, the token vectors or the
+    parameters holds at every member once it holds at the first (a growth copies tokens and keeps the parameters)."""
+    return True
+
+
+def _weights_recomputed(inst: Instance) -> bool:
+    """Along growths: the weights stay on the simplex when the normaliser recomputes them from the logits for the
+    grown counts; weights given without a normaliser keep their values, and their weighted sum grows past 1."""
+    return inst.logits is not None and inst.normaliser is not None
+
+
+def _order_kept(inst: Instance) -> bool:
+    """Along growths: the order of the weights (the top-N set) is kept when the weights are given (unchanged) or
+    come from an F independent of L (the order of F(l_i) at fixed logits); an F that reads L may reorder them."""
+    return inst.normaliser is None or bool(inst.normaliser.length_independent)
 
 
 def _all(inst: Instance, value: bool) -> np.ndarray:
@@ -310,55 +334,57 @@ F_POSITIVE = Hypothesis(
     "F-positive", "alpha = F / sum F with F a smooth positive function of the logit (paper eq. 3)",
     lambda inst: _all(inst, isinstance(inst.normaliser, RatioNormaliser) and inst.normaliser.positive),
     relax=lambda space: space.normaliser_property(lambda n: n.positive, "F positive", every_F=True), exact=True,
-    normaliser="form")
+    normaliser="form", along_growths=_always)
 
 F_LENGTH_INDEPENDENT = Hypothesis(
     "F-length-independent", "F does not depend explicitly on the number of tokens L (Lemma 1)",
     lambda inst: _all(inst, inst.normaliser is not None and inst.normaliser.length_independent),
     relax=lambda space: space.normaliser_property(lambda n: n.length_independent, "F independent of L", every_F=True),
-    exact=True, normaliser="form")
+    exact=True, normaliser="form", along_growths=_always)
 
 SOFTMAX = Hypothesis(
     "softmax", "alpha = F / sum F with log F(l) = l / T + c (c free of l) for the instance's temperature T: softmax "
     "with temperature T, decided exactly from the normaliser's log F (its name plays no part)", _softmax,
     relax=lambda space: space.softmax(), exact=True, normaliser="form",
-    cheaper={"jacobian": "softmax-jacobian"})  # (log F)' is constant: the Jacobian norms are closed forms
+    cheaper={"jacobian": "softmax-jacobian"}, along_growths=_always)  # (log F)' is constant: the Jacobian norms are closed forms
 
 LOGITS_QK = Hypothesis(
     "logits-qk", "the logits are the query-key products l_i = <q, k_i> (the scale 1/T is in F); checked to the "
     "rounding of the dot product in float64, exactly in balls", _logits_qk, ball=_logits_qk_ball,
-    relax=lambda space: space.bound_logits(by="keys"))
+    relax=lambda space: space.bound_logits(by="keys"), along_growths=_always)
 
 LOGITS_BOUNDED = Hypothesis(
     "logits-bounded", "every logit lies in [-a, a] (a: instance parameter, default max_i |l_i|)",
     lambda inst: np.where(inst.present, np.abs(cast(np.ndarray, inst.logits)), 0.0).max(-1) <= inst.param("a"),
-    relax=lambda space: space.bound_logits(), ball=_logits_bounded_ball, logit_bound="a")
+    relax=lambda space: space.bound_logits(), ball=_logits_bounded_ball, logit_bound="a",
+    along_growths=_always)
 
 SIMPLEX = Hypothesis(
     "simplex", "weights are non-negative and sum to one",
     lambda inst: (np.where(inst.present, inst.alpha, 0.0).min(-1) >= 0)
     & (np.abs((inst.multiplicity * inst.alpha).sum(-1) - 1) <= 1e-9),
     relax=lambda space: space.normaliser_property(lambda n: n.positive, "weights on the simplex (F positive)"),
-    ball=_simplex_ball, normaliser="weights")
+    ball=_simplex_ball, normaliser="weights", along_growths=_weights_recomputed)
 
 TOP_N = Hypothesis(
     "top-N", "I_N holds N largest weights: alpha_i <= alpha_j for i not in I_N, j in I_N",
-    lambda inst: inst.is_top_n, relax=lambda space: space.top_n(), ball=_top_n_ball)
+    lambda inst: inst.is_top_n, relax=lambda space: space.top_n(), ball=_top_n_ball, along_growths=_order_kept)
 
 L_AT_LEAST_2 = Hypothesis(
     "L>=2", "at least two tokens (N/(L-1) is defined)", lambda inst: _all(inst, inst.L >= 2), formula=sp.Ge(L, 2),
-    relax=lambda space: space.require_length(2), exact=True, min_L=2)
+    relax=lambda space: space.require_length(2), exact=True, min_L=2, along_growths=_always)
 
 SPHERE_FEASIBLE = Hypothesis(
     "assumptions-1-2", "Assumption 1 (x_i uniform on the sphere of radius M) and Assumption 2 "
     "(||x_i - x_j|| >= delta) with delta <= 2M (the diameter of the sphere); the expectation draws x from that law",
-    lambda inst: 2 * inst.param("M") >= inst.param("delta"), formula=sp.Le(delta, 2 * M), exact=True)
+    lambda inst: 2 * inst.param("M") >= inst.param("delta"), formula=sp.Le(delta, 2 * M), exact=True,
+    along_growths=_always)
 
 INDEPENDENT_HEADS = Hypothesis(
     "independent-heads", "each head covers each token independently, with probability p (the coverage is "
     "computed by enumerating the outcomes of H independent heads: it holds by construction)",
     lambda inst: _all(inst, True),
-    construction="by construction: the coverage enumerates the outcomes of independent heads")
+    construction="by construction: the coverage enumerates the outcomes of independent heads", along_growths=_always)
 
 UNIT_DIRECTION = Hypothesis(
     "unit-direction", "the finite-difference direction v has unit Euclidean norm (Fig. 4's g(T, eps))",
@@ -380,8 +406,9 @@ def fixed_parameters(values: dict[str, float]) -> Hypothesis:
             ok &= inst.param(name) == value
         return ok
 
+    # the prover reads the statement's fixed values itself
     return Hypothesis(FIXED_HYPOTHESIS, f"parameters fixed by the statement: {text}", check,
-                      relax=lambda space: None, exact=True)  # the prover reads the statement's fixed values itself
+                      relax=lambda space: None, exact=True, along_growths=_always)
 
 
 RANGES_HYPOTHESIS = "parameter-ranges"
@@ -401,8 +428,10 @@ def parameter_ranges(ranges: dict[str, tuple[float, float]]) -> Hypothesis:
             ok &= (value >= lo) & (value <= hi)
         return ok
 
+    # the prover reads the statement's ranges itself; along a growth only L moves, and the limit analysis stops a
+    # growth at the range's upper end of L
     return Hypothesis(RANGES_HYPOTHESIS, f"parameters within the statement's ranges: {text}", check,
-                      relax=lambda space: None, exact=True)  # the prover reads the statement's ranges itself
+                      relax=lambda space: None, exact=True, along_growths=_always)
 
 
 # -- parameter domains ---------------------------------------------------------------------------------
@@ -504,7 +533,8 @@ def domain_hypothesis(name: str) -> Hypothesis:
         return d.check(inst)
 
     return Hypothesis(domain_id(name), f"parameter domain: {d.text}", check, formula=d.formula,
-                      relax=lambda space: space.parameter_formula(d.formula), exact=True)
+                      relax=lambda space: space.parameter_formula(d.formula), exact=True,
+                      along_growths=_always)  # N <= L too: the selected classes grow by at most the total
 
 
 def domain_hypotheses(parameters: Iterable[str]) -> tuple[Hypothesis, ...]:
