@@ -294,6 +294,15 @@ def test_the_exact_tier_refuses_a_comparison_it_cannot_decide() -> None:
         ops.certainly_zero(value)
 
 
+@pytest.mark.parametrize("value, finite", [(sp.zoo, False), (sp.oo, False), (-sp.oo, False), (sp.nan, False),
+                                           (sp.log(0), False), (1 + sp.sqrt(2) * sp.zoo, False),
+                                           (sp.Integer(0), True), (sp.sqrt(2) / 4, True), (TINY_E, True)])
+def test_the_exact_tier_calls_a_number_finite_only_without_an_infinity_or_nan_in_it(value: Any, finite: bool) -> None:
+    """``is_finite`` of the exact tier: a margin that evaluated to an infinity (log 0, a division by 0) or to nan
+    is not a number whose sign decides a bound; any closed expression without one is finite, however small."""
+    assert ExactOps().is_finite(value) is finite
+
+
 def test_a_strict_bound_at_a_margin_below_every_precision_is_never_certified_violated() -> None:
     """softmax with L = 2 at logits -2000, -3000 and T = 0.1: ``alpha_max = 1/(1 + e^-10000) < 1``. The float
     margin is 0 and the balls straddle 0 at 4096 bits; certification must not call the strict bound violated."""

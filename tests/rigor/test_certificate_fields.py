@@ -27,6 +27,19 @@ def test_the_worst_token_is_named_for_a_per_token_bound_and_minus_one_for_a_per_
     assert per_instance.status == "violated" and per_instance.worst == {"conjunct": 0, "token": -1}
 
 
+@pytest.mark.parametrize("relation, status", [("alpha_max <= 1/2", "violated"), ("alpha_max <= 1", "holds"),
+                                              ("alpha_max >= 1/L", "holds"), ("alpha_min >= 0.1", "violated")])
+def test_a_certificate_is_violated_exactly_when_its_status_says_so(relation: str, status: str) -> None:
+    """``Certificate.violated`` (what an API user reads) is the status "violated", not "holds", "inconclusive" or
+    "not-applicable"; ``statistical`` is a Hoeffding interval's, never an interval enclosure's."""
+    inst = Instance.from_logits(np.array([[0.0, 3.0, 1.0]]), nm.softmax(1.0))
+    cert = certify(_statement(relation), inst)
+    assert cert.status == status and cert.violated is (status == "violated") and not cert.statistical
+    sparse = certify(_statement(relation), Instance.from_logits(np.array([[0.0, 3.0, 1.0]]),
+                                                                nm.CONSTRUCTORS["sparsemax"](T=1.0)))
+    assert sparse.status == "not-applicable" and not sparse.violated
+
+
 @pytest.mark.parametrize("relation", ["alpha_i >= 1/(2*L)", "alpha_i <= 1/2", "alpha_i > 1/(4*L)", "alpha_i >= 1/L"])
 @pytest.mark.parametrize("ghost", [-50.0, 50.0])
 def test_a_per_token_bound_is_judged_on_the_tokens_there_are(relation: str, ghost: float) -> None:

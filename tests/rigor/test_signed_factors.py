@@ -59,6 +59,22 @@ def test_a_factor_of_unknown_sign_is_kept() -> None:
     assert stripped == [] and out == core
 
 
+@pytest.mark.parametrize("den", [x, x - sp.Rational(1, 2), sp.exp(x) - 2, t - sp.Rational(1, 4), -(1 + w),
+                                 x + w * (1 - t)])
+def test_a_denominator_not_positive_at_every_instance_stays(den: sp.Expr) -> None:
+    """Dividing the core by its denominator keeps its sign only where the denominator is > 0: one that changes sign
+    on the box (x, e^x - 2, t - 1/4, x + w (1 - t)) or is negative on it (-(1 + w)) stays in the core, whatever
+    its numerator lets go (t >= 0 and 1 + x^2 > 0), and the core keeps its sign at every point."""
+    rest = sp.exp(x) - sp.Rational(3, 2)
+    core = t * (1 + x**2) * rest / den
+    out, stripped = strip_signed(core, COORDS, False)
+    assert not any(s_.startswith("1/(") for s_ in stripped), (out, stripped)
+    rng = np.random.default_rng(1)
+    for point, value in _values(core, rng):
+        reduced = float(out.xreplace({k: sp.Float(v, 30) for k, v in point.items()}))
+        assert math.copysign(1, reduced) == math.copysign(1, value) or abs(value) < 1e-12, (point, value, reduced)
+
+
 def test_a_factor_negative_on_the_box_goes_with_its_sign_kept() -> None:
     core = (t - 1) * (sp.exp(x) - 2)  # t - 1 < 0 on t in [0, 1/2]: the core is -(1 - t) (e^x - 2)
     out, stripped = strip_signed(core, COORDS, True)

@@ -68,6 +68,11 @@ def test_hypotheses_are_computed_not_declared():
     for n in (nz.ReluNormalised(), nz.Sparsemax(), nz.Entmax15(), nz.SigmoidAttention()):
         assert not n.positive
     assert not nz.SigmoidAttention().normalising
+    # F = exp(log F) is positive only where log F is finite for every real l: a log F with a pole or a logarithm of
+    # l is not, whatever its name says
+    for log_F in (sp.log(nz.l_sym), -1 / nz.l_sym**2, sp.log(nz.l_sym**2), sp.log(nz.l_sym - 3)):
+        assert not nz.RatioNormaliser("softmax", log_F, {}).positive, log_F
+    assert nz.RatioNormaliser("mine", -nz.l_sym**2 + sp.sin(nz.l_sym), {}).positive
     # a user-built F with L inside is detected, whatever its name says
     sneaky = nz.RatioNormaliser("softmax", nz.l_sym * nz.L_sym, {})
     assert not sneaky.length_independent

@@ -65,6 +65,10 @@ def test_record_content(refuted):
     assert set(d["software"]) >= {"numpy", "sympy", "flint", "python"}
     assert d["git"]["commit"] is None or len(d["git"]["commit"]) == 40
     assert "wall_s" in d["timing"] and "seconds" not in d["counterexample"]["certificate"]
+    # a certified counterexample: the record says nothing; one of a Python callable without log F says "certified":
+    # false, and the record reads it so (a float64 violation only)
+    assert "certified" not in d and refuted.certified is True
+    assert rec.Record({**d, "certified": False}).certified is False
 
 
 def _git(*args, cwd=None):
