@@ -291,3 +291,15 @@ def test_every_hypothesis_said_to_hold_along_growths_holds_at_their_members() ->
                     assert holds(h, growth.at(value)), (h.id, growth.name, value)
                     checked += 1
     assert checked > 100, checked
+
+
+def test_a_single_token_grows_into_copies_of_itself() -> None:
+    """A dense instance of one token (L = 1) has one growth, L copies of that token (its two growths agree): softmax
+    ``L*alpha_max <= 1/2`` is false there (L alpha_max = 1 at every L), and certified so for every L >= 1."""
+    from attnbounds.theory.running import api
+
+    statement = api.statement("L*alpha_max <= 1/2", hypotheses=["softmax"], id="one-token").statements[0]
+    inst = Instance.from_logits([[0.3]], softmax(1.0), T=1.0)
+    assert [g.growth for g in limits.growths(inst)] == [(1,)]
+    results = limits.analyse(statement, inst, violated=True)
+    assert [(r.status, r.L0, r.L_max) for r in results] == [("violated-for-all", 1, None)], results

@@ -100,19 +100,18 @@ class Growth:
 
 
 def growths(inst: Instance) -> list[Growth]:
-    """The growths through a single instance: its largest class grows; every class grows in proportion."""
+    """The growths through a single instance: its largest class grows; every class grows in proportion (one growth
+    where the two agree: a single token, L copies of it)."""
     base = inst.take(0)
     counts = np.ones(base.K, dtype=np.int64) if base.counts is None else base.counts[0]
-    out = []
-    if base.counts is not None or base.K > 1:
-        present = counts > 0
-        largest = int(np.argmax(np.where(present, counts, -1)))
-        out.append(Growth(base, tuple(int(k == largest) for k in range(base.K)),
-                          f"the class of {int(counts[largest])} tokens (column {largest}) grows"))
-        g = math.gcd(*[int(c) for c in counts[present]])
-        step = tuple(int(c // g) if c > 0 else 0 for c in counts)
-        if step != out[0].growth:
-            out.append(Growth(base, step, "every class grows in proportion"))
+    present = counts > 0
+    largest = int(np.argmax(np.where(present, counts, -1)))
+    out = [Growth(base, tuple(int(k == largest) for k in range(base.K)),
+                  f"the class of {int(counts[largest])} tokens (column {largest}) grows")]
+    g = math.gcd(*[int(c) for c in counts[present]])
+    step = tuple(int(c // g) if c > 0 else 0 for c in counts)
+    if step != out[0].growth:
+        out.append(Growth(base, step, "every class grows in proportion"))
     return out
 
 
