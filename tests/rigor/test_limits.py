@@ -238,19 +238,21 @@ def test_a_violation_certified_only_beyond_the_range_of_L_is_not_claimed() -> No
         [r.to_json() for r in results]
 
 
-@pytest.mark.parametrize("case", ["unit-direction", "weights without a normaliser", "a hypothesis of the user's"])
+@pytest.mark.parametrize("case", ["unit-direction", "weights without a normaliser", "weights and no hypothesis",
+                                  "a hypothesis of the user's"])
 def test_no_violation_is_claimed_along_a_growth_where_a_hypothesis_may_fail(case: str) -> None:
     """A violation along a growth is claimed only when every hypothesis holds at every member: the unit direction v
     (its norm grows with the counts), the simplex for weights given without a normaliser (they keep their values, so
-    their weighted sum grows past 1), and a hypothesis that does not say (a user's, ``along_growths`` None)."""
+    their weighted sum grows past 1; without any hypothesis the members are not instances at all), and a hypothesis
+    that does not say (a user's, ``along_growths`` None)."""
     from attnbounds.theory.mathematics.instance import Instance as I
 
     if case == "unit-direction":
         statement = _L_alpha_max((hyp.SOFTMAX, hyp.UNIT_DIRECTION), fixed={"T": 1.0})
         inst = I.from_logits([[3.0, 0.0]], softmax(1.0), counts=[[1, 9]], T=1.0,
                              arrays={"v": [[0.6, 0.8 / 3]]})
-    elif case == "weights without a normaliser":
-        statement = _L_alpha_max((hyp.SIMPLEX,))
+    elif case.startswith("weights"):
+        statement = _L_alpha_max((hyp.SIMPLEX,) if case == "weights without a normaliser" else ())
         inst = I.from_weights([[0.55, 0.05]], counts=[[1, 9]])
     else:
         mine = hyp.Hypothesis("mine", "a user's hypothesis", lambda inst: np.ones(inst.B, dtype=bool))
@@ -258,8 +260,9 @@ def test_no_violation_is_claimed_along_a_growth_where_a_hypothesis_may_fail(case
         inst = I.from_logits([[3.0, 0.0]], softmax(1.0), counts=[[1, 9]], T=1.0)
     assert bool(statement.check_hypotheses(inst)[0][0]) and certify(statement, inst).status in ("violated", "inconclusive")
     results = limits.analyse(statement, inst, violated=True)
-    assert results and all(r.status == "unsupported" and "is not known to hold along it" in r.detail
-                           for r in results), [r.to_json() for r in results]
+    why = "weights were given without a normaliser" if case.startswith("weights") else "is not known to hold along it"
+    assert results and all(r.status == "unsupported" and why in r.detail for r in results), \
+        [r.to_json() for r in results]
 
 
 def test_every_hypothesis_said_to_hold_along_growths_holds_at_their_members() -> None:

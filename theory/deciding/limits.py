@@ -316,7 +316,10 @@ _STARTS = (1.0, 0.5, 0.1, 1e-2, 1e-4, 1e-6, 1e-9)
 
 def _unclaimed(statement: Statement, growth: Growth) -> str:
     """Why no violation along ``growth`` can be claimed ("" when it can): a hypothesis not known to hold at every
-    member of the growth (the members would be NOT-APPLICABLE, not counterexamples)."""
+    member of the growth (the members would be NOT-APPLICABLE, not counterexamples), or weights given without a
+    normaliser (they keep their values as the counts grow: the members are not attention instances at all)."""
+    if growth.base.normaliser is None or growth.base.logits is None:
+        return "the weights were given without a normaliser: they keep their values as the counts grow"
     for h in statement.hypotheses:
         if h.along_growths is None or not h.along_growths(growth.base):
             return f"the hypothesis {h.id!r} is not known to hold along it"
