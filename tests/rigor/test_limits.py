@@ -208,6 +208,7 @@ def _L_alpha_max(hypotheses: tuple = (hyp.SOFTMAX,), **kwargs) -> Statement:
 
 
 @pytest.mark.parametrize("high, expected", [(50, ("violated-up-to", 10, 50)), (12, ("violated-up-to", 10, 12)),
+                                            (10, ("violated-up-to", 10, 10)),  # the range ends at the instance
                                             (None, ("violated-up-to", 10, "past 10^15"))])
 def test_a_violation_along_a_growth_stops_at_the_upper_end_of_the_statements_range_of_L(high, expected) -> None:
     """``L*alpha_max <= 2`` for softmax is false at logits (3, 0), counts (1, 9), and along both growths (the limit is
@@ -240,7 +241,8 @@ def test_a_violation_certified_only_beyond_the_range_of_L_is_not_claimed() -> No
 
 @pytest.mark.parametrize("case", ["unit-direction", "weights without a normaliser", "weights and no hypothesis",
                                   "a hypothesis of the user's"])
-def test_no_violation_is_claimed_along_a_growth_where_a_hypothesis_may_fail(case: str) -> None:
+@pytest.mark.parametrize("violated", [True, False])  # a counterexample's analysis, and a tight instance's
+def test_no_violation_is_claimed_along_a_growth_where_a_hypothesis_may_fail(case: str, violated: bool) -> None:
     """A violation along a growth is claimed only when every hypothesis holds at every member: the unit direction v
     (its norm grows with the counts), the simplex for weights given without a normaliser (they keep their values, so
     their weighted sum grows past 1; without any hypothesis the members are not instances at all), and a hypothesis
@@ -259,10 +261,11 @@ def test_no_violation_is_claimed_along_a_growth_where_a_hypothesis_may_fail(case
         statement = _L_alpha_max((hyp.SOFTMAX, mine), fixed={"T": 1.0})
         inst = I.from_logits([[3.0, 0.0]], softmax(1.0), counts=[[1, 9]], T=1.0)
     assert bool(statement.check_hypotheses(inst)[0][0]) and certify(statement, inst).status in ("violated", "inconclusive")
-    results = limits.analyse(statement, inst, violated=True)
+    results = limits.analyse(statement, inst, violated=violated)
     why = "weights were given without a normaliser" if case.startswith("weights") else "is not known to hold along it"
-    assert results and all(r.status == "unsupported" and why in r.detail for r in results), \
-        [r.to_json() for r in results]
+    assert results and not any(r.status.startswith("violated") for r in results), [r.to_json() for r in results]
+    if violated or not case.startswith("weights"):  # (fixed weights: L alpha_max grows like L, no limit to analyse)
+        assert all(r.status == "unsupported" and why in r.detail for r in results), [r.to_json() for r in results]
 
 
 def test_every_hypothesis_said_to_hold_along_growths_holds_at_their_members() -> None:
@@ -306,3 +309,21 @@ def test_a_single_token_grows_into_copies_of_itself() -> None:
     assert [g.growth for g in limits.growths(inst)] == [(1,)]
     results = limits.analyse(statement, inst, violated=True)
     assert [(r.status, r.L0, r.L_max) for r in results] == [("violated-for-all", 1, None)], results
+
+
+def test_the_statement_holds_for_every_L_of_a_growth_only_where_every_margin_reaches_the_limit() -> None:
+    """``dF_l2 <= 1/2`` at logits (2, -1), counts (1, 9) is certified to hold from some L0 to the limit itself (the
+    test above); with the conjunct ``L <= 10^30``, which holds on every range the analysis certifies (L up to about
+    10^18 from there) but not in the limit, the statement holds from L0 up to a length, never 'for every L'."""
+    alone = Statement("limits.dF_l2-half", "||F'||_2 / sum_k F(l_k) <= 1/2", sp.Le(dF_l2, sp.Rational(1, 2)),
+                      Citation("test"), (hyp.F_POSITIVE, hyp.F_LENGTH_INDEPENDENT, hyp.LOGITS_BOUNDED, hyp.SOFTMAX),
+                      bindings={"dF_l2": "dF_l2"}, fixed={"a": 3.0, "T": 1.0})
+    both = Statement("limits.limit-of-each", "dF_l2 <= 1/2 and L <= 10^30",
+                     sp.And(alone.relation, sp.Le(L, sp.Integer(10)**30)), Citation("test"), alone.hypotheses,
+                     bindings={"dF_l2": "dF_l2"}, fixed={"a": 3.0, "T": 1.0})
+    inst = Instance.from_logits([[2.0, -1.0]], softmax(1.0), counts=[[1, 9]], a=3.0, T=1.0)
+    first = limits.analyse(alone, inst, violated=False)
+    assert first and all(r.status == "holds-for-all" for r in first), [r.to_json() for r in first]
+    for r, s_ in zip(limits.analyse(both, inst, violated=False), first):
+        assert r.status == "holds-up-to" and r.L0 == s_.L0 and r.L_max is not None and 10**15 < r.L_max < 10**30, \
+            r.to_json()
