@@ -436,3 +436,16 @@ def test_a_strict_bound_is_not_closed_by_a_residual_that_is_exactly_0(t_lo: floa
     assert bnb.branch_and_bound(false, 10**6).status != "proved"
     ok, what, _ = bnb.replay(false, ["L0:1/1"])
     assert not ok and "with the multiplier 1 does not re-check" in what, what
+
+
+def test_the_prover_claims_proved_only_for_trees_that_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prove`` replays each closed problem's tree from its tokens before it counts (what ``prove --replay`` does
+    later): with a replay that refuses every tree, a statement the prover closes (softmax ``J_row <= 1/(2T)``) is not
+    proved, and the reason says the tree did not replay; with the real replay it is proved."""
+    from attnbounds.theory.mathematics import registry
+
+    statement = registry.get("corollary3[row,corrected]")
+    assert prover.prove(statement, work=10**8).status == "proved"
+    monkeypatch.setattr(prover, "replay_tree", lambda problem, tokens, programs=None: (False, "refused", 0))
+    result = prover.prove(statement, work=10**8)
+    assert result.status != "proved" and "did not replay (refused)" in result.reason, result.reason

@@ -269,3 +269,16 @@ def test_the_undivided_twin_is_tried_first_on_a_probe_and_the_quotient_gets_the_
         assert budgets[id(own)](0) == probe
         assert budgets[id(order[1])](probe) == (share - probe) // len(rest)
         assert budgets[id(order[-1])](share) == share // (2 * len(rest))  # the twins overspent: half an equal part
+
+
+def test_every_box_of_a_batch_is_taken_after_one_closes_through_its_two_ends() -> None:
+    """``1/2 + x^4 - 4 x (w - 1/2)^2`` (min about 0.027, at x = 4^(-1/3), w = 1/2) is monotone in no coordinate and
+    concave in w only where x >= 0: boxes split in x come in one batch, and one closing through its two ends (A2) must
+    not end the batch (the boxes after it would stay open: the branch and bound reports 'never closed', open)."""
+    core = sp.Rational(1, 2) + x**4 - 4 * x * (w - sp.Rational(1, 2))**2
+    problem = _problem(core)
+    outcome = bnb.branch_and_bound(problem, 10**7)
+    assert outcome.status == "proved", outcome.reason
+    tokens = bnb.decode(outcome.tree.encode(), 10**8)
+    assert "A2" in tokens and "O" not in tokens
+    assert bnb.replay(problem, tokens)[0]

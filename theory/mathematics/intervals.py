@@ -81,7 +81,7 @@ class Ops:
 
     def dyadic(self, man: int, exp: int) -> Ball:
         """``man * 2**exp`` exactly."""
-        return self.num(man) * self.ipow(self.num(2), exp) if exp >= 0 else self.num(man) / self.ipow(self.num(2), -exp)
+        raise NotImplementedError
 
     def hull(self, lo: Any, hi: Any) -> Ball:
         """The smallest ball containing the balls ``lo`` and ``hi``."""

@@ -29,7 +29,8 @@ import sympy as sp
 
 from attnbounds.theory.mathematics.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.mathematics.instance import MAX_LENGTH, Instance
-from attnbounds.theory.deciding.prover.bnb import Node, Outcome, Programs, branch_and_bound, check_faces, replay as replay_tree
+from attnbounds.theory.deciding.prover.bnb import (Node, Outcome, Programs, branch_and_bound, check_faces, decode,
+                                                   entry_bytes, replay as replay_tree)
 from attnbounds.theory.deciding.prover.program import compile_program, run_float, run_rigorous
 from attnbounds.theory.deciding.prover.problem import Problem, t_sym
 from attnbounds.theory.deciding.prover.relax import Relaxation, relax
@@ -226,9 +227,13 @@ def _prove(statement: Statement, work: int) -> ProverResult:
                     used += outcome.work
                     report = ProblemReport(problem, outcome, programs)
                     if outcome.status == "proved":
-                        reports.append(report)
-                        closed = True
-                        break
+                        replayed, what = _replays(problem, outcome, programs)
+                        if replayed:
+                            reports.append(report)
+                            closed = True
+                            break
+                        why = f"conjunct {problem.conjunct}, {problem.pattern}: its proof tree did not replay ({what})"
+                        continue
                     why = f"conjunct {problem.conjunct}, {problem.pattern}: {outcome.reason}"
                     if outcome.status == "negative":
                         assert outcome.negative is not None
@@ -253,6 +258,18 @@ def _prove(statement: Statement, work: int) -> ProverResult:
     total = sum(r.outcome.boxes for r in reports)
     return ProverResult("proved", f"every box of {len(reports)} relaxed problem(s) closed ({total} boxes)", reports,
                         work=spent, relaxation=rel)
+
+
+def _replays(problem: Problem, outcome: Outcome, programs: Programs) -> tuple[bool, str]:
+    """Whether the tree of a "proved" outcome replays box by box from its tokens alone (what ``attnbounds prove
+    --replay`` checks): a box the branch and bound lost or closed by a rule its replay refuses never counts as proved,
+    whatever its bookkeeping said."""
+    try:
+        tokens = decode(outcome.tree.encode(), entry_bytes(len(problem.coordinates)) * outcome.boxes + 64)
+        ok, what, _ = replay_tree(problem, tokens, programs=programs)
+    except (AttnBoundsError, RecursionError, TypeError, ValueError, ArithmeticError) as exc:
+        return False, f"{type(exc).__name__}: {exc}"[:200]
+    return ok, what
 
 
 # -- a negative box as an instance --------------------------------------------------------------------------------
@@ -602,7 +619,7 @@ def _tree(pj: dict[str, Any], n: int, where: str) -> list[str]:
     """The recorded tree's tokens (:func:`bnb.decode`) for a problem of ``n`` coordinates, inflated within
     :func:`bnb.entry_bytes` bytes a recorded box, at most ``bnb.MAX_NODES`` boxes, and as many as the recorded box
     count."""
-    from attnbounds.theory.deciding.prover.bnb import MAX_NODES, decode, entry_bytes
+    from attnbounds.theory.deciding.prover.bnb import MAX_NODES
 
     boxes = pj["boxes"]
     if not 0 < boxes <= MAX_NODES:
