@@ -327,3 +327,14 @@ def test_the_statement_holds_for_every_L_of_a_growth_only_where_every_margin_rea
     for r, s_ in zip(limits.analyse(both, inst, violated=False), first):
         assert r.status == "holds-up-to" and r.L0 == s_.L0 and r.L_max is not None and 10**15 < r.L_max < 10**30, \
             r.to_json()
+
+
+def test_a_margin_that_is_0_at_every_member_is_said_to_tend_to_0_not_to_stay_positive() -> None:
+    """Softmax ``alpha_i <= 1/L`` at one token: L copies of it have weights exactly 1/L, the margin is 0 at every L
+    (no sign to certify), and the analysis says the margin tends to 0, not that it stays positive."""
+    from attnbounds.theory.running import api
+
+    statement = api.statement("alpha_i <= 1/L", hypotheses=["softmax"], id="equal").statements[0]
+    results = limits.analyse(statement, Instance.from_logits([[0.5]], softmax(1.0), T=1.0), violated=False)
+    assert [(r.status, r.detail) for r in results] == [
+        ("limit-only", "sympy's limit says the margin tends to 0 (not certified)")], [r.to_json() for r in results]

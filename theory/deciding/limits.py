@@ -417,5 +417,6 @@ def _analyse_growth(statement: Statement, growth: Growth, ops: SymbolicOps, viol
                                   f"family{upto}")
     status = "limit-only"
     detail = ("sympy's limit says the margin stays negative, but interval evaluation could not certify it"
-              if negative else "sympy's limit says the margin stays positive (not certified)")
+              if negative else "sympy's limit says the margin tends to 0 (not certified)" if c == 0
+              else "sympy's limit says the margin stays positive (not certified)")
     return LimitResult(growth.name, status, limit=leading, slack=slack, order=p, detail=detail)
