@@ -50,7 +50,7 @@ import numpy as np
 
 from attnbounds.theory.mathematics.errors import CallableFailed, InvalidArgument, NotApplicable
 from attnbounds.theory.mathematics.normalisers import Normaliser, RatioNormaliser, check_logits
-from attnbounds.theory.mathematics.hypotheses import Hypothesis
+from attnbounds.theory.mathematics.hypotheses import Hypothesis, kept_along_growths
 from attnbounds.theory.mathematics.quantities import QUANTITIES
 from attnbounds.theory.mathematics.statement import Statement
 from attnbounds.theory.mathematics.validation import positive
@@ -460,7 +460,7 @@ def same_normaliser(name: str, proto: Normaliser, declared: Declared | None = No
     same = SameNormaliser(proto, declared)
     return Hypothesis(f"normaliser({name})", f"the weights come from the normaliser {name!r} ({kind}), at any "
                       f"temperature{fixed}", same, relax=_relax_rule(name, proto), exact=True, normaliser="form",
-                      names=same, along_growths=lambda inst: True)  # a growth keeps the normaliser
+                      names=same, along_growths=kept_along_growths)  # a growth keeps the normaliser
 
 
 def _relax_rule(name: str, proto: Normaliser) -> Any:

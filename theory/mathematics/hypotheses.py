@@ -117,7 +117,7 @@ def smallest_length(hypotheses: Iterable[Hypothesis]) -> int:
 L, N, T, a, r, M, delta, eps, p, H, C_H, kappa = sp.symbols("L N T a r M delta eps p H C_H kappa", real=True)
 
 
-def _always(inst: Instance) -> bool:
+def kept_along_growths(inst: Instance) -> bool:
     """Along growths of token classes: a hypothesis on the normaliser's form, the logits, the token vectors or the
     parameters holds at every member once it holds at the first (a growth copies tokens and keeps the parameters)."""
     return True
@@ -334,30 +334,31 @@ F_POSITIVE = Hypothesis(
     "F-positive", "alpha = F / sum F with F a smooth positive function of the logit (paper eq. 3)",
     lambda inst: _all(inst, isinstance(inst.normaliser, RatioNormaliser) and inst.normaliser.positive),
     relax=lambda space: space.normaliser_property(lambda n: n.positive, "F positive", every_F=True), exact=True,
-    normaliser="form", along_growths=_always)
+    normaliser="form", along_growths=kept_along_growths)
 
 F_LENGTH_INDEPENDENT = Hypothesis(
     "F-length-independent", "F does not depend explicitly on the number of tokens L (Lemma 1)",
     lambda inst: _all(inst, inst.normaliser is not None and inst.normaliser.length_independent),
     relax=lambda space: space.normaliser_property(lambda n: n.length_independent, "F independent of L", every_F=True),
-    exact=True, normaliser="form", along_growths=_always)
+    exact=True, normaliser="form", along_growths=kept_along_growths)
 
 SOFTMAX = Hypothesis(
     "softmax", "alpha = F / sum F with log F(l) = l / T + c (c free of l) for the instance's temperature T: softmax "
     "with temperature T, decided exactly from the normaliser's log F (its name plays no part)", _softmax,
     relax=lambda space: space.softmax(), exact=True, normaliser="form",
-    cheaper={"jacobian": "softmax-jacobian"}, along_growths=_always)  # (log F)' is constant: the Jacobian norms are closed forms
+    cheaper={"jacobian": "softmax-jacobian"},  # (log F)' is constant: the Jacobian norms are closed forms
+    along_growths=kept_along_growths)
 
 LOGITS_QK = Hypothesis(
     "logits-qk", "the logits are the query-key products l_i = <q, k_i> (the scale 1/T is in F); checked to the "
     "rounding of the dot product in float64, exactly in balls", _logits_qk, ball=_logits_qk_ball,
-    relax=lambda space: space.bound_logits(by="keys"), along_growths=_always)
+    relax=lambda space: space.bound_logits(by="keys"), along_growths=kept_along_growths)
 
 LOGITS_BOUNDED = Hypothesis(
     "logits-bounded", "every logit lies in [-a, a] (a: instance parameter, default max_i |l_i|)",
     lambda inst: np.where(inst.present, np.abs(cast(np.ndarray, inst.logits)), 0.0).max(-1) <= inst.param("a"),
     relax=lambda space: space.bound_logits(), ball=_logits_bounded_ball, logit_bound="a",
-    along_growths=_always)
+    along_growths=kept_along_growths)
 
 SIMPLEX = Hypothesis(
     "simplex", "weights are non-negative and sum to one",
@@ -372,19 +373,20 @@ TOP_N = Hypothesis(
 
 L_AT_LEAST_2 = Hypothesis(
     "L>=2", "at least two tokens (N/(L-1) is defined)", lambda inst: _all(inst, inst.L >= 2), formula=sp.Ge(L, 2),
-    relax=lambda space: space.require_length(2), exact=True, min_L=2, along_growths=_always)
+    relax=lambda space: space.require_length(2), exact=True, min_L=2, along_growths=kept_along_growths)
 
 SPHERE_FEASIBLE = Hypothesis(
     "assumptions-1-2", "Assumption 1 (x_i uniform on the sphere of radius M) and Assumption 2 "
     "(||x_i - x_j|| >= delta) with delta <= 2M (the diameter of the sphere); the expectation draws x from that law",
     lambda inst: 2 * inst.param("M") >= inst.param("delta"), formula=sp.Le(delta, 2 * M), exact=True,
-    along_growths=_always)
+    along_growths=kept_along_growths)
 
 INDEPENDENT_HEADS = Hypothesis(
     "independent-heads", "each head covers each token independently, with probability p (the coverage is "
     "computed by enumerating the outcomes of H independent heads: it holds by construction)",
     lambda inst: _all(inst, True),
-    construction="by construction: the coverage enumerates the outcomes of independent heads", along_growths=_always)
+    construction="by construction: the coverage enumerates the outcomes of independent heads",
+    along_growths=kept_along_growths)
 
 UNIT_DIRECTION = Hypothesis(
     "unit-direction", "the finite-difference direction v has unit Euclidean norm (Fig. 4's g(T, eps))",
@@ -408,7 +410,7 @@ def fixed_parameters(values: dict[str, float]) -> Hypothesis:
 
     # the prover reads the statement's fixed values itself
     return Hypothesis(FIXED_HYPOTHESIS, f"parameters fixed by the statement: {text}", check,
-                      relax=lambda space: None, exact=True, along_growths=_always)
+                      relax=lambda space: None, exact=True, along_growths=kept_along_growths)
 
 
 RANGES_HYPOTHESIS = "parameter-ranges"
@@ -431,7 +433,7 @@ def parameter_ranges(ranges: dict[str, tuple[float, float]]) -> Hypothesis:
     # the prover reads the statement's ranges itself; along a growth only L moves, and the limit analysis stops a
     # growth at the range's upper end of L
     return Hypothesis(RANGES_HYPOTHESIS, f"parameters within the statement's ranges: {text}", check,
-                      relax=lambda space: None, exact=True, along_growths=_always)
+                      relax=lambda space: None, exact=True, along_growths=kept_along_growths)
 
 
 # -- parameter domains ---------------------------------------------------------------------------------
@@ -534,7 +536,7 @@ def domain_hypothesis(name: str) -> Hypothesis:
 
     return Hypothesis(domain_id(name), f"parameter domain: {d.text}", check, formula=d.formula,
                       relax=lambda space: space.parameter_formula(d.formula), exact=True,
-                      along_growths=_always)  # N <= L too: the selected classes grow by at most the total
+                      along_growths=kept_along_growths)  # N <= L too: the selected classes grow by at most the total
 
 
 def domain_hypotheses(parameters: Iterable[str]) -> tuple[Hypothesis, ...]:
