@@ -16,7 +16,8 @@ Instances come from :func:`attnbounds.theory.mathematics.strategies.adversarial_
 near ties, one-hot rows, logits up to 1e3, graded rows (weights down to 1e-300 of the largest: tiny Jacobians),
 T from 1e-8 (huge Jacobians) to 1e6, dense L up to 1024, token classes with counts up to 10^6. The counts of
 Theorem 2 (:data:`COUNTS`) are step functions: float may count a token otherwise only where its distance lies
-within rounding of the radius. A quantity lacking a form fails :func:`test_every_quantity_has_every_form`
+within rounding of the radius, and where none does both forms give the exact count (the ball's lower and upper
+count equal). A quantity lacking a form fails :func:`test_every_quantity_has_every_form`
 unless its specification lists it in :attr:`Quantity.lacks` with the reason.
 """
 
@@ -129,8 +130,10 @@ def _check_float_in_ball(name: str, inst: Instance) -> int:
                 continue
             slack = budget_units * (EPS * m + TINY_NORMAL)
             lo, hi = ops.lower_float(bl), ops.upper_float(bl)
-            if name in COUNTS and not lo - slack <= f <= hi + slack and _radius_tie(inst, b):
+            if name in COUNTS and _radius_tie(inst, b):
                 continue  # a count is a step function: at a distance within rounding of r, float may count otherwise
+            if name in COUNTS:  # no distance near r: 128 bits classify every token, the count is exact
+                assert lo == hi == f, f"{name}: float count {f!r}, ball [{lo!r}, {hi!r}] (instance {b})"
             assert lo - slack <= f <= hi + slack, (
                 f"{name}: float {f!r} is outside the ball [{lo!r}, {hi!r}] by more than {budget_units} ulps of the "
                 f"magnitude {m!r} (instance {b}, L={inst.L}, K={inst.K}, normaliser {inst.normaliser!r})")

@@ -155,16 +155,21 @@ def test_the_symbolic_tier_reads_float_ends_of_constants_and_refuses_those_of_ex
 
 
 def test_the_sign_along_a_growth_is_one_of_minus_one_zero_and_one() -> None:
-    """``_sign_on`` answers the sign itself (-1, 0 undecided, +1) and whether it reaches the limit u = 0: a margin
-    below 0 on all of [0, u0], one above it, and one that changes sign inside (no sign: 0)."""
-    from attnbounds.theory.mathematics.symbolic import SymbolicOps, Work
+    """``_sweep`` answers the sign itself (-1, 0 undecided, +1), how far from u = 0 it is certified (exactly: a dyadic
+    rational) and whether it reaches the limit u = 0: a margin of the other sign further from u = 0 is cut off where
+    the sign changes (the sweep goes from u = 0 up), a sign change below every piece leaves only the limit open."""
+    from fractions import Fraction
 
+    ops = limits.SymbolicOps(limits.Work(limits.WORK_LIMIT))
     u = limits.u
-    ops = SymbolicOps(Work(10**7))
     with ops.precision(128):
-        assert limits._sign_on(-1 - u, ops, 0.5) == (-1, True)
-        assert limits._sign_on(2 + u**2, ops, 0.5) == (1, True)
-        assert limits._sign_on(u - sp.Rational(1, 4), ops, 0.5) == (0, False)
+        assert limits._sweep(-1 - u, ops) == (-1, Fraction(1), True)
+        assert limits._sweep(2 + u**2, ops) == (1, Fraction(1), True)
+        for root in (sp.Rational(1, 4), sp.Rational(1, 3), sp.Rational(1, 1000)):  # negative below, positive above
+            sign, u0, to_zero = limits._sweep(u - root, ops)  # bisected to within 1e-12 of the root, never beyond
+            assert sign == -1 and to_zero and Fraction(str(root)) * (1 - Fraction(1, 10**11)) <= u0 < Fraction(str(root))
+        assert limits._sweep(u - sp.Rational(1, 2**90), ops) == (1, Fraction(1), False)  # a root below every piece
+        assert limits._sweep(sp.Integer(0) * u, ops) == (0, Fraction(0), False)  # no sign anywhere
 
 
 def test_the_growths_of_an_instance_grow_its_largest_class_and_every_class_in_proportion() -> None:
@@ -338,3 +343,81 @@ def test_a_margin_that_is_0_at_every_member_is_said_to_tend_to_0_not_to_stay_pos
     results = limits.analyse(statement, Instance.from_logits([[0.5]], softmax(1.0), T=1.0), violated=False)
     assert [(r.status, r.detail) for r in results] == [
         ("limit-only", "sympy's limit says the margin tends to 0 (not certified)")], [r.to_json() for r in results]
+
+
+@pytest.mark.parametrize("low, high", [(3, 6), (20, 40), (200, 400), (2000, 10**6)])
+def test_a_violation_that_returns_for_good_is_claimed_from_just_beyond_its_last_crossing(low: int, high: int) -> None:
+    """``L alpha_max >= 1 + (L - low)(L - high) / (L^2 + 10^4)`` at equal logits (L alpha_max = 1): false below
+    ``low`` and above ``high``, true between. Along either growth of the two-token base the violation is claimed from
+    beyond ``high`` (never inside the band where the statement holds) and within a factor 2 of it (the sweep's pieces
+    are a factor 2 apart in t, and the piece at the crossing is bisected); every claimed L checked at full length."""
+    from attnbounds.theory.running import api
+
+    st = api.statement(f"L*alpha_max >= 1 + (L - {low})*(L - {high})/(L**2 + 10000)", hypotheses=["softmax"])
+    statement = st.statements[0]
+    inst = Instance.from_logits([[0.0, 0.0]], softmax(1.0), counts=[[1, 1]], T=1.0)
+    results = limits.analyse(statement, inst, violated=True)
+    assert len(results) == 2 and all(r.status.startswith("violated") for r in results), [r.to_json() for r in results]
+    for r in results:
+        assert high < r.L0 <= 2 * (high + 1), r.to_json()
+        growth = next(g for g in limits.growths(inst) if g.name == r.growth)
+        t0 = next(t for t in range(10 * high) if growth.length(t) == r.L0)
+        for t in (t0, t0 + 1, 10 * t0):
+            assert certify(statement, growth.at(t)).status == "violated", (r.growth, t)
+        inside = next(t for t in range(high) if low < growth.length(t) < high)
+        assert certify(statement, growth.at(inside)).status == "holds"  # the band the claim must stay beyond
+
+
+def test_a_leading_constant_below_the_constants_precision_is_not_estimated() -> None:
+    """A constant known to 1e-30 (a ball of that radius about sqrt(2)) less sqrt(2), plus 1e-35: along ``t`` the
+    difference is below what the constants show, and the order estimate says it cannot size it (no "stays negative"
+    or "positive" read from their last digits); plus 1e-20 instead it is sized (the ends move it by 1e-10 of itself),
+    as a plain ``sqrt(2) + 1/t`` is."""
+    from attnbounds.theory.deciding.limits import _order
+    from attnbounds.theory.mathematics.symbolic import SymbolicOps, Work, t
+
+    ops = SymbolicOps(Work(limits.WORK_LIMIT))
+    with ops.precision(128):
+        arb = ops.arb
+        root = arb.sqrt(arb.num(2))
+        wide = ops.const(arb.hull(root - arb.num(1e-30), root + arb.num(1e-30)))
+        a = ops.const(root)
+        for tiny in (sp.Rational(1, 10**35), -sp.Rational(1, 10**35)):
+            assert _order((wide - a + tiny) * (1 + 1 / t), ops) == (0, None)
+        p, c = _order((wide - a + sp.Rational(1, 10**20)) * (1 + 1 / t), ops)  # type: ignore[misc]
+        assert p == 0 and c is not None and abs(float(c) - 1e-20) <= 1e-26
+        p, c = _order(a + 1 / t, ops)  # type: ignore[misc]
+        assert p == 0 and abs(float(c) - 2**0.5) <= 1e-12
+        p, c = _order(a / t**2 - 1 / t**3, ops)  # type: ignore[misc]  # vanishing as L^-2: sized as well
+        assert p == 2 and abs(float(c) - 2**0.5) <= 1e-6
+
+
+@pytest.mark.parametrize("work", [50, 200, 1000, 5000])
+def test_a_sweep_cut_short_by_its_work_keeps_only_what_it_certified(work: int) -> None:
+    """``u - 1/3`` (negative below 1/3) with little work: the sweep answers what it certified before the work ran
+    out, never beyond the root, and never raises; the tail is then not claimed."""
+    from fractions import Fraction
+
+    ops = limits.SymbolicOps(limits.Work(work))
+    with ops.precision(128):
+        sign, u0, to_zero = limits._sweep(limits.u - sp.Rational(1, 3), ops, ops.work)
+    assert (sign, u0, to_zero) == (0, Fraction(0), False) or (sign == -1 and 0 < u0 < Fraction(1, 3))
+    if sign and u0 < Fraction(1, 4):
+        assert not to_zero
+
+
+def test_no_claim_is_made_along_the_growths_of_an_instance_outside_the_hypotheses() -> None:
+    """Self-adjusting softmax's weights sum to less than 1: an instance of it is outside 'weights on the simplex'
+    (certified), and so is every member of its growths; the analysis claims nothing along them, where the same
+    logits under softmax (inside) get their claims."""
+    from attnbounds.theory.mathematics.normalisers import make
+    from attnbounds.theory.running import api
+
+    statement = api.statement("L*alpha_max <= 1/2", hypotheses=["simplex"]).statements[0]
+    outside = Instance.from_logits([[1.0, -1.0]], make("sa_softmax", T=1.0), counts=[[1, 3]], T=1.0)
+    inside = Instance.from_logits([[1.0, -1.0]], softmax(1.0), counts=[[1, 3]], T=1.0)
+    assert certify(statement, outside).status == "not-applicable"
+    assert certify(statement, inside).status == "violated"
+    results = limits.analyse(statement, outside, violated=False)
+    assert results and all(r.status == "unsupported" and "outside the hypotheses" in r.detail for r in results)
+    assert any(r.status.startswith("violated") for r in limits.analyse(statement, inside, violated=True))

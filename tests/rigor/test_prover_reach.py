@@ -403,3 +403,23 @@ def test_the_limit_on_distinguished_tokens_is_inclusive(monkeypatch: pytest.Monk
     assert max(sum(c.kind == "role" for c in p.coordinates) for p in kept.problems) == limit
     with pytest.raises(Declined, match=rf"^{limit + 1} distinguished tokens \(at most {limit}\)$"):
         relax_module.relax(api.statement(beyond, hypotheses=["softmax"], id="roles").statements[0])
+
+
+@pytest.mark.parametrize("sign, status", [("+", "proved"), ("-", "refuted")])
+def test_a_parameter_both_the_statement_and_its_normaliser_read_is_one_coordinate(sign: str, status: str) -> None:
+    """F = exp(M l / T) with the statement reading M too (and eps, sorted after it): one coordinate M over its domain
+    serves log F and the relation, every other parameter keeps its own (alpha_max <= e^(2Ma/T) / (e^(2Ma/T) + L - 1)
+    is attained, so the bound loosened by eps/10 holds and the one tightened by eps/10 does not)."""
+    from attnbounds.theory.deciding.certify import certify
+    from attnbounds.theory.mathematics.normalisers import constructors_added
+    user = api.statement(f"alpha_max <= exp(2*M*a/T)/(exp(2*M*a/T) + L - 1) {sign} eps/10", id=f"both-read{sign}",
+                         normaliser={"name": "mexp", "log_F": "M*l/T", "params": {"M": 2.0}},
+                         hypotheses=["logits-bounded"], fixed={"a": 1.0}, ranges={"eps": [0.001, 1.0], "T": [0.5, 2]})
+    with constructors_added(user.normalisers):
+        st = user.statements[0]
+        result = prover.prove(st, work=prover.work_for(2.0))
+        assert result.status == status, result.reason
+        if status == "proved":
+            assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
+        else:
+            assert certify(st, result.counterexample).status == "violated"

@@ -4,7 +4,8 @@ Soundness of PROVED rests on one fact: every instance of every length is a point
 margin. For each quantity with a ``relaxed`` form (:mod:`attnbounds.theory.deciding.prover`), on adversarial instances
 (dense and token classes, L up to 10^6, T down to 1e-4, logits up to 1e3, interior extrema of F): the float value
 is attained by the relaxed form at the instance's own point, with its distinguished tokens on columns that satisfy
-their constraints (:func:`attnbounds.theory.deciding.prover.image.image_values`); a form that is only an upper bound
+their constraints (:func:`attnbounds.theory.deciding.prover.image.image_values`), and no such placement exceeds it
+(an exact form that overstated its quantity somewhere would lose proofs: J_entry's off-diagonal entries); a form that is only an upper bound
 of its quantity (``J_spectral``, Schur's test) reaches at least the float value at one placement. Softmax instances are checked in the
 weights model too (distinguished tokens and the others given by their weights); there the weights sum to exactly 1,
 so a relation polynomial in the weights relaxes to a polynomial (no total weight left to divide by).
@@ -88,9 +89,11 @@ def test_the_float_value_is_attained_at_the_instances_point(name: str, data: st.
                 ok_values = [v for _, v, ok in image_values(name, one, weights=weights, bound=k) if ok]
                 assert ok_values and max(ok_values) >= float(value) - tol, (name, bound, weights, float(value),
                                                                             ok_values[:6])
-        else:
+        else:  # an exact form: attained at one placement, and no placement that keeps the constraints exceeds it
             ok_values = [v for _, v, ok in found if ok]
             assert _close(float(value), ok_values, float(scale)), (name, weights, float(value), ok_values[:6])
+            tol = RTOL * max(abs(float(value)), float(scale)) + ATOL * max(1.0, float(scale))
+            assert max(ok_values) <= float(value) + tol, (name, weights, float(value), max(ok_values))
 
 
 @pytest.mark.parametrize("logits, normaliser", [

@@ -23,6 +23,7 @@ coefficient, found by sympy at the balls' midpoints, only guides the choice of `
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,8 +40,10 @@ from attnbounds.theory.deciding.parallel import Runner
 from attnbounds.theory.mathematics.statement import Statement, conjuncts
 
 u = sp.Symbol("u", positive=True)
-#: pieces of [0, u0] the certificate may evaluate
+#: pieces of [2^-SWEEP_DEPTH, 1] the certificate may evaluate
 MAX_PIECES = 2048
+#: the sweep certifies a sign down to u = 2^-SWEEP_DEPTH (t = 2^80 - 1, about 1.2e24), then tries [0, 2^-80] too
+SWEEP_DEPTH = 80
 #: orders of vanishing tried for the margin (margin ~ c u^p)
 MAX_ORDER = 3
 #: interval work one growth's analysis may do: evaluations of distinct subexpressions (about 10 us each), so
@@ -191,15 +194,19 @@ class LimitResult:
                 "relative_slack": self.slack, "order": self.order, "detail": self.detail}
 
 
-def _order(expr: sp.Expr, ops: SymbolicOps) -> tuple[int, sp.Expr] | None:
+def _order(expr: sp.Expr, ops: SymbolicOps) -> tuple[int, sp.Expr | None] | None:
     """``(p, c)`` with ``margin ~ c t^-p`` as ``t -> oo`` (``p`` in 0..MAX_ORDER), estimated numerically at the
     constants' midpoints (50 digits at t = 10^6, 10^9, 10^12, 10^15): it only guides the certificate's choice of
-    ``p`` (a wrong guess makes the interval evaluation fail, never a wrong verdict)."""
+    ``p`` (a wrong guess makes the interval evaluation fail, never a wrong verdict). ``c`` is None where the
+    constants' precision cannot show it: the value at t = 10^15 moves by more than a millionth of itself (or changes
+    sign) when every constant goes to the lower or the upper end of its ball (a margin that cancels to below the
+    constants' last digits, as at an equality case, leaves only rounding there)."""
     import mpmath
 
+    ts = [mpmath.mpf(10) ** e for e in (6, 9, 12, 15)]
     with mpmath.workdps(50):
         try:
-            values = _numeric(expr, ops, [mpmath.mpf(10) ** e for e in (6, 9, 12, 15)])
+            values = _numeric(expr, ops, ts)
         except (ValueError, TypeError, ZeroDivisionError, OverflowError):
             return None
         if not all(mpmath.isfinite(v) for v in values):
@@ -211,19 +218,28 @@ def _order(expr: sp.Expr, ops: SymbolicOps) -> tuple[int, sp.Expr] | None:
         p = int(round(float(slopes[-1]))) if mpmath.isfinite(slopes[-1]) else None
         if p is None or not 0 <= p <= MAX_ORDER or abs(float(slopes[-1]) - p) > 0.05:
             return None
+        try:
+            ends = [_numeric(expr, ops, ts[-1:], at=side)[0] for side in ("lower", "upper")]
+        except (ValueError, TypeError, ZeroDivisionError, OverflowError):
+            return p, None
+        if not all(mpmath.isfinite(v) and v * values[-1] > 0 and abs(v - values[-1]) <= abs(values[-1]) * 1e-6
+                   for v in ends):
+            return p, None
         c = values[-1] * mpmath.mpf(10) ** (15 * p)
         return p, sp.Float(str(c), 15)
 
 
-def _numeric(expr: sp.Expr, ops: SymbolicOps, ts: list[Any]) -> list[Any]:
-    """``expr`` at each ``t`` in ``ts`` with the constants at their midpoints, in mpmath (the expression is
-    never rebuilt: sympy re-simplifies Min and Max when it substitutes into them, at exponential cost)."""
+def _numeric(expr: sp.Expr, ops: SymbolicOps, ts: list[Any], at: str = "mid") -> list[Any]:
+    """``expr`` at each ``t`` in ``ts`` with the constants at their midpoints (``at`` "mid"), or each at the lower or
+    the upper end of its ball, in mpmath (the expression is never rebuilt: sympy re-simplifies Min and Max when it
+    substitutes into them, at exponential cost)."""
     import mpmath
 
     consts = list(ops.consts)
     fn = sp.lambdify([t, *consts], expr, modules=[_MPMATH, "mpmath"])
-    mids = [mpmath.mpf(ops.consts[c].mid().str(40, radius=False)) for c in consts]  # beyond the double range too
-    return [mpmath.mpf(fn(v, *mids)) for v in ts]
+    balls_ = [ops.consts[c] if at == "mid" else getattr(ops.consts[c], at)() for c in consts]
+    values = [mpmath.mpf(b.mid().str(40, radius=False)) for b in balls_]  # beyond the double range too
+    return [mpmath.mpf(fn(v, *values)) for v in ts]
 
 
 def _in_u(expr: sp.Expr, p: int) -> sp.Expr:
@@ -236,25 +252,26 @@ def _in_u(expr: sp.Expr, p: int) -> sp.Expr:
     return sp.expand(num) / sp.expand(den)
 
 
-def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, work: Work | None = None,
-             pieces: int = MAX_PIECES) -> tuple[int, bool]:
-    """``(sign, to_zero)``: +1 (G > 0) or -1 (G < 0) on all of ``[2^-50 u0, u0]`` in ball arithmetic (0 when
-    undecided), and whether the sign also holds on ``[0, 2^-50 u0]`` (the limit itself; that needs G in a form
-    regular at 0). The interval is cut geometrically (pieces a factor 2 apart: the margin changes on every
-    scale of L), and a piece whose enclosure straddles 0 is bisected."""
+def _sweep(G: sp.Expr, ops: SymbolicOps, work: Work | None = None, pieces: int = MAX_PIECES) -> tuple[int, Fraction, bool]:
+    """``(sign, u0, to_zero)``: G certified > 0 (sign +1) or < 0 (-1) in ball arithmetic on all of ``[2^-SWEEP_DEPTH,
+    u0]``, ``u0`` as large as one sweep reaches (0 and sign 0 when the first piece is undecided); ``to_zero``: the
+    sign also holds on ``[0, 2^-SWEEP_DEPTH]`` (the limit itself; that needs G in a form regular at 0). The pieces
+    ``[2^-(k+1), 2^-k]`` (a factor 2 apart: the margin changes on every scale of L) are taken once each, from the
+    smallest u (the largest L) up, a piece whose enclosure straddles 0 bisected; the sweep stops at the first
+    piece of the other sign, one still undecided at width ``1e-12 u`` or after ``pieces`` pieces, or when the work
+    runs out: what it certified before stays certified."""
     arb = ops.arb
     env = {str(s): b for s, b in ops.consts.items()}
     dG = differentiate(G, u)
     cost = (size(G), size(G) + size(dG))  # natural enclosure; mean-value form
-    edges = [0.0] + [u0 * 2.0**-k for k in range(50, -1, -1)]
-    stack = list(zip(edges[:-1], edges[1:]))[::-1]
-    sign = 0
-    used = 0
 
-    def enclose(lo: float, hi: float) -> Any:
+    def exact(x: Fraction) -> Any:
+        return arb.rational(x.numerator, x.denominator)
+
+    def enclose(lo: Fraction, hi: Fraction) -> Any:
         """The natural enclosure of G on [lo, hi], or the mean-value form G(mid) + G'([lo, hi]) ([lo, hi] - mid)
         where that is tighter (it shrinks quadratically with the piece, the natural one only linearly)."""
-        piece = arb.hull(arb.num(lo), arb.num(hi))
+        piece = arb.hull(exact(lo), exact(hi))
         if work is not None:
             work.spend(cost[0])
         try:
@@ -263,7 +280,7 @@ def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, work: Work | None = None,
             natural = None
         if natural is not None and arb.is_finite(natural) and (arb.positive(natural) or arb.negative(natural)):
             return natural
-        mid = arb.num((lo + hi) / 2)
+        mid = exact((lo + hi) / 2)
         if work is not None:
             work.spend(cost[1])
         try:
@@ -272,26 +289,36 @@ def _sign_on(G: sp.Expr, ops: SymbolicOps, u0: float, work: Work | None = None,
             return natural
         return centred
 
-    tail = stack.pop()  # [0, 2^-50 u0]: decided last, and optional
-    while stack:
-        lo, hi = stack.pop()
-        used += 1
-        if used > pieces:
-            return 0, False
-        value = enclose(lo, hi)
-        if value is not None and arb.is_finite(value) and (arb.positive(value) or arb.negative(value)):
-            s = 1 if arb.positive(value) else -1
-            if sign and s != sign:
-                return 0, False
-            sign = s
-            continue
-        if hi - lo < 1e-12 * hi:
-            return 0, False
-        mid = (lo + hi) / 2
-        stack += [(lo, mid), (mid, hi)]
-    last = enclose(*tail)
-    to_zero = last is not None and arb.is_finite(last) and (arb.positive(last) if sign > 0 else arb.negative(last))
-    return sign, bool(sign and to_zero)
+    def sign_of(value: Any) -> int:
+        if value is None or not arb.is_finite(value):
+            return 0
+        return 1 if arb.positive(value) else -1 if arb.negative(value) else 0
+
+    edges = [Fraction(1, 2**k) for k in range(SWEEP_DEPTH, -1, -1)]  # increasing: 2^-SWEEP_DEPTH .. 1
+    stack = list(zip(edges[:-1], edges[1:]))[::-1]  # popped smallest u first
+    sign, reached, used = 0, Fraction(0), 0
+    try:
+        while stack and used < pieces:
+            lo, hi = stack.pop()
+            used += 1
+            s = sign_of(enclose(lo, hi))
+            if s and sign and s != sign:
+                break
+            if s:
+                sign, reached = s, hi
+                continue
+            if hi - lo < Fraction(1, 10**12) * hi:
+                break
+            mid = (lo + hi) / 2
+            stack += [(mid, hi), (lo, mid)]  # the lower half first: the sweep stays contiguous from below
+        if not sign:
+            return 0, Fraction(0), False
+        to_zero = sign_of(enclose(Fraction(0), edges[0])) == sign
+    except WorkLimit:
+        if not sign:
+            return 0, Fraction(0), False
+        to_zero = False
+    return sign, reached, to_zero
 
 
 def analyse(statement: Statement, inst: Instance, *, violated: bool = True, bits: int = 128,
@@ -305,13 +332,14 @@ def analyse(statement: Statement, inst: Instance, *, violated: bool = True, bits
     if not closed_form(statement):
         missing = sorted({q for q in statement.bindings.values() if not QUANTITIES[q].closed_form})
         return [LimitResult("", "unsupported", detail=f"no closed form along token classes for {', '.join(missing)}")]
+    from attnbounds.theory.deciding.certify import certify
+
+    if certify(statement, inst).status == "not-applicable":  # its growths keep the hypotheses it does not satisfy
+        return [LimitResult(g.name, "unsupported", detail="the instance itself is outside the hypotheses (certified): "
+                                                          "the members of its growths are not instances either")
+                for g in growths(inst)]
     return (runner or Runner()).map(_growth_piece, growths(inst), shared=(statement, violated, bits, work_limit),
                                     label=f"limits {statement.id}")
-
-
-#: where the certified range of a sign starts, as ``u0 = 1 / (t0 + 1)``, tried largest first (each certifies the
-#: sign on ``[2^-50 u0, u0]``, that is for ``t0 <= t <= 2^50 / u0``)
-_STARTS = (1.0, 0.5, 0.1, 1e-2, 1e-4, 1e-6, 1e-9)
 
 
 def _unclaimed(statement: Statement, growth: Growth) -> str:
@@ -368,36 +396,40 @@ def _analyse_growth(statement: Statement, growth: Growth, ops: SymbolicOps, viol
     p, c = order
     rhs_order = _order(worst.rhs, ops)
     slack = None
-    if rhs_order is not None and rhs_order[0] == p and rhs_order[1] != 0 and c.is_finite:
+    if c is not None and rhs_order is not None and rhs_order[0] == p and rhs_order[1] not in (None, 0) \
+            and c.is_finite:
         slack = float(c / sp.Abs(rhs_order[1]))
-    leading = f"margin ~ {sp.N(c, 6)} L^-{p}" if p else f"margin -> {sp.N(c, 6)}"
-    negative = bool((c < 0) == True)  # noqa: E712 - a sympy truth value
+    size_text = "(size below the constants' precision)" if c is None else f"{sp.N(c, 6)}"
+    leading = f"margin ~ {size_text} L^-{p}" if p else f"margin -> {size_text}"
+    negative = c is not None and bool((c < 0) == True)  # noqa: E712 - a sympy truth value
     others = [m for m in {m.expr: m for m in ms}.values() if m.expr != worst.expr]  # each distinct margin once
     forms: dict[sp.Expr, sp.Expr] = {worst.expr: _in_u(worst.expr, p)}
 
-    def sign_of(m: Margin, u0: float) -> tuple[int, bool]:
-        if m.expr not in forms:  # dividing by u^p > 0 keeps the sign: p only makes the form regular at u = 0
-            other = _order(m.expr, ops)
-            forms[m.expr] = _in_u(m.expr, other[0] if other is not None else 0)
-        return _sign_on(forms[m.expr], ops, u0, ops.work)
+    swept: dict[sp.Expr, tuple[int, Fraction, bool]] = {}
 
-    for u0 in _STARTS:
-        sign, to_zero = sign_of(worst, u0)
-        which = ""
-        if sign > 0:  # the statement holds on the range only where every conjunct holds at every column
-            for m in others:
-                other, other_to_zero = sign_of(m, u0)
-                if other <= 0:
-                    sign, to_zero = other, other_to_zero
-                    which = (f" of {conjuncts(statement.relation)[m.conjunct]}"
-                             + (f" at column {m.column}" if m.column >= 0 else ""))
-                    break
-                to_zero = to_zero and other_to_zero
-        if sign == 0:
-            continue
-        t0 = 0 if u0 == 1.0 else math.ceil(1 / u0 - 1)
+    def sweep(m: Margin) -> tuple[int, Fraction, bool]:
+        if m.expr not in swept:
+            if m.expr not in forms:  # dividing by u^p > 0 keeps the sign: p only makes the form regular at u = 0
+                other = _order(m.expr, ops)
+                forms[m.expr] = _in_u(m.expr, other[0] if other is not None else 0)
+            swept[m.expr] = _sweep(forms[m.expr], ops, ops.work)
+        return swept[m.expr]
+
+    sign, u0, to_zero = sweep(worst)
+    which = ""
+    if sign > 0:  # the statement holds on the range only where every conjunct holds at every column
+        for m in others:
+            other, u_m, other_to_zero = sweep(m)
+            if other <= 0:  # violated by that margin from its own start, or undecided
+                sign, u0, to_zero = other, u_m, other_to_zero
+                which = (f" of {conjuncts(statement.relation)[m.conjunct]}"
+                         + (f" at column {m.column}" if m.column >= 0 else ""))
+                break
+            u0, to_zero = min(u0, u_m), to_zero and other_to_zero
+    if sign != 0:
+        t0 = math.ceil(1 / u0 - 1)  # u <= u0 is t >= 1/u0 - 1, exactly (u0 is a dyadic rational)
         L0 = int(growth.length(t0))
-        L_max = None if to_zero else int(growth.length(2**50 / u0))
+        L_max = None if to_zero else int(growth.length(2**SWEEP_DEPTH - 1))
         upto = "" if to_zero else f" up to L = {L_max:.3g} (the limit itself is sympy's, not certified)"
         if sign < 0 and unclaimed:
             return LimitResult(growth.name, "unsupported", limit=leading, slack=slack, order=p,
@@ -416,7 +448,9 @@ def _analyse_growth(statement: Statement, growth: Growth, ops: SymbolicOps, viol
                            detail=f"the margin{which} is certified {what} for every t >= {t0} (L >= {L0}) of the "
                                   f"family{upto}")
     status = "limit-only"
-    detail = ("sympy's limit says the margin stays negative, but interval evaluation could not certify it"
+    detail = ("the margin's limit lies below what its constants' precision shows (its value there moves with their last "
+              "digits): not estimated, not certified" if c is None else
+              "sympy's limit says the margin stays negative, but interval evaluation could not certify it"
               if negative else "sympy's limit says the margin tends to 0 (not certified)" if c == 0
               else "sympy's limit says the margin stays positive (not certified)")
     return LimitResult(growth.name, status, limit=leading, slack=slack, order=p, detail=detail)

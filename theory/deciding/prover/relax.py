@@ -505,9 +505,6 @@ def _parameter_coordinates(statement: Statement, space: Space) -> tuple[dict[str
     out: dict[str, sp.Expr] = {}
     coords: list[Coordinate] = []
     for name in sorted(names):
-        if name in space.normaliser_params and name not in space.boxes:
-            out[name] = _exact(space.normaliser_params[name])
-            continue
         default = statement.defaults.get(name)
         if default is not None and not isinstance(default, str) and name not in space.boxes:
             out[name] = _exact(float(default))
