@@ -190,7 +190,7 @@ def relaxed_value(qname: str, inst: Instance, assignment: dict[str, tuple[int, i
 def _dominates(role: Role, r: Token, k: Token) -> bool:
     assert role.dominates is not None
     value = sp.N(sp.sympify(role.dominates(r, k)), DIGITS)
-    return bool(value.is_real and value >= 0) or value == 0
+    return bool(value.is_real and value >= 0)  # sympy's 0 is real: a tie dominates
 
 
 def _patterns(names: list[str]) -> Iterator[list[int]]:
