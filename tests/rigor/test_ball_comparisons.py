@@ -678,3 +678,18 @@ def test_the_exact_tier_reads_each_number_between_two_doubles_of_its_sign(x: Any
     if 2.0**-1000 < abs(float(v)) < 2.0**1000 and x not in CANCELLED:
         for f in (lo_f, hi_f):
             assert abs(f - float(v)) <= abs(float(v)) * 2.0**-50, (x, f)
+
+
+@pytest.mark.parametrize("name", ["arb", "mpmath"])
+def test_the_float_ends_of_a_ball_with_an_infinite_end_stay_outward(name: str) -> None:
+    """``lower_float`` / ``upper_float`` of ``[-inf, 1]`` and ``[2, inf]``: never inside the ball, never nan; the
+    mpmath tier holds half-infinite intervals, so its finite ends come back exactly (arb widens such a ball to the
+    whole line, which is still outward)."""
+    ops = backend(name)
+    for lo, hi in ((-math.inf, 1.0), (2.0, math.inf)):
+        b = ops.hull(ops.num(lo), ops.num(hi))
+        low, high = ops.lower_float(b), ops.upper_float(b)
+        assert not (math.isnan(low) or math.isnan(high)), (name, lo, hi, low, high)
+        assert low <= lo and high >= hi, (name, lo, hi, low, high)
+        if name == "mpmath":
+            assert (low, high) == (lo, hi)

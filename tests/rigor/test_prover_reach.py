@@ -423,3 +423,22 @@ def test_a_parameter_both_the_statement_and_its_normaliser_read_is_one_coordinat
             assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
         else:
             assert certify(st, result.counterexample).status == "violated"
+
+
+def test_a_false_bound_reading_the_largest_absolute_logit_is_relaxed_through_the_logit_model() -> None:
+    """``logit_absmax`` over bounded logits is a role that dominates every token's ``l^2``: the relaxation reads it
+    at the token of the largest |l| (a constraint, not a free token). A false bound on it (two logits 1 and -1 at
+    T = 1/2 give alpha_max = 0.98 > 1.01 / 2) is relaxed, never proved, and refuted only with an instance that
+    certifies violated."""
+    from attnbounds.theory.deciding.certify import certify
+
+    st = api.statement("alpha_max <= (1 + logit_absmax/100)/L", hypotheses=["softmax", "logits-bounded"],
+                       fixed={"a": 1.0}, ranges={"T": [0.5, 2.0]}).statements[0]
+    result = prover.prove(st, work=prover.work_for(1.0))
+    assert result.status in ("open", "refuted"), result.reason
+    if result.status == "refuted":
+        assert certify(st, result.counterexample).status == "violated"
+    relaxation = prover.relax(st)
+    constraints = [c for groups in relaxation.strategies[0] for g in groups for p in g.alternatives
+                   for c in p.constraints]
+    assert constraints  # the role's dominance over the other tokens

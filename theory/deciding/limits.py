@@ -13,11 +13,13 @@ sympy expression in ``t``. Only quantities whose ball form reads the counts thro
 ``ex.length`` and ``ex.size_N`` (``closed_form`` on their specification) take part.
 
 The certificate: with ``u = 1 / (1 + t)`` in ``(0, 1]`` and ``p`` the order at which the margin vanishes
-(``margin ~ c u^p``), ``G(u) = margin / u^p`` is evaluated in ball arithmetic on pieces of ``[0, u0]``
-(bisected until each enclosure has a sign); ``G < 0`` on all of them certifies "violated for every
-``t >= 1/u0 - 1``", i.e. every ``L >= L0`` of the growth, rigorously (no sampling, no monotonicity
-assumption). ``G > 0`` certifies "holds on the whole growth". The limit ``c`` (``p = 0``) or the leading
-coefficient, found by sympy at the balls' midpoints, only guides the choice of ``p``.
+(``margin ~ c u^p``), ``G(u) = margin / u^p`` is evaluated in ball arithmetic in one sweep over the pieces
+``[2^-(k+1), 2^-k]`` from ``u = 2^-80`` up (a piece whose enclosure straddles 0 bisected), as far as its sign
+holds: ``G < 0`` on ``[2^-80, u0]`` certifies "violated for every ``t >= 1/u0 - 1``" up to ``t = 2^80 - 1``,
+i.e. every ``L >= L0`` of the growth to about 10^24 (and every L beyond when ``[0, 2^-80]`` has the sign too),
+rigorously (no sampling, no monotonicity assumption); ``G > 0`` likewise "holds". Nothing is claimed along the
+growths of an instance outside the statement's hypotheses. The limit ``c`` (``p = 0``) or the leading
+coefficient, estimated at the balls' midpoints (and not quoted where their ends move it), only guides ``p``.
 """
 
 from __future__ import annotations
