@@ -150,3 +150,13 @@ def test_records_are_read_from_an_array_however_its_commas_are_spaced(made: dict
     path = tmp_path / "records.json"
     path.write_text("[" + separator.join(json.dumps(made, separators=(",", ":")) for _ in range(3)) + "]")
     assert [r.id for r in rec.load_records(path)] == ["user.half"] * 3
+
+
+
+@pytest.mark.parametrize("pair", [[0.5, 2.0], [3, 40], [-1.0, 1e300]])
+def test_a_recorded_range_reads_back_with_both_ends_as_written(pair: list[float]) -> None:
+    """A user statement's range read from its record (``statement.ranges.<name>``) keeps both ends (a range read
+    back with its ends mixed up is another statement, whose replay would speak for the wrong one)."""
+    from attnbounds.theory.io.rebuild import _pair
+
+    assert _pair(pair, "statement.ranges.T") == (float(pair[0]), float(pair[1]))

@@ -421,3 +421,20 @@ def test_no_claim_is_made_along_the_growths_of_an_instance_outside_the_hypothese
     results = limits.analyse(statement, outside, violated=False)
     assert results and all(r.status == "unsupported" and "outside the hypotheses" in r.detail for r in results)
     assert any(r.status.startswith("violated") for r in limits.analyse(statement, inside, violated=True))
+
+
+def test_a_column_without_tokens_has_no_margin_along_the_growths() -> None:
+    """A column of count 0 stands for no token: its weight (logit 5 against three tokens at 0: 0.98) says nothing
+    about the statement. ``alpha_i <= 1/2`` holds at every token of every member (1/L each), and the analysis says
+    so, with no margin of the empty column in it."""
+    from attnbounds.theory.running import api
+
+    statement = api.statement("alpha_i <= 1/2", hypotheses=["softmax"]).statements[0]
+    inst = Instance.from_logits([[0.0, 5.0]], softmax(1.0), counts=[[3, 0]], T=1.0)
+    assert certify(statement, inst).status == "holds"
+    results = limits.analyse(statement, inst, violated=False)
+    assert results and all(r.status == "holds-for-all" and r.L0 == 3 for r in results), [r.to_json() for r in results]
+    growth = limits.growths(inst)[0]
+    ops = limits.SymbolicOps(limits.Work(limits.WORK_LIMIT))
+    with ops.precision(128):
+        assert [m.column for m in limits.margins(statement, growth, ops)] == [0]

@@ -442,3 +442,13 @@ def test_a_false_bound_reading_the_largest_absolute_logit_is_relaxed_through_the
     constraints = [c for groups in relaxation.strategies[0] for g in groups for p in g.alternatives
                    for c in p.constraints]
     assert constraints  # the role's dominance over the other tokens
+
+
+def test_a_bound_tight_where_the_lightest_and_heaviest_token_are_one_is_proved_for_every_F() -> None:
+    """``alpha_max + (L - 1) alpha_min <= 1`` over every positive F: in the pattern where one token is both the
+    lightest and the heaviest, every token's log F equals it (the bracket between the extremes has width 0) and the
+    margin is exactly 0; a bracket of any other width there puts tokens outside the extremes and loses the proof."""
+    st = api.statement("alpha_max + alpha_min*(L - 1) <= 1", hypotheses=["F-positive"]).statements[0]
+    result = prover.prove(st, work=prover.work_for(2.0))
+    assert result.status == "proved", result.reason
+    assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
