@@ -270,6 +270,11 @@ def _sweep(G: sp.Expr, ops: SymbolicOps, work: Work | None = None, pieces: int =
     def exact(x: Fraction) -> Any:
         return arb.rational(x.numerator, x.denominator)
 
+    def sign_of(value: Any) -> int:
+        if value is None or not arb.is_finite(value):
+            return 0
+        return 1 if arb.positive(value) else -1 if arb.negative(value) else 0
+
     def enclose(lo: Fraction, hi: Fraction) -> Any:
         """The natural enclosure of G on [lo, hi], or the mean-value form G(mid) + G'([lo, hi]) ([lo, hi] - mid)
         where that is tighter (it shrinks quadratically with the piece, the natural one only linearly)."""
@@ -280,7 +285,7 @@ def _sweep(G: sp.Expr, ops: SymbolicOps, work: Work | None = None, pieces: int =
             natural = BallEvaluator(arb, {**env, "u": piece})(G)
         except (AttnBoundsError, ZeroDivisionError, ValueError):
             natural = None
-        if natural is not None and arb.is_finite(natural) and (arb.positive(natural) or arb.negative(natural)):
+        if sign_of(natural):
             return natural
         mid = exact((lo + hi) / 2)
         if work is not None:
@@ -290,11 +295,6 @@ def _sweep(G: sp.Expr, ops: SymbolicOps, work: Work | None = None, pieces: int =
         except (AttnBoundsError, ZeroDivisionError, ValueError):
             return natural
         return centred
-
-    def sign_of(value: Any) -> int:
-        if value is None or not arb.is_finite(value):
-            return 0
-        return 1 if arb.positive(value) else -1 if arb.negative(value) else 0
 
     edges = [Fraction(1, 2**k) for k in range(SWEEP_DEPTH, -1, -1)]  # increasing: 2^-SWEEP_DEPTH .. 1
     stack = list(zip(edges[:-1], edges[1:]))[::-1]  # popped smallest u first
@@ -313,14 +313,10 @@ def _sweep(G: sp.Expr, ops: SymbolicOps, work: Work | None = None, pieces: int =
                 break
             mid = (lo + hi) / 2
             stack += [(mid, hi), (lo, mid)]  # the lower half first: the sweep stays contiguous from below
-        if not sign:
-            return 0, Fraction(0), False
-        to_zero = sign_of(enclose(Fraction(0), edges[0])) == sign
+        to_zero = bool(sign) and sign_of(enclose(Fraction(0), edges[0])) == sign
     except WorkLimit:
-        if not sign:
-            return 0, Fraction(0), False
         to_zero = False
-    return sign, reached, to_zero
+    return sign, reached, to_zero  # reached stays 0 until a piece has a sign
 
 
 def analyse(statement: Statement, inst: Instance, *, violated: bool = True, bits: int = 128,
