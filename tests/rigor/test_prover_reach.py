@@ -452,3 +452,26 @@ def test_a_bound_tight_where_the_lightest_and_heaviest_token_are_one_is_proved_f
     result = prover.prove(st, work=prover.work_for(2.0))
     assert result.status == "proved", result.reason
     assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
+
+
+@pytest.mark.parametrize("relation, truth", [
+    ("alpha_max <= 3*alpha_i", False),  # e^(2a/T) = e^2 > 3: two logits 1 and -1, token i the lighter
+    ("alpha_i*3 >= alpha_max", False),
+    ("alpha_max <= 3*alpha_min", False),
+    ("alpha_min*3 >= alpha_i", False),  # alpha_min read at token i would give 3 alpha_i >= alpha_i
+    ("alpha_max >= alpha_i", True),  # alpha_max read at token i: the margin 0
+    ("alpha_min <= alpha_i", True),
+])
+def test_a_maximum_is_read_at_another_token_only_where_the_margin_grows_with_it(relation: str, truth: bool) -> None:
+    """Reading ``alpha_max`` at another distinguished token (token ``i``) lowers it, so the relaxation may do so only
+    where the margin grows with ``alpha_max`` (``alpha_min`` only where it falls with it): then a proof with it
+    proves the statement, and a bound that the maximum makes false is never proved. With ``|l| <= 1`` and ``T = 1``
+    softmax's ``alpha_max / alpha_i`` reaches ``e^2`` (one logit 1, the others -1): 3 is never proved (refuted with
+    a certified counterexample, or left open); ``alpha_max >= alpha_i`` is proved through that reading."""
+    from attnbounds.theory.deciding.certify import certify
+
+    st = api.statement(relation, hypotheses=["softmax", "logits-bounded"], fixed={"a": 1.0, "T": 1.0}).statements[0]
+    result = prover.prove(st, work=prover.work_for(1.0))
+    assert (result.status == "proved") == truth, result.reason
+    if result.status == "refuted":
+        assert certify(st, result.counterexample).status == "violated"

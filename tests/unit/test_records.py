@@ -71,6 +71,17 @@ def test_record_content(refuted):
     assert rec.Record({**d, "certified": False}).certified is False
 
 
+def test_the_format_version_is_the_released_one_and_no_other_is_read(refuted):
+    """Records cited today carry ``"version": 1`` (the released format, as in README's records section); a reader
+    refuses any other version by name instead of guessing at a format it does not know."""
+    d = refuted.to_json()
+    assert d["format"] == "attnbounds.record" and d["version"] == 1
+    assert rec.validate(d) == []
+    for other in (0, 2):
+        problems = rec.validate({**d, "version": other})
+        assert any("version" in p for p in problems), problems
+
+
 def _git(*args, cwd=None):
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
 

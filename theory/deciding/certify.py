@@ -311,6 +311,15 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                 if isinstance(exc, PrecisionLoss) and bits * 2 <= max_bits:
                     bits *= 2
                     continue
+                if isinstance(exc, PrecisionLoss) and not float_only:  # a tie no precision resolves (a column of a
+                    decided = _exact(st, one, defaulted, bits)  # threshold map exactly at its threshold): exactly
+                    if decided is not None:
+                        exact_status, m_exact, ex_exact, exact_notes = decided
+                        for h in st.hypotheses:  # (the exact tier certifies every hypothesis before the margin)
+                            if h.ball is not None:
+                                hyp_report[h.id] = "certified (exactly)"
+                        return finish(exact_status, bits, m_exact, ex_exact, [f"at {bits} bits: {exc}", *exact_notes],
+                                      "exact", ex_exact.ops)
                 return finish("inconclusive", bits, None, None, [f"cannot certify: {exc}"], ops.name)
             undecided = [hid for hid, s in statuses.items() if s is None]
             status: Status

@@ -354,7 +354,9 @@ def relaxed_margins(statement: Any, inst: Instance) -> list[Placement]:
     cross-check of forms of :func:`attnbounds.theory.deciding.prover.relax.relax` as a whole. The smallest satisfying margin of the
     exact problems is the instance's; a strategy that bounds it (a maximum read at another token, F's extremes over
     the tokens) is sound when one of its groups has, in every alternative, a satisfying margin at most the
-    instance's."""
+    instance's. One instance (B = 1)."""
+    if inst.B != 1:
+        raise InvalidArgument(f"relaxed_margins needs one instance (B = 1), got B = {inst.B}")
     counts = inst.counts[0] if inst.counts is not None else np.ones(inst.K, dtype=np.int64)
     out: list[Placement] = []
     for n_atoms in range(0, inst.K + 1):

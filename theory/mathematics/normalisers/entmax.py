@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attnbounds.theory.mathematics.errors import NotApplicable
-from attnbounds.theory.mathematics.normalisers.spec import (THRESHOLD_LACKS, SimplexMap, check_logits, column, map_spec,
-                                                          multiplicity)
+from attnbounds.theory.mathematics.normalisers.spec import (THRESHOLD_LACKS, BallContext, SimplexMap, check_logits,
+                                                            column, first_value, map_spec, multiplicity)
+from attnbounds.theory.mathematics.normalisers.threshold import entmax15_threshold, support_weights
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -65,6 +66,13 @@ class Entmax15(SimplexMap):
         tau = mean - torch.sqrt(delta)
         support = (tau <= zs).sum(-1, keepdim=True)
         return torch.clamp(z - tau.gather(-1, support - 1), min=0.0) ** 2
+
+    def ball_weights(self, ex: BallContext, logits: np.ndarray) -> np.ndarray:
+        """``[(z - tau)_+]^2`` with ``z = l / (2T)`` on the certified support (:mod:`.threshold`)."""
+        ops = ex.ops
+        T = ops.num(first_value(self.T))
+        return support_weights(self, ex, logits, ops.map(lambda v: v / (2 * T), logits), entmax15_threshold,
+                               lambda u: ops.ipow(u, 2))
 
 
 SPEC = map_spec(Entmax15, "Peters, Niculae & Martins 2019, Sparse sequence-to-sequence models")

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attnbounds.theory.mathematics.errors import NotApplicable
-from attnbounds.theory.mathematics.normalisers.spec import (THRESHOLD_LACKS, SimplexMap, check_logits, column, map_spec,
-                                                          multiplicity)
+from attnbounds.theory.mathematics.normalisers.spec import (THRESHOLD_LACKS, BallContext, SimplexMap, check_logits,
+                                                            column, first_value, map_spec, multiplicity)
+from attnbounds.theory.mathematics.normalisers.threshold import sparsemax_threshold, support_weights
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -59,6 +60,12 @@ class Sparsemax(SimplexMap):
         kz = ((1 + k * zs) > cums).sum(-1, keepdim=True)
         tau = (cums.gather(-1, kz - 1) - 1) / kz.to(z.dtype)
         return torch.clamp(z - tau, min=0.0)
+
+    def ball_weights(self, ex: BallContext, logits: np.ndarray) -> np.ndarray:
+        """``max(z - tau, 0)`` with ``z = l / T`` on the certified support (:mod:`.threshold`)."""
+        ops = ex.ops
+        T = ops.num(first_value(self.T))
+        return support_weights(self, ex, logits, ops.map(lambda v: v / T, logits), sparsemax_threshold, lambda u: u)
 
 
 SPEC = map_spec(Sparsemax, "Martins & Astudillo 2016, From softmax to sparsemax")

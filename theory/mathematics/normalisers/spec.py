@@ -169,8 +169,6 @@ class Normaliser:
 
 #: what a map through a sort-based threshold (sparsemax, entmax) lacks, and why
 THRESHOLD_LACKS: Mapping[str, str] = {
-    "ball": "the sort-based threshold tau has no interval form yet: a certificate takes the instance's given weights "
-            "(renormalised onto the simplex), whatever map produced them",
     "relaxed": "not of the form F / sum F: there is no log F for the relaxation prover to read"}
 
 
