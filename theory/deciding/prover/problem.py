@@ -121,9 +121,14 @@ def strip_positive(margin: sp.Expr) -> tuple[sp.Expr, list[str]]:
     expr = sp.factor_terms(_abs_out(margin))
     stripped: list[str] = []
     num, den = sp.fraction(sp.together(expr))  # 1 - b/t = (t - b)/t: a positive denominator goes too
-    if den != 1 and all(_positive_factor(f) for f in sp.Mul.make_args(den)) and sp.count_ops(num) <= sp.count_ops(expr):
-        stripped.append(f"1/({den})")
-        expr = sp.factor_terms(num)
+    if den != 1 and all(_positive_factor(f) for f in sp.Mul.make_args(den)):
+        powers = sp.Mul(*[f for f in sp.Mul.make_args(den) if f.as_base_exp()[0] == t_sym])
+        if sp.count_ops(num) <= sp.count_ops(expr):
+            stripped.append(f"1/({den})")
+            expr = sp.factor_terms(num)
+        elif powers != 1:  # the power of t alone (the core is singular at t = 0, where intervals cannot enclose it),
+            stripped.append(f"1/({powers})")  # multiplied into each term: the other factors keep their place
+            expr = sp.factor_terms(sp.Add(*[term * powers for term in sp.Add.make_args(expr)]))
     if not isinstance(expr, sp.Mul):
         return expr, stripped
     keep = []
