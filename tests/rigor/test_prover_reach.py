@@ -461,13 +461,20 @@ def test_a_bound_tight_where_the_lightest_and_heaviest_token_are_one_is_proved_f
     ("alpha_min*3 >= alpha_i", False),  # alpha_min read at token i would give 3 alpha_i >= alpha_i
     ("alpha_max >= alpha_i", True),  # alpha_max read at token i: the margin 0
     ("alpha_min <= alpha_i", True),
+    ("alpha_max <= 8*alpha_min", True),  # e^2 = 7.389 < 8: one total for both weights (the common-reference twin)
+    ("alpha_min >= alpha_max/7.5", True),
+    ("alpha_i <= 8*alpha_min", True),
+    ("alpha_max <= 7.38*alpha_min", False),  # just below e^2
 ])
 def test_a_maximum_is_read_at_another_token_only_where_the_margin_grows_with_it(relation: str, truth: bool) -> None:
     """Reading ``alpha_max`` at another distinguished token (token ``i``) lowers it, so the relaxation may do so only
     where the margin grows with ``alpha_max`` (``alpha_min`` only where it falls with it): then a proof with it
     proves the statement, and a bound that the maximum makes false is never proved. With ``|l| <= 1`` and ``T = 1``
     softmax's ``alpha_max / alpha_i`` reaches ``e^2`` (one logit 1, the others -1): 3 is never proved (refuted with
-    a certified counterexample, or left open); ``alpha_max >= alpha_i`` is proved through that reading."""
+    a certified counterexample, or left open); ``alpha_max >= alpha_i`` is proved through that reading. Ratios of two
+    weights (``alpha_max <= 8*alpha_min``) are proved through the common-reference twin: every weight over one
+    token's F, so that the margin has one total to divide out and its core is ``8 - F(l_max)/F(l_min)``; until this
+    stop each weight had its own total and the branch and bound never closed the box of two distinct tokens."""
     from attnbounds.theory.deciding.certify import certify
 
     st = api.statement(relation, hypotheses=["softmax", "logits-bounded"], fixed={"a": 1.0, "T": 1.0}).statements[0]
@@ -475,3 +482,21 @@ def test_a_maximum_is_read_at_another_token_only_where_the_margin_grows_with_it(
     assert (result.status == "proved") == truth, result.reason
     if result.status == "refuted":
         assert certify(st, result.counterexample).status == "violated"
+
+
+def _alternatives(relation: str) -> list[Any]:
+    st = api.statement(relation, hypotheses=["softmax", "logits-bounded"], fixed={"a": 1.0, "T": 1.0}).statements[0]
+    return [p for per in prover.relax(st).strategies for groups in per for g in groups for p in g.alternatives]
+
+
+def test_only_a_margin_reading_two_weights_has_a_common_reference_twin() -> None:
+    """The twin with every weight over one token's F is built where the margin reads the weights of two tokens or
+    more (and tried first on a small share of the work): a single weight has it already."""
+    single = _alternatives("alpha_max <= 1/2")
+    assert single and not any(p.realisation["common_reference"] for p in single)
+    pair = _alternatives("alpha_max <= 8*alpha_min")
+    twins = [p for p in pair if p.realisation["common_reference"]]
+    assert twins and all(p.realisation["weighted"] >= 2 for p in twins)
+    distinct = [p for p in twins if "r1" in p.pattern]  # the maximum and the minimum on two tokens
+    # one total divides out: some twin's core reads the two tokens alone, not the others' distribution (w_0, ...)
+    assert any("w_0" not in str(p.core) for p in distinct), [str(p.core) for p in distinct]

@@ -144,7 +144,8 @@ def test_the_weights_model_gives_the_others_one_atom_per_moment_and_none_for_the
             p.describe()
 
 
-@pytest.mark.parametrize("relation", ["alpha_max <= 1/2", "alpha_min*L <= 1", "alpha_max - alpha_min <= 1"])
+@pytest.mark.parametrize("relation", ["alpha_max <= 1/2", "alpha_min*L <= 1", "alpha_max - alpha_min <= 1",
+                                      "alpha_max <= 8*alpha_min"])  # (two weights: the common-reference twin too)
 @pytest.mark.parametrize("logits", [[0.3, -1.2, 2.0], [-0.5, 4.0, 1.0, -3.0]])
 def test_every_placement_meeting_an_exact_problems_constraints_has_the_instances_margin(relation: str,
                                                                                         logits: list[float]) -> None:

@@ -172,9 +172,11 @@ TWIN_SHARE = 0.125
 
 def _budgets(alternatives: list[Problem], share: int) -> Iterator[tuple[Problem, Callable[[int], int]]]:
     """The alternatives of a group in the order they are tried, each with its budget given the work the group has
-    used so far: undivided twins first, each on :data:`TWIN_SHARE` of the share, then the others (fewest coordinates
+    used so far: undivided twins and the common-reference twins (every weight over one token's F) first, each on
+    :data:`TWIN_SHARE` of the share, then the others (fewest coordinates
     first) sharing what is left equally."""
-    twins = [p for p in alternatives if any(q.unsigned is not None and p.core is q.unsigned[0] for q in alternatives)]
+    twins = [p for p in alternatives if p.realisation.get("common_reference")
+             or any(q.unsigned is not None and p.core is q.unsigned[0] for q in alternatives)]
     rest = sorted((p for p in alternatives if not any(p is q for q in twins)), key=lambda p: len(p.coordinates))
 
     def probe(used: int) -> int:

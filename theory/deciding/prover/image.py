@@ -83,6 +83,9 @@ class _ImageBuilder:
         self.bounds: list[str] = []
         self.side = 0
         self.bound = bound
+        #: (what RelaxedInstance.weight records; a quantity's value at the instance has no common reference to take)
+        self.weighted: dict[str, Any] = {}
+        self.common_reference = False
 
     def read_bound(self, qname: str, bounds: Sequence[str], side: int) -> int:
         """Read the bound ``self.bound`` of ``bounds``, an upper one (``side`` +1: the image's value is then at least

@@ -316,10 +316,18 @@ class RelaxedInstance:
 
     def weight(self, tok: relaxed.RelaxedToken) -> sp.Expr:
         """``alpha = F(l) / sum_j F(l_j) = t / total(F / F(l))`` (the ratio form: no large numbers), or the token's
-        weight itself in the weights model."""
+        weight itself in the weights model. With a common reference (the builder's ``common_reference``: the first
+        token whose weight is read, ``r``) every weight is ``t (F(l) / F(l_r)) / total(F / F(l_r))``: one total, so
+        that a margin combining several weights has one positive denominator to divide out (``8 alpha_min -
+        alpha_max`` becomes ``8 - F(l_max) / F(l_min)`` over that total)."""
         if tok.weight is not None:
             return tok.weight
-        return t_sym / self.total(lambda other: sp.exp(other.lam - tok.lam))
+        b = self._b
+        b.weighted.setdefault(tok.name, tok)
+        ref = tok
+        if b.common_reference:
+            ref = b.weighted[next(iter(b.weighted))]
+        return t_sym * sp.exp(tok.lam - ref.lam) / self.total(lambda other: sp.exp(other.lam - ref.lam))
 
     def at_most(self, *bounds: str) -> int:
         return self._b.read_bound(self._quantity, bounds, 1)
@@ -333,8 +341,12 @@ class _Builder:
 
     def __init__(self, space: Space, pattern: dict[str, int] | None, parameters: dict[str, sp.Expr],
                  param_coords: list[Coordinate], model: "TokenModel", aliases: dict[str, str] | None = None,
-                 margin_signs: dict[str, int] | None = None, bound_choice: dict[str, int] | None = None):
+                 margin_signs: dict[str, int] | None = None, bound_choice: dict[str, int] | None = None,
+                 common_reference: bool = False):
         self.space = space
+        #: the tokens whose weight was read, in order, and whether every weight is read over the first one's F
+        self.weighted: dict[str, relaxed.RelaxedToken] = {}
+        self.common_reference = common_reference
         self.param_coords = param_coords
         self.pattern = dict(pattern or {})
         self.parameters = parameters
@@ -660,9 +672,17 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
         raise Declined(f"{len(roles)} distinguished tokens (at most {MAX_ROLES})")
 
     def build(pattern: dict[str, int], aliases: dict[str, str] | None = None,
-              ranges: dict[sp.Symbol, tuple[float, float]] | None = None) -> Problem:
+              ranges: dict[sp.Symbol, tuple[float, float]] | None = None, common: bool = False) -> Problem:
         return _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, aliases,
-                        atoms, discovery.margin_signs, discovery.bound_choice, ranges)
+                        atoms, discovery.margin_signs, discovery.bound_choice, ranges, common)
+
+    def with_twins(pattern: dict[str, int], ranges: dict[sp.Symbol, tuple[float, float]], problem: Problem,
+                   aliases: dict[str, str] | None = None) -> list[Problem]:
+        """The problem's alternatives: its undivided twin (:func:`_with_unsigned`) and, where it reads the weights
+        of two tokens or more, the same problem with every weight over one token's F (one total)."""
+        common = [] if problem.realisation.get("weighted", 0) < 2 else _with_unsigned(build(pattern, aliases, ranges,
+                                                                                              True))
+        return common + _with_unsigned(problem)
 
     def split(pattern: dict[str, int], ranges: dict[sp.Symbol, tuple[float, float]], depth: int = 0
               ) -> list[tuple[dict[sp.Symbol, tuple[float, float]], Problem]]:
@@ -684,11 +704,11 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
         groups = []
         for pattern in _partitions(rest):
             choices = [dict(zip(favourable, combo)) for combo in _substitutes(favourable, pattern, discovery)]
-            alternatives = [q for aliases in choices for q in _with_unsigned(build(pattern, aliases))]
+            alternatives = [q for aliases in choices for q in with_twins(pattern, {}, build(pattern, aliases), aliases)]
             groups.append(Group(c, _pattern_text(pattern) + " (maxima read at a distinguished token)", alternatives))
         if all(g.alternatives for g in groups):
             per.append(groups)
-    per.append([Group(c, _pattern_text(p) + (f" ({_ranges_text(r)})" if r else ""), _with_unsigned(q))
+    per.append([Group(c, _pattern_text(p) + (f" ({_ranges_text(r)})" if r else ""), with_twins(p, r, q))
                 for p in _partitions(roles) for r, q in split(p, {})])
     return per
 
@@ -808,9 +828,11 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
              parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: TokenModel,
              aliases: dict[str, str] | None = None, atoms_override: int | None = None,
              margin_signs: dict[str, int] | None = None, bound_choice: dict[str, int] | None = None,
-             ranges: dict[sp.Symbol, tuple[float, float]] | None = None) -> Problem:
-    """One problem (:class:`Problem`); ``ranges`` narrows coordinates (a split at a kink, :func:`_kink`)."""
-    b = _Builder(space, pattern, parameters, param_coords, model, aliases, margin_signs, bound_choice)
+             ranges: dict[sp.Symbol, tuple[float, float]] | None = None, common_reference: bool = False) -> Problem:
+    """One problem (:class:`Problem`); ``ranges`` narrows coordinates (a split at a kink, :func:`_kink`);
+    ``common_reference``: every weight over one token's F (:meth:`RelaxedInstance.weight`)."""
+    b = _Builder(space, pattern, parameters, param_coords, model, aliases, margin_signs, bound_choice,
+                 common_reference)
     env = _relation_env(statement, b, conjunct)
     lhs, rhs = (exact_floats(_opaque(side.xreplace(env))) for side in (conjunct.lhs, conjunct.rhs))
     k = len(b.tokens)
@@ -991,7 +1013,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                    "masses": masses, "weights_model": b.model.weights, "L_range": (L_lo, L_hi),
                    "atom_counts": [m / a.coordinates[0].symbol for m, a in zip(masses, atoms)] if b.model.weights else [],
                    "reference": anchored.get("reference"), "bracket": anchored.get("bracket"),
-                   "points": [(p.coordinates[0].symbol, _extreme_of(role)) for role, p in b.points.values()]}
+                   "points": [(p.coordinates[0].symbol, _extreme_of(role)) for role, p in b.points.values()],
+                   "weighted": len(b.weighted), "common_reference": common_reference}
     return Problem(statement.id, c, text, coords, core, constraints, strict, margin, stripped, names, n_atoms,
                    len(moments), parameters, model.describe(), signs, not (b.aliases or b.inexact),
                    realisation, unsigned if signed else None)
