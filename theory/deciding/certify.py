@@ -283,6 +283,17 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                            tuple(notes + ([] if ex is None else ex.notes)), scale, time.perf_counter() - start,
                            strict=m is not None and m.strict_open and status == "inconclusive")
 
+    def exactly(bits: int, relabel: list[str], notes: list[str]) -> Certificate | None:
+        """The exact tier's certificate (:func:`_exact`; the hypotheses ``relabel`` said certified by it), None
+        where it decides nothing."""
+        decided = _exact(st, one, defaulted, bits)
+        if decided is None:
+            return None
+        exact_status, m_exact, ex_exact, exact_notes = decided
+        for hid in relabel:
+            hyp_report[hid] = "certified (exactly)"
+        return finish(exact_status, bits, m_exact, ex_exact, notes + exact_notes, "exact", ex_exact.ops)
+
     structural = failed_ids - {h.id for h in st.hypotheses if h.ball is not None}
     if structural:
         for hid in structural:
@@ -312,14 +323,10 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                     bits *= 2
                     continue
                 if isinstance(exc, PrecisionLoss) and not float_only:  # a tie no precision resolves (a column of a
-                    decided = _exact(st, one, defaulted, bits)  # threshold map exactly at its threshold): exactly
-                    if decided is not None:
-                        exact_status, m_exact, ex_exact, exact_notes = decided
-                        for h in st.hypotheses:  # (the exact tier certifies every hypothesis before the margin)
-                            if h.ball is not None:
-                                hyp_report[h.id] = "certified (exactly)"
-                        return finish(exact_status, bits, m_exact, ex_exact, [f"at {bits} bits: {exc}", *exact_notes],
-                                      "exact", ex_exact.ops)
+                    # threshold map exactly at its threshold): exactly, every hypothesis with the margin
+                    out = exactly(bits, [h.id for h in st.hypotheses if h.ball is not None], [f"at {bits} bits: {exc}"])
+                    if out is not None:
+                        return out
                 return finish("inconclusive", bits, None, None, [f"cannot certify: {exc}"], ops.name)
             undecided = [hid for hid, s in statuses.items() if s is None]
             status: Status
@@ -343,12 +350,9 @@ def certify(statement: Statement | str, inst: Instance, index: int = 0, *, preci
                 continue
             if (status == "inconclusive" and not statistical and not float_only
                     and (undecided or not wide)):  # tight around 0, or a hypothesis at its boundary: an equality case?
-                decided = _exact(st, one, defaulted, bits)
-                if decided is not None:
-                    exact_status, m_exact, ex_exact, exact_notes = decided
-                    for hid in undecided:
-                        hyp_report[hid] = "certified (exactly)"
-                    return finish(exact_status, bits, m_exact, ex_exact, notes + exact_notes, "exact", ex_exact.ops)
+                out = exactly(bits, undecided, notes)
+                if out is not None:
+                    return out
             return finish(status, bits, m, ex, notes + unproved, _method(ops, ex))
 
 

@@ -324,9 +324,7 @@ class RelaxedInstance:
             return tok.weight
         b = self._b
         b.weighted.setdefault(tok.name, tok)
-        ref = tok
-        if b.common_reference:
-            ref = b.weighted[next(iter(b.weighted))]
+        ref = next(iter(b.weighted.values())) if b.common_reference else tok
         return t_sym * sp.exp(tok.lam - ref.lam) / self.total(lambda other: sp.exp(other.lam - ref.lam))
 
     def at_most(self, *bounds: str) -> int:

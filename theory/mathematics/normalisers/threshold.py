@@ -6,8 +6,9 @@ Such a map gives ``alpha_i = p(y_i - tau)`` on its support ``S`` and 0 off it, w
 candidate support ``S`` the equation ``sum_{j in S} m_j p(y_j - tau) = 1`` has a closed form ``tau_S``, and ``tau_S``
 is the threshold when every ``y_i`` of ``S`` is certainly at or above it and every other present column's ``y_i``
 certainly at or below it (then the weights ``p((y - tau_S)_+)`` solve the equation, whose solution is unique; a
-column exactly at ``tau_S`` has weight 0 on either side, and the same ``tau_S`` whether it is in ``S`` or not). The candidates are prefixes of the columns sorted by their midpoints, the size
-of the float map's support first, then its neighbours: the sort only proposes, the two certain comparisons decide.
+column exactly at ``tau_S`` has weight 0 on either side, and the same ``tau_S`` whether it is in ``S`` or not). The
+candidates are prefixes of the columns sorted by their midpoints, the size of the float map's support first, then its
+neighbours: the sort only proposes, the two certain comparisons decide.
 A column exactly at the threshold (weight exactly 0) is decided only where the comparison is exact (the exact tier).
 """
 
@@ -57,10 +58,14 @@ def support_weights(n: Normaliser, ex: BallContext, logits: np.ndarray, y: np.nd
                       "rounding of the threshold)")
 
 
+def _tokens(ex: BallContext, y: np.ndarray, inside: np.ndarray) -> Any:
+    """``K = sum_{j in S} m_j``, the tokens of the support's columns (a ball)."""
+    return ex.weighted_total(np.array([ex.ops.num(1) for _ in range(len(y))], dtype=object), inside)
+
+
 def sparsemax_threshold(ex: BallContext, y: np.ndarray, inside: np.ndarray) -> Any:
     """``tau_S = (sum_{j in S} m_j y_j - 1) / sum_{j in S} m_j`` (Martins & Astudillo 2016, eq. 5's threshold)."""
-    ones = np.array([ex.ops.num(1) for _ in range(len(y))], dtype=object)
-    return (ex.weighted_total(y, inside) - ex.ops.num(1)) / ex.weighted_total(ones, inside)
+    return (ex.weighted_total(y, inside) - ex.ops.num(1)) / _tokens(ex, y, inside)
 
 
 def entmax15_threshold(ex: BallContext, y: np.ndarray, inside: np.ndarray) -> Any:
@@ -68,8 +73,7 @@ def entmax15_threshold(ex: BallContext, y: np.ndarray, inside: np.ndarray) -> An
     ``ss = sum_S m_j (y_j - mean)^2`` (the smaller root of ``sum_S m_j (y_j - tau)^2 = 1``; Peters et al. 2019,
     Alg. 2); None where ``1 - ss`` is not certainly >= 0."""
     ops = ex.ops
-    ones = np.array([ops.num(1) for _ in range(len(y))], dtype=object)
-    K = ex.weighted_total(ones, inside)
+    K = _tokens(ex, y, inside)
     mean = ex.weighted_total(y, inside) / K
     ss = ex.weighted_total(np.array([ops.ipow(v - mean, 2) for v in y], dtype=object), inside)
     rest = ops.num(1) - ss
