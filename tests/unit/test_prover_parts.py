@@ -144,6 +144,7 @@ def test_down_and_up_round_a_ball_outward_to_doubles(num: int, den: int, shift: 
 
 
 _t, _b = sp.symbols("t b", real=True)
+_s = sp.Symbol("s_r0", real=True)  # a compactified logit: its name says so (Problem.open_end)
 
 
 #: (core p, q, r, s; constraint u, v, w; multiplier; strict): boxes the closure takes (the whole box [0, 1]^2):
@@ -162,8 +163,8 @@ def test_the_multiplier_closure_takes_the_boxes_it_is_for(case: tuple) -> None:
     problem = Problem("m", 0, "m", coords, expr, [constraint], strict, expr, [], {}, 0, 0, {}, "m")
     P = bnb.Programs.build(problem)
     lo, hi = np.zeros(2), np.ones(2)
-    assert bnb._multiplier_closes(P, P.face(()), 0, lam, lo, hi, strict, 0, [0])
-    assert not bnb._multiplier_closes(P, P.face(()), 0, -lam, lo, hi, strict, 0, [0])  # a negative one: never
+    assert bnb._multiplier_closes(P, P.face(()), 0, lam, lo, hi, strict, [0])
+    assert not bnb._multiplier_closes(P, P.face(()), 0, -lam, lo, hi, strict, [0])  # a negative one: never
 
 
 @pytest.mark.parametrize("case", CLOSING)
@@ -184,7 +185,7 @@ def test_the_float_filter_hands_the_rigorous_check_a_multiplier_that_closes(case
     limit = 0 if box[0] == 0.0 else None
     grad = face.gradient([(a[0], z[0]) for a, z in bnb.run_float(face.grad, lo[None], hi[None])])
     found = bnb._by_multiplier(P, face, [0], bnb.Node(lo, hi, lo.copy(), hi.copy()), grad, strict, limit, [0])
-    assert found is not None and bnb._multiplier_closes(P, face, found[0], found[1], lo, hi, strict, limit, [0])
+    assert found is not None and bnb._multiplier_closes(P, face, found[0], found[1], lo, hi, strict, [0])
 
 
 @settings(max_examples=80, deadline=None)
@@ -222,7 +223,7 @@ def test_a_box_closed_by_a_multiplier_has_no_feasible_point_where_the_bound_fail
     P = bnb.Programs.build(problem)
     lo, hi = np.array(box[0::2]), np.array(box[1::2])
     limit = 0 if box[0] == 0.0 else None
-    if not bnb._multiplier_closes(P, P.face(()), 0, Fraction(lam), lo, hi, strict, limit, [0]):
+    if not bnb._multiplier_closes(P, P.face(()), 0, Fraction(lam), lo, hi, strict, [0]):
         return
     grid = [(Fraction(box[0]) + (Fraction(box[1]) - Fraction(box[0])) * i / 40,
              Fraction(box[2]) + (Fraction(box[3]) - Fraction(box[2])) * j / 40) for i in range(41) for j in range(41)]
@@ -391,18 +392,44 @@ def test_forms_sympy_cannot_compare_are_never_called_equal(monkeypatch: pytest.M
     (_t**2 * _b**2, False),  # 0 at b = 0 for every t: the strict bound fails there
     (_t**2 * sp.Abs(_b), False),  # the same with a kink: no second derivative is enclosed, so no closure
     (_t**2 * (1 + sp.Abs(_b)), False),  # true, but across a kink the second order is not certified: refused
+    (_t**3 * (1 + _b), True),  # third order: d^3r/dt^3 = 6 (1 + b) > 0, the lower derivatives >= 0 on the box
+    (_t**3 * (_b - sp.Rational(1, 2)), False),  # negative at b < 1/2 for every t > 0
+    (_t**4 * (1 + _b), False),  # true, but beyond GROWTH_DEPTH derivatives: left open
+    (_t**2 * (1 + _b) - _t**3, False),  # 0 at t = 1, b = 0 (an instance, L = 1): the strict bound fails there
 ])
 def test_the_multiplier_closure_reads_the_second_order_at_the_limit_only_where_it_is_enclosed(
         core: sp.Expr, closes: bool) -> None:
     """A strict bound whose residual is 0 on the face t = 0 (L -> oo, no instance) and whose t-slope is >= 0 but not
-    > 0 there closes only when ``d^2r/dt^2 > 0`` on the box, read from its rigorous enclosure; where the core has a
-    kink there is none to read, and the box stays open (closing it would prove ``t^2 |b| > 0``, false at b = 0)."""
+    > 0 there closes only when a higher derivative in t is > 0 on the box and the ones between are >= 0 (to
+    ``GROWTH_DEPTH``), read from their rigorous enclosures; where the core has a kink there is none to read, and the box
+    stays open (closing it would prove ``t^2 |b| > 0``, false at b = 0)."""
     from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
 
     coords = [Coordinate(_t, 0.0, 1.0, "length", "t"), Coordinate(_b, 0.0, 1.0, "role", "b")]
     problem = Problem("m", 0, "m", coords, core, [_b], True, core, [], {}, 0, 0, {}, "m")
     P = bnb.Programs.build(problem)
-    assert bnb._multiplier_closes(P, P.face(()), 0, Fraction(0), np.zeros(2), np.ones(2), True, 0, [0]) is closes
+    assert bnb._multiplier_closes(P, P.face(()), 0, Fraction(0), np.zeros(2), np.ones(2), True, [0]) is closes
+
+
+@pytest.mark.parametrize("core, closes", [
+    ((1 - _s) * (1 + _t), True),  # 0 at the open end s = 1 (a logit at +oo), falling into it: > 0 off it
+    ((1 - _s) ** 2 * (1 + _t), True),  # the same to second order: -dr/ds >= 0, and -d/ds(-dr/ds) < 0 grows off s = 1
+    ((1 - _s) * (_s - sp.Rational(1, 2)) ** 2, False),  # 0 at s = 1/2 too, inside: the strict bound fails there
+    (_s * (1 - _s) * (sp.Rational(1, 2) - _s) ** 2 + 0 * _t, False),  # and at s = 1/2 between two open ends
+    ((1 - _t) * (1 - _s), False),  # 0 at t = 1 (L = 1, an instance): -dr/ds = 1 - t falls as t grows, it does not grow
+])
+def test_the_multiplier_closure_reads_growth_off_an_open_upper_end(core: sp.Expr, closes: bool) -> None:
+    """Growth off an open end is read at both ends: a compactified logit ``s = sigmoid(l)`` is never 1, so a residual 0
+    only at ``s = 1`` and growing away from it (its slope in s, or a higher derivative, of the right sign) is > 0 at
+    every instance; a residual also 0 inside the box is not."""
+    from attnbounds.theory.deciding.prover.problem import Coordinate, Problem
+
+    coords = [Coordinate(_t, 0.0, 1.0, "length", "t"), Coordinate(_s, 0.0, 1.0, "role", "s")]
+    problem = Problem("m", 0, "m", coords, core, [_s], True, core, [], {}, 0, 0, {}, "m",
+                      realisation={"bounded": False})
+    assert problem.open_end(1, 1, [0.0, 0.0], [1.0, 1.0])
+    P = bnb.Programs.build(problem)
+    assert bnb._multiplier_closes(P, P.face(()), 0, Fraction(0), np.zeros(2), np.ones(2), True, [0]) is closes
 
 
 def test_the_identity_check_of_a_rewritten_core_tells_different_functions_apart() -> None:

@@ -31,6 +31,20 @@ def verified():
     return verify_statement(registry.get("lemma2[sharp]"), search=scripted([]), prover=no_proof)
 
 
+def test_schema_accepts_the_longest_length_a_limit_certifies(refuted):
+    """A limit along a family whose growing class already holds 10^14 tokens ends at 10^14 (2^80 - 1) tokens, about
+    1.2e38 (the tight set's false.reach.llog had its record refused as not matching the schema at 10^30)."""
+    from attnbounds.theory.deciding.limits import SWEEP_DEPTH
+    from attnbounds.theory.mathematics.instance import MAX_LENGTH
+
+    record = copy.deepcopy(refuted.to_json())
+    longest = MAX_LENGTH * (2**SWEEP_DEPTH - 1)
+    record["counterexample"]["limit"] = [{**entry, "L_max": longest} for entry in record["counterexample"]["limit"]]
+    assert record["counterexample"]["limit"] and rec.validate(record) == []
+    record["counterexample"]["limit"][0]["L_max"] = 10 * 10**40
+    assert rec.validate(record)
+
+
 def test_schema_accepts_records_and_names_problems(refuted, verified):
     for r in (refuted, verified):
         assert rec.validate(r.to_json()) == []

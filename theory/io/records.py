@@ -60,8 +60,9 @@ _OBJ = {"type": "object"}
 #: a number, or the text of a non-finite float (how :func:`canonical` writes them)
 _NUM = {"type": ["number", "string"], "pattern": "^(-?inf|nan)$"}
 _NUM_OR_NULL = {"type": ["number", "string", "null"], "pattern": "^(-?inf|nan)$"}
-#: seeds, indices, token counts and lengths (limits along growing families reach 10^21 tokens)
-_BIG = 10**30
+#: seeds, indices, token counts and lengths: a limit along a growing family certifies up to t = 2^80 - 1 steps of
+#: growth (limits.SWEEP_DEPTH), a class of up to 10^15 tokens (MAX_LENGTH) each step: about 1.2e39 tokens
+_BIG = 10**40
 _INT = {"type": "integer", "minimum": -_BIG, "maximum": _BIG}
 _COUNT = {"type": "integer", "minimum": 0, "maximum": _BIG}
 _COUNT_OR_NULL = {"type": ["integer", "null"], "minimum": 0, "maximum": _BIG}

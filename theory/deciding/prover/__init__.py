@@ -20,6 +20,7 @@ explores the same boxes on every machine.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -219,6 +220,14 @@ def _prove(statement: Statement, work: int) -> ProverResult:
                 closed = False
                 used = 0
                 for problem, budget in _budgets(group.alternatives, share):
+                    if problem.pole is not None:  # no box closes across a pole: the lengths beside it are tried
+                        why = (f"conjunct {problem.conjunct}, {problem.pattern}: the margin may divide by 0 inside the "
+                               f"relaxed space ({problem.pole} has no certain sign there)")
+                        inst = _beside_pole(problem, rel)
+                        if inst is not None and problem.exact:  # certified by the caller
+                            return ProverResult("refuted", why + "; violated beside its zero", reports, inst,
+                                                work=spent, relaxation=rel)
+                        continue
                     try:
                         programs = Programs.build(problem)
                         outcome = branch_and_bound(problem, budget(used), programs=programs)
@@ -325,6 +334,63 @@ def realise(problem: Problem, rel: Relaxation, node: Node, programs: Programs) -
     return None
 
 
+#: lengths tried on each side of a zero of a divisor that may change sign (the integers nearest it first)
+BESIDE_POLE = 2
+
+
+def _beside_pole(problem: Problem, rel: Relaxation) -> Instance | None:
+    """A violating instance at a length next to a zero of the problem's divisor (:attr:`Problem.pole`), when the
+    divisor reads ``t`` alone: its real zeros ``t*`` in the range of ``t`` give lengths ``1/t*``; at the
+    :data:`BESIDE_POLE` integers on each side of each, the root box's centre and its corners moved into the box by
+    each of :data:`NUDGES` are realised, every point in float64 first, then the first :data:`BESIDE_POLE_CERTIFIED`
+    certified (``alpha_max <= 1 + 10^-6/((L - 1000.5) (L - 999.5))``: false at L = 1000 only, between its two poles,
+    where the largest weight exceeds ``1 - 4 10^-6``)."""
+    t_index = next((d for d, c in enumerate(problem.coordinates) if c.symbol == t_sym), None)
+    assert problem.pole is not None
+    if t_index is None or problem.pole.free_symbols != {t_sym}:
+        return None
+    c = problem.coordinates[t_index]
+    try:
+        numerator = sp.numer(sp.together(problem.pole))
+        zeros = [complex(z) for z in sp.Poly(numerator, t_sym).nroots(n=30)]
+    except (sp.PolynomialError, sp.polys.polyerrors.PolificationFailed, TypeError, ValueError, ArithmeticError):
+        return None
+    lengths = sorted({L for z in zeros if abs(z.imag) <= 1e-12 * max(abs(z.real), 1.0) and c.lo <= z.real <= c.hi
+                      and z.real > 0 for k in range(BESIDE_POLE)
+                      for L in (math.floor(1 / z.real) - k, math.ceil(1 / z.real) + k)
+                      if 1 <= L <= MAX_LENGTH and c.lo <= 1.0 / L <= c.hi})
+    if not lengths:
+        return None
+    others = [d for d in range(len(problem.coordinates)) if d != t_index][:MAX_CORNER_AXES]
+    lo = np.array([k.lo for k in problem.coordinates], dtype=float)
+    hi = np.array([k.hi for k in problem.coordinates], dtype=float)
+    centre = _candidates(problem, Node(lo, hi, lo.copy(), hi.copy()))[0]
+    shapes = [centre]
+    for nudge in NUDGES:
+        for corner in itertools.product((-1, 1), repeat=len(others)):
+            p = centre.copy()
+            for d, side in zip(others, corner):
+                k = problem.coordinates[d]
+                width = k.hi - k.lo if math.isfinite(k.hi - k.lo) else 1.0
+                p[d] = (k.lo + nudge * width) if side < 0 else (k.hi - nudge * width)
+            if np.all(np.isfinite(p)):
+                shapes.append(p)
+    program = compile_program([problem.core], problem.symbols)
+    points = [_with(p, t_index, 1.0 / L) for L in lengths for p in shapes]
+    for certified in (False, True):
+        for q in points[:BESIDE_POLE_CERTIFIED] if certified else points:
+            inst = _violating(problem, rel, program, q, certified)
+            if inst is not None:
+                return inst
+    return None
+
+
+#: the most points beside a pole certified whatever their float margins say, and the most coordinates whose corners
+#: are tried there (2 ** MAX_CORNER_AXES corners a nudge)
+BESIDE_POLE_CERTIFIED = 32
+MAX_CORNER_AXES = 6
+
+
 def _with(p: np.ndarray, d: int, value: float) -> np.ndarray:
     q = p.copy()
     q[d] = value
@@ -389,8 +455,10 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
             if c > 0:
                 logits.append(_number(l_expr, values))
                 counts.append(c)
-        if not info["atoms"] and info["others_logit"] is not None:  # the margin reads only the others' total weight
-            n = 1000 if info["constrained"] else 1  # many small ones when a distinguished token must dominate them
+        if not info["atoms"] and info["others_logit"] is not None and (t is None or others > 0):
+            # the margin reads only the others' total weight: the L - k others share it (L is the point's), or, where
+            # the margin does not read L, many small ones when a distinguished token must dominate them
+            n = others if t is not None else 1000 if info["constrained"] else 1
             try:
                 logits.append(_number(info["others_logit"], values) - float(values.get(sp.Symbol("T", positive=True), 1.0)) * math.log(n))
             except (TypeError, ValueError):
@@ -647,7 +715,10 @@ def _literal(text: str) -> list[Any]:
 
 
 def _check_core(problem: Problem) -> str | None:
-    """Why the core is not the margin up to the stripped positive factors and the certified signs, or None."""
+    """Why the core is not the margin up to the stripped positive factors and the certified signs, or None (a core
+    that may divide by 0 on its box closes no box: a tree for it is refused)."""
+    if problem.pole is not None:
+        return f"the margin may divide by 0 inside the relaxed space ({problem.pole} has no certain sign there)"
     box_lo = [c.lo for c in problem.coordinates]
     box_hi = [c.hi for c in problem.coordinates]
     syms = problem.symbols

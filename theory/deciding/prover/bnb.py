@@ -276,8 +276,9 @@ class Face:
     _affine: dict[int, bool] = field(default_factory=dict)
     #: the program of the first form's second derivative in each coordinate (False: none, a kink or too large)
     _curvature: Program | bool | None = None
-    #: per coordinate, the program of every form's second derivative in it (None: a kink or too large)
-    _second: dict[int, Program | None] = field(default_factory=dict)
+    #: per sorted tuple of coordinates, the program of every form's partial derivative along them (None: a kink or
+    #: too large)
+    _derivatives: dict[tuple[int, ...], Program | None] = field(default_factory=dict)
 
     def reads(self, syms: Sequence[sp.Symbol]) -> np.ndarray:
         """Which coordinates the first form reads."""
@@ -312,23 +313,25 @@ class Face:
             r_[d][1] > CONCAVE_SLACK * max(abs(r_[d][0]), 1.0) for d in wanted))
         return [a or (d in wanted and second[d][1] <= 0) for d, a in enumerate(out)]
 
-    def second(self, d: int, syms: Sequence[sp.Symbol], work: list[int]) -> Program | None:
-        """The program of every form's second derivative in coordinate ``d``, as differentiated and factored (one
-        function: the tightest of their enclosures holds; a form may be singular where another is not), or None
-        across a kink or beyond
-        :data:`MAX_HESSIAN` nodes; built once."""
-        if d not in self._second:
-            self._second[d] = None
+    def derivative(self, seq: tuple[int, ...], syms: Sequence[sp.Symbol], work: list[int]) -> Program | None:
+        """The program of every form's partial derivative along the coordinates ``seq`` (sorted: mixed partials of a
+        smooth function commute), as differentiated and factored (one function: the tightest of their enclosures
+        holds; a form may be singular where another is not), or None across a kink or beyond :data:`MAX_HESSIAN`
+        nodes; built once."""
+        if seq not in self._derivatives:
+            self._derivatives[seq] = None
             if not any(f.atoms(*KINKS) for f in self.forms):
-                work[0] += FACE_WORK * sum(map(_size, self.forms))
-                raw = [differentiate(differentiate(f, syms[d]), syms[d]) for f in self.forms]
+                work[0] += FACE_WORK * sum(map(_size, self.forms)) * len(seq)
+                raw = list(self.forms)
+                for d in seq:
+                    raw = [differentiate(r, syms[d]) for r in raw]
                 entries = [g for r in raw for g in (_forms(r, keep_denominator=False) if r != 0 else [r])]
                 if sum(map(_size, entries)) <= MAX_HESSIAN:
                     try:
-                        self._second[d] = compile_program(entries, syms)
+                        self._derivatives[seq] = compile_program(entries, syms)
                     except Unsupported:
                         pass
-        return self._second[d]
+        return self._derivatives[seq]
 
     def hessian(self, syms: Sequence[sp.Symbol], work: list[int]) -> Program | None:
         if not self._hessian_built:
@@ -386,7 +389,7 @@ class Programs:
                                                problem.symbols) if self.pairs else None
         self._given = dict(faces or {})
         self._quotients: dict[int, Program | None] = {}
-        self._second: dict[tuple[int, int], Program] = {}
+        self._derivatives: dict[tuple[int, tuple[int, ...]], Program] = {}
         self.faces: dict[tuple[tuple[int, float], ...], Face] = {}
         lo, hi = _box(problem)
         self.ends = [(float(a), float(b)) for a, b in zip(lo, hi)]
@@ -409,13 +412,14 @@ class Programs:
             self._quotients[k] = compile_program([q], self.problem.symbols) if q is not None else None
         return self._quotients[k]
 
-    def constraint_second(self, k: int, d: int) -> Program:
-        """The program of constraint ``k``'s second derivative in coordinate ``d``; built once."""
-        if (k, d) not in self._second:
-            x = self.problem.symbols[d]
-            self._second[(k, d)] = compile_program([differentiate(differentiate(self.problem.constraints[k], x), x)],
-                                                   self.problem.symbols)
-        return self._second[(k, d)]
+    def constraint_derivative(self, k: int, seq: tuple[int, ...]) -> Program:
+        """The program of constraint ``k``'s partial derivative along the coordinates ``seq``; built once."""
+        if (k, seq) not in self._derivatives:
+            con = self.problem.constraints[k]
+            for d in seq:
+                con = differentiate(con, self.problem.symbols[d])
+            self._derivatives[(k, seq)] = compile_program([con], self.problem.symbols)
+        return self._derivatives[(k, seq)]
 
     def face(self, fixed: tuple[tuple[int, float], ...], work: list[int] | None = None) -> Face:
         if fixed not in self.faces:
@@ -628,6 +632,11 @@ def _onto_open_ends(problem: Problem, face: Face, node: Node, moves: list[tuple[
     return out
 
 
+def _signed(enclosures: list[tuple[float, float]]) -> bool:
+    """Whether every enclosure is finite and none straddles 0 (else :func:`_rigorous` asks endpoint intervals too)."""
+    return _all_finite(enclosures) and not any(a < 0 < z for a, z in enclosures)
+
+
 def _all_finite(enclosures: list[tuple[float, float]]) -> bool:
     return all(math.isfinite(a) and math.isfinite(b) for a, b in enclosures)
 
@@ -694,27 +703,26 @@ def _constraint_slopes(P: Programs, k: int, values: Sequence[tuple[Any, Any]] | 
 
 
 def _multiplier_closes(P: Programs, face: Face, k: int, lam: Fraction, lo: np.ndarray, hi: np.ndarray, strict: bool,
-                       limit_axis: int | None, work: list[int]) -> bool:
+                       work: list[int]) -> bool:
     """Whether ``r = core - lam * c_k`` closes the bounded box ``B = [lo, hi]``, whose points constraint ``k`` reads
     as they are: at every feasible point ``c_k >= 0``, so ``core >= r`` when ``lam >= 0`` (rigorous arithmetic).
 
     ``r`` is smallest on the face ``F`` of ``B`` that fixes each coordinate along which ``r`` is monotone at the end
     where it is lower (its slopes' enclosures on ``B``); ``m`` is ``r``'s mean-value bound on ``F`` about ``F``'s
-    centre. The box closes when ``m >= 0`` (``> 0`` when strict), or, strict, when ``m >= 0`` and ``F`` fixes a
-    coordinate at an open end (:meth:`Problem.open_end`: no instance there) away from which ``r`` strictly grows on
-    ``B`` (first order); for the limit t = 0 (``limit_axis``) also when ``dr/dt >= 0`` on ``F`` and
-    ``d^2r/dt^2 > 0`` on ``B`` (second order: ``r - r(t = 0)`` grows like ``t^2``, ``alpha_max > 1/(L + 1)``).
+    centre. The box closes when ``m >= 0`` (``> 0`` when strict), or, strict, when ``m >= 0`` and ``r`` grows off an
+    open end of a coordinate (:meth:`Problem.open_end`: no instance there) to some order
+    (:func:`_grows_off_open_ends`: ``alpha_max > 1/(L + 1)`` grows like ``t^2`` off t = 0).
     """
     from flint import arb, ctx
 
     if lam < 0 or P.constraints is None or not _bounded(lo, hi):
         return False
     with ctx.workprec(ARB_BITS):
-        return _residual_closes(P, face, k, arb(lam.numerator) / arb(lam.denominator), lo, hi, strict, limit_axis, work)
+        return _residual_closes(P, face, k, arb(lam.numerator) / arb(lam.denominator), lo, hi, strict, work)
 
 
 def _residual_closes(P: Programs, face: Face, k: int, mult: Any, lo: np.ndarray, hi: np.ndarray, strict: bool,
-                     limit_axis: int | None, work: list[int]) -> bool:
+                     work: list[int]) -> bool:
     """:func:`_multiplier_closes` with the multiplier an arb ball ``mult``, in the working precision."""
     from flint import arb
 
@@ -765,22 +773,55 @@ def _residual_closes(P: Programs, face: Face, k: int, mult: Any, lo: np.ndarray,
         return True
     if not strict or bound < 0:
         return False
-    if any(hi[d] > lo[d] and ((g0 > 0 and f_hi[d] == lo[d] and P.problem.open_end(d, -1, lo, hi))
-                              or (g1 < 0 and f_lo[d] == hi[d] and P.problem.open_end(d, 1, lo, hi)))
-           for d, (g0, g1) in enumerate(r_slopes)):
-        return True
-    t = limit_axis
-    # F fixes t at 0 only where dr/dt's rigorous enclosure on the whole box B is >= 0 (_lowest_face), so dr/dt >= 0
-    # on F is proved already: what remains is the curvature
-    if t is None or lo[t] != 0.0 or not hi[t] > 0.0 or f_hi[t] != 0.0:
-        return False
-    second = face.second(t, P.problem.symbols, work)
-    if second is None:
-        return False
-    ends = _rigorous(second, lo, hi, work, _all_finite)
-    curve = residual((max(a for a, _ in ends), min(z for _, z in ends)),
-                     _rigorous(P.constraint_second(k, t), lo, hi, work, _all_finite)[0])
-    return curve[0] > 0
+    # r >= 0 on B: r > 0 at every instance where r strictly grows off an open end (to any order)
+    return _grows_off_open_ends(P, face, k, residual, lo, hi, (), 1, r_slopes, work)
+
+
+#: how many derivatives deep a strict closure looks for growth off an open end (``r = b t``: 2, ``r = t^3``: 3)
+GROWTH_DEPTH = 3
+
+
+def _grows_off_open_ends(P: Programs, face: Face, k: int,
+                         residual: Callable[[tuple[float, float], tuple[float, float]], tuple[float, float]],
+                         lo: np.ndarray, hi: np.ndarray, seq: tuple[int, ...], sign: int,
+                         slopes: list[tuple[float, float]], work: list[int]) -> bool:
+    """Whether ``g = sign * d^seq r`` (``r = core - lam c_k``; ``r`` itself for ``seq = ()``), known to be ``>= 0`` on
+    the box ``B``, is ``> 0`` at every point of ``B`` off the open ends of the coordinates (:meth:`Problem.open_end`;
+    every instance is such a point), given ``slopes``, the enclosures of ``g``'s partial derivatives on ``B``.
+
+    It is where some coordinate ``d`` has an open end at which ``g`` grows into the box: ``h = dg/dx_d`` (``-dg/dx_d``
+    at an upper end) is ``> 0`` on ``B``, or ``h >= 0`` on ``B`` and, recursively, ``h > 0`` off the open ends
+    (:data:`GROWTH_DEPTH` derivatives at most). For a point x off the open ends, the segment from x's projection
+    onto that end to x lies off the open ends but for its first point, so ``g(x) = g(end) + integral of h > g(end)
+    >= 0``. ``r = b t / pi`` grows off ``b = 0`` like ``t``, which grows off ``t = 0``; ``r = t^3`` to third order;
+    ``alpha_max > 1/(L + 1)`` at second order in t."""
+    for d, (g0, g1) in enumerate(slopes):
+        if not hi[d] > lo[d]:
+            continue
+        for side, h_lo in ((-1, g0), (1, -g1)):
+            if not P.problem.open_end(d, side, lo, hi):
+                continue
+            if h_lo > 0:
+                return True
+            if not h_lo >= 0 or len(seq) + 1 >= GROWTH_DEPTH:
+                continue
+            inner, h_sign = tuple(sorted((*seq, d))), -sign if side > 0 else sign
+            nxt = []
+            for e in range(len(lo)):
+                at = tuple(sorted((*inner, e)))
+                program = face.derivative(at, P.problem.symbols, work)
+                if program is None:
+                    break
+                # (endpoint intervals where the balls straddle 0: they put a rounding's worth below 6 sqrt(2) t at t = 0)
+                ends = _rigorous(program, lo, hi, work, _signed)
+                core = (max(a for a, _ in ends), min(z for _, z in ends))
+                enc = residual(core, _rigorous(P.constraint_derivative(k, at), lo, hi, work, _signed)[0]) \
+                    if core[0] <= core[1] else (-INF, INF)
+                nxt.append(enc if h_sign > 0 else (-enc[1], -enc[0]))
+            else:
+                if _grows_off_open_ends(P, face, k, residual, lo, hi, inner, h_sign, nxt, work):
+                    return True
+    return False
 
 
 def _lowest_face(lo: np.ndarray, hi: np.ndarray, slopes: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -886,7 +927,7 @@ def _by_multiplier(P: Programs, face: Face, ks: Sequence[int], node: Node, grad:
         if math.isfinite(score) and (score > slack if strict and not reach else score >= -slack):
             ranked.append((-score, k, lam))
     for _, k, lam in sorted(ranked)[:MULTIPLIER_TRIES]:
-        if _multiplier_closes(P, face, k, lam, lo, hi, strict, limit_axis, work):
+        if _multiplier_closes(P, face, k, lam, lo, hi, strict, work):
             return k, lam
     return None
 
@@ -1562,7 +1603,6 @@ def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None
     work = [0]
     leaves = 0
     pos = 0
-    limit_axis = _limit_axis(problem)
     while stack:
         if pos >= len(tokens):
             return False, "the encoding ends before every box is accounted for", leaves
@@ -1665,7 +1705,7 @@ def replay(problem: Problem, tokens: Sequence[str], *, programs: Programs | None
             if not (np.array_equal(c_lo, b_lo) and np.array_equal(c_hi, b_hi)):
                 return False, "a multiplier closure on a box whose constraints read a range kept from before (the " \
                               "ends of a concave coordinate)", leaves
-            if not _multiplier_closes(P, face, k, lam, b_lo, b_hi, strict, limit_axis, work):
+            if not _multiplier_closes(P, face, k, lam, b_lo, b_hi, strict, work):
                 return False, f"a box closed by constraint {k} with the multiplier {lam} does not re-check", leaves
         elif kind == "E":
             leaves += 1

@@ -808,7 +808,8 @@ def _with_unsigned(problem: Problem) -> list[Problem]:
     if problem.unsigned is None:
         return [problem]
     core, stripped = problem.unsigned
-    return [problem, dataclasses.replace(problem, core=core, stripped=stripped, unsigned=None)]
+    return [problem, dataclasses.replace(problem, core=core, stripped=stripped, unsigned=None,
+                                         pole=pole(core, problem.coordinates))]
 
 
 def _substitutes(favourable: list[str], pattern: dict[str, int], discovery: "_Builder") -> Iterator[tuple[str, ...]]:
@@ -980,7 +981,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     core, squared = rationalise_root(core, coords)
     unsigned = (core, [*stripped, *squared])
     core, signed = strip_signed(core, coords, strict)
-    stripped = [*stripped, *squared, *signed]
+    core, scaled = unit_multiplier(core, constraints)
+    stripped = [*stripped, *squared, *signed, *scaled]
     # a sign used to drop an absolute value is part of the proof even when what it read simplified away: keep the
     # coordinates it reads, so that the certificate's replay can re-check it on their box
     fact_symbols = set().union(*(a.free_symbols for a, _ in signs)) if signs else set()
@@ -1015,7 +1017,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                    "weighted": len(b.weighted), "common_reference": common_reference}
     return Problem(statement.id, c, text, coords, core, constraints, strict, margin, stripped, names, n_atoms,
                    len(moments), parameters, model.describe(), signs, not (b.aliases or b.inexact),
-                   realisation, unsigned if signed else None)
+                   realisation, unsigned if signed else None, pole(core, coords))
 
 
 #: the largest core (nodes) whose numerator is factored to find factors of known sign on the box
@@ -1154,24 +1156,12 @@ def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple
         else:
             keep.append(f)
     rest = sp.Mul(*keep)
-    if not gone:  # nothing of known sign
-        return core, []
 
-    def positive_at_instances(f: sp.Expr) -> bool:
-        """``f > 0`` at every point of the box an instance stands for: its lower end on the box is > 0, or it is
-        ``p + r`` with ``p`` a sum of terms positive there (products of factors positive wherever the space is open,
-        ``t``, ``exp``, ..., or > 0 on the whole box) and ``r >= 0`` on the box (``t + (1 - t) S``: 0 only at t = 0,
-        no instance)."""
-        if f.is_number:
-            return bool(f > 0)
-        if low_end(f) > 0:
-            return True
-        pos = [a for a in sp.Add.make_args(f)
-               if all(_positive_factor(x) or (x.free_symbols <= known and low_end(x) > 0)
-                      for x in sp.Mul.make_args(a))]
-        return bool(pos) and low_end(f - sp.Add(*pos)) >= 0
-
-    den_positive = den.free_symbols <= known and all(positive_at_instances(f) for f in sp.Mul.make_args(den))
+    den_positive = den.free_symbols <= known and all(_positive_at_instances(f, coords) for f in sp.Mul.make_args(den))
+    if not gone and not (den_positive and den != 1 and _singular_at_an_end(core, coords)
+                         and _size(rest) <= _size(core)):  # nothing of known sign
+        return core, []  # (a positive denominator alone goes where the core has no value at an end, 1/(1/t - 1/pi),
+        # and the numerator is no larger than the core: not where it multiplies out exp(-(1/t - 1000)^2/200))
     if not rest.free_symbols and not den_positive:  # nothing left to decide but the denominator's sign
         return core, []
     out = rest if den_positive else rest / den
@@ -1179,6 +1169,115 @@ def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple
         return core, []
     return out, [f"{f} ({'>= 0' if nonneg else '> 0'} on the box)" for f, nonneg in zip(gone, nonnegative)] + (
         [f"1/({den}) (> 0 at every instance of the box)"] if den_positive and den != 1 else [])
+
+
+def _positive_at_instances(f: sp.Expr, coords: list[Coordinate]) -> bool:
+    """``f > 0`` at every point of the root box of ``coords`` an instance stands for: its lower end on the box is
+    > 0, or it is ``p + r`` with ``p`` a sum of terms positive there (products of factors positive wherever the space
+    is open, ``t``, ``exp``, ..., or > 0 on the whole box) and ``r >= 0`` on the box (``t + (1 - t) S``: 0 only at
+    t = 0, no instance)."""
+    known = {c.symbol for c in coords}
+    if f.is_number:
+        return bool(f > 0)
+    if not f.free_symbols <= known:
+        return False
+    if lower_end(f, coords) > 0:
+        return True
+    pos = [a for a in sp.Add.make_args(f)
+           if all(_positive_factor(x) or (x.free_symbols <= known and lower_end(x, coords) > 0)
+                  for x in sp.Mul.make_args(a))]
+    return bool(pos) and lower_end(f - sp.Add(*pos), coords) >= 0
+
+
+def pole(core: sp.Expr, coords: list[Coordinate]) -> sp.Expr | None:
+    """A divisor of ``core`` (the base of a negative power) that may change sign on the root box (None: each one is
+    ``>= 0`` or ``<= 0`` on the whole box, rigorously). The prover's monotone projections need the core not to jump
+    from one infinity to the other inside a box: ``t/(1 - sqrt(2) t^3) - t`` grows on both sides of its pole at
+    ``t = 2^(-1/6)`` and is negative beyond it (``alpha_min <= 1/(L - sqrt(2)/L^2)`` at L = 1), which a projection onto
+    ``t = 0`` never sees. A divisor of one sign may touch 0 (the relaxation's totals vanish at corners of the box, or
+    at ``t = 0``): the core then tends to one infinity on both sides, which no monotone function does."""
+    for p in sorted(core.atoms(sp.Pow), key=sp.default_sort_key):
+        if p.exp.is_negative and not p.base.is_number and not _one_sign(p.base, coords):
+            return p.base
+    return None
+
+
+def _one_sign(expr: sp.Expr, coords: list[Coordinate], depth: int = 2) -> int:
+    """1 (-1) when ``expr`` is certainly ``>= 0`` (``<= 0``) wherever it has a value on the root box of ``coords``,
+    else 0: its rigorous enclosure, else its structure (a sum of terms of one sign, a product of factors of known
+    signs, a power of a nonnegative base or an even power, ``exp``), else its factored form (``1 - s (1 - u) - u`` is
+    ``(1 - s)(1 - u)``, which intervals alone do not see)."""
+    if expr.is_number:
+        return 1 if expr >= 0 else -1 if expr <= 0 else 0
+    if not expr.free_symbols <= {c.symbol for c in coords}:
+        return 0
+    if lower_end(expr, coords) >= 0:
+        return 1
+    if lower_end(-expr, coords) >= 0:
+        return -1
+    if isinstance(expr, sp.exp):
+        return 1
+    if isinstance(expr, sp.Pow):
+        base = _one_sign(expr.base, coords, depth)
+        even = expr.exp.is_integer and expr.exp.is_even
+        return 1 if even or base > 0 else -1 if base < 0 and expr.exp.is_integer else 0
+    if isinstance(expr, sp.Mul):
+        signs = [_one_sign(f, coords, depth) for f in expr.args]
+        return 0 if 0 in signs else math.prod(signs)
+    if isinstance(expr, sp.Add):
+        term_signs = {_one_sign(a, coords, depth) for a in expr.args}
+        if term_signs in ({1}, {-1}):
+            return term_signs.pop()
+        if depth > 0 and _size_ok(expr):
+            factored = sp.factor(expr)
+            if factored != expr:
+                return _one_sign(factored, coords, depth - 1)
+    return 0
+
+
+def _size_ok(expr: sp.Expr) -> bool:
+    """Whether ``expr`` is small enough to factor (:data:`MAX_SIGNED` nodes)."""
+    from attnbounds.theory.deciding.prover.bnb import _size
+
+    return _size(expr) <= MAX_SIGNED
+
+
+def _singular_at_an_end(expr: sp.Expr, coords: list[Coordinate]) -> bool:
+    """Whether a power of ``expr`` divides by 0 where one coordinate is at a finite end of its range (``1/t`` at
+    ``t = 0``; sympy would read ``1/(1/t - 1/pi)`` there as 0)."""
+    poles = [p.base for p in expr.atoms(sp.Pow) if p.exp.is_negative]
+    return any(base.xreplace({c.symbol: _exact(end)}) == 0
+               for base in poles for c in coords for end in (c.lo, c.hi) if math.isfinite(end))
+
+
+def unit_multiplier(core: sp.Expr, constraints: list[sp.Expr]) -> tuple[sp.Expr, list[str]]:
+    """The core divided by a positive irrational number ``q`` such that ``core = q c_k + r`` for a constraint
+    ``c_k >= 0`` with ``r`` of fewer terms than the core: ``pi (t - b) + b t`` (``alpha_min < 1/(L - 1/pi)``) becomes
+    ``(t - b) + b t / pi``, which the closure by a multiplier of ``c_k`` (a simple fraction, here 1) closes where the
+    multiplier ``pi`` has no fraction close enough. Division by a positive number keeps the sign; the first
+    constraint (in order) that shortens the core is taken. Returns the core and the factor divided out (none: the
+    core as it was)."""
+    symbols = sorted(core.free_symbols | set().union(*(con.free_symbols for con in constraints)), key=str)
+
+    def coefficients(expr: sp.Expr) -> dict[sp.Expr, sp.Expr]:
+        """``{monomial: its number}`` of the expanded ``expr`` (``pi t`` is ``{t: pi}``)."""
+        out: dict[sp.Expr, sp.Expr] = {}
+        for term in sp.Add.make_args(sp.expand(expr)):
+            number, monomial = term.as_independent(*symbols, as_Add=False)
+            out[monomial] = out.get(monomial, sp.Integer(0)) + number
+        return out
+
+    if not symbols:
+        return core, []
+    terms = coefficients(core)
+    for con in constraints:
+        for monomial, c in coefficients(con).items():
+            q = sp.nsimplify(terms.get(monomial, 0) / c) if monomial in terms else None
+            if q is None or not q.is_number or q.is_positive is not True or q.is_rational is not False:
+                continue
+            if len(sp.Add.make_args(sp.expand(core - q * con))) < len(terms):
+                return sp.expand(core / q), [f"{q} (> 0)"]
+    return core, []
 
 
 def _same_function(a: sp.Expr, b: sp.Expr, coords: list[Coordinate], digits: int = 40) -> bool:

@@ -1,0 +1,127 @@
+"""Margins with a pole, and strict margins that vanish only at open ends to higher order (issue 33).
+
+- a relaxed margin that divides by an expression of uncertain sign on the relaxed space has a pole there, across
+  which no monotone projection or mean-value bound holds: ``alpha_min <= 1/(L - 1.5)`` grows on both sides of its
+  pole at L = 3/2 and is false at L = 1; no box of such a problem is closed (a replay refuses any tree for it), the
+  lengths beside the pole are realised instead, and the same bound over a range of L that keeps the pole out is
+  proved;
+- a strict bound whose residual ``core - lam * constraint`` is 0 only at open ends (no instance there) closes when the
+  residual grows off an open end to some order: ``b t / pi`` (``alpha_min < 1/(L - 1/pi)``, where the multiplier pi
+  has no simple fraction and the core is divided by it first), ``sqrt(2) t^3`` (``L alpha_max > 1 - sqrt(2)/L^2``);
+  the twins just beyond each equality are never proved.
+
+Truths (softmax, unbounded logits; t = 1/L): alpha_min <= 1/L <= alpha_max, with equality at equal logits. So
+1/(L - 1/pi) > 1/L >= alpha_min (L >= 1 > 1/pi), and L alpha_max >= 1 > 1 - c/L^2 for c > 0: true, never attained;
+1/(L + 1/pi) < 1/L = alpha_min and L alpha_max = 1 < 1 + c/L^2 at equal logits: false at every L. At L = 1,
+alpha_min = 1 > 1/(1 - 1.5) = -2 and 1 > 1/(1 - sqrt(2)): false; for L >= 2, 1/(L - 1.5) > 1/L: true.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sympy as sp
+
+from attnbounds.theory.deciding import prover
+from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.deciding.prover.problem import Coordinate, t_sym
+from attnbounds.theory.deciding.prover.relax import pole, unit_multiplier
+from attnbounds.theory.running import api
+
+B = sp.Symbol("b_r0", real=True)
+BOX = [Coordinate(t_sym, 0.0, 1.0, "length", "t = 1/L"), Coordinate(B, 0.0, 1.0, "role", "share")]
+
+
+def _prove(relation: str, **kw: object) -> tuple[prover.ProverResult, object]:
+    st = api.statement(relation, hypotheses=["softmax"], id="p", **kw).statements[0]  # type: ignore[arg-type]
+    return prover.prove(st, work=prover.work_for(2.0)), st
+
+
+@pytest.mark.parametrize("relation, length", [
+    ("alpha_min <= 1/(L - 1.5)", 1),                                    # pole at L = 3/2, false at L = 1
+    ("alpha_min <= 1/(L - sqrt(2)/L**2)", 1),                           # pole at L = 2^(1/6), false at L = 1
+    ("alpha_max <= 1 + 0.000001/((L - 1000.5)*(L - 999.5))", 1000),     # false at L = 1000 only, between its poles
+])
+def test_a_margin_with_a_pole_closes_no_box_and_is_refuted_beside_the_pole(relation: str, length: int) -> None:
+    """No box is closed across the pole (before, the first two were "proved": the core grows on both sides of it);
+    the lengths next to its zero are realised, and a violating instance there is the prover's counterexample."""
+    result, st = _prove(relation)
+    assert result.status == "refuted", result.reason
+    assert "divide by 0" in result.reason
+    inst = result.counterexample
+    assert inst is not None and int(inst.counts.sum()) == length
+    assert certify(st, inst, 0).status == "violated"
+
+
+def test_a_tree_for_a_problem_with_a_pole_is_refused_by_the_replay() -> None:
+    """A forged certificate cannot prove a margin across its pole: the rebuilt problem refuses any tree."""
+    from attnbounds.theory.deciding.prover import _check_core
+
+    _, st = _prove("alpha_min <= 1/(L - 1.5)")
+    rel = prover.relax(st)
+    assert rel.problems and all(p.pole is not None for p in rel.problems)
+    assert all("divide by 0" in (_check_core(p) or "") for p in rel.problems)
+
+
+def test_the_same_bound_is_proved_where_the_range_of_L_keeps_the_pole_out() -> None:
+    result, st = _prove("alpha_min <= 1/(L - 1.5)", ranges={"L": (2, 10**12)})
+    assert result.status == "proved", result.reason
+    assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
+
+
+def test_pole_names_a_divisor_of_uncertain_sign_and_passes_those_of_certain_sign() -> None:
+    assert pole(-B + 1 / (1 / t_sym - sp.Rational(3, 2)), BOX) == 1 / t_sym - sp.Rational(3, 2)
+    assert pole(-B + 1 / (1 / t_sym - 1 / sp.pi), BOX) is None  # 1/t - 1/pi >= 1 - 1/pi > 0
+    assert pole(B / t_sym, BOX) is None  # t > 0 at every instance: 0 only in the limit L -> oo
+    assert pole(1 / (t_sym + (1 - t_sym) * sp.exp(B)), BOX) is None
+    assert pole(1 / (B - sp.Rational(1, 2)), BOX) == B - sp.Rational(1, 2)
+
+
+def test_unit_multiplier_divides_the_core_by_an_irrational_positive_multiple_of_a_constraint() -> None:
+    con = t_sym - B
+    core = sp.pi * t_sym - sp.pi * B + B * t_sym
+    out, stripped = unit_multiplier(core, [con])
+    assert sp.simplify(out - core / sp.pi) == 0 and stripped == ["pi (> 0)"]
+    assert unit_multiplier(2 * t_sym - 2 * B + B * t_sym, [con]) == (2 * t_sym - 2 * B + B * t_sym, [])  # rational
+    assert unit_multiplier(-sp.pi * t_sym + sp.pi * B + B * t_sym, [con])[1] == []  # a negative multiple
+
+
+@pytest.mark.parametrize("relation", [
+    "alpha_min < 1/(L - 1/pi)",
+    "L*alpha_min < pi/(pi - 1/L)",
+    "L*alpha_max > 1 - sqrt(2)/L**2",
+    "L*alpha_max >= 1 - sqrt(2)/L**2",
+])
+def test_strict_gaps_that_close_only_at_open_ends_to_higher_order_are_proved_and_replay(relation: str) -> None:
+    result, st = _prove(relation)
+    assert result.status == "proved", result.reason
+    certificate = json.loads(json.dumps(result.to_json()))
+    assert prover.replay(st, certificate)[0]
+
+
+@pytest.mark.parametrize("relation", [
+    "alpha_min < 1/(L + 1/pi)",
+    "L*alpha_max > 1 + sqrt(2)/L**2",
+    "L*alpha_max > 1",
+    "alpha_min < 1/L",
+    "L*alpha_max > 1 + exp(-1)/L**3",
+])
+def test_their_twins_beyond_the_equality_are_never_proved(relation: str) -> None:
+    result, _ = _prove(relation)
+    assert result.status != "proved", result.reason
+
+
+@pytest.mark.parametrize("length", [1, 2, 7, 1000])
+def test_a_point_whose_margin_reads_only_the_others_total_is_realised_at_its_own_length(length: int) -> None:
+    """The instance of a point ``t = 1/L`` has L tokens (the distinguished one and L - 1 others sharing their total),
+    so a bound that reads L is judged at the length the prover found it violated at (it once had 1 + 1000 whatever
+    t said)."""
+    from attnbounds.theory.deciding.prover import _instance
+
+    _, st = _prove("alpha_max <= 1 + 0.000001/((L - 1000.5)*(L - 999.5))")
+    rel = prover.relax(st)
+    problem = rel.problems[0]
+    inst = _instance(problem, rel, {s: (1.0 / length if s == t_sym else 0.75) for s in problem.symbols})
+    assert inst is not None and int(inst.counts.sum()) == length
+    assert float(inst.alpha[0, 0]) == pytest.approx(0.75 if length > 1 else 1.0)
