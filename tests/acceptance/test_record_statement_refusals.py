@@ -127,7 +127,7 @@ def test_a_closed_claim_with_an_edited_margin_is_refused() -> None:
      "$.counterexample: a REFUTED record that is not certified needs its float margin ('float')"),
     # numbers outside their range, arrays of the wrong length
     (lambda d: d["search"].update(tried=-1), "$.search.tried: -1 is below the minimum 0"),
-    (lambda d: d["search"].update(tried=10**40), "$.search.tried: 100000000000...0000 (41 characters) is above"),
+    (lambda d: d["search"].update(tried=10**42), "$.search.tried: 100000000000...0000 (43 characters) is above"),
     (lambda d: d["search"].update(tried=-(10**45)), "$.search.tried: -10000000000...0000 (47 characters) is below"),
     (lambda d: d["search"].update(by_method={"random": {"by_L": [[2, 0.1]]}}),
      "$.search.by_method.random.by_L[0]: expected 3 to 3 items, got 2"),

@@ -352,7 +352,7 @@ ODD = [  # (what, edit of a valid record's JSON)
     ("a plot row of two numbers", lambda d: d["search"]["by_method"]["random"].__setitem__("by_L", [[2, 0.5]])),
     ("a plot row of strings", lambda d: d["search"]["by_method"]["random"].__setitem__("by_L", [["a", "b", "c"]])),
     ("a boolean where an integer is", lambda d: d["search"].__setitem__("tried", True)),
-    ("an L beyond any length", lambda d: d["search"]["L_range"].__setitem__("all", [1, 10**40])),
+    ("an L beyond any length", lambda d: d["search"]["L_range"].__setitem__("all", [1, 10**42])),
     ("deep nesting", lambda d: d["statement"].__setitem__("defaults", {"a": _deep(200)})),
     ("a PROVED record without its derivation", lambda d: d.update(verdict="PROVED", proof=None)),
     ("a REFUTED record without its counterexample", lambda d: d.update(verdict="REFUTED", counterexample=None)),
