@@ -92,6 +92,7 @@ def test_unit_multiplier_divides_the_core_by_an_irrational_positive_multiple_of_
     "L*alpha_min < pi/(pi - 1/L)",
     "L*alpha_max > 1 - sqrt(2)/L**2",
     "L*alpha_max >= 1 - sqrt(2)/L**2",
+    "L*alpha_max > 1 - exp(-1)/L**3",
 ])
 def test_strict_gaps_that_close_only_at_open_ends_to_higher_order_are_proved_and_replay(relation: str) -> None:
     result, st = _prove(relation)

@@ -394,7 +394,8 @@ def test_forms_sympy_cannot_compare_are_never_called_equal(monkeypatch: pytest.M
     (_t**2 * (1 + sp.Abs(_b)), False),  # true, but across a kink the second order is not certified: refused
     (_t**3 * (1 + _b), True),  # third order: d^3r/dt^3 = 6 (1 + b) > 0, the lower derivatives >= 0 on the box
     (_t**3 * (_b - sp.Rational(1, 2)), False),  # negative at b < 1/2 for every t > 0
-    (_t**4 * (1 + _b), False),  # true, but beyond GROWTH_DEPTH derivatives: left open
+    (_t**4 * (1 + _b), True),  # fourth order (GROWTH_DEPTH)
+    (_t**5 * (1 + _b), False),  # true, but beyond GROWTH_DEPTH derivatives: left open
     (_t**2 * (1 + _b) - _t**3, False),  # 0 at t = 1, b = 0 (an instance, L = 1): the strict bound fails there
 ])
 def test_the_multiplier_closure_reads_the_second_order_at_the_limit_only_where_it_is_enclosed(

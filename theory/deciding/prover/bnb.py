@@ -777,8 +777,9 @@ def _residual_closes(P: Programs, face: Face, k: int, mult: Any, lo: np.ndarray,
     return _grows_off_open_ends(P, face, k, residual, lo, hi, (), 1, r_slopes, work)
 
 
-#: how many derivatives deep a strict closure looks for growth off an open end (``r = b t``: 2, ``r = t^3``: 3)
-GROWTH_DEPTH = 3
+#: how many derivatives deep a strict closure looks for growth off an open end (``r = b t``: 2, ``r = t^3``: 3; a gap
+#: ``c/L^3`` of ``L alpha_max > 1 - c/L^3``: 4)
+GROWTH_DEPTH = 4
 
 
 def _grows_off_open_ends(P: Programs, face: Face, k: int,
