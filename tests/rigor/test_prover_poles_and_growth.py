@@ -26,7 +26,7 @@ import sympy as sp
 from attnbounds.theory.deciding import prover
 from attnbounds.theory.deciding.certify import certify
 from attnbounds.theory.deciding.prover.problem import Coordinate, t_sym
-from attnbounds.theory.deciding.prover.relax import pole, unit_multiplier
+from attnbounds.theory.deciding.prover.relax import poles, unit_multiplier
 from attnbounds.theory.running import api
 
 B = sp.Symbol("b_r0", real=True)
@@ -42,6 +42,9 @@ def _prove(relation: str, **kw: object) -> tuple[prover.ProverResult, object]:
     ("alpha_min <= 1/(L - 1.5)", 1),                                    # pole at L = 3/2, false at L = 1
     ("alpha_min <= 1/(L - sqrt(2)/L**2)", 1),                           # pole at L = 2^(1/6), false at L = 1
     ("alpha_max <= 1 + 0.000001/((L - 1000.5)*(L - 999.5))", 1000),     # false at L = 1000 only, between its poles
+    # three divisors: the square at 2000.5 (listed first) keeps its sign, the other two bracket L = 1000, the one
+    # length where it fails
+    ("alpha_max <= 1 + 0.000001/((L - 2000.5)**2*(L - 999.5)*(L - 1000.5))", 1000),
 ])
 def test_a_margin_with_a_pole_closes_no_box_and_is_refuted_beside_the_pole(relation: str, length: int) -> None:
     """No box is closed across the pole (before, the first two were "proved": the core grows on both sides of it);
@@ -60,7 +63,7 @@ def test_a_tree_for_a_problem_with_a_pole_is_refused_by_the_replay() -> None:
 
     _, st = _prove("alpha_min <= 1/(L - 1.5)")
     rel = prover.relax(st)
-    assert rel.problems and all(p.pole is not None for p in rel.problems)
+    assert rel.problems and all(p.poles for p in rel.problems)
     assert all("divide by 0" in (_check_core(p) or "") for p in rel.problems)
 
 
@@ -70,12 +73,15 @@ def test_the_same_bound_is_proved_where_the_range_of_L_keeps_the_pole_out() -> N
     assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
 
 
-def test_pole_names_a_divisor_of_uncertain_sign_and_passes_those_of_certain_sign() -> None:
-    assert pole(-B + 1 / (1 / t_sym - sp.Rational(3, 2)), BOX) == 1 / t_sym - sp.Rational(3, 2)
-    assert pole(-B + 1 / (1 / t_sym - 1 / sp.pi), BOX) is None  # 1/t - 1/pi >= 1 - 1/pi > 0
-    assert pole(B / t_sym, BOX) is None  # t > 0 at every instance: 0 only in the limit L -> oo
-    assert pole(1 / (t_sym + (1 - t_sym) * sp.exp(B)), BOX) is None
-    assert pole(1 / (B - sp.Rational(1, 2)), BOX) == B - sp.Rational(1, 2)
+def test_poles_names_the_divisors_of_uncertain_sign_and_passes_those_of_certain_sign() -> None:
+    assert poles(-B + 1 / (1 / t_sym - sp.Rational(3, 2)), BOX) == [1 / t_sym - sp.Rational(3, 2)]
+    assert poles(-B + 1 / (1 / t_sym - 1 / sp.pi), BOX) == []  # 1/t - 1/pi >= 1 - 1/pi > 0
+    assert poles(B / t_sym, BOX) == []  # t > 0 at every instance: 0 only in the limit L -> oo
+    assert poles(1 / (t_sym + (1 - t_sym) * sp.exp(B)), BOX) == []
+    assert poles(1 / (1 - B * (1 - t_sym) - t_sym), BOX) == []  # (1 - B)(1 - t) >= 0: seen once factored
+    assert poles(1 / (B - sp.Rational(1, 2)), BOX) == [B - sp.Rational(1, 2)]
+    two = poles(1 / ((1 / t_sym - 3) * (1 / t_sym - 7)), BOX)  # a product: each factor a power of its own
+    assert set(two) == {1 / t_sym - 3, 1 / t_sym - 7}
 
 
 def test_unit_multiplier_divides_the_core_by_an_irrational_positive_multiple_of_a_constraint() -> None:

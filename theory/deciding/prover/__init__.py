@@ -220,9 +220,8 @@ def _prove(statement: Statement, work: int) -> ProverResult:
                 closed = False
                 used = 0
                 for problem, budget in _budgets(group.alternatives, share):
-                    if problem.pole is not None:  # no box closes across a pole: the lengths beside it are tried
-                        why = (f"conjunct {problem.conjunct}, {problem.pattern}: the margin may divide by 0 inside the "
-                               f"relaxed space ({problem.pole} has no certain sign there)")
+                    if problem.poles:  # no box closes across a pole: the lengths beside it are tried
+                        why = f"conjunct {problem.conjunct}, {problem.pattern}: {_across_poles(problem)}"
                         inst = _beside_pole(problem, rel)
                         if inst is not None and problem.exact:  # certified by the caller
                             return ProverResult("refuted", why + "; violated beside its zero", reports, inst,
@@ -338,23 +337,31 @@ def realise(problem: Problem, rel: Relaxation, node: Node, programs: Programs) -
 BESIDE_POLE = 2
 
 
+def _across_poles(problem: Problem) -> str:
+    """Why a problem with :attr:`Problem.poles` closes no box."""
+    return (f"the margin may divide by 0 inside the relaxed space ({', '.join(map(str, problem.poles))} "
+            f"{'has' if len(problem.poles) == 1 else 'have'} no certain sign there)")
+
+
 def _beside_pole(problem: Problem, rel: Relaxation) -> Instance | None:
-    """A violating instance at a length next to a zero of the problem's divisor (:attr:`Problem.pole`), when the
-    divisor reads ``t`` alone: its real zeros ``t*`` in the range of ``t`` give lengths ``1/t*``; at the
+    """A violating instance at a length next to a zero of one of the problem's divisors (:attr:`Problem.poles`) that
+    read ``t`` alone: their real zeros ``t*`` in the range of ``t`` give lengths ``1/t*``; at the
     :data:`BESIDE_POLE` integers on each side of each, the root box's centre and its corners moved into the box by
     each of :data:`NUDGES` are realised, every point in float64 first, then the first :data:`BESIDE_POLE_CERTIFIED`
     certified (``alpha_max <= 1 + 10^-6/((L - 1000.5) (L - 999.5))``: false at L = 1000 only, between its two poles,
     where the largest weight exceeds ``1 - 4 10^-6``)."""
     t_index = next((d for d, c in enumerate(problem.coordinates) if c.symbol == t_sym), None)
-    assert problem.pole is not None
-    if t_index is None or problem.pole.free_symbols != {t_sym}:
+    if t_index is None:
         return None
     c = problem.coordinates[t_index]
-    try:
-        numerator = sp.numer(sp.together(problem.pole))
-        zeros = [complex(z) for z in sp.Poly(numerator, t_sym).nroots(n=30)]
-    except (sp.PolynomialError, sp.polys.polyerrors.PolificationFailed, TypeError, ValueError, ArithmeticError):
-        return None
+    zeros: list[complex] = []
+    for divisor in problem.poles:
+        if divisor.free_symbols != {t_sym}:
+            continue
+        try:
+            zeros += [complex(z) for z in sp.Poly(sp.numer(sp.together(divisor)), t_sym).nroots(n=30)]
+        except (sp.PolynomialError, sp.polys.polyerrors.PolificationFailed, TypeError, ValueError, ArithmeticError):
+            continue
     lengths = sorted({L for z in zeros if abs(z.imag) <= 1e-12 * max(abs(z.real), 1.0) and c.lo <= z.real <= c.hi
                       and z.real > 0 for k in range(BESIDE_POLE)
                       for L in (math.floor(1 / z.real) - k, math.ceil(1 / z.real) + k)
@@ -717,8 +724,8 @@ def _literal(text: str) -> list[Any]:
 def _check_core(problem: Problem) -> str | None:
     """Why the core is not the margin up to the stripped positive factors and the certified signs, or None (a core
     that may divide by 0 on its box closes no box: a tree for it is refused)."""
-    if problem.pole is not None:
-        return f"the margin may divide by 0 inside the relaxed space ({problem.pole} has no certain sign there)"
+    if problem.poles:
+        return _across_poles(problem)
     box_lo = [c.lo for c in problem.coordinates]
     box_hi = [c.hi for c in problem.coordinates]
     syms = problem.symbols

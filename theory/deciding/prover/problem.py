@@ -67,9 +67,9 @@ class Problem:
     #: the core and stripped factors before the factors of known sign were divided out (``strip_signed``), when some
     #: were: the same problem in the margin's own grouping, which can keep a monotonicity the quotient hides
     unsigned: tuple[sp.Expr, list[str]] | None = None
-    #: a divisor of the core that may change sign on the box (``relax.pole``): the core may jump from one infinity to
-    #: the other there, so no box is closed; the lengths next to its zeros are realised instead
-    pole: sp.Expr | None = None
+    #: the divisors of the core that may change sign on the box (``relax.poles``): the core may jump from one infinity
+    #: to the other there, so no box is closed; the lengths next to their zeros are realised instead
+    poles: list[sp.Expr] = field(default_factory=list)
 
     @property
     def symbols(self) -> list[sp.Symbol]:

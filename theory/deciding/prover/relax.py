@@ -809,7 +809,7 @@ def _with_unsigned(problem: Problem) -> list[Problem]:
         return [problem]
     core, stripped = problem.unsigned
     return [problem, dataclasses.replace(problem, core=core, stripped=stripped, unsigned=None,
-                                         pole=pole(core, problem.coordinates))]
+                                         poles=poles(core, problem.coordinates))]
 
 
 def _substitutes(favourable: list[str], pattern: dict[str, int], discovery: "_Builder") -> Iterator[tuple[str, ...]]:
@@ -1017,7 +1017,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                    "weighted": len(b.weighted), "common_reference": common_reference}
     return Problem(statement.id, c, text, coords, core, constraints, strict, margin, stripped, names, n_atoms,
                    len(moments), parameters, model.describe(), signs, not (b.aliases or b.inexact),
-                   realisation, unsigned if signed else None, pole(core, coords))
+                   realisation, unsigned if signed else None, poles(core, coords))
 
 
 #: the largest core (nodes) whose numerator is factored to find factors of known sign on the box
@@ -1189,17 +1189,15 @@ def _positive_at_instances(f: sp.Expr, coords: list[Coordinate]) -> bool:
     return bool(pos) and lower_end(f - sp.Add(*pos), coords) >= 0
 
 
-def pole(core: sp.Expr, coords: list[Coordinate]) -> sp.Expr | None:
-    """A divisor of ``core`` (the base of a negative power) that may change sign on the root box (None: each one is
-    ``>= 0`` or ``<= 0`` on the whole box, rigorously). The prover's monotone projections need the core not to jump
+def poles(core: sp.Expr, coords: list[Coordinate]) -> list[sp.Expr]:
+    """The divisors of ``core`` (the bases of its negative powers) that may change sign on the root box (none: each
+    one is ``>= 0`` or ``<= 0`` on the whole box, rigorously). The prover's monotone projections need the core not to jump
     from one infinity to the other inside a box: ``t/(1 - sqrt(2) t^3) - t`` grows on both sides of its pole at
     ``t = 2^(-1/6)`` and is negative beyond it (``alpha_min <= 1/(L - sqrt(2)/L^2)`` at L = 1), which a projection onto
     ``t = 0`` never sees. A divisor of one sign may touch 0 (the relaxation's totals vanish at corners of the box, or
     at ``t = 0``): the core then tends to one infinity on both sides, which no monotone function does."""
-    for p in sorted(core.atoms(sp.Pow), key=sp.default_sort_key):
-        if p.exp.is_negative and not p.base.is_number and not _one_sign(p.base, coords):
-            return p.base
-    return None
+    return [p.base for p in sorted(core.atoms(sp.Pow), key=sp.default_sort_key)
+            if p.exp.is_negative and not p.base.is_number and not _one_sign(p.base, coords)]
 
 
 def _one_sign(expr: sp.Expr, coords: list[Coordinate], depth: int = 2) -> int:
