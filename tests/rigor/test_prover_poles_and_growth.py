@@ -57,6 +57,14 @@ def test_a_margin_with_a_pole_closes_no_box_and_is_refuted_beside_the_pole(relat
     assert certify(st, inst, 0).status == "violated"
 
 
+def test_a_true_bound_with_poles_between_lengths_is_left_open_never_refuted_nor_proved() -> None:
+    """``(L - 1.5)^2 - 0.1`` changes sign at L = 1.5 -+ 0.32, between lengths, and is >= 0.15 at every length, where
+    the right side is then >= 2 > alpha_max: true. Nothing beside the poles violates it, so the prover says open."""
+    result, _ = _prove("alpha_max <= 2 + 1/((L - 1.5)**2 - 0.1)")
+    assert result.status == "open", result.reason
+    assert "divide by 0" in result.reason and result.counterexample is None
+
+
 def test_a_tree_for_a_problem_with_a_pole_is_refused_by_the_replay() -> None:
     """A forged certificate cannot prove a margin across its pole: the rebuilt problem refuses any tree."""
     from attnbounds.theory.deciding.prover import _check_core
