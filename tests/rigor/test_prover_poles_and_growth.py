@@ -41,6 +41,7 @@ def _prove(relation: str, **kw: object) -> tuple[prover.ProverResult, object]:
 @pytest.mark.parametrize("relation, length", [
     ("alpha_min <= 1/(L - 1.5)", 1),                                    # pole at L = 3/2, false at L = 1
     ("alpha_min <= 1/(L - sqrt(2)/L**2)", 1),                           # pole at L = 2^(1/6), false at L = 1
+    ("alpha_max <= 1/((L - 3.5)**3 + 1)", 1),                           # pole at L = 5/2, false at L = 1 and 2
     ("alpha_max <= 1 + 0.000001/((L - 1000.5)*(L - 999.5))", 1000),     # false at L = 1000 only, between its poles
     # three divisors: the square at 2000.5 (listed first) keeps its sign, the other two bracket L = 1000, the one
     # length where it fails
@@ -53,7 +54,7 @@ def test_a_margin_with_a_pole_closes_no_box_and_is_refuted_beside_the_pole(relat
     assert result.status == "refuted", result.reason
     assert "divide by 0" in result.reason
     inst = result.counterexample
-    assert inst is not None and int(inst.counts.sum()) == length
+    assert inst is not None and int(inst.counts.sum()) == length  # the length next to the pole
     assert certify(st, inst, 0).status == "violated"
 
 
@@ -88,6 +89,9 @@ def test_poles_names_the_divisors_of_uncertain_sign_and_passes_those_of_certain_
     assert poles(1 / (t_sym + (1 - t_sym) * sp.exp(B)), BOX) == []
     assert poles(1 / (1 - B * (1 - t_sym) - t_sym), BOX) == []  # (1 - B)(1 - t) >= 0: seen once factored
     assert poles(1 / (B - sp.Rational(1, 2)), BOX) == [B - sp.Rational(1, 2)]
+    cubic = (1 / t_sym - sp.Rational(7, 2)) ** 3 + 1  # 0 at L = 5/2: an odd power of a base of no sign, plus 1
+    assert poles(1 / cubic, BOX) == [cubic]
+    assert poles(1 / ((1 / t_sym - sp.Rational(7, 2)) ** 2 + 1), BOX) == []  # an even power plus 1 > 0
     two = poles(1 / ((1 / t_sym - 3) * (1 / t_sym - 7)), BOX)  # a product: each factor a power of its own
     assert set(two) == {1 / t_sym - 3, 1 / t_sym - 7}
 
@@ -131,5 +135,5 @@ def test_a_point_whose_margin_reads_only_the_others_total_is_realised_at_its_own
     rel = prover.relax(st)
     problem = rel.problems[0]
     inst = _instance(problem, rel, {s: (1.0 / length if s == t_sym else 0.75) for s in problem.symbols})
-    assert inst is not None and int(inst.counts.sum()) == length
+    assert inst is not None and int(inst.counts.sum()) == length  # the length next to the pole
     assert float(inst.alpha[0, 0]) == pytest.approx(0.75 if length > 1 else 1.0)
