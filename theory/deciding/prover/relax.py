@@ -1196,8 +1196,13 @@ def poles(core: sp.Expr, coords: list[Coordinate]) -> list[sp.Expr]:
     ``t = 2^(-1/6)`` and is negative beyond it (``alpha_min <= 1/(L - sqrt(2)/L^2)`` at L = 1), which a projection onto
     ``t = 0`` never sees. A divisor of one sign may touch 0 (the relaxation's totals vanish at corners of the box, or
     at ``t = 0``): the core then tends to one infinity on both sides, which no monotone function does."""
-    return [p.base for p in sorted(core.atoms(sp.Pow), key=sp.default_sort_key)
-            if p.exp.is_negative and not p.base.is_number and not _one_sign(p.base, coords)]
+    return [base for base in _divisors(core) if not _one_sign(base, coords)]
+
+
+def _divisors(expr: sp.Expr) -> list[sp.Expr]:
+    """The bases of ``expr``'s negative powers that are not numbers, in sympy's sort order."""
+    return [p.base for p in sorted(expr.atoms(sp.Pow), key=sp.default_sort_key)
+            if p.exp.is_negative and not p.base.is_number]
 
 
 def _one_sign(expr: sp.Expr, coords: list[Coordinate], depth: int = 2) -> int:
@@ -1243,9 +1248,8 @@ def _size_ok(expr: sp.Expr) -> bool:
 def _singular_at_an_end(expr: sp.Expr, coords: list[Coordinate]) -> bool:
     """Whether a power of ``expr`` divides by 0 where one coordinate is at a finite end of its range (``1/t`` at
     ``t = 0``; sympy would read ``1/(1/t - 1/pi)`` there as 0)."""
-    poles = [p.base for p in expr.atoms(sp.Pow) if p.exp.is_negative]
     return any(base.xreplace({c.symbol: _exact(end)}) == 0
-               for base in poles for c in coords for end in (c.lo, c.hi) if math.isfinite(end))
+               for base in _divisors(expr) for c in coords for end in (c.lo, c.hi) if math.isfinite(end))
 
 
 def unit_multiplier(core: sp.Expr, constraints: list[sp.Expr]) -> tuple[sp.Expr, list[str]]:
