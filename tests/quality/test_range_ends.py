@@ -61,3 +61,40 @@ def test_a_bound_false_only_at_an_end_of_its_range_is_refuted(name: str) -> None
 def test_the_same_bound_true_over_the_whole_range_is_proved(name: str) -> None:
     _, result, _ = _prove(name, TRUE[name])
     assert result.status == "proved", result.reason
+
+
+#: bounds attained with equality at one end of L's range, an end whose 1/L no float holds (1/3, 1/50): softmax with
+#: |l| <= 1, where L alpha_min = L / (1 + (L - 1) e^2) falls with L and alpha_max = 1 / (1 + (L - 1) e^-2) too, both
+#: attained at the extreme logits
+EQUAL_AT_AN_END: dict[str, tuple[str, tuple[str, str], list[int]]] = {
+    "L_max": ("L*alpha_min {} 50/(1 + 49*exp(2))", (">=", ">"), [2, 50]),
+    "L_min": ("alpha_max {} 1/(1 + 2*exp(-2))", ("<=", "<"), [3, 10**6]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EQUAL_AT_AN_END))
+@pytest.mark.parametrize("strict", [False, True])
+def test_an_equality_at_an_end_no_float_holds_is_decided_at_that_length(name: str, strict: bool) -> None:
+    """The box of ``t = 1/L`` is rounded outward (the float nearest 1/50 lies above it: a box ending there would leave
+    L = 50 out, and prove the strict bound, false at L = 50 only by its equality), and that end is a problem of its own
+    with ``t = 1/50`` exact: the strict bound is refuted by its exact equality there, the non-strict one proved."""
+    relation, ops, lengths = EQUAL_AT_AN_END[name]
+    spec = dict(relation=relation.format(ops[strict]), ranges={"L": lengths}, fixed={"a": 1.0, "T": 1.0}, **SOFTMAX)
+    _, result, status = _prove(f"{name}.{'strict' if strict else 'equal'}", spec)
+    if strict:
+        assert result.status == "refuted" and status == "violated", (result.status, result.reason)
+        assert result.counterexample.L == lengths[1 if name == "L_max" else 0]
+    else:
+        assert result.status == "proved", result.reason
+
+
+@pytest.mark.parametrize("L_lo, L_hi", [(1, 50), (3, 10**9), (7, 7), (2, 3), (1, float("inf")), (10**15 - 1, 10**15)])
+def test_the_root_box_of_t_holds_every_length_of_the_range(L_lo: float, L_hi: float) -> None:
+    from fractions import Fraction
+
+    from attnbounds.theory.deciding.prover.problem import length_range
+
+    t_lo, t_hi = length_range(float(L_lo), float(L_hi))
+    assert Fraction(t_hi) >= Fraction(1, L_lo)
+    assert (t_lo == 0.0) if L_hi == float("inf") else Fraction(t_lo) <= Fraction(1, int(L_hi))
+    assert t_hi - 1 / L_lo <= 2 * 2**-52 / L_lo  # outward by an ulp at most

@@ -116,6 +116,20 @@ def test_decide_batch_equality_and_violations():
     assert (status == "violated").any()
 
 
+def test_decide_a_batch_where_some_instances_are_not_applicable():
+    """Each instance of a batch gets the status it gets alone, when a hypothesis fails on some of the batch (the
+    float64 shortcut then reads only the applicable ones): holds, violated and not-applicable side by side."""
+    from attnbounds.theory.running import api
+
+    st = api.statement("alpha_max <= 0.6", hypotheses=["softmax", "logits-bounded"], id="mixed",
+                       fixed={"a": 1.0, "T": 1.0}).statements[0]
+    logits = np.array([[0.0, 0.0], [3.0, -3.0], [1.0, -1.0], [0.1, 0.0], [2.0, 0.0]])
+    inst = Instance.from_logits(logits, nm.softmax(1.0), a=1.0)
+    alone = [decide(st, inst.take(np.array([b])))[0] for b in range(inst.B)]
+    assert alone == ["holds", "not-applicable", "violated", "holds", "not-applicable"]
+    assert list(decide(st, inst)) == alone
+
+
 @pytest.mark.parametrize("band", [0.0, BAND, 0.25])
 def test_decide_takes_holds_from_float64_only_above_its_band(band):
     """An exact 0 of a strict bound's margin is a violation whatever the band, 0 included (the float64 shortcut

@@ -295,15 +295,16 @@ def test_the_statement_itself_gets_the_work_the_stronger_one_left() -> None:
     assert result.work == first.work + prover._prove(st, work - first.work).work
 
 
-def test_a_bound_false_for_every_positive_a_over_t_is_refuted_through_splits_of_that_half_line() -> None:
+@pytest.mark.parametrize("ranges", [None, {"T": [0.5, 2.0]}])
+def test_a_bound_false_for_every_positive_a_over_t_is_refuted_through_splits_of_that_half_line(ranges) -> None:
     """L alpha_i <= 1 + 2 a/T + 2 (a/T)^2: e^(2 beta) (beta = a/T, one token at a and one at -a as L -> oo) exceeds
     its Taylor polynomial for every beta > 0, with equality at beta = 0. The relaxed coordinate beta ranges over the
-    half-line [0, oo], and the counterexample lies only on its finite boxes after beta is split: refuted, and the
-    instance certified."""
+    half-line [0, oo] (a = logit_absmax unbounded, whatever T's range), and the counterexample lies only on its finite
+    boxes after beta is split: refuted, and the instance certified."""
     from attnbounds.theory.deciding.certify import certify
 
     st = api.statement("L*alpha_i <= 1 + 2*a/T + 2*(a/T)**2", hypotheses=["softmax", "logits-bounded"],
-                       defaults={"a": "logit_absmax"}, id="taylor").statements[0]
+                       defaults={"a": "logit_absmax"}, ranges=ranges, id="taylor").statements[0]
     halves = [(c.lo, c.hi) for p in prover.relax(st).problems for c in p.coordinates if str(c.symbol) == "beta"]
     assert halves and all(lo == 0.0 and hi == float("inf") for lo, hi in halves), halves
     result = prover.prove(st, work=prover.work_for(1.0))
@@ -500,3 +501,42 @@ def test_only_a_margin_reading_two_weights_has_a_common_reference_twin() -> None
     distinct = [p for p in twins if "r1" in p.pattern]  # the maximum and the minimum on two tokens
     # one total divides out: some twin's core reads the two tokens alone, not the others' distribution (w_0, ...)
     assert any("w_0" not in str(p.core) for p in distinct), [str(p.core) for p in distinct]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_an_equality_along_a_constraints_boundary_for_every_length_is_proved_by_eliminating_a_coordinate(
+        strict: bool) -> None:
+    """alpha_max alpha_min <= 1/(4 (L - 1)) (L >= 2): alpha_min <= (1 - alpha_max)/(L - 1), and alpha_max (1 - alpha_max)
+    <= 1/4, so equality holds at alpha_max = 1/2 with the others equal, for every L: on a curve of the relaxed space,
+    along the boundary of the constraint that alpha_min is the least weight, where no constant multiplier closes a box.
+    Eliminating alpha_min's share through that constraint (and, where max and min are one token, substituting the
+    weight the two opposite constraints fix) leaves cores >= 0 with their zeros at the equality: proved, and the tree
+    replays; the strict bound, false at that equality, is never proved."""
+    from attnbounds.theory.deciding.prover.relax import eliminated, relax
+
+    st = api.statement(f"alpha_max*alpha_min {'<' if strict else '<='} 1/(4*(L - 1))", hypotheses=["softmax"],
+                       ranges={"L": [2, 10**9]}, id="product").statements[0]
+    result = prover.prove(st, work=prover.work_for(2.0))
+    if strict:
+        assert result.status != "proved", result.reason
+        return
+    assert result.status == "proved", result.reason
+    texts = [s for r in result.reports for s in r.problem.stripped]
+    assert any("eliminated through constraint" in s for s in texts), texts
+    assert any("and its negation" in s for s in texts), texts
+    assert all(not r.problem.exact for r in result.reports if any("eliminated" in s for s in r.problem.stripped))
+    assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
+    assert any(eliminated(p) for p in relax(st).problems)
+
+
+def test_a_parameter_the_core_does_not_read_is_realised_inside_its_range() -> None:
+    """J_entry < 0.25/T over T in [0.3, 0.7]: T scales out of the core, whose zero (two tokens of weight 1/2) is an
+    equality of the strict bound at every T; the instance is realised with T inside its range (not at T = 1, outside
+    it, where no hypothesis holds), and refuted exactly."""
+    from attnbounds.theory.deciding.certify import certify
+
+    st = api.statement("J_entry < 0.25/T", hypotheses=["softmax"], ranges={"T": [0.3, 0.7]}, id="quarter").statements[0]
+    result = prover.prove(st, work=prover.work_for(1.0))
+    assert result.status == "refuted", result.reason
+    assert 0.3 <= float(result.counterexample.param("T")[0]) <= 0.7
+    assert certify(st, result.counterexample).status == "violated"

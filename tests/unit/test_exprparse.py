@@ -31,6 +31,7 @@ def parse(text: str) -> sp.Basic:
     ("J <= Rational(1, 10**300)**1024", "below the double range"),  # once a ValueError (4300-digit limit)
     ("J <= 10.0**-200 * 10.0**-200", "below the double range"),
     ("J <= (3*J)**-1024", "outside the double range"),  # sympy expands 3**-1024: caught after parsing
+    ("J <= 1e-999*J", "outside the double range"),  # the decimal 10^-999, an exact rational below the doubles
     ("J <= (3/2)**1000*(5/7)**1000*(11/13)**1000*(17/19)**1000*(23/29)**1000*(31/37)**1000",
      "numerator or denominator"),
     ("exp(1000)", "exceeds the double range"),
@@ -71,7 +72,7 @@ SLOW_S = 60.0
 
 @pytest.mark.parametrize("text", [
     "J <= 2**1000*J", f"J <= J**{MAX_EXPONENT}", f"J <= (J + 1)**-{MAX_EXPONENT}", "J <= exp(709)",
-    "J <= 1e-999*J", "J <= Rational(1, 3)**600", "J <= Max(J, 1)", "J <= sqrt(-J**2 + 4)",
+    "J <= 1e-300*J", "J <= Rational(1, 3)**600", "J <= Max(J, 1)", "J <= sqrt(-J**2 + 4)",
     "J <= Sum(xi[i], (i, 1, N))", "J <= " + "exp(" * 12 + "J" + ")" * 12, "J <= Abs(" + "exp(" * 20 + "J" + ")" * 20 + ")",
 ])
 def test_large_but_bounded_expressions_are_accepted_fast(text):
@@ -85,3 +86,14 @@ def test_non_real_results_of_symbolic_simplification_are_refused():
         parse_expression("sqrt(-J**2)", NAMES, where="test")  # sympy makes it I*Abs(J)
     with pytest.raises(InvalidArgument, match="non-real"):
         parse("J <= log(-exp(J))")  # sympy refuses to compare it
+
+
+@pytest.mark.parametrize("text, value", [("0.1", sp.Rational(1, 10)), ("1e-5", sp.Rational(1, 100000)),
+                                         ("2.", sp.Integer(2)), ("0.1 + 0.2", sp.Rational(3, 10)),
+                                         ("sqrt(0.5)", sp.sqrt(2) / 2), ("exp(-1.5)", sp.exp(sp.Rational(-3, 2))),
+                                         ("1.25e3", sp.Integer(1250))])
+def test_a_decimal_literal_is_the_rational_it_spells(text, value):
+    """``0.1`` is 1/10, not the double nearest it: a bound ``alpha_min < 0.1`` at ten equal weights is an equality
+    (violated), which a double 5.6e-18 above 1/10 would turn into a proof."""
+    parsed = parse_expression(text, {}, where="test")
+    assert parsed == value and not parsed.atoms(sp.Float)

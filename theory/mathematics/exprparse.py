@@ -34,8 +34,16 @@ FUNCTIONS: dict[str, Any] = {
     "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "Abs": sp.Abs, "abs": sp.Abs, "Min": sp.Min, "Max": sp.Max,
     "min": sp.Min, "max": sp.Max, "Sum": sp.Sum, "Rational": sp.Rational, "pi": sp.pi, "E": sp.E,
 }
+
+
+def _decimal(literal: Any, *args: Any) -> sp.Expr:
+    """A decimal literal as the exact rational it spells: ``0.1`` is ``1/10``, not the double nearest it (a bound
+    ``alpha_min < 0.1`` at ten equal weights is an equality, violated, whatever a double says)."""
+    return sp.Rational(literal) if isinstance(literal, str) else sp.Float(literal, *args)
+
+
 #: names sympy's parser itself emits when it rewrites literals.
-_PARSER_NAMES = {"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational, "Symbol": sp.Symbol}
+_PARSER_NAMES = {"Integer": sp.Integer, "Float": _decimal, "Rational": sp.Rational, "Symbol": sp.Symbol}
 #: the constructors sympy's parser emits for an unevaluated expression (``exact``)
 _UNEVALUATED = {"Add": sp.Add, "Mul": sp.Mul, "Pow": sp.Pow, "Ge": sp.Ge, "Le": sp.Le, "GreaterThan": sp.Ge,
                 "LessThan": sp.Le, "Gt": sp.Gt, "Lt": sp.Lt, "StrictGreaterThan": sp.Gt, "StrictLessThan": sp.Lt,

@@ -440,11 +440,14 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
     if info.get("reference") is not None:  # log F values: F need not take them (LogFValues)
         return None
     values = dict(values)
-    for expr in problem.parameters.values():  # a parameter the core does not read (T scaled out, say): any value
-        for sym in sp.sympify(expr).free_symbols:
-            values.setdefault(sym, 1.0)
+    for expr in problem.parameters.values():  # a parameter the core does not read (T scaled out, say): any value in
+        for sym in sp.sympify(expr).free_symbols:  # its range (1 where it may be)
+            lo, hi = space.boxes.get(str(sym), (-math.inf, math.inf))
+            values.setdefault(sym, min(max(1.0, lo), hi))
     t = values.get(t_sym)
     L_lo, L_hi = info["L_range"]
+    if t is None and L_lo == L_hi:  # one length: t is exact in the core, no coordinate
+        t = values[t_sym] = 1.0 / L_lo
     if t is None or t <= 0:
         L = int(min(max(L_lo, 1e6 if t is None else MAX_LENGTH), L_hi))
     else:

@@ -894,7 +894,8 @@ def _by_multiplier(P: Programs, face: Face, ks: Sequence[int], node: Node, grad:
         h = _constraint_slopes(P, k, None if cg is None else cg[0])
         found = sorted({lam for d in range(len(lo)) if half[d] > 0
                         for lam in [_cancelling_multiplier((float(grad[0][d]), float(grad[1][d])), h[d])] if lam is not None})
-        for lam in found + [(a + z) / 2 for a, z in zip(found, found[1:])]:
+        # (and 0: the core alone, >= 0 on the box, where it grows off an open end a constraint's slope hides)
+        for lam in sorted({Fraction(0), *found, *((a + z) / 2 for a, z in zip(found, found[1:]))}):
             r = residual(grad, h, lam)
             f_lo, f_hi = _lowest_face(lo, hi, r)
             # strictly growing off an open end the face fixes: the face needs only >= 0

@@ -257,6 +257,9 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
     pattern), or None when that placement is not one of this problem's (too few tokens on a column, another number
     of other columns)."""
     info = problem.realisation
+    L_lo, L_hi = info["L_range"]
+    if not L_lo <= inst.L <= L_hi:  # a problem of another range of L (an end length of its own, say)
+        return None
     counts = inst.counts[0] if inst.counts is not None else np.ones(inst.K, dtype=np.int64)
     rest = counts.astype(np.int64).copy()
     for c in columns:

@@ -18,6 +18,23 @@ from attnbounds.theory.mathematics.opaque import OAbs
 t_sym = sp.Symbol("t", nonnegative=True)
 
 
+def outward(x: Fraction, side: int) -> float:
+    """The float nearest the exact ``x`` on its ``side`` (-1: at most ``x``, +1: at least ``x``): a root box's end
+    computed from exact ends (``t = 1/L``, ``beta = a / T``) must contain them, and the nearest float may not
+    (``float(1/50) > 1/50`` would leave L = 50 out of a box meant to end there)."""
+    f = float(x)
+    if (side < 0 and Fraction(f) > x) or (side > 0 and Fraction(f) < x):
+        f = math.nextafter(f, -math.inf if side < 0 else math.inf)
+    return f
+
+
+def length_range(L_lo: float, L_hi: float) -> tuple[float, float]:
+    """The root box ``[t_lo, t_hi]`` of ``t = 1/L`` for every length in ``[L_lo, L_hi]`` (``t_lo = 0`` for no longest
+    length), rounded outward."""
+    t_lo = 0.0 if not math.isfinite(L_hi) else outward(1 / Fraction(L_hi), -1)
+    return t_lo, outward(1 / Fraction(L_lo), 1)
+
+
 @dataclass(frozen=True)
 class Coordinate:
     """One coordinate of the relaxed space: its symbol, its box (the closure: ``t = 0``, unbounded ends) and what

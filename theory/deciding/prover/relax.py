@@ -33,6 +33,7 @@ import dataclasses
 import itertools
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Callable, Iterator, Sequence
 
 import sympy as sp
@@ -41,7 +42,8 @@ from attnbounds.theory.mathematics.errors import AttnBoundsError
 from attnbounds.theory.mathematics.intervals import Unsupported
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin
 from attnbounds.theory.mathematics.symbolic import differentiate
-from attnbounds.theory.deciding.prover.problem import Coordinate, Problem, _positive_factor, strip_positive, t_sym
+from attnbounds.theory.deciding.prover.problem import (Coordinate, Problem, _positive_factor, length_range, outward,
+                                                      strip_positive, t_sym)
 from attnbounds.theory.deciding.prover.program import compile_program, run_rigorous
 from attnbounds.theory.deciding.prover.space import (INF, NO_LOGIT, NO_SLOPE, Declined, LogFValues, Space, Token,
                                                      TokenModel, exact_floats, t_scaled)
@@ -540,8 +542,8 @@ def _parameter_coordinates(statement: Statement, space: Space) -> tuple[dict[str
         ca = next(c for c in coords if c.symbol == a)
         cT = next(c for c in coords if c.symbol == T)
         beta = sp.Symbol("beta", nonnegative=True)
-        lo_b = ca.lo / cT.hi if math.isfinite(cT.hi) else 0.0
-        hi_b = INF if cT.lo <= 0 or not math.isfinite(ca.hi) else ca.hi / cT.lo
+        lo_b = outward(Fraction(ca.lo) / Fraction(cT.hi), -1) if math.isfinite(cT.hi) else 0.0
+        hi_b = INF if cT.lo <= 0 or not math.isfinite(ca.hi) else outward(Fraction(ca.hi) / Fraction(cT.lo), 1)
         coords = [c for c in coords if c.symbol != a] + [Coordinate(beta, lo_b, hi_b, "parameter", "beta = a / T")]
         out["a"] = beta * T
     return out, coords
@@ -669,31 +671,38 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
     if len(roles) > MAX_ROLES:
         raise Declined(f"{len(roles)} distinguished tokens (at most {MAX_ROLES})")
 
-    def build(pattern: dict[str, int], aliases: dict[str, str] | None = None,
+    def build(pattern: dict[str, int], piece: tuple[float, float] | None, aliases: dict[str, str] | None = None,
               ranges: dict[sp.Symbol, tuple[float, float]] | None = None, common: bool = False) -> Problem:
         return _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, aliases,
-                        atoms, discovery.margin_signs, discovery.bound_choice, ranges, common)
+                        atoms, discovery.margin_signs, discovery.bound_choice, ranges, common, piece)
 
-    def with_twins(pattern: dict[str, int], ranges: dict[sp.Symbol, tuple[float, float]], problem: Problem,
+    def with_twins(pattern: dict[str, int], piece: tuple[float, float] | None,
+                   ranges: dict[sp.Symbol, tuple[float, float]], problem: Problem,
                    aliases: dict[str, str] | None = None) -> list[Problem]:
         """The problem's alternatives: its undivided twin (:func:`_with_unsigned`) and, where it reads the weights
         of two tokens or more, the same problem with every weight over one token's F (one total)."""
-        common = [] if problem.realisation.get("weighted", 0) < 2 else _with_unsigned(build(pattern, aliases, ranges,
-                                                                                              True))
-        return common + _with_unsigned(problem)
+        common = [] if problem.realisation.get("weighted", 0) < 2 else _with_unsigned(
+            build(pattern, piece, aliases, ranges, True))
+        return common + _with_unsigned(problem) + eliminated(problem)
 
-    def split(pattern: dict[str, int], ranges: dict[sp.Symbol, tuple[float, float]], depth: int = 0
+    def split(pattern: dict[str, int], piece: tuple[float, float] | None,
+              ranges: dict[sp.Symbol, tuple[float, float]], depth: int = 0
               ) -> list[tuple[dict[sp.Symbol, tuple[float, float]], Problem]]:
         """The problem, or its parts on either side of a kink of the margin (:func:`_kink`), each part split again
         (at most :data:`MAX_KINK_DEPTH` times), each with the ranges it narrows."""
-        problem = build(pattern, None, ranges)
+        problem = build(pattern, piece, None, ranges)
         cut = _kink(problem) if depth < MAX_KINK_DEPTH else None
         if cut is None:
             return [(ranges, problem)]
         x, v = cut
         co = next(co for co in problem.coordinates if co.symbol == x)
-        return [*split(pattern, {**ranges, x: (co.lo, v)}, depth + 1),
-                *split(pattern, {**ranges, x: (v, co.hi)}, depth + 1)]
+        return [*split(pattern, piece, {**ranges, x: (co.lo, v)}, depth + 1),
+                *split(pattern, piece, {**ranges, x: (v, co.hi)}, depth + 1)]
+
+    def pieces(pattern: dict[str, int]) -> list[tuple[float, float] | None]:
+        """The pattern's ranges of L (:func:`_length_pieces`), those with a length for its distinguished tokens."""
+        k = len(set(pattern.values()))
+        return [q for q in _length_pieces(space, k) if q is None or q[1] >= k]
 
     per: list[list[Group]] = []
     favourable = _favourable(statement, conjunct, discovery)
@@ -702,13 +711,48 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
         groups = []
         for pattern in _partitions(rest):
             choices = [dict(zip(favourable, combo)) for combo in _substitutes(favourable, pattern, discovery)]
-            alternatives = [q for aliases in choices for q in with_twins(pattern, {}, build(pattern, aliases), aliases)]
-            groups.append(Group(c, _pattern_text(pattern) + " (maxima read at a distinguished token)", alternatives))
+            for piece in pieces(pattern):
+                alternatives = [q for aliases in choices
+                                for q in with_twins(pattern, piece, {}, build(pattern, piece, aliases), aliases)]
+                groups.append(Group(c, _pattern_text(pattern) + " (maxima read at a distinguished token)"
+                                    + _piece_text(piece), alternatives))
         if all(g.alternatives for g in groups):
             per.append(groups)
-    per.append([Group(c, _pattern_text(p) + (f" ({_ranges_text(r)})" if r else ""), with_twins(p, r, q))
-                for p in _partitions(roles) for r, q in split(p, {})])
+    per.append([Group(c, _pattern_text(p) + (f" ({_ranges_text(r)})" if r else "") + _piece_text(piece),
+                      with_twins(p, piece, r, q))
+                for p in _partitions(roles) for piece in pieces(p) for r, q in split(p, piece, {})])
     return per
+
+
+def _length_pieces(space: Space, k: int) -> list[tuple[float, float] | None]:
+    """The ranges of L a conjunct's problems stand for, with ``k`` distinguished tokens: the statement's (None) where
+    ``t = 1/L`` is a float at both of its ends; else each end whose ``1/L`` no float holds (``1/3``, ``1/50``) a
+    length of its own, where ``t`` is exact and no coordinate, and the lengths between. A box of ``t`` rounded
+    outward (:func:`~attnbounds.theory.deciding.prover.problem.length_range`) holds lengths beyond such an end, where
+    a bound tight at the end fails: one length apart, the end is decided exactly."""
+    L_lo, L_hi = space.boxes.get("L", (1.0, INF))
+    lo = math.ceil(max(L_lo, float(space.min_length), float(k), 1.0))
+    hi = math.floor(L_hi) if math.isfinite(L_hi) else None
+    if hi is not None and (hi < lo or hi == lo):
+        return [None]
+    out: list[tuple[float, float] | None] = []
+    if Fraction(float(1 / Fraction(lo))) != 1 / Fraction(lo):
+        out.append((float(lo), float(lo)))
+        lo += 1
+    if hi is not None and hi >= lo and Fraction(float(1 / Fraction(hi))) != 1 / Fraction(hi):
+        out.append((float(hi), float(hi)))
+        hi -= 1
+    if not out:
+        return [None]
+    if hi is None or hi >= lo:
+        out.append((float(lo), float(hi) if hi is not None else INF))
+    return out
+
+
+def _piece_text(piece: tuple[float, float] | None) -> str:
+    if piece is None:
+        return ""
+    return f" (L = {piece[0]:g})" if piece[0] == piece[1] else f" (L in [{piece[0]:g}, {piece[1]:g}])"
 
 
 def _pattern_text(pattern: dict[str, int]) -> str:
@@ -827,9 +871,11 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
              parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: TokenModel,
              aliases: dict[str, str] | None = None, atoms_override: int | None = None,
              margin_signs: dict[str, int] | None = None, bound_choice: dict[str, int] | None = None,
-             ranges: dict[sp.Symbol, tuple[float, float]] | None = None, common_reference: bool = False) -> Problem:
+             ranges: dict[sp.Symbol, tuple[float, float]] | None = None, common_reference: bool = False,
+             lengths: tuple[float, float] | None = None) -> Problem:
     """One problem (:class:`Problem`); ``ranges`` narrows coordinates (a split at a kink, :func:`_kink`);
-    ``common_reference``: every weight over one token's F (:meth:`RelaxedInstance.weight`)."""
+    ``common_reference``: every weight over one token's F (:meth:`RelaxedInstance.weight`); ``lengths``: the range of
+    L it stands for, when not the statement's (:func:`_length_pieces`)."""
     b = _Builder(space, pattern, parameters, param_coords, model, aliases, margin_signs, bound_choice,
                  common_reference)
     env = _relation_env(statement, b, conjunct)
@@ -939,14 +985,16 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     if every_F:
         margin, constraints, anchored = _anchor_problem(b, margin, constraints, owners, list(role_tokens.values()),
                                                         atoms, sel_atoms)
+    L_lo, L_hi = lengths or space.boxes.get("L", (1.0, INF))
+    L_lo = max(L_lo, float(space.min_length), float(k), 1.0)
+    if L_lo > L_hi:
+        raise Declined(f"no length L >= {L_lo:g} in the range of L")
+    if L_lo == L_hi:  # one length: t = 1/L exactly, no coordinate (no float holds 1/3)
+        margin = margin.xreplace({t_sym: 1 / _exact(L_lo)})
+        constraints = [con.xreplace({t_sym: 1 / _exact(L_lo)}) for con in constraints]
     core, stripped = strip_positive(margin)
     constraints = [strip_positive(con)[0] for con in constraints]
-    L_lo, L_hi = space.boxes.get("L", (1.0, INF))
-    L_lo = max(L_lo, float(space.min_length), float(k), 1.0)
-    t_hi = 1.0 / L_lo
-    t_lo = 0.0 if not math.isfinite(L_hi) else 1.0 / L_hi
-    if t_lo > t_hi:
-        raise Declined(f"no length L >= {L_lo:g} in the range of L")
+    t_lo, t_hi = length_range(L_lo, L_hi)
     coords = [Coordinate(t_sym, t_lo, t_hi, "length", "t = 1/L")] if core.has(t_sym) or any(
         con.has(t_sym) for con in constraints) else []
     used = core.free_symbols | set().union(*(con.free_symbols for con in constraints))
@@ -1197,6 +1245,70 @@ def poles(core: sp.Expr, coords: list[Coordinate]) -> list[sp.Expr]:
     ``t = 0`` never sees. A divisor of one sign may touch 0 (the relaxation's totals vanish at corners of the box, or
     at ``t = 0``): the core then tends to one infinity on both sides, which no monotone function does."""
     return [base for base in _divisors(core) if not _one_sign(base, coords)]
+
+
+#: the most problems :func:`eliminated` derives from one
+MAX_ELIMINATED = 2
+
+
+def eliminated(problem: Problem) -> list[Problem]:
+    """The problem with a coordinate ``x`` eliminated through a constraint ``c_k >= 0``: where the core and ``c_k`` are
+    affine in ``x``, ``core = lam c_k + r`` with ``lam = (d core/dx) / (d c_k/dx)`` and ``r`` free of ``x``; with
+    ``lam >= 0`` and finite on the whole root box (rigorously), ``core >= r`` at every point where ``c_k >= 0``, so
+    ``r >= 0`` (``> 0``) proves the problem. Tight where the extreme lies on the constraint's boundary along a curve:
+    ``alpha_max alpha_min <= 1/(4 (L - 1))`` is an equality at ``alpha_min = (1 - alpha_max)/(L - 1)``, alpha_max = 1/2,
+    for every L, which no constant multiplier closes; eliminating alpha_min's share leaves
+    ``t (1 - 2 b)^2 / (4 (1 - t))``. Not exact (``r`` bounds the margin from below): a negative box is no
+    counterexample. At most :data:`MAX_ELIMINATED`, after the problem itself."""
+    from attnbounds.theory.deciding.prover.bnb import _size
+
+    core = problem.core
+    if problem.poles or not problem.constraints or _size(core) > MAX_SIGNED:
+        return []
+    coords = problem.coordinates
+    out: list[Problem] = []
+    for k, con in enumerate(problem.constraints):
+        if any(sp.expand(con + other) == 0 for other in problem.constraints[k + 1:]):  # c_k = 0: x substituted
+            for c in coords:
+                x = c.symbol
+                b = differentiate(con, x) if x in con.free_symbols and x in core.free_symbols else sp.Integer(0)
+                if b == 0 or b.has(x) or not b.free_symbols <= {co.symbol for co in coords} or not (
+                        lower_end(b, coords) > 0 or lower_end(-b, coords) > 0):
+                    continue
+                value = sp.cancel(x - con / b)
+                rest = sp.factor(sp.cancel(core.xreplace({x: value})))
+                if rest.has(x) or _size(rest) > MAX_SIGNED or poles(rest, coords):
+                    continue
+                kept = [e for e in (sp.cancel(other.xreplace({x: value})) for other in problem.constraints) if e != 0]
+                out.append(dataclasses.replace(
+                    problem, core=rest, constraints=kept, exact=False, unsigned=None, poles=[],
+                    stripped=[*problem.stripped, f"{x} = {value} (constraints {k} and its negation: {con} = 0)"]))
+                break
+            continue
+        for c in coords:
+            x = c.symbol
+            if x not in core.free_symbols or x not in con.free_symbols or _size(con) > MAX_SIGNED:
+                continue
+            a, b = differentiate(core, x), differentiate(con, x)
+            if a.has(x) or b.has(x) or b == 0:
+                continue
+            lam = sp.cancel(a / b)
+            if lam.has(x) or not lam.free_symbols <= {co.symbol for co in coords} \
+                    or not lower_end(lam, coords) >= 0 or not math.isfinite(lower_end(-lam, coords)):
+                continue
+            rest = sp.cancel(core - lam * con)
+            if rest.has(x) or _size(rest) > MAX_SIGNED:
+                continue
+            rest = sp.factor(rest)
+            if poles(rest, coords) or not _same_function(rest + lam * con, core, coords):
+                continue
+            out.append(dataclasses.replace(
+                problem, core=rest, exact=False, unsigned=None, poles=[],
+                stripped=[*problem.stripped, f"{lam} * ({con}) (>= 0 at every instance: {x} eliminated through "
+                                             f"constraint {k})"]))
+            if len(out) == MAX_ELIMINATED:
+                return out
+    return out
 
 
 def _divisors(expr: sp.Expr) -> list[sp.Expr]:

@@ -13,7 +13,7 @@ import sympy as sp
 from attnbounds.theory.mathematics.errors import AttnBoundsError
 from attnbounds.theory.mathematics.normalisers import L_sym, RatioNormaliser, derivative, l_sym, sigmoid, softplus
 from attnbounds.theory.deciding.prover.bnb import branch_and_bound
-from attnbounds.theory.deciding.prover.problem import Coordinate, Problem, strip_positive, t_sym
+from attnbounds.theory.deciding.prover.problem import Coordinate, Problem, length_range, strip_positive, t_sym
 from attnbounds.theory.deciding.prover.program import exact_rational
 from attnbounds.theory.mathematics.statement import Statement
 
@@ -257,8 +257,8 @@ class TokenModel:
             for sign in (1, -1):
                 core, _ = strip_positive(sign * tok.g)
                 L_lo, L_hi = self.space.boxes.get("L", (1.0, INF))
-                length = Coordinate(t_sym, 0.0 if not math.isfinite(L_hi) else 1.0 / L_hi, 1.0 / max(L_lo, 1.0),
-                                    "length", "t = 1/L")  # a length-aware F reads L
+                length = Coordinate(t_sym, *length_range(max(L_lo, 1.0), L_hi), "length",
+                                    "t = 1/L")  # a length-aware F reads L
                 coords = [*tok.coordinates, *(c for c in [*self.boxes, length] if c.symbol in core.free_symbols)]
                 if not core.free_symbols <= {c.symbol for c in coords}:
                     continue
