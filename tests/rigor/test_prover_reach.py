@@ -540,3 +540,36 @@ def test_a_parameter_the_core_does_not_read_is_realised_inside_its_range() -> No
     assert result.status == "refuted", result.reason
     assert 0.3 <= float(result.counterexample.param("T")[0]) <= 0.7
     assert certify(st, result.counterexample).status == "violated"
+
+
+@pytest.mark.parametrize("normaliser", ["sparsemax", "entmax15"])
+@pytest.mark.parametrize("relation, true", [
+    ("alpha_max >= 1/L", True), ("alpha_max > 1/L", False),   # equal logits: every weight 1/L
+    ("alpha_min >= 0", True), ("alpha_min > 0", False),       # a weight exactly 0 (a logit far below the others)
+    ("alpha_max <= 1", True), ("L*alpha_min <= 1", True), ("L*alpha_min < 1", False),
+])
+def test_a_map_reaching_the_whole_simplex_relaxes_as_the_simplex(normaliser: str, relation: str, true: bool) -> None:
+    """Sparsemax and entmax-1.5 reach every point of the closed simplex over unbounded logits (sparsemax(p) = p,
+    entmax15(2 sqrt(p)) = p), weights 0 included: a bound on the weights alone is one over the simplex, which the
+    every-F model relaxes (its closure holds the zeros). The true bounds are proved and replay; the false ones, each
+    false at a point of the simplex (a tie, a zero weight), are never proved."""
+    st = api.statement(relation, normaliser=normaliser, id=f"simplex.{normaliser}").statements[0]
+    result = prover.prove(st, work=prover.work_for(1.0))
+    if true:
+        assert result.status == "proved", result.reason
+        assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
+    else:
+        assert result.status != "proved", result.reason
+
+
+def test_a_map_reaching_the_simplex_is_not_relaxed_so_where_its_logits_are_bounded() -> None:
+    """With |l| <= a sparsemax's weights are not the whole simplex (at T = 1 and a = 1/10, alpha_max - alpha_min <=
+    2a/T): a relation that reads a is declined, not read over the simplex (where it would be false)."""
+    from attnbounds.theory.deciding.prover.relax import relax
+    from attnbounds.theory.deciding.prover.space import Declined
+
+    st = api.statement("alpha_max - alpha_min <= 2*a/T", normaliser="sparsemax", hypotheses=["logits-bounded"],
+                       fixed={"a": 0.1, "T": 1.0}, id="bounded").statements[0]
+    with pytest.raises(Declined, match="only over unbounded logits"):
+        relax(st)
+    assert prover.prove(st, work=prover.work_for(0.5)).status != "proved"

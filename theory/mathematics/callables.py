@@ -464,8 +464,11 @@ def same_normaliser(name: str, proto: Normaliser, declared: Declared | None = No
 
 
 def _relax_rule(name: str, proto: Normaliser) -> Any:
-    """The relaxation reads a ratio normaliser's log F with its parameters (T free); a Python callable, or a
-    built-in map not of the form F / sum F, has none."""
+    """The relaxation reads a ratio normaliser's log F with its parameters (T free); a built-in map whose weights
+    reach every point of the closed simplex (:attr:`Normaliser.reaches_simplex`) relaxes as the simplex itself, where
+    nothing else bounds them; a Python callable, or another map not of the form F / sum F, has none."""
+    if getattr(proto, "reaches_simplex", False):
+        return lambda space: space.whole_simplex(f"the weights of {name} reach every point of the closed simplex")
     if not isinstance(proto, RatioNormaliser):
         return None
     values = {k: float(np.ravel(np.asarray(v, dtype=np.float64))[0]) for k, v in proto.values.items()}

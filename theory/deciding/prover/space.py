@@ -65,6 +65,10 @@ class Space:
     #: no hypothesis fixes log F and those about F say only what every point of the log-F-values model satisfies
     #: (F positive, independent of L): the relaxation ranges over every such F (:class:`LogFValues` alone)
     every_F: bool = False
+    #: a normaliser whose weights reach every point of the closed simplex over unbounded logits (sparsemax,
+    #: entmax-1.5: :attr:`~attnbounds.theory.mathematics.normalisers.Normaliser.reaches_simplex`), as its hypothesis
+    #: says it; "" for none
+    simplex: str = ""
     #: what bounds the logits: the parameter "a" (logits-bounded) or "keys" (logits-qk: a = Delta_max)
     logit_bound: str = ""
 
@@ -102,9 +106,24 @@ class Space:
         property holds at each such point, else not relaxed."""
         self.pending.append((holds, text, every_F))
 
+    def whole_simplex(self, text: str) -> None:
+        """The weights are every point of the closed simplex (``text`` says whose): with no bound on the logits and
+        nothing else said about F, a bound on the weights alone is one over the simplex itself, which the
+        log-F-values model relaxes (every positive F at once; its closure holds the weights 0 these maps reach)."""
+        self.simplex = text
+
     def check_properties(self) -> None:
         """Decide the pending properties on the universe's log F (after every hypothesis is read), or mark the space
-        as ranging over every F (:attr:`every_F`) when none fixes it and each is one the log-F-values model keeps."""
+        as ranging over every F (:attr:`every_F`) when none fixes it and each is one the log-F-values model keeps, or
+        when the weights are the whole closed simplex (:meth:`whole_simplex`) and nothing else is said of them."""
+        if self.simplex:
+            if self.log_F is not None or self.bounded_logits or self.pending:
+                self.problems.append(f"{self.simplex} only over unbounded logits, with nothing else said of F (here "
+                                     f"{'the logits are bounded' if self.bounded_logits else 'F is said more of'})")
+                return
+            self.every_F = True
+            self.normaliser(l_sym, {}, f"every point of the closed simplex ({self.simplex})", name="every-F")
+            return
         if self.log_F is None and self.pending and all(every for _, _, every in self.pending):
             self.every_F = True
             self.normaliser(l_sym, {}, "every F positive and independent of L (log F values only)", name="every-F")

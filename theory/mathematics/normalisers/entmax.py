@@ -20,6 +20,8 @@ class Entmax15(SimplexMap):
 
     name = "entmax15"
     lacks = THRESHOLD_LACKS
+    #: every point p of the simplex is entmax15(2 sqrt(p)) (threshold 0): l = 2 T sqrt(p)
+    reaches_simplex = True
     torch_classes = False
 
     def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:

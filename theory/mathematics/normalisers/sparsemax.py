@@ -20,6 +20,8 @@ class Sparsemax(SimplexMap):
 
     name = "sparsemax"
     lacks = THRESHOLD_LACKS
+    #: every point p of the simplex is sparsemax(p) (the projection of a simplex point is itself): l = T p
+    reaches_simplex = True
     torch_classes = False
 
     def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:

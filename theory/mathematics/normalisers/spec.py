@@ -117,6 +117,9 @@ class Normaliser:
     def length_independent(self) -> bool:
         return False
 
+    #: True when, over unbounded logits, the weights reach every point of the closed simplex at every L and T (weights
+    #: 0 included): the relaxation prover then reads a bound on the weights alone as one over the simplex
+    reaches_simplex: bool = False
     #: True when the weights always sum to one.
     normalising: bool = True
     #: True when the weights are undefined unless some logit is > 0 (relu): the search draws the map only for a
