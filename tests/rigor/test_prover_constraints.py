@@ -38,9 +38,10 @@ def _statement(relation: str) -> Any:
 
 
 def _proved_and_replayed_through(relation: str, token: str) -> None:
-    """The relaxation proves ``relation``, its certificate replays, and some box of it closed by a ``token`` entry."""
+    """The relaxation proves ``relation``, its certificate replays, and some box of it closed by a ``token`` entry
+    (the statement's own relaxation, the weights model: not a stronger statement, :func:`prover._stronger`)."""
     st = _statement(relation)
-    result = prover.prove(st, work=prover.work_for(1.0))
+    result = prover._prove(st, work=prover.work_for(1.0))
     assert result.status == "proved", result.reason
     certificate = json.loads(json.dumps(result.to_json()))
     ok, why = prover.replay(st, certificate)

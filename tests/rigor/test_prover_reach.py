@@ -516,7 +516,7 @@ def test_an_equality_along_a_constraints_boundary_for_every_length_is_proved_by_
 
     st = api.statement(f"alpha_max*alpha_min {'<' if strict else '<='} 1/(4*(L - 1))", hypotheses=["softmax"],
                        ranges={"L": [2, 10**9]}, id="product").statements[0]
-    result = prover.prove(st, work=prover.work_for(2.0))
+    result = prover._prove(st, work=prover.work_for(2.0))  # the statement's own relaxation (no stronger statement)
     if strict:
         assert result.status != "proved", result.reason
         return
@@ -573,3 +573,39 @@ def test_a_map_reaching_the_simplex_is_not_relaxed_so_where_its_logits_are_bound
     with pytest.raises(Declined, match="only over unbounded logits"):
         relax(st)
     assert prover.prove(st, work=prover.work_for(0.5)).status != "proved"
+
+
+@pytest.mark.parametrize("relation, true", [("alpha_max*alpha_min <= 1/(4*(L - 1))", True),
+                                            ("alpha_max*alpha_min < 1/(4*(L - 1))", False),
+                                            ("abar_N >= N/L", True), ("abar_N > N/L", False)])
+@pytest.mark.parametrize("hypotheses", [["softmax"], ["softmax", "logits-bounded"]])
+def test_a_bound_on_the_weights_alone_is_proved_over_every_positive_F(relation: str, true: bool,
+                                                                     hypotheses: list[str]) -> None:
+    """A relation reading the weights alone, under softmax (logits bounded or not, a not read): every instance is one
+    of every positive F (its weights a point of the open simplex), so the statement over every F, which the
+    log-F-values model relaxes with fewer coordinates, is tried first; its proof is the statement's, and replays.
+    The strict twins, false at equal logits (a softmax instance at any a), are never proved."""
+    extra = {"fixed": {"a": 1.0}} if "logits-bounded" in hypotheses else {}
+    top = ["top-N"] if "abar_N" in relation else []
+    st = api.statement(relation, hypotheses=hypotheses + top, ranges={"L": [2, 10**9]}, id="weights",
+                       **extra).statements[0]
+    over_F = prover._over_the_simplex(st)
+    assert over_F is not None and any(s is over_F or s == over_F for s, _ in prover._stronger(st))
+    assert [h.id for h in over_F.hypotheses if h.id in ("softmax", "logits-bounded")] == []
+    alone = prover._prove(over_F, work=prover.work_for(2.0))
+    result = prover.prove(st, work=prover.work_for(2.0))
+    if not true:
+        assert alone.status != "proved" and result.status != "proved", (alone.reason, result.reason)
+        return
+    assert alone.status == "proved", alone.reason
+    assert result.status == "proved", result.reason
+    assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
+    assert prover.replay(st, json.loads(json.dumps(alone.to_json())))[0]  # a proof over every F is the statement's
+
+
+def test_a_bound_reading_more_than_the_weights_has_no_stronger_statement_over_every_F() -> None:
+    """J_row reads the slopes of log F, alpha_max <= 1/(1 + (L - 1) e^(-2a/T)) reads a: neither is a statement on the
+    weights alone, so neither is tried over every positive F (where both would be false)."""
+    for relation in ("J_row <= 1/(2*T)", "alpha_max <= 1/(1 + (L - 1)*exp(-2*a/T))"):
+        st = api.statement(relation, hypotheses=["softmax", "logits-bounded"], id="more", fixed={"a": 1.0}).statements[0]
+        assert prover._over_the_simplex(st) is None

@@ -125,25 +125,41 @@ def work_for(budget_s: float) -> int:
 
 def prove(statement: Statement, *, work: int) -> ProverResult:
     """Relax ``statement`` and close its relaxed problems within ``work`` operations (module docstring). When a
-    hypothesis only restricts the instances without entering the relation (``logits-bounded`` with no ``a`` read),
-    the stronger statement without it is tried first, with :data:`STRONGER_SHARE` of the work (its relaxation is the
-    weights model: fewer coordinates, and when it is true it usually closes in a few boxes); its proof proves the
-    statement, anything else says nothing about it, and the statement itself gets the rest of the work."""
-    stronger = _without_restrictions(statement)
-    if stronger is None:
+    stronger statement proves it (:func:`_stronger`: without ``logits-bounded`` where no ``a`` is read; over every
+    positive F where only the weights are read), each is tried first, on :data:`STRONGER_SHARE` of the work between
+    them (their relaxations have fewer coordinates, and when true they usually close in a few boxes); a proof of one
+    proves the statement, anything else says nothing about it, and the statement itself gets the rest of the work."""
+    stronger = _stronger(statement)
+    spent = 0
+    for st, why in stronger:
+        first = _prove(st, int(work * STRONGER_SHARE / len(stronger)))
+        spent += first.work
+        if first.status == "proved":
+            first.reason += f" (for the stronger statement {why})"
+            first.work = spent
+            return first
+    if not stronger:
         return _prove(statement, work)
-    first = _prove(stronger, int(work * STRONGER_SHARE))
-    if first.status == "proved":
-        first.reason += (" (for the stronger statement without the hypothesis logits-bounded, which the relation "
-                         "does not read)")
-        return first
-    second = _prove(statement, max(work - first.work, 0))
-    second.work += first.work
+    second = _prove(statement, max(work - spent, 0))
+    second.work += spent
     return second
 
 
-#: the part of the work the stronger statement without a hypothesis the relation does not read may spend first
+#: the part of the work the stronger statements (:func:`_stronger`) may spend first, between them
 STRONGER_SHARE = 0.5
+
+
+def _stronger(statement: Statement) -> list[tuple[Statement, str]]:
+    """Statements whose proof proves ``statement``, each with what it drops: :func:`_without_restrictions`, and
+    :func:`_over_the_simplex`."""
+    out = []
+    for st, why in ((_without_restrictions(statement), "without the hypothesis logits-bounded, which the relation does "
+                                                      "not read"),
+                    (_over_the_simplex(statement), "over every positive F: the relation reads the weights alone, and "
+                                                   "the normaliser's are points of the simplex")):
+        if st is not None:
+            out.append((st, why))
+    return out
 
 
 def _without_restrictions(statement: Statement) -> Statement | None:
@@ -161,6 +177,36 @@ def _without_restrictions(statement: Statement) -> Statement | None:
     hyps = tuple(h for h in statement.hypotheses if h not in (LOGITS_BOUNDED, domain_hypothesis("a")))
     defaults = {k: v for k, v in statement.defaults.items() if k != "a"}
     return dataclasses.replace(statement, hypotheses=hyps, defaults=defaults, fixed={k: v for k, v in statement.fixed.items() if k != "a"})
+
+
+def _over_the_simplex(statement: Statement) -> Statement | None:
+    """The statement over every positive F (the hypothesis ``F-positive`` alone in place of the normaliser and the
+    logits' bounds) when its relation reads the weights alone (quantities that need nothing but the weights and the
+    selection, no logit bound) and its normaliser is softmax or another ``F / sum F`` with ``F > 0``: every instance
+    of it is then an instance of the stronger one (its weights a point of the open simplex, which the log-F-values
+    model ranges over). ``alpha_max*alpha_min <= 1/(4(L - 1))`` or ``abar_N >= N/L`` under softmax, whose own
+    relaxation reads logits it does not need."""
+    import dataclasses
+
+    from attnbounds.theory.mathematics.hypotheses import (F_POSITIVE, LOGITS_BOUNDED, LOGITS_QK, SOFTMAX,
+                                                          domain_hypothesis)
+    from attnbounds.theory.mathematics.normalisers import RatioNormaliser
+    from attnbounds.theory.mathematics.quantities import QUANTITIES
+
+    if statement.kind != "deterministic" or "a" in statement.symbols() or not statement.bindings:
+        return None
+    if not all(QUANTITIES[q].needs <= {"selection"} and not QUANTITIES[q].normaliser and not QUANTITIES[q].F_extremes
+               and not QUANTITIES[q].reads_logit_bound for q in statement.bindings.values()):
+        return None
+    fixing = [h for h in statement.hypotheses if h == SOFTMAX or h.names is not None]
+    if not fixing or not all(h == SOFTMAX or (h.names is not None and isinstance(h.names.proto, RatioNormaliser)
+                                              and h.names.proto.positive) for h in fixing):
+        return None
+    dropped = (SOFTMAX, LOGITS_BOUNDED, LOGITS_QK, domain_hypothesis("a"), F_POSITIVE)
+    hyps = tuple(h for h in statement.hypotheses if h not in dropped and not any(h is f for f in fixing)) + (F_POSITIVE,)
+    defaults = {k: v for k, v in statement.defaults.items() if k != "a"}
+    return dataclasses.replace(statement, hypotheses=hyps, defaults=defaults,
+                               fixed={k: v for k, v in statement.fixed.items() if k != "a"})
 
 
 #: the part of its share a strategy other than a conjunct's last may spend (the last, exact one keeps the rest)
@@ -591,9 +637,7 @@ def replay(statement: Statement, certificate: Any) -> tuple[bool, str]:
     :class:`~attnbounds.theory.mathematics.errors.InvalidArgument` naming the field."""
     problems = _check_shape(certificate)
     tried = []
-    for st in (statement, _without_restrictions(statement)):
-        if st is None:
-            continue
+    for st, stronger in ((statement, ""), *_stronger(statement)):
         try:
             rel = relax(st)
         except Declined as exc:
@@ -604,8 +648,7 @@ def replay(statement: Statement, certificate: Any) -> tuple[bool, str]:
             continue
         ok, why = _replay_relaxation(rel, certificate, problems)
         if ok:
-            return True, why + ("" if st is statement else " (of the stronger statement without logits-bounded, which "
-                                                           "the relation does not read)")
+            return True, why + (f" (of the stronger statement {stronger})" if stronger else "")
         tried.append(why)
     return False, " / ".join(tried)
 
