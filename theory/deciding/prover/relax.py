@@ -689,14 +689,8 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
               ranges: dict[sp.Symbol, tuple[float, float]], depth: int = 0
               ) -> list[tuple[dict[sp.Symbol, tuple[float, float]], Problem]]:
         """The problem, or its parts on either side of a kink of the margin (:func:`_kink`), each part split again
-        (at most :data:`MAX_KINK_DEPTH` times), each with the ranges it narrows; none for a range of L that holds no
-        length for the pattern's distinguished tokens (no instance of the pattern)."""
-        try:
-            problem = build(pattern, piece, None, ranges)
-        except NoLength:
-            if piece is None:
-                raise
-            return []
+        (at most :data:`MAX_KINK_DEPTH` times), each with the ranges it narrows."""
+        problem = build(pattern, piece, None, ranges)
         cut = _kink(problem) if depth < MAX_KINK_DEPTH else None
         if cut is None:
             return [(ranges, problem)]
@@ -706,7 +700,8 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
                 *split(pattern, piece, {**ranges, x: (v, co.hi)}, depth + 1)]
 
     def pieces(pattern: dict[str, int]) -> list[tuple[float, float] | None]:
-        """The pattern's ranges of L (:func:`_length_pieces`)."""
+        """The pattern's ranges of L (:func:`_length_pieces`), each from the pattern's least length on: one token per
+        class of the pattern (a piece holding no length for them would decline the relaxation, never be skipped)."""
         return _length_pieces(space, len(set(pattern.values())))
 
     per: list[list[Group]] = []
@@ -717,13 +712,8 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
         for pattern in _partitions(rest):
             choices = [dict(zip(favourable, combo)) for combo in _substitutes(favourable, pattern, discovery)]
             for piece in pieces(pattern):
-                try:
-                    alternatives = [q for aliases in choices
-                                    for q in with_twins(pattern, piece, {}, build(pattern, piece, aliases), aliases)]
-                except NoLength:
-                    if piece is None:
-                        raise
-                    continue
+                alternatives = [q for aliases in choices
+                                for q in with_twins(pattern, piece, {}, build(pattern, piece, aliases), aliases)]
                 groups.append(Group(c, _pattern_text(pattern) + " (maxima read at a distinguished token)"
                                     + _piece_text(piece), alternatives))
         if all(g.alternatives for g in groups):
@@ -998,7 +988,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     L_lo, L_hi = lengths or space.boxes.get("L", (1.0, INF))
     L_lo = max(L_lo, float(space.min_length), float(k), 1.0)
     if L_lo > L_hi:
-        raise NoLength(f"no length L >= {L_lo:g} in the range of L")
+        raise Declined(f"no length L >= {L_lo:g} in the range of L")
     if L_lo == L_hi:  # one length: t = 1/L exactly, no coordinate (no float holds 1/3)
         margin = margin.xreplace({t_sym: 1 / _exact(L_lo)})
         constraints = [con.xreplace({t_sym: 1 / _exact(L_lo)}) for con in constraints]
@@ -1255,10 +1245,6 @@ def poles(core: sp.Expr, coords: list[Coordinate]) -> list[sp.Expr]:
     ``t = 0`` never sees. A divisor of one sign may touch 0 (the relaxation's totals vanish at corners of the box, or
     at ``t = 0``): the core then tends to one infinity on both sides, which no monotone function does."""
     return [base for base in _divisors(core) if not _one_sign(base, coords)]
-
-
-class NoLength(Declined):
-    """A problem's range of L holds no length for its distinguished tokens."""
 
 
 #: the most problems :func:`eliminated` derives from one
