@@ -542,15 +542,15 @@ def test_a_parameter_the_core_does_not_read_is_realised_inside_its_range() -> No
     assert certify(st, result.counterexample).status == "violated"
 
 
-@pytest.mark.parametrize("normaliser", ["sparsemax", "entmax15"])
+@pytest.mark.parametrize("normaliser", ["sparsemax", "entmax15", "relu"])
 @pytest.mark.parametrize("relation, true", [
     ("alpha_max >= 1/L", True), ("alpha_max > 1/L", False),   # equal logits: every weight 1/L
     ("alpha_min >= 0", True), ("alpha_min > 0", False),       # a weight exactly 0 (a logit far below the others)
     ("alpha_max <= 1", True), ("L*alpha_min <= 1", True), ("L*alpha_min < 1", False),
 ])
 def test_a_map_reaching_the_whole_simplex_relaxes_as_the_simplex(normaliser: str, relation: str, true: bool) -> None:
-    """Sparsemax and entmax-1.5 reach every point of the closed simplex over unbounded logits (sparsemax(p) = p,
-    entmax15(2 sqrt(p)) = p), weights 0 included: a bound on the weights alone is one over the simplex, which the
+    """Sparsemax, entmax-1.5 and the normalised relu reach every point of the closed simplex over unbounded logits
+    (sparsemax(p) = p, entmax15(2 sqrt(p)) = p, relu(p) / sum relu(p) = p), weights 0 included: a bound on the weights alone is one over the simplex, which the
     every-F model relaxes (its closure holds the zeros). The true bounds are proved and replay; the false ones, each
     false at a point of the simplex (a tie, a zero weight), are never proved."""
     st = api.statement(relation, normaliser=normaliser, id=f"simplex.{normaliser}").statements[0]

@@ -23,6 +23,8 @@ class ReluNormalised(SimplexMap):
     lacks = {"relaxed": "F = relu is not positive (log F = -inf for l <= 0): the relaxation prover reads a finite "
                         "log F"}
     needs_positive_logit = True
+    #: every point p of the simplex is relu(p) / sum relu(p) (some p_i > 0): l = T p
+    reaches_simplex = True
 
     @staticmethod
     def F(l: np.ndarray) -> np.ndarray:
