@@ -92,6 +92,11 @@ def test_poles_names_the_divisors_of_uncertain_sign_and_passes_those_of_certain_
     cubic = (1 / t_sym - sp.Rational(7, 2)) ** 3 + 1  # 0 at L = 5/2: an odd power of a base of no sign, plus 1
     assert poles(1 / cubic, BOX) == [cubic]
     assert poles(1 / ((1 / t_sym - sp.Rational(7, 2)) ** 2 + 1), BOX) == []  # an even power plus 1 > 0
+    # an odd power of a base <= 0 (known only from its structure: b (1 - t) + t - 1 = -(1 - b)(1 - t), whose cube's
+    # enclosure straddles 0) is <= 0: plus 1/2 it changes sign (a pole), minus 1/2 it does not
+    negative = B * (1 - t_sym) + t_sym - 1
+    assert poles(1 / (negative**3 + sp.Rational(1, 2)), BOX) == [negative**3 + sp.Rational(1, 2)]
+    assert poles(1 / (negative**3 - sp.Rational(1, 2)), BOX) == []
     two = poles(1 / ((1 / t_sym - 3) * (1 / t_sym - 7)), BOX)  # a product: each factor a power of its own
     assert set(two) == {1 / t_sym - 3, 1 / t_sym - 7}
 

@@ -449,3 +449,18 @@ def test_the_prover_claims_proved_only_for_trees_that_replay(monkeypatch: pytest
     monkeypatch.setattr(prover, "replay_tree", lambda problem, tokens, programs=None: (False, "refused", 0))
     result = prover.prove(statement, work=10**8)
     assert result.status != "proved" and "did not replay (refused)" in result.reason, result.reason
+
+
+def test_a_closure_naming_a_form_one_past_the_faces_last_is_refused_not_raised() -> None:
+    """A natural closure names the form of its face it used (``Cnatural:<k>``): every k from 0 up is either one of the
+    root face's forms (the untampered tree replays with its own) or refused with a message naming it, never an
+    IndexError from the form list (k equal to the number of forms is the first one past the end)."""
+    st_ = api.statement("alpha_max <= 1", hypotheses=["softmax"], id="forms").statements[0]
+    report = prover._prove(st_, work=prover.work_for(0.5)).reports[0]
+    tokens = bnb.decode(report.outcome.tree.encode(), 10**8)
+    assert tokens == ["Cnatural:0"], tokens
+    forms = len(bnb.Programs.build(report.problem).face(()).forms)
+    for k in range(forms + 2):
+        ok, what, _ = bnb.replay(report.problem, [f"Cnatural:{k}"])
+        if k >= forms:
+            assert not ok and f"form {k}, which its face does not have" in what, (k, what)

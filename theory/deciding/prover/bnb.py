@@ -597,7 +597,7 @@ def _limit_axis(problem: Problem) -> int | None:
 
 
 def _grows(face: Face, lo: np.ndarray, hi: np.ndarray, d: int, slope: tuple[float, float], work: list[int],
-           side: int = -1) -> bool:
+           side: int) -> bool:
     """Whether the core strictly grows along coordinate ``d`` on the box away from its end ``side`` (-1: grows with
     ``d``, +1: falls with it), from the rigorous enclosure ``slope`` of its partial derivative: that end is positive
     (negative), or rounds to 0 while the rigorous value itself has the sign (a slope below the doubles' range) in
