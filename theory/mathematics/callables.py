@@ -467,7 +467,7 @@ def _relax_rule(name: str, proto: Normaliser) -> Any:
     """The relaxation reads a ratio normaliser's log F with its parameters (T free); a built-in map whose weights
     reach every point of the closed simplex (:attr:`Normaliser.reaches_simplex`) relaxes as the simplex itself, where
     nothing else bounds them; a Python callable, or another map not of the form F / sum F, has none."""
-    if getattr(proto, "reaches_simplex", False):
+    if proto.reaches_simplex:
         return lambda space: space.whole_simplex(f"the weights of {name} reach every point of the closed simplex")
     if not isinstance(proto, RatioNormaliser):
         return None

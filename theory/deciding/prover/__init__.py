@@ -33,7 +33,7 @@ from attnbounds.theory.mathematics.instance import MAX_LENGTH, Instance
 from attnbounds.theory.deciding.prover.bnb import (Node, Outcome, Programs, branch_and_bound, check_faces, decode,
                                                    entry_bytes, replay as replay_tree)
 from attnbounds.theory.deciding.prover.program import compile_program, run_float, run_rigorous
-from attnbounds.theory.deciding.prover.problem import Problem, t_sym
+from attnbounds.theory.deciding.prover.problem import Coordinate, Problem, t_sym
 from attnbounds.theory.deciding.prover.relax import Relaxation, relax
 from attnbounds.theory.deciding.prover.space import Declined
 from attnbounds.theory.mathematics.statement import Statement
@@ -138,8 +138,6 @@ def prove(statement: Statement, *, work: int) -> ProverResult:
             first.reason += f" (for the stronger statement {why})"
             first.work = spent
             return first
-    if not stronger:
-        return _prove(statement, work)
     second = _prove(statement, max(work - spent, 0))
     second.work += spent
     return second
@@ -165,8 +163,6 @@ def _stronger(statement: Statement) -> list[tuple[Statement, str]]:
 def _without_restrictions(statement: Statement) -> Statement | None:
     """The statement without hypotheses that only restrict its instances, when it has some: ``logits-bounded`` when
     neither the relation nor its quantities read ``a`` (every instance of it is an instance without it)."""
-    import dataclasses
-
     from attnbounds.theory.mathematics.hypotheses import LOGITS_BOUNDED, domain_hypothesis
     from attnbounds.theory.mathematics.quantities import QUANTITIES
 
@@ -174,9 +170,18 @@ def _without_restrictions(statement: Statement) -> Statement | None:
         return None
     if any(QUANTITIES[q].reads_logit_bound for q in statement.bindings.values()):
         return None
-    hyps = tuple(h for h in statement.hypotheses if h not in (LOGITS_BOUNDED, domain_hypothesis("a")))
-    defaults = {k: v for k, v in statement.defaults.items() if k != "a"}
-    return dataclasses.replace(statement, hypotheses=hyps, defaults=defaults, fixed={k: v for k, v in statement.fixed.items() if k != "a"})
+    return _without_a(statement, tuple(h for h in statement.hypotheses
+                                       if h not in (LOGITS_BOUNDED, domain_hypothesis("a"))))
+
+
+def _without_a(statement: Statement, hypotheses: tuple[Any, ...]) -> Statement:
+    """``statement`` with these hypotheses, and without the logit bound ``a``'s default and fixed value (no hypothesis
+    left reads it: a stronger statement's instances need none)."""
+    import dataclasses
+
+    return dataclasses.replace(statement, hypotheses=hypotheses,
+                               defaults={k: v for k, v in statement.defaults.items() if k != "a"},
+                               fixed={k: v for k, v in statement.fixed.items() if k != "a"})
 
 
 def _over_the_simplex(statement: Statement) -> Statement | None:
@@ -186,8 +191,6 @@ def _over_the_simplex(statement: Statement) -> Statement | None:
     of it is then an instance of the stronger one (its weights a point of the open simplex, which the log-F-values
     model ranges over). ``alpha_max*alpha_min <= 1/(4(L - 1))`` or ``abar_N >= N/L`` under softmax, whose own
     relaxation reads logits it does not need."""
-    import dataclasses
-
     from attnbounds.theory.mathematics.hypotheses import (F_POSITIVE, LOGITS_BOUNDED, LOGITS_QK, SOFTMAX,
                                                           domain_hypothesis)
     from attnbounds.theory.mathematics.normalisers import RatioNormaliser
@@ -202,11 +205,9 @@ def _over_the_simplex(statement: Statement) -> Statement | None:
     if not fixing or not all(h == SOFTMAX or (h.names is not None and isinstance(h.names.proto, RatioNormaliser)
                                               and h.names.proto.positive) for h in fixing):
         return None
-    dropped = (SOFTMAX, LOGITS_BOUNDED, LOGITS_QK, domain_hypothesis("a"), F_POSITIVE)
-    hyps = tuple(h for h in statement.hypotheses if h not in dropped and not any(h is f for f in fixing)) + (F_POSITIVE,)
-    defaults = {k: v for k, v in statement.defaults.items() if k != "a"}
-    return dataclasses.replace(statement, hypotheses=hyps, defaults=defaults,
-                               fixed={k: v for k, v in statement.fixed.items() if k != "a"})
+    dropped = (SOFTMAX, LOGITS_BOUNDED, LOGITS_QK, domain_hypothesis("a"), F_POSITIVE)  # and every normaliser(...)
+    return _without_a(statement, tuple(h for h in statement.hypotheses if h not in dropped and h.names is None)
+                      + (F_POSITIVE,))
 
 
 #: the part of its share a strategy other than a conjunct's last may spend (the last, exact one keeps the rest)
@@ -343,13 +344,21 @@ def _candidates(problem: Problem, node: Node) -> list[np.ndarray]:
     for nudge in NUDGES:
         p = out[0].copy()
         for d, c in enumerate(problem.coordinates):
-            width = c.hi - c.lo if math.isfinite(c.hi - c.lo) else 1.0
             if p[d] <= c.lo:
-                p[d] = c.lo + nudge * width if c.kind != "length" else max(c.lo, nudge)
+                p[d] = _inside(c, -1, nudge)
             elif p[d] >= c.hi:
-                p[d] = c.hi - nudge * width
+                p[d] = _inside(c, 1, nudge)
         out.append(p)
     return out
+
+
+def _inside(c: Coordinate, side: int, nudge: float) -> float:
+    """The end ``side`` (-1: lower, +1: upper) of coordinate ``c`` moved into its range by ``nudge`` times its width (1
+    when unbounded); ``t``'s lower end to ``nudge`` itself (a length of ``1/nudge``)."""
+    width = c.hi - c.lo if math.isfinite(c.hi - c.lo) else 1.0
+    if side < 0:
+        return c.lo + nudge * width if c.kind != "length" else max(c.lo, nudge)
+    return c.hi - nudge * width
 
 
 #: lengths tried, shortest first, when a negative point lies on the face t = 0 (L -> oo)
@@ -423,9 +432,7 @@ def _beside_pole(problem: Problem, rel: Relaxation) -> Instance | None:
         for corner in itertools.product((-1, 1), repeat=len(others)):
             p = centre.copy()
             for d, side in zip(others, corner):
-                k = problem.coordinates[d]
-                width = k.hi - k.lo if math.isfinite(k.hi - k.lo) else 1.0
-                p[d] = (k.lo + nudge * width) if side < 0 else (k.hi - nudge * width)
+                p[d] = _inside(problem.coordinates[d], side, nudge)
             if np.all(np.isfinite(p)):
                 shapes.append(p)
     program = compile_program([problem.core], problem.symbols)

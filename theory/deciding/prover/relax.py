@@ -730,16 +730,19 @@ def _length_pieces(space: Space, k: int) -> list[tuple[float, float] | None]:
     length of its own, where ``t`` is exact and no coordinate, and the lengths between. A box of ``t`` rounded
     outward (:func:`~attnbounds.theory.deciding.prover.problem.length_range`) holds lengths beyond such an end, where
     a bound tight at the end fails: one length apart, the end is decided exactly."""
+    def no_float(n: int) -> bool:  # 1/n is no float
+        return Fraction(float(1 / Fraction(n))) != 1 / Fraction(n)
+
     L_lo, L_hi = space.boxes.get("L", (1.0, INF))
     lo = math.ceil(max(L_lo, float(space.min_length), float(k), 1.0))
     hi = math.floor(L_hi) if math.isfinite(L_hi) else None
-    if hi is not None and (hi < lo or hi == lo):
+    if hi is not None and hi <= lo:
         return [None]
     out: list[tuple[float, float] | None] = []
-    if Fraction(float(1 / Fraction(lo))) != 1 / Fraction(lo):
+    if no_float(lo):
         out.append((float(lo), float(lo)))
         lo += 1
-    if hi is not None and hi >= lo and Fraction(float(1 / Fraction(hi))) != 1 / Fraction(hi):
+    if hi is not None and hi >= lo and no_float(hi):
         out.append((float(hi), float(hi)))
         hi -= 1
     if not out:
@@ -990,8 +993,9 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     if L_lo > L_hi:
         raise Declined(f"no length L >= {L_lo:g} in the range of L")
     if L_lo == L_hi:  # one length: t = 1/L exactly, no coordinate (no float holds 1/3)
-        margin = margin.xreplace({t_sym: 1 / _exact(L_lo)})
-        constraints = [con.xreplace({t_sym: 1 / _exact(L_lo)}) for con in constraints]
+        exact_t = {t_sym: 1 / _exact(L_lo)}
+        margin = margin.xreplace(exact_t)
+        constraints = [con.xreplace(exact_t) for con in constraints]
     core, stripped = strip_positive(margin)
     constraints = [strip_positive(con)[0] for con in constraints]
     t_lo, t_hi = length_range(L_lo, L_hi)
@@ -1260,24 +1264,23 @@ def eliminated(problem: Problem) -> list[Problem]:
     for every L, which no constant multiplier closes; eliminating alpha_min's share leaves
     ``t (1 - 2 b)^2 / (4 (1 - t))``. Not exact (``r`` bounds the margin from below): a negative box is no
     counterexample. At most :data:`MAX_ELIMINATED`, after the problem itself."""
-    from attnbounds.theory.deciding.prover.bnb import _size
-
     core = problem.core
-    if problem.poles or not problem.constraints or _size(core) > MAX_SIGNED:
+    if problem.poles or not problem.constraints or not _size_ok(core):
         return []
     coords = problem.coordinates
+    known = {co.symbol for co in coords}
     out: list[Problem] = []
     for k, con in enumerate(problem.constraints):
         if any(sp.expand(con + other) == 0 for other in problem.constraints[k + 1:]):  # c_k = 0: x substituted
             for c in coords:
                 x = c.symbol
                 b = differentiate(con, x) if x in con.free_symbols and x in core.free_symbols else sp.Integer(0)
-                if b == 0 or b.has(x) or not b.free_symbols <= {co.symbol for co in coords} or not (
+                if b == 0 or b.has(x) or not b.free_symbols <= known or not (
                         lower_end(b, coords) > 0 or lower_end(-b, coords) > 0):
                     continue
                 value = sp.cancel(x - con / b)
                 rest = sp.factor(sp.cancel(core.xreplace({x: value})))
-                if rest.has(x) or _size(rest) > MAX_SIGNED or poles(rest, coords):
+                if rest.has(x) or not _size_ok(rest) or poles(rest, coords):
                     continue
                 kept = [e for e in (sp.cancel(other.xreplace({x: value})) for other in problem.constraints) if e != 0]
                 out.append(dataclasses.replace(
@@ -1287,17 +1290,17 @@ def eliminated(problem: Problem) -> list[Problem]:
             continue
         for c in coords:
             x = c.symbol
-            if x not in core.free_symbols or x not in con.free_symbols or _size(con) > MAX_SIGNED:
+            if x not in core.free_symbols or x not in con.free_symbols or not _size_ok(con):
                 continue
             a, b = differentiate(core, x), differentiate(con, x)
             if a.has(x) or b.has(x) or b == 0:
                 continue
             lam = sp.cancel(a / b)
-            if lam.has(x) or not lam.free_symbols <= {co.symbol for co in coords} \
+            if lam.has(x) or not lam.free_symbols <= known \
                     or not lower_end(lam, coords) >= 0 or not math.isfinite(lower_end(-lam, coords)):
                 continue
             rest = sp.cancel(core - lam * con)
-            if rest.has(x) or _size(rest) > MAX_SIGNED:
+            if rest.has(x) or not _size_ok(rest):
                 continue
             rest = sp.factor(rest)
             if poles(rest, coords) or not _same_function(rest + lam * con, core, coords):
