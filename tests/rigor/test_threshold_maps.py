@@ -20,7 +20,7 @@ from attnbounds.theory.deciding.certify import certify
 from attnbounds.theory.mathematics import balls
 from attnbounds.theory.mathematics.exact import ExactOps
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import PrecisionLoss, Unsupported, backend
+from attnbounds.theory.mathematics.intervals import PrecisionLoss, Unsupported, backend, decimal_value
 from attnbounds.theory.mathematics.normalisers import Entmax15, Sparsemax
 
 
@@ -43,14 +43,15 @@ def _exact_support(y: list, m: list[int], tau_of, p) -> list:
 
 
 def sparsemax_exact(logits: list[float], counts: list[int], T: float) -> list[Fraction]:
-    y = [Fraction(v) / Fraction(T) for v in logits]
+    y = [Fraction(v) / decimal_value(T) for v in logits]
     return _exact_support(y, counts, lambda ys, ms: (sum(a * b for a, b in zip(ms, ys)) - 1) / sum(ms),
                           lambda u: u)
 
 
 def entmax_exact(logits: list[float], counts: list[int], T: float) -> list[mpmath.mpf]:
     with mpmath.workdps(80):
-        y = [mpmath.mpf(v) / (2 * mpmath.mpf(T)) for v in logits]
+        T_ = decimal_value(T)  # the value a parameter stands for (0.3 is 3/10)
+        y = [mpmath.mpf(v) * T_.denominator / (2 * T_.numerator) for v in logits]
 
         def tau_of(ys, ms):
             K = sum(ms)
@@ -75,13 +76,13 @@ rows = hs.integers(1, 6).flatmap(lambda K: hs.tuples(hs.lists(dyadic, min_size=K
 def _tied(logits: list[float], counts: list[int], T: float) -> bool:
     """Whether a present column lies exactly at sparsemax's threshold (weight 0, and no ball decides the side)."""
     w = sparsemax_exact(logits, counts, T)
-    y = [Fraction(v) / Fraction(T) for v in logits]
+    y = [Fraction(v) / decimal_value(T) for v in logits]
     tau = max(yi - wi for yi, wi, c in zip(y, w, counts) if c > 0 and wi > 0)
     return any(c > 0 and yi == tau for yi, c in zip(y, counts))
 
 
 @settings(max_examples=150, deadline=None)
-@given(rows, hs.sampled_from([0.25, 0.5, 1.0, 2.0]))
+@given(rows, hs.sampled_from([0.25, 0.5, 1.0, 2.0, 0.3]))
 def test_sparsemax_ball_encloses_the_exact_rational_weights_and_the_exact_tier_is_them(row, T) -> None:
     logits, counts = row
     if sum(counts) == 0:

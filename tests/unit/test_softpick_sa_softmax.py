@@ -240,10 +240,10 @@ def test_ball_forms_enclose_the_formula(name: str, T: float) -> None:
     ops = backend("arb")
     for row in ROWS + [[2.0]]:
         n = nm.make(name, T=T)
-        x = [MP.mpf(v) / MP.mpf(T) for v in row]
+        x = [MP.mpf(v) / MP.mpf(repr(T)) for v in row]  # T is the decimal it prints as (0.3 is 3/10)
         if name == "softpick":
             u = [MP.expm1(v) for v in x]
-            den = MP.fsum(abs(v) for v in u) + MP.mpf(n.params["epsilon"])
+            den = MP.fsum(abs(v) for v in u) + MP.mpf(repr(float(n.params["epsilon"])))
             exact = [max(v, 0) / den for v in u]
         else:
             lo, hi = min(min(x), 0), max(max(x), 0)

@@ -157,7 +157,7 @@ def margins(statement: Statement, growth: Growth, ops: SymbolicOps) -> list[Marg
         if isinstance(value, str) and name not in growth.base.params:
             ex.params[name] = ball_value(value, ex)
     for name, value in inst.params.items():
-        ex.params.setdefault(name, ops.num(float(value[0])))
+        ex.params.setdefault(name, ops.decimal(float(value[0])))
     from attnbounds.theory.deciding.certify import ball_environment
 
     env, selected = ball_environment(statement, ex)

@@ -174,7 +174,7 @@ def ball_instance(inst: Instance, ops: Ops) -> BallInstance:
         logits, source = ops.array(inst.logits[0]), "given"
         if q is not None and k is not None and np.array_equal(np.einsum("d,ld->l", cast(np.ndarray, inst.q)[0], cast(np.ndarray, inst.k)[0]), inst.logits[0]):
             logits, source = (k * q[None, :]).sum(axis=-1), "q.k"
-    params = {name: ops.num(float(v[0])) for name, v in inst.params.items()}
+    params = {name: ops.decimal(float(v[0])) for name, v in inst.params.items()}
     arrays = {name: ops.array(v[0]) for name, v in inst.arrays.items()}
     mask = None if inst.N is None else inst.mask[0]
     ex = BallInstance(ops, inst, inst.L, inst.N, counts, np.empty(0, dtype=object), logits, x, q, k, mask, params,

@@ -41,6 +41,10 @@ MAX_ZERO_TEST = 600
 MAX_ZERO_TEST_EXP = 10_000
 
 
+#: the largest numerator or denominator of ``r`` in an ``exp(r log n)`` the exact tier builds (:meth:`ExactOps.exp`)
+EXP_REWRITE_LIMIT = 2**16
+
+
 def sign_of(value: sp.Expr) -> tuple[int | None, str]:
     """The sign (-1, 0, 1) of a closed sympy number, and how it was decided (module docstring); ``None`` when it
     stays unknown."""
@@ -236,6 +240,15 @@ class ExactOps(Ops):
 
     # -- functions ----------------------------------------------------------------------------------------------
     def exp(self, b: Any) -> Ball:
+        """``exp(b)``; refused (:class:`Unsupported`: the exact tier decides nothing) where ``b`` is a rational ``r``
+        times a logarithm and ``r``'s numerator or denominator exceeds :data:`EXP_REWRITE_LIMIT`: sympy rewrites
+        ``exp(r log n)`` as ``n**r`` and computes the whole and root parts of ``n**(p/q)`` as integers, ``n**p`` in
+        effect, which never ends for a ``p`` and ``q`` of hundreds of bits (a scalable softmax's ``s log(L) l / T`` at
+        a tiny T), and does so again wherever such exps meet in a product."""
+        coeff, rest = sp.sympify(b).as_coeff_Mul()
+        if coeff.is_Rational and max(abs(int(coeff.p)), int(coeff.q)) > EXP_REWRITE_LIMIT and rest.has(sp.log):
+            raise Unsupported(f"exp of a rational of {max(abs(int(coeff.p)), int(coeff.q)).bit_length()} bits times a "
+                              "logarithm: sympy's rewriting of it as a power does not end")
         return sp.exp(b)
 
     def log(self, b: Any) -> Ball:

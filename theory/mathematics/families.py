@@ -24,6 +24,7 @@ import numpy as np
 from attnbounds.theory.mathematics.errors import AttnBoundsError, InvalidArgument
 from attnbounds.theory.mathematics.hypotheses import smallest_length
 from attnbounds.theory.mathematics.instance import MAX_LENGTH, Instance, top_n_mask
+from attnbounds.theory.mathematics.intervals import decimal_value, outward
 from attnbounds.theory.mathematics.normalisers import CONSTRUCTORS, Normaliser, RatioNormaliser, constructor_parameters, make
 from attnbounds.theory.mathematics.quantities import COSTS, QUANTITIES, Cost, sphere_embeddings
 from attnbounds.theory.mathematics.statement import Statement
@@ -282,7 +283,8 @@ def build(statement: Statement, spec: Spec) -> Instance:
     fixed = dict(statement.fixed)
     spec = spec.with_(**{f: fixed[f] for f in ("T", "M", "p", "eps") if f in fixed},
                       **({"H": int(fixed["H"])} if "H" in fixed else {}),
-                      **({"logit_scale": fixed["a"]} if "a" in fixed and fixed["a"] > 0 else {}))
+                      **({"logit_scale": outward(decimal_value(fixed["a"]), -1)} if "a" in fixed and fixed["a"] > 0
+                         else {}))  # (the bound's decimal: float(0.1) exceeds 1/10, the double below it does not)
     own = {k: v for k, v in spec.normaliser_params}
     own.update({k: fixed[k] for k in fixed if k in constructor_parameters(spec.normaliser)})
     normaliser = make(spec.normaliser, T=spec.T, **own)

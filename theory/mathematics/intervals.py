@@ -10,6 +10,7 @@ on them is elementwise (numpy calls the balls' own operators), functions go thro
 from __future__ import annotations
 
 import contextlib
+import decimal
 import functools
 import math
 from fractions import Fraction
@@ -49,6 +50,38 @@ class Ball(Protocol):
     def __ge__(self, other: Any) -> bool: ...
 
 
+#: the most significant digits of a decimal that a double stands for (below, every decimal is a different double)
+DECIMAL_DIGITS = 15
+
+
+def decimal_value(value: float | int) -> Fraction:
+    """The number a parameter's value stands for: the decimal its double prints as (``repr``, the shortest decimal
+    that rounds to it) where that has at most :data:`DECIMAL_DIGITS` significant digits, a value someone typed, so
+    ``T = 0.1`` is ``1/10``, as a decimal literal in a relation is; else the double itself (a computed value,
+    ``sqrt(1000)``, a search's draw). Both lie in the double's rounding interval, so the reading is monotone in the
+    double, and a literal of at most 15 digits is read as itself: a float comparison with a fixed value or a range's
+    end decides the comparison of the numbers they stand for."""
+    if isinstance(value, (int, np.integer)):
+        return Fraction(int(value))
+    f = float(value)
+    if not math.isfinite(f):
+        raise InvalidArgument(f"a parameter's value must be a finite number, got {value!r}")
+    text = repr(f)
+    if len(decimal.Decimal(text).normalize().as_tuple().digits) <= DECIMAL_DIGITS:
+        return Fraction(text)
+    return Fraction(f)
+
+
+def outward(x: Fraction, side: int) -> float:
+    """The float nearest the exact ``x`` on its ``side`` (-1: at most ``x``, +1: at least ``x``): a root box's end
+    computed from exact ends (``t = 1/L``, ``beta = a / T``, a range's decimal end) must contain them, and the nearest
+    float may not (``float(1/50) > 1/50`` would leave L = 50 out of a box meant to end there)."""
+    f = float(x)
+    if (side < 0 and Fraction(f) > x) or (side > 0 and Fraction(f) < x):
+        f = math.nextafter(f, -math.inf if side < 0 else math.inf)
+    return f
+
+
 #: a ball form's value (:mod:`attnbounds.theory.mathematics.quantities`): one ball, or an object array of balls, one per
 #: column
 BallValue = Union[Ball, np.ndarray]
@@ -78,6 +111,16 @@ class Ops:
 
     def rational(self, p: int, q: int) -> Ball:
         raise NotImplementedError
+
+    def decimal(self, value: float | int) -> Ball:
+        """The ball of a parameter's value read as the decimal it prints as (:func:`decimal_value`): the exact ball
+        of the double where the two agree (``0.5``), a ball around ``1/10`` for ``0.1``."""
+        if isinstance(value, (int, np.integer)):
+            return self.num(int(value))
+        exact = decimal_value(value)
+        if exact == Fraction(float(value)):
+            return self.num(value)
+        return self.rational(exact.numerator, exact.denominator)
 
     def dyadic(self, man: int, exp: int) -> Ball:
         """``man * 2**exp`` exactly."""

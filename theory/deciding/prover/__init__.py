@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -34,6 +35,7 @@ from attnbounds.theory.deciding.prover.bnb import (Node, Outcome, Programs, bran
                                                    entry_bytes, replay as replay_tree)
 from attnbounds.theory.deciding.prover.program import compile_program, run_float, run_rigorous
 from attnbounds.theory.deciding.prover.problem import Coordinate, Problem, t_sym
+from attnbounds.theory.mathematics.intervals import outward
 from attnbounds.theory.deciding.prover.relax import Relaxation, relax
 from attnbounds.theory.deciding.prover.space import Declined
 from attnbounds.theory.mathematics.statement import Statement
@@ -495,7 +497,10 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
     values = dict(values)
     for expr in problem.parameters.values():  # a parameter the core does not read (T scaled out, say): any value in
         for sym in sp.sympify(expr).free_symbols:  # its range (1 where it may be)
-            lo, hi = space.boxes.get(str(sym), (-math.inf, math.inf))
+            name, g = problem.parameter_of(sym)  # (name / g on a range of decimal ends, rounded inward)
+            lo, hi = space.boxes.get(name, (-math.inf, math.inf))
+            lo, hi = (lo if not math.isfinite(lo) else outward(Fraction(lo) / g, 1),
+                      hi if not math.isfinite(hi) else outward(Fraction(hi) / g, -1))
             values.setdefault(sym, min(max(1.0, lo), hi))
     t = values.get(t_sym)
     L_lo, L_hi = info["L_range"]
@@ -545,6 +550,10 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
         return None
     if not all(math.isfinite(x) for x in logits):
         return None
+    a_fixed = sp.sympify(problem.parameters.get("a", sp.nan))
+    if space.bounded_logits and a_fixed.is_Rational and not info.get("keys"):  # |l| <= a = 1/10: float(1/10) exceeds
+        bound = outward(Fraction(int(a_fixed.p), int(a_fixed.q)), -1)  # it, so the logits at +-a are realised at the
+        logits = [min(max(v, -bound), bound) for v in logits]  # double below
     params = {name: _number(expr, values) for name, expr in problem.parameters.items()
               if name not in st.defaults or not isinstance(st.defaults[name], str)}
     T = params.pop("T", 1.0)

@@ -276,8 +276,9 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
             values[coord.symbol] = 1.0 / L
         elif coord.kind == "parameter":
             name = str(coord.symbol)
+            name, g = problem.parameter_of(coord.symbol)
             values[coord.symbol] = (float(inst.param("a")[0]) / float(inst.param("T")[0]) if name == "beta"
-                                    else float(inst.param(name)[0]))
+                                    else float(inst.param(name)[0]) / float(g))
     assert inst.logits is not None
     logits, alpha = inst.logits[0], inst.alpha[0]
     if info["weights_model"]:
@@ -373,7 +374,8 @@ def relaxed_margins(statement: Any, inst: Instance) -> list[Placement]:
                 if point is None or any(counts[c] == 0 for c in columns):
                     continue
                 for sym in problem.margin.free_symbols - set(point):  # a parameter divided out of the core
-                    point[sym] = float(inst.param(str(sym))[0])
+                    name, g = problem.parameter_of(sym)
+                    point[sym] = float(inst.param(name)[0]) / float(g)
                 subs = {s_: sp.Float(v, DIGITS) for s_, v in point.items()}
                 value = float(sp.re(sp.N(problem.margin.xreplace(subs), DIGITS)))
                 ok = all(_satisfied(con, subs) for con in problem.constraints)

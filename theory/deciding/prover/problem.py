@@ -12,20 +12,11 @@ from typing import Any, Sequence
 import numpy as np
 import sympy as sp
 
+from attnbounds.theory.mathematics.intervals import outward
 from attnbounds.theory.mathematics.opaque import OAbs
 
 #: the relaxed length variable t = 1/L
 t_sym = sp.Symbol("t", nonnegative=True)
-
-
-def outward(x: Fraction, side: int) -> float:
-    """The float nearest the exact ``x`` on its ``side`` (-1: at most ``x``, +1: at least ``x``): a root box's end
-    computed from exact ends (``t = 1/L``, ``beta = a / T``) must contain them, and the nearest float may not
-    (``float(1/50) > 1/50`` would leave L = 50 out of a box meant to end there)."""
-    f = float(x)
-    if (side < 0 and Fraction(f) > x) or (side > 0 and Fraction(f) < x):
-        f = math.nextafter(f, -math.inf if side < 0 else math.inf)
-    return f
 
 
 def length_range(L_lo: float, L_hi: float) -> tuple[float, float]:
@@ -91,6 +82,15 @@ class Problem:
     @property
     def symbols(self) -> list[sp.Symbol]:
         return [c.symbol for c in self.coordinates]
+
+    def parameter_of(self, symbol: sp.Symbol) -> tuple[str, Fraction]:
+        """``(name, g)``: the parameter a coordinate stands for, ``name = g * symbol`` (``g`` 1 but for a range whose
+        ends are decimals no float holds, read on whole ends: ``T = symbol / 10``)."""
+        for name, expr in self.parameters.items():
+            g, rest = sp.sympify(expr).as_coeff_Mul()
+            if rest == symbol and g.is_Rational:
+                return name, Fraction(int(g.p), int(g.q))
+        return str(symbol), Fraction(1)
 
     def open_end(self, d: int, side: int, lo: Sequence[float] | np.ndarray, hi: Sequence[float] | np.ndarray) -> bool:
         """Whether no instance the box ``lo``..``hi`` stands for has coordinate ``d`` at its end (``side`` -1: its

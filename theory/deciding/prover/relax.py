@@ -39,10 +39,10 @@ from typing import Any, Callable, Iterator, Sequence
 import sympy as sp
 
 from attnbounds.theory.mathematics.errors import AttnBoundsError
-from attnbounds.theory.mathematics.intervals import Unsupported
+from attnbounds.theory.mathematics.intervals import Unsupported, decimal_value, outward
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin
 from attnbounds.theory.mathematics.symbolic import differentiate
-from attnbounds.theory.deciding.prover.problem import (Coordinate, Problem, _positive_factor, length_range, outward,
+from attnbounds.theory.deciding.prover.problem import (Coordinate, Problem, _positive_factor, length_range,
                                                       strip_positive, t_sym)
 from attnbounds.theory.deciding.prover.program import compile_program, run_rigorous
 from attnbounds.theory.deciding.prover.space import (INF, NO_LOGIT, NO_SLOPE, Declined, LogFValues, Space, Token,
@@ -501,9 +501,9 @@ def _space(statement: Statement) -> Space:
         if name == "L":
             space.require_length(int(math.ceil(lo)))
             space.boxes["L"] = (float(lo), float(hi))
-        else:
+        else:  # the decimals the ends spell, rounded outward: [0.1, 0.5] holds 1/10, which float(0.1) exceeds
             old = space.boxes.get(name, (-INF, INF))
-            space.boxes[name] = (max(old[0], float(lo)), min(old[1], float(hi)))
+            space.boxes[name] = (max(old[0], outward(decimal_value(lo), -1)), min(old[1], outward(decimal_value(hi), 1)))
     return space
 
 
@@ -519,19 +519,27 @@ def _parameter_coordinates(statement: Statement, space: Space) -> tuple[dict[str
     for name in sorted(names):
         default = statement.defaults.get(name)
         if default is not None and not isinstance(default, str) and name not in space.boxes:
-            out[name] = _exact(float(default))
+            out[name] = _decimal(float(default))
             continue
         lo, hi = space.boxes.get(name, (-INF, INF))
         if lo > hi:
             raise Declined(f"the parameter {name} has an empty box [{lo:g}, {hi:g}]")
-        if lo == hi:
-            out[name] = _exact(lo)
+        if lo == hi:  # a fixed value
+            out[name] = _decimal(lo)
+            continue
+        scale = _range_scale(statement, name, lo, hi)
+        if scale is not None:  # the coordinate name / g on a box of exact ends
+            g, lo, hi = scale
+            sym = _symbol(f"{name}_over_{g.numerator}_{g.denominator}" if g.denominator > 1 else f"{name}_over_{g}",
+                          lo, _positive_domain(statement, name) or name == "T")
+            out[name] = sp.Rational(g) * sym
+            coords.append(Coordinate(sym, lo, hi, "parameter", f"the parameter {name} over {g} (its range's ends exact)"))
             continue
         sym = _symbol(name, lo, _positive_domain(statement, name) or name == "T")
         out[name] = sym
         coords.append(Coordinate(sym, lo, hi, "parameter", f"the parameter {name}"))
     for name, value in space.normaliser_params.items():
-        out.setdefault(name, _exact(value))
+        out.setdefault(name, _decimal(value))
     if space.selection:  # N = 1 + rho (L - 1): every whole N in [1, L] for every L
         nu = sp.Symbol("nu", positive=True)  # > 0 on every instance (N >= 1): a factor of it divides out
         coords.append(Coordinate(nu, 0.0, 1.0, "parameter", "nu = N / L, the share of the selection (N >= 1: nu >= t)"))
@@ -549,6 +557,24 @@ def _parameter_coordinates(statement: Statement, space: Space) -> tuple[dict[str
     return out, coords
 
 
+def _range_scale(statement: Statement, name: str, lo: float, hi: float) -> tuple[Fraction, float, float] | None:
+    """``(g, lo / g, hi / g)`` for a parameter whose box is its range, when an end of that range is a decimal no float
+    holds (``T`` in ``[0.1, 0.5]``): ``g`` the largest rational dividing both ends, so that the coordinate ``name / g``
+    has whole ends, doubles exactly (``[1, 5]``). The box rounded outward would hold values just outside the range,
+    where a bound tight at its end fails; on ``name / g`` the end is a face where it is decided exactly. None where
+    the ends are doubles already (the box is the range) or the box is not the range's."""
+    if name not in statement.ranges:
+        return None
+    e_lo, e_hi = (decimal_value(v) for v in statement.ranges[name])
+    if (Fraction(lo), Fraction(hi)) == (e_lo, e_hi) or (lo, hi) != (outward(e_lo, -1), outward(e_hi, 1)):
+        return None
+    g = Fraction(math.gcd(e_lo.numerator * e_hi.denominator, e_hi.numerator * e_lo.denominator),
+                 e_lo.denominator * e_hi.denominator)
+    if g == 0 or max(abs(e_lo / g), abs(e_hi / g)) >= 2**53:
+        return None
+    return g, float(e_lo / g), float(e_hi / g)
+
+
 def _symbol(name: str, lo: float, positive: bool) -> sp.Symbol:
     """A parameter's coordinate symbol, with the sign sympy may use when it simplifies (> 0, >= 0, real)."""
     if positive and lo >= 0:
@@ -559,7 +585,14 @@ def _symbol(name: str, lo: float, positive: bool) -> sp.Symbol:
 
 
 def _exact(value: float) -> sp.Expr:
+    """A double (a coordinate's end) as the exact rational it is."""
     return sp.Integer(int(value)) if float(value).is_integer() else sp.Rational(value)
+
+
+def _decimal(value: float) -> sp.Expr:
+    """A parameter's value (fixed, a default, a normaliser's) as the decimal it spells, as certification reads it
+    (:func:`~attnbounds.theory.mathematics.intervals.decimal_value`)."""
+    return sp.Rational(decimal_value(value))
 
 
 def _relation_env(statement: Statement, builder: _Builder, conjunct: sp.Rel) -> dict[sp.Basic, sp.Expr]:

@@ -72,7 +72,7 @@ class Entmax15(SimplexMap):
     def ball_weights(self, ex: BallContext, logits: np.ndarray) -> np.ndarray:
         """``[(z - tau)_+]^2`` with ``z = l / (2T)`` on the certified support (:mod:`.threshold`)."""
         ops = ex.ops
-        T = ops.num(first_value(self.T))
+        T = ops.decimal(first_value(self.T))
         return support_weights(self, ex, logits, ops.map(lambda v: v / (2 * T), logits), entmax15_threshold,
                                lambda u: ops.ipow(u, 2))
 

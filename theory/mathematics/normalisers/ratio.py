@@ -222,7 +222,7 @@ def _log_F_symbol(expr: sp.Expr) -> sp.Symbol:
 def _ratio_env(ops: Ops, normaliser: RatioNormaliser, L: Any) -> dict[str, Any]:
     """Parameter values of a ratio normaliser as exact balls (plus ``L``, an integer or a ball)."""
     return {"L": ops.num(L) if isinstance(L, int) else L,
-            **{name: ops.num(first_value(v)) for name, v in normaliser.values.items()}}
+            **{name: ops.decimal(first_value(v)) for name, v in normaliser.values.items()}}
 
 
 @functools.lru_cache(maxsize=64)

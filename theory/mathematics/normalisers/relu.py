@@ -65,7 +65,7 @@ class ReluNormalised(SimplexMap):
     def ball_weights(self, ex: BallContext, logits: np.ndarray) -> np.ndarray:
         """``relu(l_k / T) / sum_j m_j relu(l_j / T)``, refused unless the sum is certainly positive."""
         ops = ex.ops
-        T = ops.num(first_value(self.T))
+        T = ops.decimal(first_value(self.T))
         F = ops.map(lambda v: ops.max2(v / T, ops.zero()), logits)
         S = ex.weighted_total(F)
         if not ops.positive(S):

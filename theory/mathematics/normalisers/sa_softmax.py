@@ -121,7 +121,7 @@ class SelfAdjustingSoftmax(SimplexMap):
         logit's column (exactly 1 on its ties); every weight exactly 0 when ``hi - lo`` is exactly 0, refused when
         its sign is not decided."""
         ops = ex.ops
-        T, zero = ops.num(first_value(self.T)), ops.zero()
+        T, zero = ops.decimal(first_value(self.T)), ops.zero()
         held = logits[ex.present]
         lo = ops.min2(ops.minimum(held), zero)
         hi = ops.max2(ops.maximum(held), zero)

@@ -37,7 +37,7 @@ class SigmoidAttention(SimplexMap):
     def ball_weights(self, ex: BallContext, logits: np.ndarray) -> np.ndarray:
         """``1 / (1 + exp(-l / T))`` per column."""
         ops = ex.ops
-        one, T = ops.num(1), ops.num(first_value(self.T))
+        one, T = ops.num(1), ops.decimal(first_value(self.T))
         return ops.map(lambda v: one / (one + ops.exp(-v / T)), logits)
 
 

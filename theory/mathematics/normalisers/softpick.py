@@ -127,7 +127,7 @@ class Softpick(Normaliser):
         (exact doubles: always, unless the logits were moved); every weight is exactly 0 when the denominator is
         exactly 0 (``eps = 0`` and every logit 0), refused when its sign is not decided."""
         ops = ex.ops
-        T, zero, eps = ops.num(first_value(self.T)), ops.zero(), first_value(self.epsilon)
+        T, zero, eps = ops.decimal(first_value(self.T)), ops.zero(), first_value(self.epsilon)
         held = np.flatnonzero(ex.present)
         top = logits[held[int(np.argmax([ops.upper_float(logits[j]) for j in held]))]]
         positive_top = ops.positive(top)
@@ -156,7 +156,7 @@ class Softpick(Normaliser):
             if all(ops.certainly_zero(size[j]) for j in held):  # every size is >= 0 by construction
                 return np.array([zero] * len(logits), dtype=object)  # 0 / 0 defined as 0 (module docstring)
             raise Unsupported("softpick with eps = 0: whether some e^{x_j} - 1 is non-zero is not decided")
-        return ex.share(num, ex.weighted_total(size) + ops.num(eps) * scale)
+        return ex.share(num, ex.weighted_total(size) + ops.decimal(eps) * scale)
 
 
 SPEC = map_spec(Softpick, "Zuhri, Fuadi & Aji 2025, Softpick: No Attention Sink, No Massive Activations with Rectified "

@@ -66,7 +66,7 @@ class Sparsemax(SimplexMap):
     def ball_weights(self, ex: BallContext, logits: np.ndarray) -> np.ndarray:
         """``max(z - tau, 0)`` with ``z = l / T`` on the certified support (:mod:`.threshold`)."""
         ops = ex.ops
-        T = ops.num(first_value(self.T))
+        T = ops.decimal(first_value(self.T))
         return support_weights(self, ex, logits, ops.map(lambda v: v / T, logits), sparsemax_threshold, lambda u: u)
 
 

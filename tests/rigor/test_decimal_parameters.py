@@ -1,0 +1,160 @@
+"""A parameter's value is the decimal it prints as: ``T = 0.1`` is ``1/10`` in certification and in the prover, as a
+decimal literal in a relation is (issue 33).
+
+Read as the double nearest it (0.1000000000000000055...), ``J_entry < 2.5`` at ``T = 0.1`` holds on every instance
+(the largest entry ``1/(4T)`` stays 1.4e-17 below 2.5), so the prover proved it, while under the reading a theorist
+means (and a 60-digit check uses) it is an equality at two equal logits: false. These tests fix that reading for
+fixed values, range ends, normaliser values and the arithmetic tiers, and hold both halves of a tight statement:
+the strict one never PROVED (refuted with the exact equality), the non-strict one never refuted.
+"""
+
+from __future__ import annotations
+
+import math
+import decimal
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
+
+from attnbounds.theory.deciding import prover
+from attnbounds.theory.deciding.certify import certify
+from attnbounds.theory.mathematics import normalisers as nm
+from attnbounds.theory.mathematics.errors import InvalidArgument
+from attnbounds.theory.mathematics.exact import ExactOps
+from attnbounds.theory.mathematics.instance import Instance
+from attnbounds.theory.mathematics.intervals import backend, decimal_value
+from attnbounds.theory.running import api
+
+TIERS = ["arb", "mpmath"]
+
+
+@given(hs.integers(-10**15 + 1, 10**15 - 1), hs.integers(-30, 30))
+def test_a_short_decimal_is_read_back_exactly(digits: int, exponent: int) -> None:
+    """Every decimal of at most 15 significant digits is the value its double stands for."""
+    exact = Fraction(digits) * Fraction(10) ** exponent
+    assert decimal_value(float(exact)) == exact
+
+
+@given(hs.floats(allow_nan=False, allow_infinity=False), hs.floats(allow_nan=False, allow_infinity=False))
+def test_the_reading_is_monotone_in_the_double(x: float, y: float) -> None:
+    """So a float comparison with a fixed value or a range's end decides the comparison of the decimals."""
+    if x < y:
+        assert decimal_value(x) < decimal_value(y)
+    elif x == y:
+        assert decimal_value(x) == decimal_value(y)
+
+
+@given(hs.floats(allow_nan=False, allow_infinity=False))
+def test_a_computed_double_is_itself(x: float) -> None:
+    """A double whose shortest decimal needs 16 or 17 digits (``sqrt(1000)``, a search's draw) is read as the double:
+    an exact ball, so a structural tie of two parameters holding the same computed value stays decidable."""
+    digits = len(decimal.Decimal(repr(x)).normalize().as_tuple().digits)
+    assert decimal_value(x) == (Fraction(repr(x)) if digits <= 15 else Fraction(x))
+    assert abs(decimal_value(x) - Fraction(x)) <= Fraction(math.ulp(x)) / 2  # in the double's rounding interval
+
+
+def test_integers_are_themselves_and_non_finite_values_are_refused() -> None:
+    assert decimal_value(3) == 3 and decimal_value(np.int64(7)) == 7 and decimal_value(2.5) == Fraction(5, 2)
+    for bad in (math.inf, -math.inf, math.nan):
+        with pytest.raises(InvalidArgument, match="finite"):
+            decimal_value(bad)
+
+
+@pytest.mark.parametrize("tier", TIERS)
+@pytest.mark.parametrize("value", [0.1, 0.3, 2.5, 1e-7, 1.0, -0.7, 123456.789])
+def test_every_tier_holds_the_decimal_and_not_the_double(tier: str, value: float) -> None:
+    ops = backend(tier)
+    exact = decimal_value(value)
+    with ops.precision(128):
+        ball = ops.decimal(value)
+        lo, hi = Fraction(ops.lower_float(ball)), Fraction(ops.upper_float(ball))
+        assert lo <= exact <= hi
+        if exact != Fraction(value):  # a ball around 1/10 that leaves the double 0.1000000000000000055... out
+            assert not lo <= Fraction(value) <= hi or hi - lo > abs(Fraction(value) - exact)
+            assert ops.negative(ball - ops.num(value)) or ops.positive(ball - ops.num(value))
+        else:
+            assert ops.exact(ball) if hasattr(ops, "exact") else hi == lo
+    assert ExactOps().to_fraction(ExactOps().decimal(value)) == exact
+
+
+def _equal_logits(T: float) -> Instance:
+    return Instance.from_logits(np.zeros((1, 2)), nm.softmax(T), T=np.array([T]))
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_certification_reads_T_as_its_decimal(strict: bool) -> None:
+    """Two equal logits at T = 0.1: the largest entry of the Jacobian is 1/(4T) = 5/2 exactly."""
+    user = api.statement(f"J_entry {'<' if strict else '<='} 5/2", id=f"decimal.T.{strict}", hypotheses=["softmax"],
+                         fixed={"T": 0.1})
+    cert = certify(user.statements[0], _equal_logits(0.1))
+    assert cert.status == ("violated" if strict else "holds"), cert
+    assert cert.backend == "exact"
+
+
+def _prove(relation: str, **spec: Any) -> tuple[str, str | None, str]:
+    user = api.statement(relation, id="decimal.prove", **spec)
+    statement = user.statements[0]
+    result = prover.prove(statement, work=prover.work_for(2.0))
+    status = None if result.counterexample is None else certify(statement, result.counterexample).status
+    return result.status, status, result.reason
+
+
+SOFTMAX = {"hypotheses": ["softmax"]}
+BOUNDED = {"hypotheses": ["softmax", "logits-bounded"]}
+#: softmax with |l| <= a = 0.1 at T = 1: alpha_max = 1 / (1 + (L - 1) e^-0.2) exactly, at one logit a, the others -a
+EQUALITIES: dict[str, tuple[str, dict[str, Any]]] = {
+    "T fixed": ("J_entry {} 2.5", dict(fixed={"T": 0.1}, **SOFTMAX)),
+    "T range": ("J_entry {} 2.5", dict(ranges={"T": [0.1, 0.5]}, **SOFTMAX)),
+    "a fixed": ("alpha_max {} 1/(1 + (L - 1)*exp(-0.2))", dict(fixed={"a": 0.1, "T": 1.0}, **BOUNDED)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EQUALITIES))
+def test_the_prover_never_proves_a_strict_bound_false_at_a_decimal_value(name: str) -> None:
+    relation, spec = EQUALITIES[name]
+    status, cert, reason = _prove(relation.format("<"), **spec)
+    assert status != "proved", f"{name}: a strict bound whose margin is exactly 0 at the decimal value was PROVED"
+    if name.startswith("T"):  # at two equal logits (0): an instance doubles hold
+        assert status == "refuted" and cert == "violated", (status, cert)
+    else:  # at logits exactly +-1/10, which no double is: the exact zero is found, and no instance realises it
+        assert status == "open" and "0 under a strict bound" in reason, reason
+
+
+@pytest.mark.parametrize("name", sorted(EQUALITIES))
+def test_the_prover_proves_the_same_bound_non_strict(name: str) -> None:
+    relation, spec = EQUALITIES[name]
+    status, _, _ = _prove(relation.format("<="), **spec)
+    assert status == "proved"
+
+
+def test_verify_refutes_the_strict_bound_at_a_range_end_with_its_exact_equality() -> None:
+    relation, spec = EQUALITIES["T range"]
+    record = api.check(relation.format("<"), budget=3.0, seed=0, **spec)
+    assert record.verdict == "REFUTED", record
+
+
+def test_the_exact_tier_refuses_an_exp_sympy_would_rewrite_without_end() -> None:
+    """A scalable softmax's ``s log(L) l / T`` with ``s = 2/5`` and a tiny T: sympy rewrites ``exp(r log n)`` as
+    ``n**r`` and factors ``n**(p/q)`` for a ``p`` and ``q`` of hundreds of bits, which never ends; the exact tier
+    refuses it (certification stays with the interval tiers) and keeps every small one."""
+    import sympy as sp
+
+    from attnbounds.theory.mathematics.exact import EXP_REWRITE_LIMIT
+    from attnbounds.theory.mathematics.intervals import Unsupported
+
+    ops = ExactOps()
+    big = sp.Rational(2, 5) * sp.Rational(*23.82885545.as_integer_ratio()) / sp.Rational(*0.0005580909350662344.as_integer_ratio())
+    with pytest.raises(Unsupported, match="logarithm"):
+        ops.exp(big * sp.log(637))
+    assert ops.exp(sp.log(2)) == 2 and ops.exp(sp.Rational(3, 7) * sp.log(8)) == sp.Integer(8) ** sp.Rational(3, 7)
+    edge = sp.Rational(EXP_REWRITE_LIMIT, 3)
+    assert ops.exp(edge * sp.log(2)) == sp.Integer(2) ** edge  # at the limit: built
+    with pytest.raises(Unsupported):
+        ops.exp(sp.Rational(EXP_REWRITE_LIMIT + 1, 3) * sp.log(2))
+    with pytest.raises(Unsupported):
+        ops.exp(sp.Rational(1, EXP_REWRITE_LIMIT + 1) * sp.log(2))
+    assert ops.exp(big) == sp.exp(big)  # no logarithm: kept whatever its size
