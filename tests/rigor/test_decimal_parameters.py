@@ -57,6 +57,20 @@ def test_a_computed_double_is_itself(x: float) -> None:
     assert abs(decimal_value(x) - Fraction(x)) <= Fraction(math.ulp(x)) / 2  # in the double's rounding interval
 
 
+@given(hs.fractions(max_denominator=10**30), hs.sampled_from([-1, 1]))
+def test_outward_rounds_to_the_double_on_the_side_asked(x: Fraction, side: int) -> None:
+    """The end of a root box computed from an exact end (a range's decimal end, ``1/L``) holds it: at most ``x``
+    for side -1, at least it for +1, and the nearest such double (the next one over is on the other side)."""
+    from attnbounds.theory.mathematics.intervals import outward
+
+    if abs(x) > 2**1000:
+        return
+    f = outward(x, side)
+    assert (Fraction(f) <= x) if side < 0 else (Fraction(f) >= x)
+    beyond = math.nextafter(f, math.inf if side < 0 else -math.inf)
+    assert (Fraction(beyond) > x) if side < 0 else (Fraction(beyond) < x)
+
+
 def test_integers_are_themselves_and_non_finite_values_are_refused() -> None:
     assert decimal_value(3) == 3 and decimal_value(np.int64(7)) == 7 and decimal_value(2.5) == Fraction(5, 2)
     for bad in (math.inf, -math.inf, math.nan):
@@ -110,6 +124,7 @@ EQUALITIES: dict[str, tuple[str, dict[str, Any]]] = {
     "T fixed": ("J_entry {} 2.5", dict(fixed={"T": 0.1}, **SOFTMAX)),
     "T range": ("J_entry {} 2.5", dict(ranges={"T": [0.1, 0.5]}, **SOFTMAX)),
     "a fixed": ("alpha_max {} 1/(1 + (L - 1)*exp(-0.2))", dict(fixed={"a": 0.1, "T": 1.0}, **BOUNDED)),
+    "T one-value range": ("J_entry {} 2.5", dict(ranges={"T": [0.1, 0.1]}, **SOFTMAX)),
 }
 
 

@@ -609,3 +609,16 @@ def test_a_bound_reading_more_than_the_weights_has_no_stronger_statement_over_ev
     for relation in ("J_row <= 1/(2*T)", "alpha_max <= 1/(1 + (L - 1)*exp(-2*a/T))"):
         st = api.statement(relation, hypotheses=["softmax", "logits-bounded"], id="more", fixed={"a": 1.0}).statements[0]
         assert prover._over_the_simplex(st) is None
+
+
+@pytest.mark.parametrize("relation, proved", [("alpha_max <= (1 + logit_absmax)*3/(2*L + 1)", True),
+                                              ("alpha_max <= (1 + logit_absmax)*3/(2*L + 2)", False)])
+def test_an_absolute_value_of_a_compactified_logit_is_no_kink_to_split_at(relation: str, proved: bool) -> None:
+    """``|l| = |log(s / (1 - s))|`` under a normaliser with unbounded logits (F = 2 + sigmoid(l), in (2, 3), so
+    alpha_max < 3/(2L + 1)): the kink search factored its argument as a polynomial and raised sympy's PolynomialError,
+    so the prover crashed; it is no affine factor, and the bound is proved (its twin, false at L = 1, is not)."""
+    spec = {"normaliser": {"name": "bsig", "log_F": "log(2 + sigmoid(l/T))"}}
+    user = api.statement(relation, id="absmax.compact", **spec)
+    with attnbounds.theory.mathematics.normalisers.constructors_added(user.normalisers):
+        result = prover.prove(user.statements[0], work=prover.work_for(2.0))
+    assert (result.status == "proved") == proved, result.reason

@@ -501,9 +501,11 @@ def _space(statement: Statement) -> Space:
         if name == "L":
             space.require_length(int(math.ceil(lo)))
             space.boxes["L"] = (float(lo), float(hi))
-        else:  # the decimals the ends spell, rounded outward: [0.1, 0.5] holds 1/10, which float(0.1) exceeds
-            old = space.boxes.get(name, (-INF, INF))
-            space.boxes[name] = (max(old[0], outward(decimal_value(lo), -1)), min(old[1], outward(decimal_value(hi), 1)))
+        else:  # the decimals the ends spell, rounded outward: [0.1, 0.5] holds 1/10, which float(0.1) exceeds (one
+            old = space.boxes.get(name, (-INF, INF))  # value, [0.1, 0.1], as a fixed one)
+            ends = ((float(lo), float(hi)) if decimal_value(lo) == decimal_value(hi)
+                    else (outward(decimal_value(lo), -1), outward(decimal_value(hi), 1)))
+            space.boxes[name] = (max(old[0], ends[0]), min(old[1], ends[1]))
     return space
 
 
@@ -1129,6 +1131,8 @@ def _kink(problem: Problem) -> tuple[sp.Symbol, float] | None:
                 if len(f.free_symbols) != 1:
                     continue
                 x, = f.free_symbols
+                if not f.is_polynomial(x):  # (a logarithm's argument: no affine factor)
+                    continue
                 poly = sp.Poly(f, x)
                 if poly.degree() != 1:
                     continue
