@@ -173,3 +173,12 @@ def test_the_exact_tier_refuses_an_exp_sympy_would_rewrite_without_end() -> None
     with pytest.raises(Unsupported):
         ops.exp(sp.Rational(1, EXP_REWRITE_LIMIT + 1) * sp.log(2))
     assert ops.exp(big) == sp.exp(big)  # no logarithm: kept whatever its size
+
+
+def test_the_prover_realises_logits_at_a_decimal_bound_inside_it() -> None:
+    """A bound false at the extreme logits +-a with a = 0.1 (by 1e-6): the prover's point has them at +-1/10, whose
+    nearest double exceeds 1/10 (the instance would fail |l| <= a, not applicable); realised at the double below,
+    the certificate says violated."""
+    status, cert, reason = _prove("alpha_max <= 1/(1 + (L - 1)*exp(-0.2)) - 1/1000000",
+                                  fixed={"a": 0.1, "T": 1.0}, ranges={"L": [2, 10**6]}, **BOUNDED)
+    assert status == "refuted" and cert == "violated", (status, cert, reason)
