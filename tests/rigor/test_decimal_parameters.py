@@ -182,3 +182,19 @@ def test_the_prover_realises_logits_at_a_decimal_bound_inside_it() -> None:
     status, cert, reason = _prove("alpha_max <= 1/(1 + (L - 1)*exp(-0.2)) - 1/1000000",
                                   fixed={"a": 0.1, "T": 1.0}, ranges={"L": [2, 10**6]}, **BOUNDED)
     assert status == "refuted" and cert == "violated", (status, cert, reason)
+
+
+@pytest.mark.parametrize("T", [0.1, 0.37, 2.5, 10.0])
+def test_an_instance_is_a_point_of_the_relaxation_on_whole_ends_of_T(T: float) -> None:
+    """Over T in [0.1, 10] the prover's coordinate is 10 T on [1, 100]; the image of an instance (what the
+    relaxation-image tests check everywhere else) divides T by 1/10 there, and its margin is the instance's."""
+    from attnbounds.theory.deciding.prover.image import relaxed_margins
+
+    statement = api.statement("J_entry <= 1/(4*T) + T", id="decimal.image", ranges={"T": [0.1, 10.0]},
+                              **SOFTMAX).statements[0]
+    for logits in ([0.0, 0.0], [0.3, -1.2, 0.5], [2.0, 0.0, 0.0, -1.0]):
+        inst = statement.prepare(Instance.from_logits(np.array([logits]), nm.softmax(T), T=np.array([T])))
+        ev = statement.evaluate(inst)
+        margins = [p.value for p in relaxed_margins(statement, inst) if p.ok and p.exact]
+        assert margins and abs(min(margins) - float(ev.margin[0])) <= 1e-9 * (1 + abs(float(ev.rhs[0]))), \
+            (logits, T, margins, float(ev.margin[0]))

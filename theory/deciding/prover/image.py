@@ -383,7 +383,7 @@ def relaxed_margins(statement: Any, inst: Instance) -> list[Placement]:
     return out
 
 
-_RELAXED: dict[tuple[str, str, int], list[tuple[tuple[int, int, int, int], Any]]] = {}
+_RELAXED: dict[tuple[Any, ...], list[tuple[tuple[int, int, int, int], Any]]] = {}
 
 
 def _relaxed(statement: Any, atoms: int) -> list[tuple[tuple[int, int, int, int], Any]]:
@@ -391,7 +391,9 @@ def _relaxed(statement: Any, atoms: int) -> list[tuple[tuple[int, int, int, int]
     them is sympy's work)."""
     from attnbounds.theory.deciding.prover.relax import relax
 
-    key = (statement.id, sp.srepr(statement.relation), atoms)
+    key = (statement.id, sp.srepr(statement.relation), tuple((h.id, h.description) for h in statement.hypotheses),
+           repr(sorted(statement.fixed.items())), repr(sorted(statement.ranges.items())),  # (one id may name several
+           repr(sorted(statement.defaults.items())), atoms)  # statements)
     if key not in _RELAXED:
         _RELAXED[key] = [((c, s_, g, a), problem)
                          for c, per in enumerate(relax(statement, atoms=atoms).strategies)
