@@ -572,7 +572,7 @@ def _range_scale(statement: Statement, name: str, lo: float, hi: float) -> tuple
         return None
     g = Fraction(math.gcd(e_lo.numerator * e_hi.denominator, e_hi.numerator * e_lo.denominator),
                  e_lo.denominator * e_hi.denominator)
-    if g == 0 or max(abs(e_lo / g), abs(e_hi / g)) >= 2**53:
+    if max(abs(e_lo / g), abs(e_hi / g)) >= 2**53:  # (g > 0: ends both 0 are doubles, returned above)
         return None
     return g, float(e_lo / g), float(e_hi / g)
 
