@@ -246,9 +246,10 @@ class ExactOps(Ops):
         effect, which never ends for a ``p`` and ``q`` of hundreds of bits (a scalable softmax's ``s log(L) l / T`` at
         a tiny T), and does so again wherever such exps meet in a product."""
         coeff, rest = sp.sympify(b).as_coeff_Mul()
-        if coeff.is_Rational and max(abs(int(coeff.p)), int(coeff.q)) > EXP_REWRITE_LIMIT and rest.has(sp.log):
-            raise Unsupported(f"exp of a rational of {max(abs(int(coeff.p)), int(coeff.q)).bit_length()} bits times a "
-                              "logarithm: sympy's rewriting of it as a power does not end")
+        size = max(abs(int(coeff.p)), int(coeff.q)) if coeff.is_Rational else 0
+        if size > EXP_REWRITE_LIMIT and rest.has(sp.log):
+            raise Unsupported(f"exp of a rational of {size.bit_length()} bits times a logarithm: sympy's rewriting of "
+                              "it as a power does not end")
         return sp.exp(b)
 
     def log(self, b: Any) -> Ball:

@@ -532,8 +532,8 @@ def _parameter_coordinates(statement: Statement, space: Space) -> tuple[dict[str
         scale = _range_scale(statement, name, lo, hi)
         if scale is not None:  # the coordinate name / g on a box of exact ends
             g, lo, hi = scale
-            sym = _symbol(f"{name}_over_{g.numerator}_{g.denominator}" if g.denominator > 1 else f"{name}_over_{g}",
-                          lo, _positive_domain(statement, name) or name == "T")
+            sym = _symbol(f"{name}_over_{g.numerator}_{g.denominator}", lo,
+                          _positive_domain(statement, name) or name == "T")
             out[name] = sp.Rational(g) * sym
             coords.append(Coordinate(sym, lo, hi, "parameter", f"the parameter {name} over {g} (its range's ends exact)"))
             continue
