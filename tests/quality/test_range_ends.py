@@ -98,3 +98,29 @@ def test_the_root_box_of_t_holds_every_length_of_the_range(L_lo: float, L_hi: fl
     assert Fraction(t_hi) >= Fraction(1, L_lo)
     assert (t_lo == 0.0) if L_hi == float("inf") else Fraction(t_lo) <= Fraction(1, int(L_hi))
     assert t_hi - 1 / L_lo <= 2 * 2**-52 / L_lo  # outward by an ulp at most
+
+
+@pytest.mark.parametrize("name, lo, hi", [("T", 0.3, 2.0), ("eps", 1e-6, 0.1), ("M", 0.5, 4.0), ("p", 0.5, 0.9)])
+def test_the_search_draws_each_end_of_a_parameters_range_itself(name: str, lo: float, hi: float) -> None:
+    """A bound tight at an end of a range (``alpha_max <= e^6.66 alpha_min`` for T in [0.3, 2], false only for T
+    below 0.3003) is false in a band uniform draws miss: the search takes each end itself in a share of its draws,
+    and every draw lies in the range."""
+    import numpy as np
+
+    from attnbounds.theory.mathematics import families
+
+    st = api.statement("alpha_max >= 0", hypotheses=[], id="ends", ranges={name: [lo, hi]}).statements[0]
+    rng = np.random.default_rng(0)
+    drawn = [getattr(families.within_ranges(rng, st, families.random_spec(rng, st, B=1, max_L=4)), name)
+             for _ in range(200)]
+    assert all(lo <= v <= hi for v in drawn), drawn
+    assert drawn.count(lo) >= 20 and drawn.count(hi) >= 20, (drawn.count(lo), drawn.count(hi))
+    assert len({v for v in drawn if lo < v < hi}) >= 50  # and the inside too
+
+
+def test_a_bound_false_only_in_a_thin_band_at_the_end_of_T_is_refuted() -> None:
+    """``alpha_max <= e^6.66 alpha_min`` with |l| <= 1: the ratio is e^(2/T) at two logits +-1, above e^6.66 only for
+    T < 2/6.66 = 0.3003, a band of 1e-3 at the lower end of [0.3, 2] (derived by hand; it was VERIFIED)."""
+    result = api.check("alpha_max <= exp(6.66)*alpha_min", hypotheses=["softmax", "logits-bounded"],
+                       fixed={"a": 1.0}, ranges={"T": [0.3, 2.0]}, budget=2)
+    assert result.verdict == "REFUTED", result

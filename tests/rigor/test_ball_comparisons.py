@@ -255,6 +255,16 @@ def test_the_exact_tier_takes_logarithms_only_of_numbers_above_zero(x: Any) -> N
         assert sp.simplify(sp.sympify(ops.log(x)) - sp.log(v)) == 0, x
 
 
+@pytest.mark.parametrize("x, want", [(0, "0"), (sp.log(6) - sp.log(2) - sp.log(3), "0"), (Fraction(1, 3), "0.333"),
+                                     (-sp.sqrt(2), "-1.414"), (sp.exp(-1000), "5.0759"), (Fraction(-1, 2**1100), "-7.3")])
+def test_the_exact_tier_prints_its_numbers(x: Any, want: str) -> None:
+    """``ExactOps.text`` and ``endpoint_text`` print an exact 0 as ``0`` and every other number by its digits, of
+    either sign (a record's margin is read from them)."""
+    ops = ExactOps()
+    for text in (ops.text(x), ops.endpoint_text(x)):
+        assert (text == "0") if want == "0" else (text.lstrip("[").startswith(want) and text != "0"), (x, text)
+
+
 #: closed numbers whose sign no precision of sign_of's (up to 65536 bits) shows: e^-100000 is 2^-144270
 TINY_E = sp.exp(-100000)
 CANCELLING = [(1 - 1 / (1 + TINY_E), 1),                              # = e^-100000/(1 + e^-100000) > 0
@@ -492,6 +502,9 @@ def test_program_tiers_enclose_every_point_of_the_box(name: str, lo: float, hi: 
         # endpoint tiers are exact about 0 (midpoint-radius arb balls may dip below it on a box holding 0)
         if tier != "arb" and name in ("square", "Abs", "OAbs") + (("sqrt",) if hi >= 0 else ()):
             assert o_lo >= 0.0, (tier, name, lo, hi, o_lo)
+        # and tight away from it: |x| on a box of one sign is [min |x|, max |x|], exactly in the endpoint tiers
+        if tier != "arb" and name in ("Abs", "OAbs") and (lo > 0 or hi < 0):
+            assert (o_lo, o_hi) == (min(abs(lo), abs(hi)), max(abs(lo), abs(hi))), (tier, name, lo, hi, o_lo, o_hi)
 
 
 @pytest.mark.parametrize("tier", ["arb", "mpmath.iv"])

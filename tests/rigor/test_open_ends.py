@@ -248,3 +248,11 @@ def test_the_two_ends_of_a_concave_coordinate_mark_the_open_one_whichever_side_i
         children = bnb._ends(P, (), node, b)
         assert [(float(c.lo[b]), float(c.hi[b])) for c in children] == [(b_lo, b_lo), (b_hi, b_hi)]
         assert [c.at_limit for c in children] == [opened == -1, opened == 1], (b_lo, b_hi)
+
+
+@pytest.mark.parametrize("relation", ["J_entry < 1/(4*T)", "alpha_max + alpha_min > 2/L"])
+def test_a_strict_bound_refuted_at_its_equality_case_says_so(relation: str) -> None:
+    """The margin is exactly 0 at two equal logits: the reason names an equality case, not a negative margin."""
+    result = prover.prove(_statement(relation, {}), work=prover.work_for(1.0))
+    assert result.status == "refuted", result.reason
+    assert "0 at an equality case of a strict bound" in result.reason and "negative" not in result.reason, result.reason

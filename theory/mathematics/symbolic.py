@@ -104,6 +104,7 @@ class SymbolicOps(Ops):
         self.consts: dict[sp.Symbol, Any] = {}
         self._env: dict[str, Any] = {}  # the constants' balls by name, as BallEvaluator reads them
         self.work = work
+        self._on_t: dict[sp.Basic, bool] = {}  # whether a (sub)expression depends on t, once per subexpression
 
     @contextlib.contextmanager
     def precision(self, bits: int) -> Iterator[None]:
@@ -125,10 +126,28 @@ class SymbolicOps(Ops):
         if isinstance(value, sp.Symbol) and value in self.consts:
             return self.consts[value]
         expr = sp.sympify(value)
-        if t in expr.free_symbols:
+        if self.depends_on_t(expr):
             return None
         self.work.spend(size(expr))
         return BallEvaluator(self.arb, self._env)(expr)
+
+    def depends_on_t(self, expr: sp.Basic) -> bool:
+        """Whether ``expr`` holds ``t``, remembered for every subexpression: a fold of n values (a maximum over n
+        columns) asks about each new node once, not about its whole tree again (``free_symbols`` walks the tree,
+        which made a maximum over 900 columns quadratic)."""
+        memo, stack = self._on_t, [expr]
+        while stack:
+            e = stack[-1]
+            if e in memo:
+                stack.pop()
+                continue
+            todo = [a for a in e.args if a not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            memo[e] = e == t or any(memo[a] for a in e.args)
+        return memo[expr]
 
     def _fold(self, fn_ball: Any, fn_sym: Any, *values: Any) -> Ball:
         args = [self.ball(v) for v in values]
