@@ -55,7 +55,8 @@ DECIDED = 89 / 90
 #: of each kind by default and refutes one like false.reach.llog, false only from L ~ 4.4e14, with a certified
 #: counterexample at L = 10^15)
 FAST = ("false.end.L_max_strict", "false.decimal.tenth", "false.decimal.T_range_strict", "true.decimal.T_range", "true.prod.max_min", "true.eq.max_mean", "false.eq.max_mean", "false.eq.entry", "true.eq.row", "false.eq.row", "true.sup.min", "false.tiny.min",
-        "true.tiny.gap", "true.everyF.max_one", "false.everyF.max_mean")
+        "true.tiny.gap", "true.everyF.max_one", "false.everyF.max_mean", "false.softpick.tiny_gap",
+        "false.Trange.ratio_short", "false.ent.max_a_strict", "true.ssmax.max")
 
 
 def _set() -> tuple[dict, list[Statement]]:

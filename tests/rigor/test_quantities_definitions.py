@@ -119,6 +119,25 @@ def test_separable_counts_follow_the_definition():
         assert compute("Ns_full", inst)[b] == full
 
 
+def test_separable_counts_take_any_leading_axes():
+    """``_separable_counts`` counts over the last (token) axis for any leading axes, as its docstring says: a (2, 3)
+    grid of configurations gives each one's own counts."""
+    from attnbounds.theory.mathematics.quantities import theorem2
+
+    rng = np.random.default_rng(11)
+    L, d = 5, 3
+    x = sphere_embeddings(rng, (6,), L, d, np.full(6, 1.0), np.full(6, 0.0))
+    alpha = rng.dirichlet(np.ones(L))
+    mask = np.array([True, True, False, True, False])
+    r = np.linspace(0.2, 0.9, 6)
+    for which in (0, 1):
+        flat = theorem2._separable_counts(alpha[None], x, mask[None], r, np.ones(6), which)
+        grid = theorem2._separable_counts(alpha[None, None], x.reshape(2, 3, L, d), mask[None, None],
+                                          r.reshape(2, 3), np.ones((2, 3)), which)
+        for f, g in zip(flat, grid):
+            assert g.shape == (2, 3) and np.array_equal(g.ravel(), f), (which, f, g)
+
+
 def test_each_row_of_a_batch_takes_the_sphere_expectation_in_its_own_dimension():
     """Two tokens of weight 1/2, the first selected, ``M = 1``, ``r = 1/2``: the other token is inside the ball
     (and N_s = 0) exactly when the angle of the two is below 60 degrees, probability 1/3 in R^2 and about 0 in R^200.

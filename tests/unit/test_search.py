@@ -244,3 +244,24 @@ def test_gradient_phase_is_cut_to_a_quarter_only_once_a_clear_violation_is_in_ha
     assert 1 <= kept == -(-planned // core.VIOLATED_SHARE) < planned
     assert "stopped" not in true.by_method["gradient"]
     assert true.by_method["gradient"]["tried"] > false.by_method["gradient"]["tried"]
+
+
+def test_the_most_extreme_tie_is_kept_whichever_piece_saw_it():
+    """A float margin of exactly 0 (sides not both 0) hides its sign where float saturates: the tracker keeps the tie
+    at the largest |l| / T, and merging pieces keeps the more extreme one; an instance that does not tie is never
+    kept. ``alpha_max <= 1`` under softmax ties at L = 1 whatever the logit, and holds strictly at unequal logits."""
+    from attnbounds.theory.running import api
+
+    st = api.statement("alpha_max <= 1", hypotheses=["softmax"], id="tie").statements[0]
+    first, second, untied = Tracker(st), Tracker(st), Tracker(st)
+    for logit, T in ((3.0, 1.0), (-40.0, 2.0), (7.0, 0.5)):  # |l| / T = 3, 20, 14
+        first.evaluate(Instance.from_logits(np.array([[logit]]), softmax(T)), "random")
+    assert float(first.extreme_tie.inst.logits[0, 0]) == -40.0
+    second.evaluate(Instance.from_logits(np.array([[900.0]]), softmax(30.0)), "random")  # 30
+    second.evaluate(Instance.from_logits(np.array([[1.0, 2.0]]), softmax(1.0)), "random")
+    first.merge(second)
+    assert float(first.extreme_tie.inst.logits[0, 0]) == 900.0
+    untied.evaluate(Instance.from_logits(np.array([[1.0, 2.0, 3.0]]), softmax(1.0)), "random")
+    assert untied.extreme_tie is None
+    untied.evaluate(Instance.from_logits(np.array([[1.0, 2.0, 300.0]]), softmax(1e-3)), "random")  # 1 in float: a tie
+    assert float(untied.extreme_tie.inst.logits[0, 2]) == 300.0

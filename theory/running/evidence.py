@@ -107,6 +107,14 @@ def gather(r: Reading, res: SearchResult, proved_by: str | None, notes: list[str
         if best_cert.status == "violated":
             summaries.append(candidate_part(len(cands), best_cert))
             chosen = (len(cands), res.best, best_cert)
+    if chosen is None and res.extreme_tie is not None and st.certifiable:  # float's 0 where it saturates
+        tie_cert = certify(st, res.extreme_tie)
+        if tie_cert.status == "violated":
+            summaries.append(candidate_part(len(cands), tie_cert))
+            cands = [*cands, res.extreme_tie]
+            chosen = (len(cands) - 1, res.extreme_tie, tie_cert)
+            notes.append("the counterexample is the search's most extreme tie (a float margin of exactly 0 at the "
+                         "largest |l| / T), certified below float64's resolution")
     prover_s = r.budget_s if r.prover_budget_s is None else r.prover_budget_s
     checking = chosen is not None and r.cross_check < 1  # refuted already: a proof would be a contradiction (ERROR)
     relaxed = _relaxation(st, prover_s * r.cross_check if checking else prover_s)  # PROVED for every L, or a

@@ -37,6 +37,8 @@ class SearchResult:
     ``tried``, ``applicable``, ``violations``, ``best_margin``, ``best_ratio``, ``seconds``, ...). ``plan``: the work
     the budget bought (:mod:`attnbounds.theory.deciding.search.budget`). ``tight``: the tightest instances
     kept (the gradient phase's starting points). ``shortest``: the float violation at the shortest context.
+    ``extreme_tie``: the instance whose float margin is exactly 0 (its sides not both 0) at the largest |l| / T,
+    where a counterexample below float64's resolution would be (certified beside the tightest).
     """
 
     statement_id: str
@@ -54,6 +56,7 @@ class SearchResult:
     plan: dict[str, Any] = field(default_factory=dict)
     tight: list[Instance] = field(default_factory=list)
     shortest: Instance | None = None
+    extreme_tie: Instance | None = None
 
     @property
     def violated(self) -> bool:
@@ -275,6 +278,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
         plan=pl.to_dict(),
         tight=[c.inst for c in tracker.pool],
         shortest=None if tracker.shortest is None else tracker.shortest.inst,
+        extreme_tie=None if tracker.extreme_tie is None else tracker.extreme_tie.inst,
     )
 
 

@@ -227,6 +227,11 @@ class Tracker:
         self.best: Candidate | None = None
         self.best_key = float("inf")
         self.pool: list[Candidate] = []
+        #: the tie (a float margin of exactly 0, sides not both 0) at the largest logit magnitude |l| / T: where float
+        #: arithmetic saturates (a weight rounded to 1, exp under- or overflowing) its 0 hides the real sign, and
+        #: the most extreme tie is where a counterexample below float64's resolution lies if any does; its rel is
+        #: minus that magnitude (the smallest first, like the pool's)
+        self.extreme_tie: Candidate | None = None
         self.stats: dict[str, MethodStats] = {}
         self._keys: set[bytes] = set()
         self._order = 0
@@ -326,6 +331,23 @@ class Tracker:
             self.best_key = float(key[b])
             self.best = self._candidate(inst, b, float(rel[b]), float(ratio[b]), float(ev.margin_hi[b]), method)
         self._add_to_pool(inst, key, ratio, ev.margin_hi, method)
+        self._note_tie(inst, rel, degenerate, ev, method)
+
+    def _note_tie(self, inst: Instance, rel: np.ndarray, degenerate: np.ndarray, ev: Any, method: str) -> None:
+        """Keep the tie at the largest |l| / T (:attr:`extreme_tie`)."""
+        if inst.logits is None:
+            return
+        ties = (rel == 0) & ~degenerate & ev.applicable
+        if not ties.any():
+            return
+        T = inst.params["T"] if "T" in inst.params else np.ones(inst.B)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            size = np.where(ties, np.abs(inst.logits).max(-1) / np.abs(np.asarray(T, dtype=float)), -np.inf)
+        size = np.where(np.isfinite(size) | ~ties, size, np.inf)
+        b = int(np.argmax(size))
+        if self.extreme_tie is None or -size[b] < self.extreme_tie.rel:
+            self.extreme_tie = self._candidate(inst, b, float(-size[b]), float(ev.ratio[b]), float(ev.margin_hi[b]),
+                                               method)
 
     def _candidate(self, inst: Instance, b: int, rel: float, ratio: float, margin_hi: float, method: str) -> Candidate:
         self._order += 1
@@ -341,6 +363,8 @@ class Tracker:
                                            (self.shortest.inst.L, self.shortest.rel, self.shortest.order)):
             self.shortest = other.shortest
         self.pool = sorted(self.pool + other.pool)[:POOL]
+        if other.extreme_tie is not None and (self.extreme_tie is None or other.extreme_tie < self.extreme_tie):
+            self.extreme_tie = other.extreme_tie
         if other.best is not None and (self.best is None or (other.best_key, other.best.order) < (self.best_key, self.best.order)):
             self.best, self.best_key = other.best, other.best_key
         for name, theirs in other.stats.items():
