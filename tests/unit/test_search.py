@@ -265,3 +265,23 @@ def test_the_most_extreme_tie_is_kept_whichever_piece_saw_it():
     assert untied.extreme_tie is None
     untied.evaluate(Instance.from_logits(np.array([[1.0, 2.0, 300.0]]), softmax(1e-3)), "random")  # 1 in float: a tie
     assert float(untied.extreme_tie.inst.logits[0, 2]) == 300.0
+
+
+def test_the_targeted_phase_starts_at_the_corners_of_the_logit_box():
+    """A statement fixing ``a`` has its logit box's corners evaluated before any draw (one logit at +a, the others at
+    -a, and the reverse, at the three shortest lengths of its range): sparsemax's largest weight is 3/4 exactly at two
+    logits +-1/4, where ``alpha_max <= 0.75`` is tight (ratio 1) and the strict bound fails; a statement without a
+    fixed ``a`` has no corners."""
+    from attnbounds.theory.deciding.search import targeted
+    from attnbounds.theory.running import api
+
+    st = api.statement("alpha_max <= 0.75", normaliser="sparsemax", hypotheses=["logits-bounded"], id="corner",
+                       fixed={"T": 1.0, "a": 0.25}, ranges={"L": [2, 1000]}).statements[0]
+    tracker = Tracker(st)
+    targeted.corners(st, tracker)
+    assert tracker.stats["targeted"].tried == 2 * targeted.CORNER_LENGTHS
+    assert tracker.best is not None and tracker.best.ratio == 1.0 and tracker.best.inst.L == 2
+    assert sorted(np.abs(tracker.best.inst.logits[0]).tolist()) == [0.25, 0.25]
+    free = Tracker(registry.get("lemma1"))
+    targeted.corners(registry.get("lemma1"), free)
+    assert "targeted" not in free.stats

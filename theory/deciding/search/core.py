@@ -171,11 +171,13 @@ def _gradient_piece(shared: tuple[Statement, budget_mod.Plan, bool, float, list[
     return tracker
 
 
-def _targeted_piece(shared: Shared, piece: tuple[int, int, int]) -> Tracker:
-    (st, pl, interior, deadline), (piece_seed, examples, shard) = shared, piece
+def _targeted_piece(shared: Shared, piece: tuple[int, int, int, bool]) -> Tracker:
+    (st, pl, interior, deadline), (piece_seed, examples, shard, first) = shared, piece
     tracker = Tracker(st, accept=_interior(st) if interior else None, shard=shard, deadline=deadline)
     t = time.perf_counter()
     with _one_thread():
+        if first:  # the logit box's corners, once
+            targeted.corners(st, tracker)
         targeted.run(st, pl, piece_seed, tracker, examples=examples)
     tracker.add_seconds("targeted", time.perf_counter() - t)
     return tracker
@@ -231,7 +233,7 @@ def search(statement: Statement | str, *, budget_s: float = DEFAULT_BUDGET_S, se
     gradient_pieces = _pieces(pl.gradient_starts, starts_per_piece(pl)) if supports_gradient else []
     n_gradient = len(gradient_pieces)
     seeds = np.random.SeedSequence(list(_root(seed, st, 2))).spawn(len(targeted.pieces(pl)))
-    targeted_phase = run.start(_targeted_piece, [(int(child.generate_state(1)[0]), n, shard + n_gradient + k)
+    targeted_phase = run.start(_targeted_piece, [(int(child.generate_state(1)[0]), n, shard + n_gradient + k, k == 0)
                                                  for k, (child, n) in enumerate(zip(seeds, targeted.pieces(pl)))],
                                shared=shared, label=f"search {st.id}: targeted", background=True)
     for t in random_phase.results(progress=progress):

@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from attnbounds.theory.mathematics.errors import NotApplicable
+from attnbounds.theory.mathematics.errors import AttnBoundsError, NotApplicable
 from attnbounds.theory.mathematics.families import admissible_normalisers, feasible_delta, needs
 from attnbounds.theory.mathematics.hypotheses import smallest_length
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.normalisers import make
+from attnbounds.theory.mathematics.intervals import decimal_value, outward
+from attnbounds.theory.mathematics.normalisers import constructor_parameters, make
 from attnbounds.theory.mathematics.quantities import sphere_embeddings
 from attnbounds.theory.deciding.search.budget import Plan
 from attnbounds.theory.deciding.search.tracker import Tracker
@@ -43,6 +44,9 @@ def instances(statement: Statement) -> Any:
     lo_L, hi_L = _lengths(statement, min_L)
     fixed, ranges = statement.fixed, statement.ranges
     temperatures: tuple[float, ...] = TEMPERATURES
+    scales: tuple[float, ...] = SCALES
+    if "a" in fixed and fixed["a"] > 0:  # the logits -4..4 times a/4: the ends +-a of the bound itself among them
+        scales = (outward(decimal_value(fixed["a"]), -1) / 4, *SCALES)  # (the double at or below the decimal a)
     if "T" in fixed:
         temperatures = (float(fixed["T"]),)
     elif "T" in ranges:
@@ -87,7 +91,7 @@ def instances(statement: Statement) -> Any:
         if "heads" in need:
             params.update(p=draw(hs.sampled_from((0.8, 0.5, 0.1, 0.9, 0.99, 0.0, 1.0))), H=draw(hs.integers(1, 8)))
         params.update({k: v for k, v in fixed.items() if k in params})  # the statement's fixed values, as given
-        scale = draw(hs.sampled_from(SCALES))
+        scale = draw(hs.sampled_from(scales))
         if "qk" in need:
             return Instance.from_qk(small((1, d)), small((1, L, d)) * scale, normaliser, arrays=arrays, **kw, **params)
         return Instance.from_logits(small((1, L)) * scale, normaliser, arrays=arrays, **kw, **params)
@@ -116,6 +120,41 @@ def pieces(plan: Plan) -> list[int]:
     """The targeted phase cut into independent hypothesis runs: examples per piece."""
     n = max(1, -(-plan.targeted_examples // EXAMPLES_PER_PIECE)) if plan.targeted_examples else 0
     return [plan.targeted_examples // n + (1 if k < plan.targeted_examples % n else 0) for k in range(n)]
+
+
+#: the shortest lengths of the range whose corners :func:`corners` evaluates
+CORNER_LENGTHS = 3
+
+
+def corners(statement: Statement, tracker: Tracker) -> None:
+    """The corners of the logit box ``[-a, a]`` of a statement that fixes ``a``, evaluated before any draw (method
+    ``targeted``): one logit at ``a`` and the others at ``-a``, and the reverse, at the :data:`CORNER_LENGTHS`
+    shortest lengths of its range, at its fixed temperature or each end of its range of T, for every admissible
+    normaliser. A bound on a map monotone in each logit is tight at a corner (sparsemax's largest weight at
+    ``|l| <= 1/4`` is 3/4 exactly there, at L = 2), which random draws meet only by chance."""
+    fixed = statement.fixed
+    if not ("a" in fixed and fixed["a"] > 0) or needs(statement) & {"x", "sphere", "fd", "heads", "qk"}:
+        return
+    a = outward(decimal_value(fixed["a"]), -1)  # the double at or below the decimal a (float(0.1) exceeds 1/10)
+    lo, hi = _lengths(statement, max(smallest_length(statement.hypotheses), 1))
+    if "T" in fixed:
+        temperatures: tuple[float, ...] = (float(fixed["T"]),)
+    elif "T" in statement.ranges:
+        temperatures = tuple(float(v) for v in statement.ranges["T"])
+    else:
+        temperatures = (1.0,)
+    for name in admissible_normalisers(statement):
+        own = {k: fixed[k] for k in fixed if k in constructor_parameters(name) and k != "T"}
+        for L in range(lo, min(hi, lo + CORNER_LENGTHS - 1) + 1):
+            logits = np.full((2, L), -a)
+            logits[0, 0] = a
+            logits[1] = -logits[0]
+            for T in temperatures:
+                try:
+                    inst = Instance.from_logits(logits, make(name, T=T, **own), N=1)
+                except (NotApplicable, AttnBoundsError):
+                    continue
+                tracker.evaluate(inst, "targeted")
 
 
 def run(statement: Statement, plan: Plan, seed: int, tracker: Tracker, progress: Any = None,
