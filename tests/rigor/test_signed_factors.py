@@ -75,6 +75,24 @@ def test_a_denominator_not_positive_at_every_instance_stays(den: sp.Expr) -> Non
         assert math.copysign(1, reduced) == math.copysign(1, value) or abs(value) < 1e-12, (point, value, reduced)
 
 
+def test_a_positive_denominator_reading_what_the_numerator_does_not_goes_only_on_a_bounded_box() -> None:
+    """``(e^(20/3 - D) - 1) / (t + (1 - t) (w e^x + 1))``: the denominator is > 0 at every instance and reads t, w,
+    the others' coordinates, which the numerator does not: on a bounded box it goes (the sign is the numerator's, a
+    function of D alone, monotone: T's range end in alpha_max <= e^(20/3) alpha_min, open before); with an infinite end
+    of one of its coordinates it stays, since such an end stands for instances where the denominator has no value
+    (sparsemax's weight 0 at D = oo: alpha_min > 0 was proved through it)."""
+    D = sp.Symbol("D", nonnegative=True)
+    num = sp.exp(sp.Rational(20, 3) - D) - 1
+    den = t + (1 - t) * (w * sp.exp(x) + 1)
+    bounded = [*COORDS, Coordinate(D, 0.0, 7.0, "parameter", "D")]
+    out, stripped = strip_signed(num / den, bounded, False)
+    assert out == num and stripped == [f"1/({den}) (> 0 at every instance of the box)"], (out, stripped)
+    unbounded = [Coordinate(t, 0.0, 0.5, "length", "t = 1/L"), Coordinate(x, 0.0, math.inf, "atom", "x"),
+                 Coordinate(w, 0.0, 1.0, "weight", "w"), Coordinate(D, 0.0, 7.0, "parameter", "D")]
+    out, stripped = strip_signed(num / den, unbounded, False)
+    assert out == num / den and stripped == [], (out, stripped)
+
+
 def test_a_factor_negative_on_the_box_goes_with_its_sign_kept() -> None:
     core = (t - 1) * (sp.exp(x) - 2)  # t - 1 < 0 on t in [0, 1/2]: the core is -(1 - t) (e^x - 2)
     out, stripped = strip_signed(core, COORDS, True)

@@ -1247,10 +1247,14 @@ def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple
     rest = sp.Mul(*keep)
 
     den_positive = den.free_symbols <= known and all(_positive_at_instances(f, coords) for f in sp.Mul.make_args(den))
-    if not gone and not (den_positive and den != 1 and _singular_at_an_end(core, coords)
-                         and _size(rest) <= _size(core)):  # nothing of known sign
+    bounded = all(math.isfinite(c.lo) and math.isfinite(c.hi) for c in coords if c.symbol in den.free_symbols)
+    if not gone and not (den_positive and den != 1 and _size(rest) <= _size(core)
+                         and (_singular_at_an_end(core, coords) or (bounded and rest.free_symbols < core.free_symbols))):
         return core, []  # (a positive denominator alone goes where the core has no value at an end, 1/(1/t - 1/pi),
-        # and the numerator is no larger than the core: not where it multiplies out exp(-(1/t - 1000)^2/200))
+        # or holds coordinates the numerator does not read (the others' logits and shares: the sign does not depend
+        # on them) on a bounded box: an infinite end stands for instances (sparsemax's weight 0 at D = oo) where the
+        # denominator has no value and the margin is 0; and the numerator is no larger than the core: not where it
+        # multiplies out exp(-(1/t - 1000)^2/200))
     if not rest.free_symbols and not den_positive:  # nothing left to decide but the denominator's sign
         return core, []
     out = rest if den_positive else rest / den
