@@ -96,6 +96,10 @@ def gather(r: Reading, res: SearchResult, proved_by: str | None, notes: list[str
     # the tightest instance's certificate does not depend on what follows: it runs meanwhile on a cluster
     best_certificate = (r.runner.start(certify, [res.best], shared=st, label=f"certify {st.id}")
                         if res.best is not None and st.certifiable else None)
+    # and the most extreme tie's, where float's 0 may hide a negative margin (read only if nothing else refutes)
+    extreme = res.extreme_tie if res.extreme_tie is not None and res.extreme_tie is not res.best else None
+    tie_certificate = (r.runner.start(certify, [extreme], shared=st, label=f"certify {st.id}: extreme tie")
+                       if extreme is not None and st.certifiable else None)
     cands = _candidates(r, res)
     chosen, summaries = _certified(st, cands[:r.max_candidates])
     record.search["candidates"] = summaries
@@ -107,12 +111,12 @@ def gather(r: Reading, res: SearchResult, proved_by: str | None, notes: list[str
         if best_cert.status == "violated":
             summaries.append(candidate_part(len(cands), best_cert))
             chosen = (len(cands), res.best, best_cert)
-    if chosen is None and res.extreme_tie is not None and st.certifiable:  # float's 0 where it saturates
-        tie_cert = certify(st, res.extreme_tie)
+    if chosen is None and tie_certificate is not None and extreme is not None:  # float's 0 where it saturates
+        tie_cert = tie_certificate.results()[0]
         if tie_cert.status == "violated":
             summaries.append(candidate_part(len(cands), tie_cert))
-            cands = [*cands, res.extreme_tie]
-            chosen = (len(cands) - 1, res.extreme_tie, tie_cert)
+            cands = [*cands, extreme]
+            chosen = (len(cands) - 1, extreme, tie_cert)
             notes.append("the counterexample is the search's most extreme tie (a float margin of exactly 0 at the "
                          "largest |l| / T), certified below float64's resolution")
     prover_s = r.budget_s if r.prover_budget_s is None else r.prover_budget_s
