@@ -622,3 +622,23 @@ def test_an_absolute_value_of_a_compactified_logit_is_no_kink_to_split_at(relati
     with attnbounds.theory.mathematics.normalisers.constructors_added(user.normalisers):
         result = prover.prove(user.statements[0], work=prover.work_for(2.0))
     assert (result.status == "proved") == proved, result.reason
+
+
+@pytest.mark.parametrize("relation, proved", [
+    ("coverage_enum <= 0.999", True),    # 1 - (1 - p)^3 rises with p: 999/1000 at p = 9/10, an equality
+    ("coverage_enum >= 0.875", True),    # 7/8 at p = 1/2
+    ("coverage_enum < 0.999", False),    # the equality at p = 9/10
+    ("coverage_enum <= 0.998", False),   # false near p = 9/10
+    ("coverage_enum >= 1 - (1 - p)**3", True),  # the enumeration is the closed form, for every p
+])
+def test_a_bound_on_the_coverage_of_a_fixed_number_of_heads_is_decided_over_a_range_of_p(relation: str,
+                                                                                         proved: bool) -> None:
+    """coverage_enum for a fixed whole H is a polynomial in p (the outcomes grouped by how many heads cover): bounds on
+    it over a range of p are proved, their false twins never; a range of H is declined (one problem per H)."""
+    st = api.statement(relation, hypotheses=["independent-heads"], id="heads", fixed={"H": 3},
+                       ranges={"p": [0.5, 0.9]}).statements[0]
+    result = prover.prove(st, work=prover.work_for(1.0))
+    assert (result.status == "proved") == proved, (relation, result.status, result.reason)
+    ranged = api.statement(relation, hypotheses=["independent-heads"], id="heads", ranges={"p": [0.5, 0.9], "H": [1, 5]})
+    declined = prover.prove(ranged.statements[0], work=prover.work_for(1.0))
+    assert declined.status == "declined" and "fixed whole number of heads" in declined.reason, declined.reason

@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator, Sequence
 import sympy as sp
 
 from attnbounds.theory.mathematics.errors import AttnBoundsError
+from attnbounds.theory.mathematics.hypotheses import NEED_PARAMETERS
 from attnbounds.theory.mathematics.intervals import Unsupported, decimal_value, outward
 from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin
 from attnbounds.theory.mathematics.symbolic import differentiate
@@ -60,6 +61,8 @@ class _NeedsSign(Declined):
     """A quantity's form is a bound of it, and the margin is not known to move the way that makes the bound sound."""
 
 
+#: what a quantity may need and still read no token (its relaxed form is a function of the parameters alone)
+TOKEN_FREE = frozenset({"heads"})
 #: why a statement that reads distinguished tokens (or points) and the top-N selection is declined
 SELECTION_WITH_TOKENS = ("distinguished tokens and the top-N selection together (which side each is on is not relaxed "
                          "yet)")
@@ -493,8 +496,11 @@ def _space(statement: Statement) -> Space:
     if space.problems:
         raise Declined("; ".join(space.problems))
     if space.log_F is None:
-        raise Declined("no normaliser of the form F / sum F is fixed by the hypotheses (softmax, or normaliser(<name>) "
-                       "with a log F): the relaxation reads the weights through one log F")
+        if all(set(QUANTITIES[q].needs) <= TOKEN_FREE for q in statement.bindings.values()):
+            space.softmax()  # no quantity reads a token (coverage of heads): any model of the tokens serves
+        else:
+            raise Declined("no normaliser of the form F / sum F is fixed by the hypotheses (softmax, or "
+                           "normaliser(<name>) with a log F): the relaxation reads the weights through one log F")
     for name, value in statement.fixed.items():
         space.boxes[name] = (float(value), float(value))
     for name, (lo, hi) in statement.ranges.items():
@@ -512,6 +518,8 @@ def _space(statement: Statement) -> Space:
 def _parameter_coordinates(statement: Statement, space: Space) -> tuple[dict[str, sp.Expr], list[Coordinate]]:
     """A coordinate (or a fixed value) for every parameter the statement or its normaliser reads."""
     names = set(statement.parameters()) | {"T"} | set(statement.defaults)
+    names |= {name for q in statement.bindings.values() for need in QUANTITIES[q].needs if need in TOKEN_FREE
+              for name in NEED_PARAMETERS.get(need, ())}  # read by a quantity's relaxed form (coverage: p and H)
     if space.bounded_logits:
         names.add("a")
     names -= {"L", "N"}

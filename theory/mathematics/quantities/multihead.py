@@ -9,16 +9,19 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+import sympy as sp
 
 from attnbounds.theory.mathematics.balls import BallInstance
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallValue, Unsupported
-from attnbounds.theory.mathematics.quantities.spec import NO_RELAXED_RANDOM, define
+from attnbounds.theory.mathematics.quantities.spec import define
 from attnbounds.theory.mathematics.quantities.torch_state import State
 
 if TYPE_CHECKING:
     from torch import Tensor
+
+    from attnbounds.theory.mathematics.quantities.relaxed import RelaxedInstance
 
 
 #: the most heads the float and torch forms accept (the domain of H; the interval form takes up to 10000)
@@ -28,8 +31,7 @@ coverage_enum = define(
     "coverage_enum", "B", "P(a token is covered by at least one of H independent heads), by enumerating "
     "the 2^H head outcomes, grouped by how many heads cover (not by the closed form)",
     definition="sum over head outcomes with >= 1 covering head",
-    reference="Discussion (multi-head remark)", needs=("heads",), cost="weights", closed_form=True,
-    lacks={"relaxed": NO_RELAXED_RANDOM})
+    reference="Discussion (multi-head remark)", needs=("heads",), cost="weights", closed_form=True)
 
 
 def _heads(H: np.ndarray, limit: int) -> np.ndarray:
@@ -76,3 +78,16 @@ def _coverage_torch(state: State) -> Tensor:
     comb = torch.as_tensor([[math.comb(int(h), j) for j in range(1, MAX_HEADS_ENUMERATED + 1)] for h in H], dtype=p.dtype)
     terms = comb * p[:, None] ** k * (1 - p[:, None]) ** torch.clamp(Ht - k, min=0)
     return torch.where(k <= Ht, terms, torch.zeros_like(terms)).sum(-1)
+
+
+@coverage_enum.relaxed_form
+def _coverage_relaxed(rx: RelaxedInstance) -> sp.Expr:
+    """``sum_{k >= 1} C(H, k) p^k (1 - p)^(H - k)``, grouped as the float form groups the outcomes, for a fixed whole
+    number of heads ``H`` (at most :data:`MAX_HEADS_ENUMERATED`): a polynomial in ``p``, whatever ``p``'s range. A range
+    of H is declined (the sum's length is H: one problem per whole H would be needed)."""
+    H = rx.param("H")
+    if not (H.is_number and float(H).is_integer() and 0 <= float(H) <= MAX_HEADS_ENUMERATED):
+        raise Unsupported(f"coverage_enum is relaxed for a fixed whole number of heads H in [0, {MAX_HEADS_ENUMERATED}] "
+                          f"only, not H = {H} (a range of H would need one problem per whole H)")
+    n, p = int(float(H)), rx.param("p")
+    return sp.Add(*[sp.binomial(n, k) * p**k * (1 - p) ** (n - k) for k in range(1, n + 1)])
