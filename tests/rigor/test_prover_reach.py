@@ -642,3 +642,23 @@ def test_a_bound_on_the_coverage_of_a_fixed_number_of_heads_is_decided_over_a_ra
     ranged = api.statement(relation, hypotheses=["independent-heads"], id="heads", ranges={"p": [0.5, 0.9], "H": [1, 5]})
     declined = prover.prove(ranged.statements[0], work=prover.work_for(1.0))
     assert declined.status == "declined" and "fixed whole number of heads" in declined.reason, declined.reason
+
+
+@pytest.mark.parametrize("relation, proved", [
+    ("(coverage_enum <= 1 - (1 - p)**H) & (1 - (1 - p)**H <= coverage_enum)", True),  # the multihead reading itself
+    ("coverage_enum >= 1 - (1 - p)**(H + 1)", False),                             # false for every p in (0, 1)
+    ("coverage_enum <= 1 - (1 - p)**H + (20 - H) - p*(1 - p)/100", False),        # false only at H = 20, the last
+    ("coverage_enum <= 1 - (1 - p)**H + (H - 1) - p*(1 - p)/100", False),         # false only at H = 1, the first
+])
+def test_a_range_of_heads_is_one_relaxation_per_whole_number_of_heads(relation: str, proved: bool) -> None:
+    """Over the domain of H (a whole number in [1, 20]) the relaxation is the union of one per H: the multihead
+    reading is proved (each H's enumeration is the closed form), and bounds false only at the first or the last H are
+    not; the certificate replays."""
+    from attnbounds.theory.mathematics import registry
+
+    base = registry.get("multihead")
+    st = api.statement(relation, hypotheses=[h.id for h in base.hypotheses], id="heads").statements[0]
+    result = prover.prove(st, work=prover.work_for(2.0))
+    assert (result.status == "proved") == proved, (relation, result.status, result.reason)
+    if proved:
+        assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]

@@ -515,6 +515,23 @@ def _space(statement: Statement) -> Space:
     return space
 
 
+#: the most whole numbers of heads a relaxation enumerates (one relaxation each)
+MAX_HEAD_VALUES = 20
+
+
+def _whole_heads(statement: Statement, space: Space) -> list[int] | None:
+    """The whole numbers of heads ``H`` a statement ranges over, when a quantity's relaxed form reads ``H`` only as a
+    fixed whole number (coverage: a sum of H + 1 terms), H is not fixed, and its box holds at most
+    :data:`MAX_HEAD_VALUES` whole numbers (every instance's H is whole: coverage_enum has no value at another)."""
+    if not any("heads" in QUANTITIES[q].needs for q in statement.bindings.values()):
+        return None
+    lo, hi = space.boxes.get("H", (-INF, INF))
+    if lo == hi or not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    values = list(range(max(0, math.ceil(lo)), math.floor(hi) + 1))
+    return values if 0 < len(values) <= MAX_HEAD_VALUES else None
+
+
 def _parameter_coordinates(statement: Statement, space: Space) -> tuple[dict[str, sp.Expr], list[Coordinate]]:
     """A coordinate (or a fixed value) for every parameter the statement or its normaliser reads."""
     names = set(statement.parameters()) | {"T"} | set(statement.defaults)
@@ -659,6 +676,14 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
     if statement.relation.atoms(sp.Sum):
         raise Declined("a sum over the selected tokens (not relaxed yet)")
     space = _space(statement)
+    heads = _whole_heads(statement, space)
+    if heads is not None:  # one relaxation per whole number of heads, every group of each to be closed
+        parts = [relax(dataclasses.replace(statement, fixed={**statement.fixed, "H": float(h)}), atoms=atoms)
+                 for h in heads]
+        n = len(conjuncts(statement.relation))
+        return Relaxation(statement, [[[Group(g.conjunct, f"H = {h}: {g.pattern}", g.alternatives)
+                                        for h, part in zip(heads, parts) for g in part.strategies[c][-1]]]
+                                      for c in range(n)], space, final=[{0} for _ in range(n)])
     parameters, param_coords = _parameter_coordinates(statement, space)
     model = TokenModel(space, parameters, 1 / t_sym, param_coords)
     strategies: list[list[list[Group]]] = []
