@@ -455,6 +455,20 @@ def test_a_bound_tight_where_the_lightest_and_heaviest_token_are_one_is_proved_f
     assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
 
 
+@pytest.mark.parametrize("relation, read", [("alpha_max >= alpha_i", True), ("alpha_min <= alpha_i", True),
+                                            ("alpha_i*2 >= alpha_max", False), ("alpha_max <= 3*alpha_i", False),
+                                            ("alpha_min >= alpha_i/3", False)])
+def test_the_relaxation_offers_a_maximum_read_at_another_token_exactly_where_the_margin_grows_with_it(
+        relation: str, read: bool) -> None:
+    """The strategy that reads ``alpha_max`` (``alpha_min``) at another distinguished token is offered where the
+    margin grows (falls) with it, and only there (the first strategy; the exact one stays last)."""
+    from attnbounds.theory.deciding.prover.relax import relax
+
+    st = api.statement(relation, hypotheses=["softmax"], id="favourable").statements[0]
+    patterns = [g.pattern for per in relax(st).strategies for strat in per for g in strat]
+    assert any("maxima read at a distinguished token" in p for p in patterns) == read, patterns
+
+
 @pytest.mark.parametrize("relation, truth", [
     ("alpha_max <= 3*alpha_i", False),  # e^(2a/T) = e^2 > 3: two logits 1 and -1, token i the lighter
     ("alpha_i*3 >= alpha_max", False),

@@ -269,3 +269,13 @@ def test_a_verdict_table_reads_back_whatever_columns_follow_the_verdict() -> Non
                 f"| `corollary3[row]` | REFUTED |{extra}"]
         text = f"intro\n{rec.TABLE_START}\n" + "\n".join(rows) + f"\n{rec.TABLE_END}\n"
         assert rec.parse_verdict_table(text) == {"lemma1": "PROVED", "corollary3[row]": "REFUTED"}, extra
+
+
+def test_a_malformed_array_is_reported_in_a_few_lines_not_one_per_leaf():
+    """An instance array of 100 000 wrong leaves gives a handful of problems (the validator stops after six), never a
+    line per leaf: reading a large malformed file stays fast and its message readable."""
+    from attnbounds.theory.io import records as rec_module
+
+    problems = rec_module.validate(["x"] * 100_000, {"leaves": {"type": "number"}})
+    assert 1 <= len(problems) <= 6, len(problems)
+    assert problems[0] == "$[99999]: expected number, got str"
