@@ -80,17 +80,27 @@ TIGHT = SET.with_name("tight_set.toml")
 #: the families of the tight set, by the second part of an id
 TIGHT_FAMILIES = {"eq": "equality cases", "sup": "strict suprema", "tiny": "below float64", "band": "bands of L and T",
                   "reach": "L through log log L, L^s", "near": "short of an equality as L grows",
-                  "open": "tight only at an open end"}
+                  "open": "tight only at an open end", "sig": "sigmoid attention", "sparse": "sparsemax, bounded logits",
+                  "ent": "entmax-1.5, bounded logits", "softpick": "softpick", "ssmax": "scalable softmax",
+                  "bowl": "a bowl-shaped log F", "topN": "top-N against alpha_max, alpha_min", "Trange": "an end of T's range",
+                  "jac": "the Jacobian against the weights", "side": "min, max, tanh on a side",
+                  "heads": "coverage over a range of p", "bigL": "one length of 10^9"}
 
 
-def measure_tight(budget: float) -> dict[str, tuple[str, float]]:
+def measure_tight(budget: float, progress: Path | None = None) -> dict[str, tuple[str, float]]:
     """``{id: (verdict, seconds)}`` of every statement of the tight set through ``verify`` (a statement this version
-    cannot read: ``REFUSED``)."""
+    cannot read: ``REFUSED``); with ``progress``, each one appended there as a JSON line as soon as it is decided (what
+    a run killed part-way, out of memory say, had decided)."""
+    import json
+
     from attnbounds.theory.running.verify import verify
 
     data = tomllib.loads(TIGHT.read_text())
     out: dict[str, tuple[str, float]] = {}
     for table_ in data["statement"]:
+        if progress is not None:
+            with progress.open("a") as f:
+                f.write(json.dumps({"started": table_["id"]}) + "\n")
         start = time.perf_counter()
         try:
             ub = load_data({"normaliser": data.get("normaliser", []), "statement": [table_]}, str(TIGHT))
@@ -99,6 +109,9 @@ def measure_tight(budget: float) -> dict[str, tuple[str, float]]:
         except Exception as exc:  # noqa: BLE001 - an older version may refuse a statement: counted, not final
             verdict = f"REFUSED ({type(exc).__name__})"
         out[table_["id"]] = (verdict, time.perf_counter() - start)
+        if progress is not None:
+            with progress.open("a") as f:
+                f.write(json.dumps({"id": table_["id"], "verdict": verdict, "seconds": out[table_["id"]][1]}) + "\n")
     return out
 
 
@@ -150,11 +163,21 @@ def _baseline(rev: str, budget: float) -> dict[str, tuple[str, float]]:
             (package / name).symlink_to(Path(tmp) / name)
         for f in (Path(tmp) / "attnbounds").iterdir():
             (package / f.name).symlink_to(f)
-        out = Path(tmp) / "baseline.json"
+        out, progress = Path(tmp) / "baseline.json", Path(tmp) / "progress.jsonl"
         env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{Path(__file__).resolve().parent}"}  # then _util
-        subprocess.run([sys.executable, "-P", str(Path(__file__)), "--set", "tight", "--budget", str(budget),
-                        "--json", str(out)], check=True, env=env, cwd=tmp, stdout=subprocess.DEVNULL)
-        return {k: (v[0], v[1]) for k, v in json.loads(out.read_text()).items()}
+        done = subprocess.run([sys.executable, "-P", str(Path(__file__)), "--set", "tight", "--budget", str(budget),
+                               "--json", str(out), "--progress", str(progress)], env=env, cwd=tmp,
+                              stdout=subprocess.DEVNULL)
+        if done.returncode == 0:
+            return {k: (v[0], v[1]) for k, v in json.loads(out.read_text()).items()}
+        # killed part-way (the out-of-memory killer, say): what it decided, the statement it died on, the rest not run
+        lines = [json.loads(line) for line in progress.read_text().splitlines()] if progress.exists() else []
+        decided = {d["id"]: (d["verdict"], d["seconds"]) for d in lines if "id" in d}
+        started = [d["started"] for d in lines if "started" in d and d["started"] not in decided]
+        why = f"signal {-done.returncode}" if done.returncode < 0 else f"exit status {done.returncode}"
+        ids = [t["id"] for t in tomllib.loads(TIGHT.read_text())["statement"]]
+        return {sid: decided[sid] if sid in decided else (f"CRASHED ({why})", float("nan")) if sid in started
+                else ("NOT RUN (the run died before it)", float("nan")) for sid in ids}
 
 
 def main() -> None:
@@ -166,6 +189,8 @@ def main() -> None:
     ap.add_argument("--set", choices=("relaxation", "tight"), default="relaxation", help="which quality set")
     ap.add_argument("--baseline", metavar="REV", help="also measure git revision REV (the tight set)")
     ap.add_argument("--json", metavar="PATH", help="write the tight set's verdicts and seconds to PATH")
+    ap.add_argument("--progress", metavar="PATH", type=Path, help="append each tight statement's verdict to PATH as it "
+                    "is decided (JSON lines)")
     args = ap.parse_args()
     if args.set == "relaxation":
         print(table(rows(7.0 if args.budget is None else args.budget)))
@@ -174,7 +199,7 @@ def main() -> None:
     results: dict[str, dict[str, tuple[str, float]]] = {}
     if args.baseline:
         results[f"before ({args.baseline})"] = _baseline(args.baseline, budget)
-    results["this version"] = measure_tight(budget)
+    results["this version"] = measure_tight(budget, args.progress)
     if args.json:
         Path(args.json).write_text(json.dumps(results["this version"]))
     print(table(tight_rows(results)))
