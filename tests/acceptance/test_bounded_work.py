@@ -31,7 +31,8 @@ def test_the_multihead_coverage_costs_O_H_for_every_H_in_its_domain(H):
     got = compute("coverage_enum", inst)  # 257 rows of 2^20 outcomes each would be 10^8 products
     assert np.allclose(got, 1 - (1 - p) ** H, rtol=1e-12, atol=1e-15)
     r = attnbounds.check("coverage_enum >= 0.99", fixed={"p": 0.3, "H": H}, budget=0.3)
-    assert r.verdict == ("VERIFIED" if 1 - 0.7**H >= 0.99 else "REFUTED"), r.reason
+    # true at H = 16 and 20 (1 - 0.7^16 = 0.9967): proved exactly since coverage relaxes for a fixed H; false at 11
+    assert r.verdict == ("PROVED" if 1 - 0.7**H >= 0.99 else "REFUTED"), r.reason
 
 
 def test_a_single_long_length_loads_without_a_dense_row_of_that_length():

@@ -47,8 +47,9 @@ def _flat(text: str) -> str:
 # -- records with hostile texts ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def bases() -> dict[str, dict[str, Any]]:
-    """A paper reading REFUTED (with its counterexample), one VERIFIED, and a user's statement REFUTED."""
-    refuted, verified = quick_records(["theorem1.fixed[R1,g2]", "multihead"])
+    """A paper reading REFUTED (with its counterexample), one VERIFIED (without proofs: the finite difference's bound,
+    which the relaxation prover declines), and a user's statement REFUTED."""
+    refuted, verified = quick_records(["theorem1.fixed[R1,g2]", "corollary3[fd,corrected]"])  # (no relaxation)
     return {"refuted": refuted.to_json(), "verified": verified.to_json(), "user": class_record().to_json()}
 
 

@@ -61,7 +61,9 @@ class _NeedsSign(Declined):
     """A quantity's form is a bound of it, and the margin is not known to move the way that makes the bound sound."""
 
 
-#: what a quantity may need and still read no token (its relaxed form is a function of the parameters alone)
+#: what a quantity needs that makes it read no token (its relaxed form a function of the parameters alone: the heads'
+#: p and H); a quantity needing none of it reads the weights (alpha_max needs nothing beyond them), and with no log F
+#: fixed it ranges over every map, which no one model stands for
 TOKEN_FREE = frozenset({"heads"})
 #: why a statement that reads distinguished tokens (or points) and the top-N selection is declined
 SELECTION_WITH_TOKENS = ("distinguished tokens and the top-N selection together (which side each is on is not relaxed "
@@ -496,7 +498,7 @@ def _space(statement: Statement) -> Space:
     if space.problems:
         raise Declined("; ".join(space.problems))
     if space.log_F is None:
-        if all(set(QUANTITIES[q].needs) <= TOKEN_FREE for q in statement.bindings.values()):
+        if all(QUANTITIES[q].needs & TOKEN_FREE for q in statement.bindings.values()):
             space.softmax()  # no quantity reads a token (coverage of heads): any model of the tokens serves
         else:
             raise Declined("no normaliser of the form F / sum F is fixed by the hypotheses (softmax, or "
