@@ -275,16 +275,22 @@ def feasible_delta(L: int, d: int, M: float) -> float:
     return float(M * min(2.0, 0.5 * L ** (-2.0 / max(d - 1, 1))))
 
 
+def logit_bound(statement: Statement) -> float | None:
+    """The statement's fixed logit bound ``a`` as the largest double at or below the decimal it spells (the double
+    0.1 exceeds 1/10; the one below it does not), None without a positive fixed ``a``."""
+    a = statement.fixed.get("a")
+    return outward(decimal_value(a), -1) if a is not None and a > 0 else None
+
+
 def build(statement: Statement, spec: Spec) -> Instance:
     """A batch for ``statement`` from ``spec``: everything it needs, reproducibly from ``spec.seed``; token
     classes when ``spec.K > 0``; the statement's fixed parameters as given (never drawn)."""
     rng = np.random.default_rng(spec.seed)
     need = needs(statement)
     fixed = dict(statement.fixed)
+    a = logit_bound(statement)
     spec = spec.with_(**{f: fixed[f] for f in ("T", "M", "p", "eps") if f in fixed},
-                      **({"H": int(fixed["H"])} if "H" in fixed else {}),
-                      **({"logit_scale": outward(decimal_value(fixed["a"]), -1)} if "a" in fixed and fixed["a"] > 0
-                         else {}))  # (the bound's decimal: float(0.1) exceeds 1/10, the double below it does not)
+                      **({"H": int(fixed["H"])} if "H" in fixed else {}), **({"logit_scale": a} if a is not None else {}))
     own = {k: v for k, v in spec.normaliser_params}
     own.update({k: fixed[k] for k in fixed if k in constructor_parameters(spec.normaliser)})
     normaliser = make(spec.normaliser, T=spec.T, **own)
@@ -483,7 +489,8 @@ def _draw_in(rng: np.random.Generator, lo: float, hi: float, log: bool) -> float
 
 def within_ranges(rng: np.random.Generator, statement: Statement, spec: Spec) -> Spec:
     """``spec`` with the parameters the statement gives ranges for redrawn inside them (T, eps, M log-uniform, p
-    uniform, each at an end of its range in half the draws; H a whole number), and L (with N and the classes) brought into the range of lengths."""
+    uniform, each at an end of its range in half the draws; H a whole number), and L (with N and the classes)
+    brought into the range of lengths."""
     ranges = statement.ranges
     if not ranges:
         return spec

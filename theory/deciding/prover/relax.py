@@ -525,7 +525,7 @@ def _whole_heads(statement: Statement, space: Space) -> list[int] | None:
     """The whole numbers of heads ``H`` a statement ranges over, when a quantity's relaxed form reads ``H`` only as a
     fixed whole number (coverage: a sum of H + 1 terms), H is not fixed, and its box holds at most
     :data:`MAX_HEAD_VALUES` whole numbers (every instance's H is whole: coverage_enum has no value at another)."""
-    if not any("heads" in QUANTITIES[q].needs for q in statement.bindings.values()):
+    if not any(QUANTITIES[q].needs & TOKEN_FREE for q in statement.bindings.values()):
         return None
     lo, hi = space.boxes.get("H", (-INF, INF))
     if lo == hi or not (math.isfinite(lo) and math.isfinite(hi)):

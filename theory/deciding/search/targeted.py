@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 
 from attnbounds.theory.mathematics.errors import AttnBoundsError, NotApplicable
-from attnbounds.theory.mathematics.families import admissible_normalisers, feasible_delta, needs
+from attnbounds.theory.mathematics.families import admissible_normalisers, feasible_delta, logit_bound, needs
 from attnbounds.theory.mathematics.hypotheses import smallest_length
 from attnbounds.theory.mathematics.instance import Instance
-from attnbounds.theory.mathematics.intervals import decimal_value, outward
 from attnbounds.theory.mathematics.normalisers import constructor_parameters, make
 from attnbounds.theory.mathematics.quantities import sphere_embeddings
 from attnbounds.theory.deciding.search.budget import Plan
@@ -45,8 +44,9 @@ def instances(statement: Statement) -> Any:
     fixed, ranges = statement.fixed, statement.ranges
     temperatures: tuple[float, ...] = TEMPERATURES
     scales: tuple[float, ...] = SCALES
-    if "a" in fixed and fixed["a"] > 0:  # the logits -4..4 times a/4: the ends +-a of the bound itself among them
-        scales = (outward(decimal_value(fixed["a"]), -1) / 4, *SCALES)  # (the double at or below the decimal a)
+    a = logit_bound(statement)
+    if a is not None:  # the logits -4..4 times a/4: the ends +-a of the bound itself among them
+        scales = (a / 4, *SCALES)
     if "T" in fixed:
         temperatures = (float(fixed["T"]),)
     elif "T" in ranges:
@@ -132,10 +132,9 @@ def corners(statement: Statement, tracker: Tracker) -> None:
     shortest lengths of its range, at its fixed temperature or each end of its range of T, for every admissible
     normaliser. A bound on a map monotone in each logit is tight at a corner (sparsemax's largest weight at
     ``|l| <= 1/4`` is 3/4 exactly there, at L = 2), which random draws meet only by chance."""
-    fixed = statement.fixed
-    if not ("a" in fixed and fixed["a"] > 0) or needs(statement) & {"x", "sphere", "fd", "heads", "qk"}:
+    fixed, a = statement.fixed, logit_bound(statement)
+    if a is None or needs(statement) & {"x", "sphere", "fd", "heads", "qk"}:
         return
-    a = outward(decimal_value(fixed["a"]), -1)  # the double at or below the decimal a (float(0.1) exceeds 1/10)
     lo, hi = _lengths(statement, max(smallest_length(statement.hypotheses), 1))
     if "T" in fixed:
         temperatures: tuple[float, ...] = (float(fixed["T"]),)

@@ -333,7 +333,7 @@ class Tracker:
         self._add_to_pool(inst, key, ratio, ev.margin_hi, method)
         self._note_tie(inst, rel, degenerate, ev, method)
 
-    def _note_tie(self, inst: Instance, rel: np.ndarray, degenerate: np.ndarray, ev: Any, method: str) -> None:
+    def _note_tie(self, inst: Instance, rel: np.ndarray, degenerate: np.ndarray, ev: Evaluation, method: str) -> None:
         """Keep the tie at the largest |l| / T (:attr:`extreme_tie`)."""
         if inst.logits is None:
             return

@@ -83,11 +83,11 @@ def _coverage_torch(state: State) -> Tensor:
 @coverage_enum.relaxed_form
 def _coverage_relaxed(rx: RelaxedInstance) -> sp.Expr:
     """``sum_{k >= 1} C(H, k) p^k (1 - p)^(H - k)``, grouped as the float form groups the outcomes, for a fixed whole
-    number of heads ``H`` (at most :data:`MAX_HEADS_ENUMERATED`): a polynomial in ``p``, whatever ``p``'s range. A range
-    of H is declined (the sum's length is H: one problem per whole H would be needed)."""
+    number of heads ``H`` (at most :data:`MAX_HEADS_ENUMERATED`): a polynomial in ``p``, whatever ``p``'s range. The sum's
+    length is H, so a range of H is relaxed one whole H at a time (the prover's relax)."""
     H = rx.param("H")
     if not (H.is_number and float(H).is_integer() and 0 <= float(H) <= MAX_HEADS_ENUMERATED):
         raise Unsupported(f"coverage_enum is relaxed for a fixed whole number of heads H in [0, {MAX_HEADS_ENUMERATED}] "
-                          f"only, not H = {H} (a range of H would need one problem per whole H)")
+                          f"only, not H = {H}")
     n, p = int(float(H)), rx.param("p")
     return sp.Add(*[sp.binomial(n, k) * p**k * (1 - p) ** (n - k) for k in range(1, n + 1)])
