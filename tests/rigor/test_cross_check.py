@@ -65,7 +65,7 @@ def _instances(name: str, classes: bool) -> hs.SearchStrategy[Instance]:
     ratio = q.normaliser or "ratio" in q.needs or q.cost == "jacobian"
     max_count = 4096 if q.class_limit else 10**6
     return strategies.adversarial_instance(max_L=_max_L(name), classes=classes, ratio_only=ratio, batch=2,
-                                           max_count=max_count)
+                                           max_count=max_count, elementwise=q.cost == "jacobian")
 
 
 def _float(name: str, inst: Instance) -> np.ndarray | None:

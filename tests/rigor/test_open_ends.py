@@ -25,7 +25,6 @@ from attnbounds.theory.running import api
 #: true strict bounds whose margin reaches 0 only at an open end (truths derived in tests/quality/tight_set.toml,
 #: family "open"): a weight never 0, the largest weight never 1 once L >= 2, J_entry's 1/(4T) only as T -> 0
 TRUE = {
-    "alpha_min > 0": {},
     "alpha_max < 1": {"ranges": {"L": [2, 10**9]}},
     "J_entry < 1/(4*T) + 1e-6": {},
     # alpha_max >= the others' mean and alpha_min > 0: the multiplier closure on the face of a face, at the corner
@@ -54,6 +53,16 @@ def test_a_strict_bound_tight_only_at_an_open_end_is_proved_through_it_and_repla
     tokens = [tok for report in result.reports for tok in bnb.decode(report.outcome.tree.encode(), 10**8)]
     assert any((tok.startswith("P") and ("<" in tok or ">" in tok)) or tok.startswith("L") for tok in tokens), tokens
     assert prover.replay(st, certificate)[0]
+
+
+def test_a_weight_above_0_is_proved_through_a_denominator_positive_at_every_instance() -> None:
+    """``alpha_min > 0``: over log F values (every positive F) the weight is ``t / (t + (1 - t) S)``, and both ``t``
+    and the denominator are positive at every instance (0 and the infinite ends of D are open: no instance, F
+    positive and finite), so the core is 1 and closes at once; the certificate replays."""
+    st = _statement("alpha_min > 0", {})
+    result = prover.prove(st, work=prover.work_for(1.0))
+    assert result.status == "proved", result.reason
+    assert prover.replay(st, json.loads(json.dumps(result.to_json())))[0]
 
 
 @pytest.mark.parametrize("relation", list(FALSE))

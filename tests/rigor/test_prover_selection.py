@@ -7,7 +7,8 @@
   span of the logits, and a feasible point has at least one selected token (``N >= 1``: ``nu = N / L >= t = 1 / L``);
 - at a feasible point where L and N are whole numbers, the instance realised has that L and N, and its margin is
   the relaxed margin there (the selected atoms are the N heaviest tokens, on the right side of the threshold);
-- a statement that reads both a distinguished token and the selection is declined, with the reason.
+- a statement that reads distinguished tokens and the selection relaxes each on either side of it: true bounds
+  are proved for every assignment, false ones never, and an instance is a point of its assignment's problem.
 """
 
 from __future__ import annotations
@@ -171,12 +172,73 @@ def test_without_a_threshold_a_feasible_point_has_its_selected_tokens_heaviest()
         assert checked and refused  # both sides drawn
 
 
-@pytest.mark.parametrize("relation", ["alpha_i <= abar_N", "alpha_max <= abar_N"])
-def test_distinguished_tokens_with_the_selection_are_declined_with_the_reason(relation: str) -> None:
-    with _statement(relation, "bsig") as st:
+TOKENS_AND_SELECTION_TRUE = ["alpha_i <= abar_N", "alpha_max <= abar_N", "abar_N <= N*alpha_max",
+                             "abar_N >= N*alpha_min", "abar_N <= 1 - (L - N)*alpha_min"]
+TOKENS_AND_SELECTION_FALSE = ["abar_N >= N*alpha_max", "alpha_max <= abar_N/N", "alpha_i >= abar_N/N",
+                              "abar_N > N*alpha_min", "abar_N <= (N - 1/2)*alpha_max", "alpha_min >= abar_N/(N + 1)"]
+
+
+@pytest.mark.parametrize("normaliser", [None, "bsig"])
+@pytest.mark.parametrize("relation", TOKENS_AND_SELECTION_TRUE)
+def test_distinguished_tokens_with_the_selection_are_proved_each_on_either_side(relation: str, normaliser: str | None
+                                                                               ) -> None:
+    """Each distinguished token is a selected token or another one (a problem per assignment, all proved): the top-N
+    mass against the largest or the smallest weight, true for every F (each selected weight lies between them)."""
+    with _statement(relation, normaliser) as st:
+        result = prover.prove(st, work=prover.work_for(2 * BUDGET))  # (two plans, each assignment of sides)
+        assert result.status == "proved", (relation, result.status, result.reason)
+        ok, why = prover.replay(st, json.loads(json.dumps(result.to_json())))
+        assert ok, why
+        texts = {p.pattern for p in relax(st).problems}
+        assert any("; selected none of them" in t for t in texts) and any("; selected r0" in t for t in texts), texts
+
+
+@pytest.mark.parametrize("relation", TOKENS_AND_SELECTION_FALSE)
+def test_false_bounds_with_distinguished_tokens_and_the_selection_are_never_proved(relation: str) -> None:
+    """Each fails at some instance (unequal weights; a strict one at equal weights): never PROVED; where the prover
+    refutes, its counterexample certifies as violated."""
+    with _statement(relation, None) as st:
         result = prover.prove(st, work=prover.work_for(BUDGET))
-    assert result.status == "declined"
-    assert "distinguished tokens and the top-N selection together" in result.reason
+        assert result.status != "proved", relation
+        if result.status == "refuted":
+            assert certify(st, result.counterexample).status == "violated"
+
+
+def test_an_instance_with_distinguished_tokens_and_the_selection_is_a_point_with_its_margin() -> None:
+    """``abar_N <= N alpha_max`` under softmax (log F = the logit): an instance of a heaviest token (selected, the
+    distinguished one), a second selected class and two other classes is the point of the problem that selects r0 at
+    ``D`` = each logit less the heaviest one's, ``t = 1/L``, ``rho = (N - 1)/(L - 1)``, the classes' shares as
+    masses (atoms beyond the classes at mass 0): inside the box, every constraint satisfied, and the relaxed margin
+    is the instance's. The same instance with the heaviest token counted among the others is no point of it."""
+    from attnbounds.theory.mathematics.normalisers import softmax
+
+    with _statement("abar_N <= N*alpha_max", None) as st:
+        rel = relax(st)
+    logits, counts = [2.0, 1.0, 0.5, -1.0], [1, 2, 2, 3]  # selected: the first two classes, N = 3 of L = 8
+    N, L = 3, 8
+    inst = Instance.from_logits(np.array([logits]), softmax(1.0), counts=np.array([counts]), N=N)
+    ev = st.evaluate(inst)
+    checked = 0
+    for problem in rel.problems:
+        if problem.realisation.get("role_selected") != [True] or problem.realisation.get("reference") is None:
+            continue
+        coords = {c.symbol.name: c for c in problem.coordinates}
+        point = {"t": 1 / L, "rho": (N - 1) / (L - 1), "v_0": 1.0, "v_1": 0.0, "w_0": 2 / 5, "w_1": 1.0}
+        for j in range(3):
+            point[f"D_s{j}"] = logits[1] - logits[0]
+            point[f"D_o{j}"] = (logits[2] if j == 0 else logits[3]) - logits[0]
+        assert all(coords[k].lo <= v <= coords[k].hi for k, v in point.items() if k in coords), (point, coords)
+        subs = {coords[k].symbol: sp.Float(v, 30) for k, v in point.items() if k in coords}
+        assert all(float(con.xreplace(subs)) >= -1e-25 for con in problem.constraints), problem.constraints
+        relaxed = float(problem.margin.xreplace(subs))
+        assert float(ev.margin_lo[0]) - 1e-12 <= relaxed <= float(ev.margin_hi[0]) + 1e-12, (relaxed, ev.margin)
+        checked += 1
+    assert checked
+    # the heaviest token as one of the others: every selected token would be heavier than it, which none is
+    for problem in rel.problems:
+        if problem.realisation.get("role_selected") == [False] and problem.realisation.get("reference") is not None:
+            coords = {c.symbol.name: c for c in problem.coordinates}
+            assert coords["D_s0"].lo >= 0.0, coords["D_s0"]  # a selected atom at least the distinguished one
 
 
 def test_every_F_with_the_selection_is_relaxed_through_log_F_differences() -> None:

@@ -264,3 +264,35 @@ def test_the_sphere_bounds_hold_every_sampled_configuration(logits: list[float],
         c_lo, c_hi = theorem2._separable_counts(inst.alpha[0][None], x, inst.mask[0][None], np.full(64, r),
                                                 np.full(64, M), which)
         assert lo <= c_lo.min() and c_hi.max() <= hi, (which, (lo, hi), sorted(set(c_lo)), sorted(set(c_hi)))
+
+
+@pytest.mark.parametrize("draws", [1, 7, 256])
+def test_a_count_sure_on_every_draw_has_exactly_that_mean(draws: int) -> None:
+    """``r = 10`` on the sphere of radius ``M = 1`` (every distance at most 2): every selected token lies in the
+    relaxed ball on every draw and none outside the full one, so the means of ``N_s / N`` over the draws are exactly
+    1 and 0 whatever the draws (one draw more than ``mc_draws``, or one fewer, counted over ``mc_draws`` is not)."""
+    inst = Instance.from_weights([[0.5, 0.3, 0.2]], N=2, M=1.0, delta=0.0, r=10.0, dim=3.0, mc_draws=draws, seed=5)
+    assert compute("E_Ns_relaxed", inst)[0] == 1.0
+    assert compute("E_Ns_full", inst)[0] == 0.0
+
+
+def test_d_1_at_distances_whose_squares_are_subnormal_is_the_largest_distance() -> None:
+    """Two tokens outside the selection at distances about 3e-162 from the selected one: their squared components
+    are subnormal doubles, and the float sums of squares rank them the wrong way round (the farther one by 30 %
+    computes as the nearer). The ball form must not screen pairs by such float distances: it encloses the exact
+    largest distance (mpmath at 50 digits)."""
+    import mpmath
+
+    from attnbounds.theory.mathematics.intervals import backend
+    from attnbounds.theory.mathematics.quantities import ball_value
+
+    far, near = [1.562940128450518e-162, 2.5139137893894883e-162], [1.6250970262666975e-162, 1.6001207656683901e-162]
+    x = np.array([[[0.0, 0.0], far, near]])
+    assert np.sqrt((np.array(far) ** 2).sum()) < np.sqrt((np.array(near) ** 2).sum())  # float ranks them wrongly
+    inst = Instance.from_weights([[0.6, 0.2, 0.2]], N=1, x=x)
+    with mpmath.workdps(50):
+        exact = float(mpmath.sqrt(mpmath.mpf(far[0]) ** 2 + mpmath.mpf(far[1]) ** 2))
+    ops = backend("arb")
+    with ops.precision(128):
+        ball = ball_value("d_1", balls.ball_instance(inst, ops))
+    assert ops.lower_float(ball) <= exact <= ops.upper_float(ball) * (1 + 1e-15), (ops.text(ball), exact)

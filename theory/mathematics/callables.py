@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import numpy as np
 
 from attnbounds.theory.mathematics.errors import CallableFailed, InvalidArgument, NotApplicable
-from attnbounds.theory.mathematics.normalisers import Normaliser, RatioNormaliser, check_logits
+from attnbounds.theory.mathematics.normalisers import FORMS, Normaliser, RatioNormaliser, check_logits
 from attnbounds.theory.mathematics.hypotheses import Hypothesis, kept_along_growths
 from attnbounds.theory.mathematics.quantities import QUANTITIES
 from attnbounds.theory.mathematics.statement import Statement
@@ -466,9 +466,15 @@ def same_normaliser(name: str, proto: Normaliser, declared: Declared | None = No
 def _relax_rule(name: str, proto: Normaliser) -> Any:
     """The relaxation reads a ratio normaliser's log F with its parameters (T free); a built-in map whose weights
     reach every point of the closed simplex (:attr:`Normaliser.reaches_simplex`) relaxes as the simplex itself, where
-    nothing else bounds them; a Python callable, or another map not of the form F / sum F, has none."""
+    nothing else bounds them; an element-wise map (:attr:`Normaliser.elementwise`) by its own log F, each weight F
+    itself; a Python callable, or another map not of the form F / sum F, has none."""
     if proto.reaches_simplex:
         return lambda space: space.whole_simplex(f"the weights of {name} reach every point of the closed simplex")
+    if proto.elementwise and proto.has("relaxed"):  # alpha_i = F(l_i): the map itself at each temperature
+        others = {k: float(np.ravel(np.asarray(v, dtype=np.float64))[0]) for k, v in proto.params.items() if k != "T"}
+        log_f = getattr(proto, FORMS["relaxed"])
+        return lambda space: space.normaliser(log_f, others, f"{name}, element-wise, log alpha_i = {log_f}",
+                                              name=name, elementwise=lambda T: proto._with({**others, "T": T}))
     if not isinstance(proto, RatioNormaliser):
         return None
     values = {k: float(np.ravel(np.asarray(v, dtype=np.float64))[0]) for k, v in proto.values.items()}

@@ -66,6 +66,7 @@ def sign_of(value: sp.Expr) -> tuple[int | None, str]:
             s_den, _, _, _ = _ball_sign(den)
             if s_num is not None and s_den:
                 return s_num * s_den, f"{m_num}, on the number over one denominator (sympy's together)"
+    value = elementary(value)
     if sp.expand(sp.powsimp(value, combine="exp")) == 0:
         return 0, "sympy: exactly 0 (equality)"
     if not near_zero:
@@ -77,6 +78,15 @@ def sign_of(value: sp.Expr) -> tuple[int | None, str]:
     if value.equals(0) is True:
         return 0, "sympy: exactly 0 (equality)"
     return None, method
+
+
+def elementary(value: sp.Expr) -> sp.Expr:
+    """``value`` with the stable kernels of ``log F`` written as the elementary functions they are (``softplus(x) =
+    log(1 + e^x)``, ``sigmoid(x) = 1 / (1 + e^-x)``), which sympy simplifies: ``e (1 + e^-1) - e - 1`` is 0 only so."""
+    from attnbounds.theory.mathematics.normalisers.symbolic import sigmoid, softplus
+
+    return value.replace(lambda e: isinstance(e, softplus), lambda e: sp.log(1 + sp.exp(e.args[0]))) \
+                .replace(lambda e: isinstance(e, sigmoid), lambda e: 1 / (1 + sp.exp(-e.args[0])))
 
 
 def _largest_exponent(value: sp.Expr) -> float:

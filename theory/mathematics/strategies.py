@@ -431,13 +431,15 @@ def token_counts(draw: hs.DrawFn, K: int, max_count: int = 10**6, batch: int = 1
 
 @hs.composite
 def adversarial_instance(draw: hs.DrawFn, *, max_L: int = 1024, classes: bool | None = None, batch: int = 3,
-                         ratio_only: bool = False, qk: bool | None = None, max_count: int = 10**6) -> Instance:
+                         ratio_only: bool = False, qk: bool | None = None, max_count: int = 10**6,
+                         elementwise: bool = False) -> Instance:
     """An instance carrying what every quantity reads (logits or query/keys, x, N, sphere parameters ``M``,
     ``delta``, ``r``, a finite-difference direction ``v`` and step ``eps``, head parameters ``p``, ``H``,
     Lemma 1's ``a``), drawn to stress the kernels: interior extrema of F (exp_poly with a large b), near
     ties down to 1e-12, one-hot rows, logits up to 1e3, graded rows (weights down to 1e-300 of the largest: tiny
     Jacobians), T from 1e-8 (huge Jacobians) to 1e6, dense L up to ``max_L``; with
-    ``classes`` (drawn when None), K <= 6 token classes with counts up to ``max_count``.
+    ``classes`` (drawn when None), K <= 6 token classes with counts up to ``max_count``. ``ratio_only``: maps
+    ``F / sum F`` only, and with ``elementwise`` the element-wise maps with a log F too (sigmoid attention).
     """
     rng = np.random.default_rng(draw(seeds()))
     if classes is None:
@@ -450,7 +452,8 @@ def adversarial_instance(draw: hs.DrawFn, *, max_L: int = 1024, classes: bool | 
         K = L = draw(hs.one_of(hs.integers(1, 8), hs.sampled_from(sorted({v for v in (16, 31, 64, 127, 256, 1024)
                                                                          if v <= max_L}) or [1])))
         counts = None
-    names = [n for n in _drawable() if not ratio_only or isinstance(prototype(n), RatioNormaliser)]
+    names = [n for n in _drawable() if not ratio_only or isinstance(prototype(n), RatioNormaliser)
+             or (elementwise and prototype(n).elementwise and prototype(n).has("relaxed"))]
     if classes:  # the cross-check of forms compares the torch form too
         names = [n for n in names if prototype(n).torch_classes] or names
     name = draw(hs.sampled_from(names))

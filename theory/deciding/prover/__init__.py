@@ -533,10 +533,14 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
                 pass
             else:
                 counts.append(n)
-    elif info["N"] is not None:  # the top-N selection: N tokens from the selected atoms, the rest from the others
-        N = int(min(max(round(_number(info["N"], {**values, t_sym: 1.0 / L})), 1), L))
-        for atom_logits, atom_masses, total in ((info["selected_atoms"], info["selected_masses"], N),
-                                                (info["atoms"], info["masses"], L - N)):
+    elif info["N"] is not None:  # the top-N selection: N tokens, the selected distinguished ones and the selected
+        N = int(min(max(round(_number(info["N"], {**values, t_sym: 1.0 / L})), 1), L))  # atoms'; the rest the others
+        on = info.get("role_selected") or []
+        k_sel = sum(1 for side in on if side)
+        if N < k_sel or L - N < len(on) - k_sel:
+            return None
+        for atom_logits, atom_masses, total in ((info["selected_atoms"], info["selected_masses"], N - k_sel),
+                                                (info["atoms"], info["masses"], L - N - (len(on) - k_sel))):
             for l_expr, c in zip(atom_logits, _counts([max(_number(m, values), 0.0) for m in atom_masses], total)):
                 if c > 0:
                     logits.append(_number(l_expr, values))

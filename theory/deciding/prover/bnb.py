@@ -375,6 +375,34 @@ class Face:
         return lo, hi
 
 
+def _may_divide(core: sp.Expr, con: sp.Expr, digits: int = 30) -> bool:
+    """False only where ``core`` is certainly no multiple of ``con``: a multiple of it is 0 wherever ``con`` is, and at
+    a seeded point of the other symbols, with one symbol ``x`` moved to a zero of ``con`` (exact where ``con`` is
+    affine in it, else found numerically), the core is not 0 (far from it, numerically). Spares sympy's ``cancel``
+    (seconds on a core of many exponentials and logarithms) a quotient that cannot be simple; True where the test
+    says nothing (the quotient is then tried, as before)."""
+    import random
+
+    for x in sorted(con.free_symbols, key=str):
+        rng = random.Random(0)
+        point = {s_: sp.Float(rng.uniform(0.1, 0.9), digits) for s_ in sorted(core.free_symbols | con.free_symbols,
+                                                                           key=str) if s_ != x}
+        b = differentiate(con, x)
+        try:
+            if b != 0 and not b.has(x):
+                x0 = sp.N(sp.cancel(x - con / b).xreplace(point), digits)
+            else:
+                x0 = sp.nsolve(con.xreplace(point), x, sp.Float(0.5, digits), prec=digits)
+            value = complex(sp.N(core.xreplace({**point, x: x0}), digits))
+            scale = complex(sp.N(core.xreplace({**point, x: sp.Float(rng.uniform(0.1, 0.9), digits)}), digits))
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError, ArithmeticError):
+            continue
+        if not (math.isfinite(abs(value)) and math.isfinite(abs(scale)) and complex(x0).imag == 0):
+            continue
+        return abs(value) <= 1e-20 * max(abs(scale), 1.0)
+    return True
+
+
 class Programs:
     """The compiled pieces of one problem: its faces (built as they are reached) and its constraints."""
 
@@ -404,7 +432,7 @@ class Programs:
         if k not in self._quotients:
             core, con = self.problem.core, self.problem.constraints[k]
             q = None
-            if max(_size(core), _size(con)) <= MAX_FACTOR and con != 0:
+            if max(_size(core), _size(con)) <= MAX_FACTOR and con != 0 and _may_divide(core, con):
                 if work is not None:
                     work[0] += FACE_WORK * (_size(core) + _size(con))
                 q = sp.cancel(sp.together(core / con))

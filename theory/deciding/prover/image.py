@@ -21,7 +21,7 @@ import sympy as sp
 from attnbounds.theory.mathematics.errors import InvalidArgument
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import Unsupported
-from attnbounds.theory.mathematics.normalisers import RatioNormaliser
+from attnbounds.theory.mathematics.normalisers.ratio import log_F_map
 from attnbounds.theory.deciding.prover.problem import t_sym
 from attnbounds.theory.deciding.prover.relax import RelaxedInstance, Role
 from attnbounds.theory.deciding.prover.space import Declined, Token
@@ -43,9 +43,9 @@ class _Model:
     """The features of an instance's columns (float, as sympy numbers)."""
 
     def __init__(self, inst: Instance, weights: bool):
-        n = inst.normaliser
-        if not isinstance(n, RatioNormaliser) or inst.logits is None:
-            raise InvalidArgument("the relaxed forms read a normaliser F / sum F and logits")
+        n = log_F_map(inst.normaliser)
+        if n is None or inst.logits is None:
+            raise InvalidArgument("the relaxed forms read a normaliser F / sum F (or an element-wise F) and logits")
         self.inst, self.weights = inst, weights
         self.lam = n.log_F_values(inst.logits, inst.L)[0]
         self.g = n.dlog_F_values(inst.logits, inst.L)[0]
@@ -71,8 +71,10 @@ class _ImageBuilder:
         self.assignment = assignment
         self.model = _Model(inst, weights)
         keys = inst.q is not None and inst.k is not None  # logits-qk: a is the keys' bound Delta_max
+        n = inst.normaliser
         self.space = type("Space", (), {"bounded_logits": "a" in inst.params or keys,
-                                        "logit_bound": "keys" if keys else "a" if "a" in inst.params else ""})()
+                                        "logit_bound": "keys" if keys else "a" if "a" in inst.params else "",
+                                        "elementwise": (lambda T: n) if n is not None and n.elementwise else None})()
         self._keys_bound: float | None = None
         if keys:
             from attnbounds.theory.mathematics.quantities import compute
@@ -106,8 +108,8 @@ class _ImageBuilder:
         return self.tokens[key]
 
     def point(self, role: Role) -> Token:
-        n = self.inst.normaliser
-        assert isinstance(n, RatioNormaliser)
+        n = log_F_map(self.inst.normaliser)
+        assert n is not None
         lo, hi = n.log_F_range(self.inst.param("a"))
         probe = Token("probe", [], None, sp.Integer(0), sp.Integer(0))
         top = float(sp.N(role.dominates(Token("p", [], None, sp.Integer(1), sp.Integer(0)), probe))) > 0 \
@@ -290,8 +292,8 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
         for sym, c in zip(info["atom_coordinates"], others):
             values[sym] = float(alpha[c]) / left if left > 0 else 0.0
     elif info.get("reference") is not None:  # log F values over the reference token's (LogFValues)
-        n = inst.normaliser
-        assert isinstance(n, RatioNormaliser)
+        n = log_F_map(inst.normaliser)
+        assert n is not None
         lam = n.log_F_values(inst.logits, inst.L)[0]
         kind, where = info["reference"]
         extremes = n.log_F_range(inst.param("a")) if info["points"] or kind == "point" \

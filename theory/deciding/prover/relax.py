@@ -66,8 +66,8 @@ class _NeedsSign(Declined):
 #: fixed it ranges over every map, which no one model stands for
 TOKEN_FREE = frozenset({"heads"})
 #: why a statement that reads distinguished tokens (or points) and the top-N selection is declined
-SELECTION_WITH_TOKENS = ("distinguished tokens and the top-N selection together (which side each is on is not relaxed "
-                         "yet)")
+SELECTION_WITH_TOKENS = ("distinguished tokens and the top-N selection together over log F values alone (every F: "
+                         "which side of the selection each token is on is relaxed only over a fixed log F)")
 
 
 def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], reference: Token | None
@@ -170,21 +170,32 @@ def _extreme_of(role: "Role") -> str | None:
 
 
 def _anchor_problem(b: "_Builder", margin: sp.Expr, constraints: list[sp.Expr], owners: list[str | None],
-                    roles: list[Token], atoms: list[Token], selected: list[Token] | None = None
-                    ) -> tuple[sp.Expr, list[sp.Expr], dict[str, Any]]:
+                    roles: list[Token], atoms: list[Token], selected: list[Token] | None = None,
+                    role_selected: list[bool] | None = None) -> tuple[sp.Expr, list[sp.Expr], dict[str, Any]]:
     """:func:`_anchor` at the reference token: the token (or point) of the smallest log F when a role or point says
     which (every other ``D`` is then >= 0), else the first distinguished token, else the first atom. When a token or
     point of the largest log F is known too, it is ``Delta >= 0`` and every other token ``D = Delta sigma`` with
     ``sigma`` in [0, 1]: both extremes' constraints then hold by construction and are dropped. With the top-N
-    ``selected`` atoms (and no distinguished token), log F is anchored at a threshold between the selected tokens and
-    the others instead (the least selected log F, say): the selected ``D >= 0``, the others' ``D <= 0``, which is
-    every selected token at least as heavy as every other. Returns the margin, the constraints and what the
+    ``selected`` atoms, log F is anchored at a threshold between the selected tokens and the others instead (the
+    least selected log F, say): the selected ``D >= 0``, the others' ``D <= 0``, which is every selected token at
+    least as heavy as every other; a distinguished token is on the side ``role_selected`` says. Returns the margin, the constraints and what the
     realisation needs: where the reference is (``("role", k)``, ``("atom", j)``, ``("point", "min")``,
     ``("threshold", 0)``), the bracket (the top and each token's sigma), the new coordinates and the ends."""
     points = list(b.points.values())
     if selected:
-        if points:  # (distinguished tokens with the selection are declined before: _problem)
+        if points:  # (a point with the selection is declined before: _problem)
             raise Declined(SELECTION_WITH_TOKENS)
+        sides = role_selected or []
+        if len(sides) != len(roles):
+            raise Declined("distinguished tokens and the top-N selection: no side given for every token")
+        if roles:  # at the first distinguished token (its weight and the totals then share one denominator): every
+            # token of the other side is at most its log F (0) or at least it; the sides' order is the constraints'
+            first = roles[0]
+            margin, constraints = _anchor(margin, constraints, [*roles, *atoms, *selected], first)
+            across = [*atoms, *(r for r, on in zip(roles, sides) if not on)] if sides[0] else \
+                [*selected, *(r for r, on in zip(roles, sides) if on)]
+            ends = {tok.lam: ((-INF, 0.0) if sides[0] else (0.0, INF)) for tok in across if tok is not first}
+            return margin, constraints, {"reference": ("role", 0), "coordinates": [], "bracket": None, "ends": ends}
         margin, constraints = _anchor(margin, constraints, [*atoms, *selected], None)
         ends = {tok.lam: (0.0, INF) for tok in selected} | {tok.lam: (-INF, 0.0) for tok in atoms}
         return margin, constraints, {"reference": ("threshold", 0), "coordinates": [], "bracket": None, "ends": ends}
@@ -322,17 +333,24 @@ class RelaxedInstance:
         return self._b.total(fn, tuple(tok.name for tok in exclude), selected)
 
     def weight(self, tok: relaxed.RelaxedToken) -> sp.Expr:
-        """``alpha = F(l) / sum_j F(l_j) = t / total(F / F(l))`` (the ratio form: no large numbers), or the token's
-        weight itself in the weights model. With a common reference (the builder's ``common_reference``: the first
+        """``alpha = F(l) / sum_j F(l_j) = t / total(F / F(l))`` (the ratio form: no large numbers), the token's
+        weight itself in the weights model, ``F(l)`` itself for an element-wise map. With a common reference (the builder's ``common_reference``: the first
         token whose weight is read, ``r``) every weight is ``t (F(l) / F(l_r)) / total(F / F(l_r))``: one total, so
         that a margin combining several weights has one positive denominator to divide out (``8 alpha_min -
         alpha_max`` becomes ``8 - F(l_max) / F(l_min)`` over that total)."""
         if tok.weight is not None:
             return tok.weight
+        if self.elementwise:
+            return tok.F
         b = self._b
         b.weighted.setdefault(tok.name, tok)
         ref = next(iter(b.weighted.values())) if b.common_reference else tok
         return t_sym * sp.exp(tok.lam - ref.lam) / self.total(lambda other: sp.exp(other.lam - ref.lam))
+
+    @property
+    def elementwise(self) -> bool:
+        """Whether the map is element-wise (``alpha_i = F(l_i)``: each weight is its token's F, no sum)."""
+        return self._b.space.elementwise is not None
 
     def at_most(self, *bounds: str) -> int:
         return self._b.read_bound(self._quantity, bounds, 1)
@@ -642,6 +660,9 @@ def _relation_env(statement: Statement, builder: _Builder, conjunct: sp.Rel) -> 
             raise Declined(f"{qname} has no relaxed form: {q.why_not('relaxed')}")
         if q.shape == "BN":
             raise Declined(f"{qname} is a per-selected-token quantity (not relaxed yet)")
+        if builder.space.elementwise is not None and not q.elementwise:
+            raise Declined(f"{qname}'s relaxed form reads a map F / sum F, and {builder.space.normaliser_text} is "
+                           "element-wise (alpha_i = F(l_i))")
         try:
             env[sym] = form(RelaxedInstance(builder, "" if q.shape == "BL" else qname, qname))
         except Unsupported as exc:
@@ -701,12 +722,14 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
         plans: list[tuple[Any, dict[str, int]]] = [(model, signs), (model, {})]
         if space.every_F:  # no log F is fixed: only its values, every F at once
             plans = [(LogFValues(model), signs), (LogFValues(model), {})]
-        elif not model.weights and not space.selection:
+        elif not model.weights:
             plans.insert(0, (LogFValues(model), {}))
         for plan_model, margin_signs in plans:
             discovery = _Builder(space, None, parameters, param_coords, plan_model, margin_signs=margin_signs)
             try:
                 _relation_env(statement, discovery, conjunct)
+                if space.selection and not space.every_F and plan_model is not model and not discovery.tokens:
+                    continue  # the selection alone: over the fixed log F, through a threshold where it is monotone
                 if margin_signs and not discovery.inexact:
                     continue
                 per += _strategies(statement, space, c, conjunct, strict, parameters, param_coords, plan_model,
@@ -742,32 +765,41 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
         raise Declined(f"{len(roles)} distinguished tokens (at most {MAX_ROLES})")
 
     def build(pattern: dict[str, int], piece: tuple[float, float] | None, aliases: dict[str, str] | None = None,
-              ranges: dict[sp.Symbol, tuple[float, float]] | None = None, common: bool = False) -> Problem:
+              ranges: dict[sp.Symbol, tuple[float, float]] | None = None, common: bool = False,
+              sides: dict[int, bool] | None = None) -> Problem:
         return _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, aliases,
-                        atoms, discovery.margin_signs, discovery.bound_choice, ranges, common, piece)
+                        atoms, discovery.margin_signs, discovery.bound_choice, ranges, common, piece, sides)
 
     def with_twins(pattern: dict[str, int], piece: tuple[float, float] | None,
                    ranges: dict[sp.Symbol, tuple[float, float]], problem: Problem,
-                   aliases: dict[str, str] | None = None) -> list[Problem]:
+                   aliases: dict[str, str] | None = None, sides: dict[int, bool] | None = None) -> list[Problem]:
         """The problem's alternatives: its undivided twin (:func:`_with_unsigned`) and, where it reads the weights
         of two tokens or more, the same problem with every weight over one token's F (one total)."""
         common = [] if problem.realisation.get("weighted", 0) < 2 else _with_unsigned(
-            build(pattern, piece, aliases, ranges, True))
+            build(pattern, piece, aliases, ranges, True, sides))
         return common + _with_unsigned(problem) + eliminated(problem)
 
     def split(pattern: dict[str, int], piece: tuple[float, float] | None,
-              ranges: dict[sp.Symbol, tuple[float, float]], depth: int = 0
+              ranges: dict[sp.Symbol, tuple[float, float]], sides: dict[int, bool] | None, depth: int = 0
               ) -> list[tuple[dict[sp.Symbol, tuple[float, float]], Problem]]:
         """The problem, or its parts on either side of a kink of the margin (:func:`_kink`), each part split again
         (at most :data:`MAX_KINK_DEPTH` times), each with the ranges it narrows."""
-        problem = build(pattern, piece, None, ranges)
+        problem = build(pattern, piece, None, ranges, sides=sides)
         cut = _kink(problem) if depth < MAX_KINK_DEPTH else None
         if cut is None:
             return [(ranges, problem)]
         x, v = cut
         co = next(co for co in problem.coordinates if co.symbol == x)
-        return [*split(pattern, piece, {**ranges, x: (co.lo, v)}, depth + 1),
-                *split(pattern, piece, {**ranges, x: (v, co.hi)}, depth + 1)]
+        return [*split(pattern, piece, {**ranges, x: (co.lo, v)}, sides, depth + 1),
+                *split(pattern, piece, {**ranges, x: (v, co.hi)}, sides, depth + 1)]
+
+    def side_choices(pattern: dict[str, int]) -> list[dict[int, bool] | None]:
+        """Under the top-N selection, every assignment of the pattern's tokens to the selected side (True) or the
+        others (False): each a problem of its own, all to be proved; else None."""
+        if not space.selection or not pattern:
+            return [None]
+        classes = sorted(set(pattern.values()))
+        return [dict(zip(classes, combo)) for combo in itertools.product((True, False), repeat=len(classes))]
 
     def pieces(pattern: dict[str, int]) -> list[tuple[float, float] | None]:
         """The pattern's ranges of L (:func:`_length_pieces`), each from the pattern's least length on: one token per
@@ -782,15 +814,17 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
         for pattern in _partitions(rest):
             choices = [dict(zip(favourable, combo)) for combo in _substitutes(favourable, pattern, discovery)]
             for piece in pieces(pattern):
-                alternatives = [q for aliases in choices
-                                for q in with_twins(pattern, piece, {}, build(pattern, piece, aliases), aliases)]
-                groups.append(Group(c, _pattern_text(pattern) + " (maxima read at a distinguished token)"
-                                    + _piece_text(piece), alternatives))
+                for sides in side_choices(pattern):
+                    alternatives = [q for aliases in choices for q in with_twins(
+                        pattern, piece, {}, build(pattern, piece, aliases, sides=sides), aliases, sides)]
+                    groups.append(Group(c, _pattern_text(pattern, sides) + " (maxima read at a distinguished token)"
+                                        + _piece_text(piece), alternatives))
         if all(g.alternatives for g in groups):
             per.append(groups)
-    per.append([Group(c, _pattern_text(p) + (f" ({_ranges_text(r)})" if r else "") + _piece_text(piece),
-                      with_twins(p, piece, r, q))
-                for p in _partitions(roles) for piece in pieces(p) for r, q in split(p, piece, {})])
+    per.append([Group(c, _pattern_text(p, sides) + (f" ({_ranges_text(r)})" if r else "") + _piece_text(piece),
+                      with_twins(p, piece, r, q, None, sides))
+                for p in _partitions(roles) for piece in pieces(p) for sides in side_choices(p)
+                for r, q in split(p, piece, {}, sides)])
     return per
 
 
@@ -828,8 +862,17 @@ def _piece_text(piece: tuple[float, float] | None) -> str:
     return f" (L = {piece[0]:g})" if piece[0] == piece[1] else f" (L in [{piece[0]:g}, {piece[1]:g}])"
 
 
-def _pattern_text(pattern: dict[str, int]) -> str:
-    return "roles " + (", ".join(f"{r} = r{k}" for r, k in sorted(pattern.items())) if pattern else "none")
+def _pattern_text(pattern: dict[str, int], sides: dict[int, bool] | None = None) -> str:
+    return "roles " + (", ".join(f"{r} = r{k}" for r, k in sorted(pattern.items())) if pattern else "none") + \
+        _sides_text(sides)
+
+
+def _sides_text(sides: dict[int, bool] | None) -> str:
+    """Which tokens of a pattern are selected (top-N), as a problem's text says it."""
+    if not sides:
+        return ""
+    chosen = [f"r{k}" for k, on in sorted(sides.items()) if on]
+    return "; selected " + (", ".join(chosen) if chosen else "none of them")
 
 
 def _favourable(statement: Statement, conjunct: sp.Rel, discovery: "_Builder") -> list[str]:
@@ -945,10 +988,11 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
              aliases: dict[str, str] | None = None, atoms_override: int | None = None,
              margin_signs: dict[str, int] | None = None, bound_choice: dict[str, int] | None = None,
              ranges: dict[sp.Symbol, tuple[float, float]] | None = None, common_reference: bool = False,
-             lengths: tuple[float, float] | None = None) -> Problem:
+             lengths: tuple[float, float] | None = None, sides: dict[int, bool] | None = None) -> Problem:
     """One problem (:class:`Problem`); ``ranges`` narrows coordinates (a split at a kink, :func:`_kink`);
     ``common_reference``: every weight over one token's F (:meth:`RelaxedInstance.weight`); ``lengths``: the range of
-    L it stands for, when not the statement's (:func:`_length_pieces`)."""
+    L it stands for, when not the statement's (:func:`_length_pieces`); ``sides``: under the top-N selection, which
+    distinguished tokens (by class) are selected."""
     b = _Builder(space, pattern, parameters, param_coords, model, aliases, margin_signs, bound_choice,
                  common_reference)
     env = _relation_env(statement, b, conjunct)
@@ -975,10 +1019,16 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
         n_atoms = atoms_override
     threshold: Coordinate | None = None
     side = 0
+    selected_roles: dict[int, bool] = {}
     if space.selection:
-        if b.tokens:
-            raise Declined(SELECTION_WITH_TOKENS)
-        side = b.model.monotone()  # log F monotone in the logit: the selection is the tokens beyond a threshold
+        if b.tokens:  # each distinguished token on the side ``sides`` puts it (a problem per assignment, _strategies)
+            if b.points or b.model.weights:
+                raise Declined(SELECTION_WITH_TOKENS)
+            if sides is None or set(sides) != set(b.tokens):
+                raise Declined("distinguished tokens and the top-N selection: no side given for every token")
+            selected_roles = dict(sides)
+        # log F monotone in the logit (and no distinguished token): the selection is the tokens beyond a threshold
+        side = 0 if b.tokens else b.model.monotone()
         n_atoms = max(n_atoms, 1) + (0 if side or atoms_override is not None else 1)
         if side:
             lo_c, hi_c = b.model.span
@@ -1007,6 +1057,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     nu = parameters["N"] * t_sym if space.selection else None  # N / L
     role_tokens = dict(b.tokens)
     subs: dict[sp.Symbol, sp.Expr] = {}
+    k_sel = sum(1 for on in selected_roles.values() if on)  # distinguished tokens on each side of the selection
+    k_out = len(selected_roles) - k_sel
     with b.sealed():
         for tot in b.totals:
             excluded = set(tot.exclude)
@@ -1018,9 +1070,14 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                 else:
                     part_atoms = sp.Add(*[m * x for m, x in zip(masses, per_atom)])
                 subs[tot.symbol] = t_sym * (part_roles + part_atoms)
-            elif nu is not None:  # N selected tokens (the share nu of all), L - N others
-                part_sel = nu * sp.Add(*[m * tot.fn(a) for m, a in zip(sel_masses, sel_atoms)])
-                part_out = (1 - nu) * sp.Add(*[m * tot.fn(a) for m, a in zip(masses, atoms)])
+            elif nu is not None:  # N selected tokens (the share nu of all), L - N others; the distinguished ones first
+                roles_on = {on: sp.Add(*[tot.fn(tok) for cls, tok in role_tokens.items()
+                                         if tok.name not in excluded and selected_roles[cls] is on])
+                            for on in (True, False)}
+                part_sel = t_sym * roles_on[True] + (nu - k_sel * t_sym) * sp.Add(
+                    *[m * tot.fn(a) for m, a in zip(sel_masses, sel_atoms)])
+                part_out = t_sym * roles_on[False] + (1 - nu - k_out * t_sym) * sp.Add(
+                    *[m * tot.fn(a) for m, a in zip(masses, atoms)])
                 subs[tot.symbol] = part_sel if tot.selected else part_out if tot.selected is False else part_sel + part_out
             else:  # the others are L - k tokens: the share 1 - k t of all of them
                 part_atoms = sp.Add(*[m * tot.fn(a) for m, a in zip(masses, atoms)])
@@ -1030,7 +1087,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     owners: list[str | None] = []  # the role or point each constraint says is extreme
     for role in b.roles.values():
         tok = b.token_of_role[role.name]
-        for other in [*role_tokens.values(), *atoms]:
+        for other in [*role_tokens.values(), *atoms, *sel_atoms]:
             if other is tok:
                 continue
             if role.dominates is not None:
@@ -1048,16 +1105,35 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     if space.selection:
         constraints.append(parameters["N"] * t_sym - t_sym)  # N >= 1: nu >= t
         owners.append(None)
+    if selected_roles:  # each selected distinguished token at least as heavy as every token of the other side, each
+        for cls, tok in role_tokens.items():  # other one at most as heavy as every selected one
+            if selected_roles[cls]:
+                rivals = [*atoms, *(o for c_, o in role_tokens.items() if not selected_roles[c_])]
+                constraints += [tok.lam - o.lam for o in rivals]
+            else:
+                constraints += [s_.lam - tok.lam for s_ in sel_atoms]
+            owners += [None] * (len(constraints) - len(owners))
+    if selected_roles:  # N = k_sel + rho (L - k), rho in [0, 1]: the selected distinguished tokens among the N, the
+        # others among the L - N, each share a product of factors >= 0 on the box (nu - k_sel t = rho (1 - k t))
+        rho, nu_sym = sp.Symbol("rho", nonnegative=True), sp.Symbol("nu", positive=True)
+        to_rho = {nu_sym: k_sel * t_sym + rho * (1 - k * t_sym)}
+        margin = margin.xreplace(to_rho)
+        constraints = [con.xreplace(to_rho) for con in constraints]
+        parameters = {**parameters, "N": sp.sympify(parameters["N"]).xreplace(to_rho)}
+        param_coords = [pc for pc in param_coords if pc.symbol != nu_sym] + [Coordinate(
+            rho, 0.0, 1.0, "parameter", "rho = (N - k_sel) / (L - k): the selection's share beyond its distinguished "
+            "tokens")]
     every_F = isinstance(b.model, LogFValues)
     # top-N: every selected token at least as heavy as the others (every F: through the threshold, below)
-    for sel in sel_atoms if threshold is None and not every_F else ():
+    for sel in sel_atoms if threshold is None and (not every_F or selected_roles) else ():
         for other in atoms:
             constraints.append(sel.lam - other.lam)
             owners.append(None)
     anchored: dict[str, Any] = {}
     if every_F:
         margin, constraints, anchored = _anchor_problem(b, margin, constraints, owners, list(role_tokens.values()),
-                                                        atoms, sel_atoms)
+                                                        atoms, sel_atoms,
+                                                        [selected_roles[c_] for c_ in role_tokens] if selected_roles else None)
     L_lo, L_hi = lengths or space.boxes.get("L", (1.0, INF))
     L_lo = max(L_lo, float(space.min_length), float(k), 1.0)
     if L_lo > L_hi:
@@ -1102,7 +1178,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     constraints = [refine_abs(con, coords, signs) for con in constraints]
     core, squared = rationalise_root(core, coords)
     unsigned = (core, [*stripped, *squared])
-    core, signed = strip_signed(core, coords, strict)
+    core, signed = strip_signed(core, coords, strict, closed=bool(space.simplex))
     core, scaled = unit_multiplier(core, constraints)
     stripped = [*stripped, *squared, *signed, *scaled]
     # a sign used to drop an absolute value is part of the proof even when what it read simplified away: keep the
@@ -1111,6 +1187,7 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     coords += [c for c in all_coords if c.symbol in fact_symbols and c.symbol not in {k.symbol for k in coords}]
     names = {r: b.token_of_role[r].name for r in b.roles}
     text = "roles " + (", ".join(f"{r} = {tok}" for r, tok in sorted(names.items())) if names else "none")
+    text += _sides_text(selected_roles)
     if b.aliases:
         text += "; " + ", ".join(f"{r} read at {target}" for r, target in sorted(b.aliases.items()))
     if b.bounded_by_tokens:
@@ -1131,12 +1208,13 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                    "bounded": space.bounded_logits, "keys": space.logit_bound == "keys",
                    "selected_atoms": [logit(a) for a in sel_atoms], "selected_masses": sel_masses,
                    "N": parameters.get("N") if space.selection else None,
+                   "role_selected": [selected_roles[cls] for cls in role_tokens] if selected_roles else None,
                    "others_logit": T * sp.log(b.left) if b.model.weights else None, "constrained": constrained,
                    "masses": masses, "weights_model": b.model.weights, "L_range": (L_lo, L_hi),
                    "atom_counts": [m / a.coordinates[0].symbol for m, a in zip(masses, atoms)] if b.model.weights else [],
                    "reference": anchored.get("reference"), "bracket": anchored.get("bracket"),
                    "points": [(p.coordinates[0].symbol, _extreme_of(role)) for role, p in b.points.values()],
-                   "weighted": len(b.weighted), "common_reference": common_reference}
+                   "weighted": len(b.weighted), "common_reference": common_reference, "closed": bool(space.simplex)}
     return Problem(statement.id, c, text, coords, core, constraints, strict, margin, stripped, names, n_atoms,
                    len(moments), parameters, model.describe(), signs, not (b.aliases or b.inexact),
                    realisation, unsigned if signed else None, poles(core, coords))
@@ -1237,7 +1315,8 @@ def rationalise_root(core: sp.Expr, coords: list[Coordinate]) -> tuple[sp.Expr, 
     return rest**2 - coeff**2 * root.base, [f"sqrt({root.base}) squared ({rest} >= 0 and {-coeff} >= 0 on the box)"]
 
 
-def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple[sp.Expr, list[str]]:
+def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool, closed: bool = True
+                 ) -> tuple[sp.Expr, list[str]]:
     """The core divided by the factors of its numerator whose rigorous lower end on the whole root box is ``> 0``, or
     ``>= 0`` when the bound is not strict (``core = f r`` with ``f >= 0`` is ``>= 0`` wherever ``r`` is), and by its
     denominator where that is ``> 0`` on the box: ``t (1 - t) (e^2 E - c) / D`` leaves ``e^2 E - c``, whose equality
@@ -1245,7 +1324,10 @@ def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple
     (its value at an instance is the instance's): where a nonnegative factor is 0 the margin is 0, so a negative box
     of the core there is only a candidate, certified by the caller as every candidate is. The identity holds by
     construction (sympy's together and factor are exact on the rational view of the core); :func:`_same_function`
-    checks it at a few points, else the core is kept."""
+    checks it at a few points, else the core is kept. ``closed``: an infinite end of a coordinate may stand for
+    instances (the closed simplex of sparsemax, whose weight 0 is ``D = -oo``); else no instance lies there (log F
+    values of a positive F, a parameter's infinite end) and a denominator positive at every instance goes on an
+    unbounded box too."""
     from attnbounds.theory.deciding.prover.bnb import MAX_DENSE, MAX_TERMS, _dense, _rational_view, _size, _terms
 
     if _size(core) > MAX_SIGNED or not coords:
@@ -1272,6 +1354,9 @@ def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple
             continue
         for sign in (1, -1):  # a factor of known sign either way (t - 1 <= 0): its sign stays with the core
             bound = low_end(sign * f)
+            if bound == 0 and low_end(-sign * f) >= 0:  # 0 on the whole box (a tie the constraints force): the
+                keep.append(f)  # margin is 0 there, and the core keeps the factor that says so
+                break
             if bound > 0 or (not strict and bound >= 0):
                 gone.append(sign * f)
                 keep.append(sp.Integer(sign))
@@ -1282,7 +1367,8 @@ def strip_signed(core: sp.Expr, coords: list[Coordinate], strict: bool) -> tuple
     rest = sp.Mul(*keep)
 
     den_positive = den.free_symbols <= known and all(_positive_at_instances(f, coords) for f in sp.Mul.make_args(den))
-    bounded = all(math.isfinite(c.lo) and math.isfinite(c.hi) for c in coords if c.symbol in den.free_symbols)
+    bounded = not closed or all(math.isfinite(c.lo) and math.isfinite(c.hi) for c in coords
+                                if c.symbol in den.free_symbols)
     if not gone and not (den_positive and den != 1 and _size(rest) <= _size(core)
                          and (_singular_at_an_end(core, coords) or (bounded and rest.free_symbols < core.free_symbols))):
         return core, []  # (a positive denominator alone goes where the core has no value at an end, 1/(1/t - 1/pi),
@@ -1334,7 +1420,7 @@ MAX_ELIMINATED = 2
 def eliminated(problem: Problem) -> list[Problem]:
     """The problem with a coordinate ``x`` eliminated through a constraint ``c_k >= 0``: where the core and ``c_k`` are
     affine in ``x``, ``core = lam c_k + r`` with ``lam = (d core/dx) / (d c_k/dx)`` and ``r`` free of ``x``; with
-    ``lam >= 0`` and finite on the whole root box (rigorously), ``core >= r`` at every point where ``c_k >= 0``, so
+    ``lam >= 0`` on the whole root box (rigorously; finite there too where an infinite end may be an instance), ``core >= r`` at every point where ``c_k >= 0``, so
     ``r >= 0`` (``> 0``) proves the problem. Tight where the extreme lies on the constraint's boundary along a curve:
     ``alpha_max alpha_min <= 1/(4 (L - 1))`` is an equality at ``alpha_min = (1 - alpha_max)/(L - 1)``, alpha_max = 1/2,
     for every L, which no constant multiplier closes; eliminating alpha_min's share leaves
@@ -1345,6 +1431,9 @@ def eliminated(problem: Problem) -> list[Problem]:
         return []
     coords = problem.coordinates
     known = {co.symbol for co in coords}
+    # lam finite on the whole box where an infinite end may be an instance (the closed simplex: lam c_k there is no
+    # number); elsewhere every instance is a finite point, where lam is finite
+    closed = problem.realisation.get("closed", True)
     out: list[Problem] = []
     for k, con in enumerate(problem.constraints):
         if any(sp.expand(con + other) == 0 for other in problem.constraints[k + 1:]):  # c_k = 0: x substituted
@@ -1372,8 +1461,8 @@ def eliminated(problem: Problem) -> list[Problem]:
             if a.has(x) or b.has(x) or b == 0:
                 continue
             lam = sp.cancel(a / b)
-            if lam.has(x) or not lam.free_symbols <= known \
-                    or not lower_end(lam, coords) >= 0 or not math.isfinite(lower_end(-lam, coords)):
+            if lam.has(x) or not lam.free_symbols <= known or not lower_end(lam, coords) >= 0 \
+                    or (closed and not math.isfinite(lower_end(-lam, coords))):
                 continue
             rest = sp.cancel(core - lam * con)
             if rest.has(x) or not _size_ok(rest):

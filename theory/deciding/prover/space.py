@@ -11,7 +11,8 @@ from typing import Callable
 import sympy as sp
 
 from attnbounds.theory.mathematics.errors import AttnBoundsError
-from attnbounds.theory.mathematics.normalisers import L_sym, RatioNormaliser, derivative, l_sym, sigmoid, softplus
+from attnbounds.theory.mathematics.normalisers import (L_sym, Normaliser, RatioNormaliser, derivative, l_sym, sigmoid,
+                                                      softplus)
 from attnbounds.theory.deciding.prover.bnb import branch_and_bound
 from attnbounds.theory.deciding.prover.problem import Coordinate, Problem, length_range, strip_positive, t_sym
 from attnbounds.theory.deciding.prover.program import exact_rational
@@ -61,7 +62,7 @@ class Space:
     boxes: dict[str, tuple[float, float]] = field(default_factory=dict)  # parameter boxes (closure)
     understood: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    pending: list[tuple[Callable[[RatioNormaliser], bool], str, bool]] = field(default_factory=list)
+    pending: list[tuple[Callable[[Normaliser], bool], str, bool]] = field(default_factory=list)
     #: no hypothesis fixes log F and those about F say only what every point of the log-F-values model satisfies
     #: (F positive, independent of L): the relaxation ranges over every such F (:class:`LogFValues` alone)
     every_F: bool = False
@@ -71,22 +72,30 @@ class Space:
     simplex: str = ""
     #: what bounds the logits: the parameter "a" (logits-bounded) or "keys" (logits-qk: a = Delta_max)
     logit_bound: str = ""
+    #: an element-wise map (``alpha_i = F(l_i)``, no sum: :attr:`Normaliser.elementwise`): the map at a temperature
+    elementwise: Callable[[float], Normaliser] | None = None
 
     # rules the hypotheses call -----------------------------------------------------------------------------
-    def normaliser(self, log_F: sp.Expr, params: dict[str, float], text: str, name: str = "relaxed") -> None:
-        """The weights come from ``F = exp(log_F)`` with these parameter values (``T`` free)."""
+    def normaliser(self, log_F: sp.Expr, params: dict[str, float], text: str, name: str = "relaxed",
+                   elementwise: Callable[[float], Normaliser] | None = None) -> None:
+        """The weights come from ``F = exp(log_F)`` with these parameter values (``T`` free): ``F / sum F``, or, with
+        ``elementwise`` (the map at a temperature), ``F`` itself."""
         log_F = sp.sympify(log_F)
         self.name = name
-        if self.log_F is not None and sp.simplify(self.log_F - log_F) != 0:
+        if self.log_F is not None and (sp.simplify(self.log_F - log_F) != 0
+                                       or (self.elementwise is None) != (elementwise is None)):
             self.problems.append(f"two normalisers ({self.normaliser_text}; {text})")
+        self.elementwise = elementwise
         self.log_F = log_F
         self.normaliser_params = {k: float(v) for k, v in params.items() if k != "T"}
         self.normaliser_text = text
         self._bound("T", 0.0, INF)  # a temperature is > 0
 
-    def make(self, T: float) -> RatioNormaliser:
+    def make(self, T: float) -> Normaliser:
         """The universe's normaliser at temperature ``T`` (its other parameters at their values)."""
         assert self.log_F is not None
+        if self.elementwise is not None:
+            return self.elementwise(float(T))
         return RatioNormaliser(self.name, self.log_F, {**self.normaliser_params, "T": float(T)})
 
     def softmax(self) -> None:
@@ -96,10 +105,10 @@ class Space:
             self.normaliser(l_sym / T, {}, "softmax, log F = l/T", name="softmax")
             return
         slope = sp.diff(self.log_F, l_sym)
-        if l_sym in slope.free_symbols or sp.simplify(slope * T - 1) != 0:
+        if l_sym in slope.free_symbols or sp.simplify(slope * T - 1) != 0 or self.elementwise is not None:
             self.problems.append(f"the statement's normaliser ({self.normaliser_text}) is not a softmax")
 
-    def normaliser_property(self, holds: Callable[[RatioNormaliser], bool], text: str, every_F: bool = False) -> None:
+    def normaliser_property(self, holds: Callable[[Normaliser], bool], text: str, every_F: bool = False) -> None:
         """A property of F the prover checks on the universe's ``log F`` once it is known (it then holds on every
         instance); alone, with no hypothesis fixing log F, it ranges over every such F: relaxed (by the log-F-values
         model, whose points are the instances of every F with finite positive values) when ``every_F`` says the

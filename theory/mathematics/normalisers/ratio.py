@@ -19,8 +19,9 @@ from sympy.printing.lambdarepr import LambdaPrinter
 
 from attnbounds.theory.mathematics.errors import InvalidArgument, NotApplicable
 from attnbounds.theory.mathematics.intervals import Ball, BallEvaluator, Ops
-from attnbounds.theory.mathematics.normalisers.spec import (TEMPERATURE, BallContext, Normaliser, NormaliserSpec, Param,
-                                                            check_logits, column, first_value, length, multiplicity)
+from attnbounds.theory.mathematics.normalisers.spec import (FORMS, TEMPERATURE, BallContext, Normaliser, NormaliserSpec,
+                                                            Param, check_logits, column, first_value, length,
+                                                            multiplicity)
 from attnbounds.theory.mathematics.normalisers.symbolic import (L_sym, NUMPY_MODULES, derivative, l_sym, np_printer,
                                                                 sigmoid, softplus, stable_log, torch_modules)
 from attnbounds.theory.mathematics.validation import nonnegative
@@ -197,6 +198,17 @@ class RatioNormaliser(Normaliser):
         inside = np.abs(pts) <= a[:, None]
         lf = self.log_F_values(np.clip(pts, -a[:, None], a[:, None]))
         return np.where(inside, lf, np.inf).min(-1), np.where(inside, lf, -np.inf).max(-1)
+
+
+def log_F_map(normaliser: Normaliser | None) -> RatioNormaliser | None:
+    """The ratio normaliser whose ``log F`` kernels give a map's tokens ``log F`` and ``(log F)'``: the map itself when
+    it is ``F / sum F``, an element-wise map's own F (:attr:`Normaliser.elementwise`: its weights are F, not F over
+    their sum, but a token's log F and slope read alike), else None."""
+    if isinstance(normaliser, RatioNormaliser):
+        return normaliser
+    if normaliser is not None and normaliser.elementwise and normaliser.has("relaxed"):
+        return RatioNormaliser(normaliser.name, getattr(normaliser, FORMS["relaxed"]), dict(normaliser.params))
+    return None
 
 
 @functools.lru_cache(maxsize=256)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import sympy as sp
 
 from attnbounds.theory.mathematics.normalisers.spec import (BallContext, SimplexMap, check_logits, column, first_value,
                                                             map_spec)
-from attnbounds.theory.mathematics.normalisers.symbolic import np_sigmoid
+from attnbounds.theory.mathematics.normalisers.symbolic import l_sym, np_sigmoid, softplus
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -19,15 +20,19 @@ class SigmoidAttention(SimplexMap):
 
     name = "sigmoid"
     normalising = False
-    lacks = {"relaxed": "not of the form F / sum F: there is no log F for the relaxation prover to read"}
+    elementwise = True
+    #: the relaxed form: ``log sigmoid(l / T) = -softplus(-l / T)`` (each weight is F itself, no sum)
+    log_F = -softplus(-l_sym / sp.Symbol("T", positive=True))
 
     def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:
         return np_sigmoid(check_logits(logits) / column(self.T))
 
     def jacobian(self, logits: Any) -> np.ndarray:
-        a = self.weights(logits)
-        d = a * (1 - a) / column(self.T)
-        return np.einsum("bi,ij->bij", d, np.eye(a.shape[1]))
+        """``diag(sigmoid(x) sigmoid(-x) / T)``, ``x = l / T``: ``1 - sigmoid(x)`` as ``sigmoid(-x)``, without the
+        cancellation that makes it 0 in float from x of about 37 on (its value about e^-x)."""
+        x = check_logits(logits) / column(self.T)
+        d = np_sigmoid(x) * np_sigmoid(-x) / column(self.T)
+        return np.einsum("bi,ij->bij", d, np.eye(x.shape[1]))
 
     def torch_weights(self, logits: Tensor, counts: Any = None) -> Tensor:
         import torch

@@ -4,7 +4,7 @@ A normaliser is a map from logits ``(B, L)`` to weights ``(B, L)``. Its **forms*
 each arithmetic the suite computes in: ``float`` (numpy weights, :meth:`Normaliser.weights`), ``jacobian`` (the
 closed-form ``d alpha / d l``), ``torch`` (differentiable weights), ``ball`` (the weights recomputed from the logits
 in interval arithmetic: what certification trusts) and ``relaxed`` (the sympy ``log F`` the relaxation prover
-reads). A form a map does not have is listed in :attr:`Normaliser.lacks` with the reason, never left to a fallback:
+reads: of ``alpha = F / sum F``, or of ``alpha_i = F(l_i)`` for an :attr:`Normaliser.elementwise` map). A form a map does not have is listed in :attr:`Normaliser.lacks` with the reason, never left to a fallback:
 ``tests/rigor/test_normaliser_forms.py`` checks every registered normaliser's forms against each other and fails on
 a form that is neither there nor listed.
 
@@ -122,6 +122,10 @@ class Normaliser:
     reaches_simplex: bool = False
     #: True when the weights always sum to one.
     normalising: bool = True
+    #: True when each weight is a function of its own logit alone, ``alpha_i = F(l_i)`` (sigmoid attention: no
+    #: normalisation); the ``relaxed`` form ``log_F`` is then that function's log, and the relaxation prover reads each
+    #: weight as ``F`` itself, in the quantities whose relaxed form says it can (:attr:`Quantity.elementwise`)
+    elementwise: bool = False
     #: True when the weights are undefined unless some logit is > 0 (relu): the search draws the map only for a
     #: statement that names it
     needs_positive_logit: bool = False

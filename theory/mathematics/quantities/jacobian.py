@@ -18,7 +18,7 @@ import sympy as sp
 
 from attnbounds.theory.mathematics import memory
 from attnbounds.theory.mathematics.balls import BallInstance, spectral_norm, weights_from_logits
-from attnbounds.theory.mathematics.normalisers.ratio import log_F
+from attnbounds.theory.mathematics.normalisers.ratio import log_F, log_F_map
 from attnbounds.theory.mathematics.errors import InvalidArgument, NotApplicable
 from attnbounds.theory.mathematics.instance import Instance
 from attnbounds.theory.mathematics.intervals import BallValue, Unsupported
@@ -130,7 +130,7 @@ def top_eigenvalue(a: np.ndarray, r: np.ndarray, mult: np.ndarray) -> np.ndarray
 # -- J_spectral ------------------------------------------------------------------------------------------
 J_spectral = define("J_spectral", "B", "||d alpha / d l||_2, the spectral norm of the Jacobian",
                     definition="||d alpha / d l||_2", reference=f"{_L2}; {_C3}", needs=("logits",), cost="jacobian",
-                    normaliser=True, nonnegative=True, autograd=True)
+                    normaliser=True, nonnegative=True, autograd=True, elementwise=True)
 
 
 @J_spectral.float_form
@@ -168,22 +168,29 @@ def _j_spec(inst: Instance) -> np.ndarray:
 
 
 def _F_parts(ex: BallInstance) -> tuple[np.ndarray, np.ndarray, Any]:
-    """``F(l_k)``, ``F'(l_k) = F (log F)'``, ``S = sum_k m_k F(l_k)`` at the instance's logits."""
+    """``F(l_k)``, ``F'(l_k) = F (log F)'``, ``S = sum_k m_k F(l_k)`` at the instance's logits (``S`` None for an
+    element-wise map, whose weights are F itself)."""
     if "F" not in ex.cache:
-        n = ex.inst.normaliser
-        if not isinstance(n, RatioNormaliser):
-            raise Unsupported(f"Jacobian quantities are certified for normalisers F / sum F only, not {n!r}")
+        own = ex.inst.normaliser
+        n = log_F_map(own)
+        if n is None:
+            raise Unsupported(f"Jacobian quantities are certified for normalisers F / sum F and element-wise maps "
+                              f"only, not {ex.inst.normaliser!r}")
         ops, lg = ex.ops, ex.need_logits()
         F_ = ops.map(ops.exp, log_F(ops, n, ex.length, lg))
         dF = F_ * log_F(ops, n, ex.length, lg, derivative=True)
-        ex.cache["F"] = (F_, dF, ex.weighted_total(F_))
+        ex.cache["F"] = (F_, dF, ex.weighted_total(F_) if isinstance(own, RatioNormaliser) else None)
     return ex.cache["F"]
 
 
 def _token_entries(ex: BallInstance) -> tuple[np.ndarray, np.ndarray]:
     """``D_k = d alpha_i / d l_i`` (a token i of column k) and ``C_kj = d alpha_i / d l_j`` (tokens i in k,
-    j in column j, i != j): ``D_k = F'_k / S - F_k F'_k / S^2``, ``C_kj = - F_k F'_j / S^2`` (quotient rule)."""
+    j in column j, i != j): ``D_k = F'_k / S - F_k F'_k / S^2``, ``C_kj = - F_k F'_j / S^2`` (quotient rule); for
+    an element-wise map ``D_k = F'_k`` and ``C = 0``."""
     F_, dF, S = _F_parts(ex)
+    if S is None:
+        zero = ex.ops.zero()
+        return dF, np.array([[zero] * len(dF) for _ in dF], dtype=object)
     C = -(F_[:, None] * dF[None, :]) / (S * S)
     D = dF / S - F_ * dF / (S * S)
     return D, C
@@ -220,6 +227,8 @@ def _tied_top(ex: BallInstance, p: np.ndarray, F_: np.ndarray, dF: np.ndarray, S
 def _j_spec_ball(ex: BallInstance) -> BallValue:
     F_, dF, S = _F_parts(ex)
     ops, p = ex.ops, np.flatnonzero(ex.present)
+    if S is None:  # an element-wise map: J = diag(F'(l_k))
+        return ops.maximum(np.array([ops.abs(dF[k]) for k in p], dtype=object))
     tied = _tied_top(ex, p, F_, dF, S)
     if tied is not None:
         return tied
@@ -248,6 +257,12 @@ def _j_spec_torch(state: State) -> Tensor:
     return torch.maximum(value, same)
 
 
+def _diagonal_extreme(rx: RelaxedInstance, name: str) -> sp.Expr:
+    """The largest ``|d alpha_i / d l_i| = |F_i g_i|`` of an element-wise map (its Jacobian is diagonal)."""
+    top = rx.role(name, dominates=lambda r, k: OAbs(r.g) - sp.exp(k.lam - r.lam) * OAbs(k.g), extreme="max")
+    return rx.weight(top) * OAbs(top.g)
+
+
 @J_spectral.relaxed_form
 def _j_spec_relaxed(rx: RelaxedInstance) -> sp.Expr:
     """An upper bound (the spectral norm solves a secular equation, not a function of finitely many totals), one of:
@@ -257,7 +272,11 @@ def _j_spec_relaxed(rx: RelaxedInstance) -> sp.Expr:
       ``alpha_i / t`` times the total of ``(F_j / F_i) |g_j|`` over the other tokens. Equal to the norm where ``J``
       is symmetric with equal absolute row sums: softmax on two tokens (``1 / (2T)`` at equal logits);
     - interlacing ``||J||_2 <= ||A||_2 max_j |g_j| <= max_i alpha_i max_j |g_j|`` (``A = diag(alpha) - alpha
-      alpha^T`` has its eigenvalues in ``[0, max alpha]``): equal to the norm at equal logits (``1 / (L T)``)."""
+      alpha^T`` has its eigenvalues in ``[0, max alpha]``): equal to the norm at equal logits (``1 / (L T)``).
+
+    An element-wise map's Jacobian is ``diag(F'(l_i))``: its norm is the largest ``|F_i g_i|``, exactly."""
+    if rx.elementwise:
+        return _diagonal_extreme(rx, "diagonal")
     if rx.at_most("Schur's test: ||J||_2 <= sqrt(||J||_1 ||J||_inf)",
                   "interlacing: ||J||_2 <= max_i alpha_i max_j |g_j|") == 1:
         top = rx.role("top", dominates=lambda r, k: r.lam - k.lam)
@@ -320,7 +339,7 @@ def _j_frob_relaxed(rx: RelaxedInstance) -> sp.Expr:
 
 J_row = define("J_row", "B", "max_i ||grad_l alpha_i||_2, the largest row norm of the Jacobian",
                definition="max_i ||grad_l alpha_i||_2", reference=_C3, needs=("logits",), cost="jacobian",
-               normaliser=True, nonnegative=True, closed_form=True, autograd=True)
+               normaliser=True, nonnegative=True, closed_form=True, autograd=True, elementwise=True)
 
 
 @J_row.float_form
@@ -350,7 +369,9 @@ def _j_row_torch(state: State) -> Tensor:
 @J_row.relaxed_form
 def _j_row_relaxed(rx: RelaxedInstance) -> sp.Expr:
     """Row i: ``alpha_i sqrt((1 - alpha_i)^2 g_i^2 + sum_{j != i} alpha_j^2 g_j^2)``, the sum as ``alpha_i^2 / t``
-    times the total of ``(F_j / F_i)^2 g_j^2`` over the other tokens."""
+    times the total of ``(F_j / F_i)^2 g_j^2`` over the other tokens; ``|F_i g_i|`` for an element-wise map."""
+    if rx.elementwise:
+        return _diagonal_extreme(rx, "row")
     i = rx.role("row")
     a = rx.weight(i)
     Q = rx.total(lambda k: sp.exp(2 * (k.lam - i.lam)) * k.g**2, exclude=[i])
@@ -359,7 +380,7 @@ def _j_row_relaxed(rx: RelaxedInstance) -> sp.Expr:
 
 J_entry = define("J_entry", "B", "max_{i,j} |d alpha_i / d l_j|", definition="max_{i,j} |d alpha_i / d l_j|",
                  reference=_C3, needs=("logits",), cost="jacobian", normaliser=True, nonnegative=True,
-                 closed_form=True, autograd=True)
+                 closed_form=True, autograd=True, elementwise=True)
 
 
 @J_entry.float_form
@@ -394,9 +415,12 @@ def _j_entry_ball(ex: BallInstance) -> BallValue:
 
 @J_entry.relaxed_form
 def _j_entry_relaxed(rx: RelaxedInstance) -> sp.Expr:
-    """The entry (i, j): ``alpha_i (1 - alpha_i) |g_i|`` on the diagonal (one token), ``alpha_i alpha_j |g_j|`` off it."""
+    """The entry (i, j): ``alpha_i (1 - alpha_i) |g_i|`` on the diagonal (one token), ``alpha_i alpha_j |g_j|`` off it;
+    for an element-wise map ``|F_i g_i|`` on the diagonal, 0 off it."""
     i, j = rx.role("i"), rx.role("j")
     a = rx.weight(i)
+    if rx.elementwise:
+        return a * OAbs(i.g) if rx.same(i, j) else sp.Integer(0)
     if rx.same(i, j):
         return a * (1 - a) * OAbs(i.g)
     return a * rx.weight(j) * OAbs(j.g)

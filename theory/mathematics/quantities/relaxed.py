@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 if TYPE_CHECKING:
     import sympy as sp
 
-    from attnbounds.theory.mathematics.normalisers import RatioNormaliser
+    from attnbounds.theory.mathematics.normalisers import Normaliser
 
 
 class RelaxedToken(Protocol):
@@ -65,7 +65,11 @@ class RelaxedInstance(Protocol):
         """``(1/L) sum_j fn(token_j)`` over every token but ``exclude`` (or the selected ones, or the others)."""
 
     def weight(self, tok: RelaxedToken) -> sp.Expr:
-        """The weight ``alpha`` of a token."""
+        """The weight ``alpha`` of a token (``F`` itself for an element-wise map)."""
+
+    @property
+    def elementwise(self) -> bool:
+        """Whether the map is element-wise, ``alpha_i = F(l_i)`` (no sum: the Jacobian is diagonal)."""
 
     def at_most(self, *bounds: str) -> int:
         """The form returns an upper bound of the quantity, not its value: one of ``bounds`` (each named by the
@@ -80,12 +84,14 @@ class RelaxedInstance(Protocol):
 class Space(Protocol):
     """What a hypothesis says about the relaxed space: the rules its ``relax`` calls."""
 
-    def normaliser(self, log_F: sp.Expr, params: dict[str, float], text: str, name: str = "relaxed") -> None:
-        """The weights come from ``F = exp(log_F)`` with these parameter values (``T`` free)."""
+    def normaliser(self, log_F: sp.Expr, params: dict[str, float], text: str, name: str = "relaxed",
+                   elementwise: Callable[[float], Normaliser] | None = None) -> None:
+        """The weights come from ``F = exp(log_F)`` with these parameter values (``T`` free): ``F / sum F``, or, with
+        ``elementwise`` (the map at a temperature), ``F`` itself."""
 
     def softmax(self) -> None: ...
 
-    def normaliser_property(self, holds: Callable[[RatioNormaliser], bool], text: str, every_F: bool = False) -> None:
+    def normaliser_property(self, holds: Callable[[Normaliser], bool], text: str, every_F: bool = False) -> None:
         """A property of F, checked on the space's log F once it is known (``every_F``: one every finite positive F
         value satisfies, so that with no log F fixed the space ranges over every such F)."""
 

@@ -183,6 +183,10 @@ class Quantity:
     #: its value reads the logits' bound ``a`` (the extremes of F on [-a, a], or the tightest such ``a``): a statement
     #: reading it is not the same statement without the hypothesis logits-bounded
     reads_logit_bound: bool = False
+    #: its relaxed form reads an element-wise map (:attr:`Normaliser.elementwise`, ``alpha_i = F(l_i)``) too: it
+    #: reads the weights through ``rx.weight`` and branches on ``rx.elementwise`` wherever it reads more (the
+    #: quotient rule of F / sum F); a statement of an element-wise map reading any other quantity is not relaxed
+    elementwise: bool = False
     #: forms it does not have, each with the reason (a missing form not listed here fails the forms test)
     lacks: Mapping[str, str] = field(default_factory=dict)
     forms: dict[str, Callable[..., Any]] = field(default_factory=dict)

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 alpha_i = define("alpha_i", "BL", "attention weight of every token", definition="alpha_i = F(l_i) / sum_j F(l_j)",
                  reference="eq. (3)", needs=(), cost="weights",
-                 magnitude=lambda inst: inst.alpha * (1 + F.exponent_size(inst)), nonnegative=True, closed_form=True)
+                 magnitude=lambda inst: inst.alpha * (1 + F.exponent_size(inst)), nonnegative=True, closed_form=True,
+                 elementwise=True)
 
 
 @alpha_i.float_form
@@ -49,7 +50,7 @@ def _extreme_weight(how: Literal["min", "max"]) -> Quantity:
     """``alpha_min`` (smallest weight) or ``alpha_max`` (largest), with its four forms; Lemma 2."""
     q = define(f"alpha_{how}", "B", f"{'smallest' if how == 'min' else 'largest'} weight {how}_i alpha_i",
                definition=f"{how}_i alpha_i", reference="Lemma 2", needs=(), cost="weights", nonnegative=True,
-               closed_form=True)
+               closed_form=True, elementwise=True)
     masked = F.masked_min if how == "min" else F.masked_max
     sign = -1 if how == "min" else 1  # the token of the extreme dominates every other: sign * (lam_r - lam_k) >= 0
 
@@ -102,7 +103,7 @@ def _abar_relaxed(rx: RelaxedInstance) -> sp.Expr:
 
 logit_absmax = define("logit_absmax", "B", "max_i |l_i|, the tightest a with l_i in [-a, a]",
                       definition="max_i |l_i|", reference="Lemma 1", needs=("logits",), cost="weights", nonnegative=True,
-                      closed_form=True, reads_logit_bound=True)
+                      closed_form=True, reads_logit_bound=True, elementwise=True)
 
 
 @logit_absmax.float_form
