@@ -142,3 +142,14 @@ def test_an_equality_of_the_stable_kernels_is_decided_exactly() -> None:
     value = sp.E * sp.exp(softplus(-1)) - sp.E - 1
     assert sign_of(value)[0] == 0
     assert sign_of(value + sp.exp(-2000))[0] == 1
+
+
+@pytest.mark.parametrize("name", ["dF_max", "dF_l2", "g_absmax"])
+def test_lemma_2s_quantities_refuse_an_elementwise_map_in_balls(name: str) -> None:
+    """They read F over its sum, which an element-wise map has not: Unsupported (nothing certified), not a crash."""
+    from attnbounds.theory.mathematics.intervals import Unsupported
+
+    inst = Instance.from_logits(np.array([[0.3, -1.2]]), nm.make("sigmoid", T=0.7))
+    ops = backend("arb")
+    with ops.precision(128), pytest.raises(Unsupported):
+        ball_value(name, balls.ball_instance(inst, ops))

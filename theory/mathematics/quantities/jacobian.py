@@ -183,6 +183,13 @@ def _F_parts(ex: BallInstance) -> tuple[np.ndarray, np.ndarray, Any]:
     return ex.cache["F"]
 
 
+def _total_F(ex: BallInstance, S: Any) -> Any:
+    """``S = sum_k m_k F(l_k)``, which an element-wise map has not (Lemma 2's quantities read F over it)."""
+    if S is None:
+        raise Unsupported(f"Lemma 2's quantities read F / sum F: {ex.inst.normaliser!r} is element-wise")
+    return S
+
+
 def _token_entries(ex: BallInstance) -> tuple[np.ndarray, np.ndarray]:
     """``D_k = d alpha_i / d l_i`` (a token i of column k) and ``C_kj = d alpha_i / d l_j`` (tokens i in k,
     j in column j, i != j): ``D_k = F'_k / S - F_k F'_k / S^2``, ``C_kj = - F_k F'_j / S^2`` (quotient rule); for
@@ -515,7 +522,7 @@ def _df_max(inst: Instance) -> np.ndarray:
 @dF_max.ball_form
 def _df_max_ball(ex: BallInstance) -> BallValue:
     _, dF, S = _F_parts(ex)
-    return ex.ops.maximum(ex.ops.map(ex.ops.abs, dF[ex.present])) / S
+    return ex.ops.maximum(ex.ops.map(ex.ops.abs, dF[ex.present])) / _total_F(ex, S)
 
 
 @dF_max.torch_form
@@ -567,7 +574,7 @@ def _df_l2(inst: Instance) -> np.ndarray:
 @dF_l2.ball_form
 def _df_l2_ball(ex: BallInstance) -> BallValue:
     _, dF, S = _F_parts(ex)
-    return ex.ops.sqrt(ex.weighted_total(dF * dF)) / S
+    return ex.ops.sqrt(ex.weighted_total(dF * dF)) / _total_F(ex, S)
 
 
 @dF_l2.torch_form
