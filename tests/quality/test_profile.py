@@ -52,6 +52,18 @@ def test_softmax_vanishing_rows_contain_lemma1_constant() -> None:
     assert rate is not None and abs(rate - 1.0) < 1e-3  # e^2 / (e^2 + L - 1) ~ 1/L
 
 
+def test_sigmoid_attention_escapes_for_every_L_past_a_certified_length() -> None:
+    """sigmoid(1) = 0.731 is the weight of a token at +a whatever L: ``alpha_max <= 0.365`` is REFUTED by a
+    counterexample whose margin is certified < 0 for every L >= L0 along a growth of its classes. The record's range
+    of L ends at 10^9 (for the search), where its own limit analysis stops; the row analyses the same counterexample
+    against the relation over every L, so it says "yes" (it said "not settled" since the analysis began stopping at a
+    statement's range)."""
+    p = attnbounds.profile("sigmoid", a=1.0, T=1.0, rows=["vanish.escape"], **FAST)
+    row = p.row("vanish.escape")
+    assert row.verdict == "REFUTED" and row.finding.startswith("yes: alpha_max > "), row.finding
+    assert "for every L >= " in row.finding
+
+
 @pytest.mark.slow  # 30 s of profiling
 def test_profile_is_a_value_with_its_forms(tmp_path: Path) -> None:
     p = softmax_profile()

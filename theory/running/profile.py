@@ -498,6 +498,26 @@ def _guess(curve: Curve | None, scale: Callable[[int, float], float], pick: Call
     return pick(vals) if vals else None
 
 
+def _violated_for_every_L(run: _Runner, relation: str, cx: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The growths along which the record's counterexample violates ``relation`` for every L >= L0: its limit analysis
+    against the relation over every L (the record's statement ends its range at 10^9 for the search, and the analysis
+    stops a violation there), each with ``L_max`` None; [] where none is certified so or the instance cannot be
+    read back."""
+    from attnbounds.theory.deciding import limits
+    from attnbounds.theory.io.serialize import instance_from_json
+    from attnbounds.theory.running.api import statement
+
+    try:
+        st = statement(relation, hypotheses=["logits-bounded"], fixed={"a": run.a, "T": run.T},
+                       normaliser=run.target.argument, id="profile").statements[0]
+        inst = st.prepare(instance_from_json(cx["instance"]))
+        found = [r.to_json() for r in limits.analyse(st, inst)]
+    except AttnBoundsError:
+        return []
+    return [lim for lim in found if lim.get("status") == "violated-for-all" and lim.get("L_max") is None
+            and lim.get("L0") is not None]
+
+
 def _vanish_rows(run: _Runner, curve: Curve | None, keys: Sequence[str]) -> list[ProfileRow]:
     spec_max, spec_min, spec_escape = ROWS[0], ROWS[1], ROWS[2]
     fixed = {"a": run.a, "T": run.T}
@@ -621,11 +641,16 @@ def _escape_row(run: _Runner, curve: Curve | None, t_max: Any, spec: RowSpec) ->
     cx = rec.counterexample or {}
     forall = [lim for lim in cx.get("limit", []) or [] if str(lim.get("status", "")).startswith("violated")
               and lim.get("L_max") is None and lim.get("L0") is not None]
+    if rec.verdict == "REFUTED" and rec.certified and not forall and cx.get("instance") is not None:
+        forall = _violated_for_every_L(run, relation, cx)
     base = (f"criterion: alpha_max <= {c} (half the worst-logits float alpha_max {tail:.4g} at L = {curve.L[-1]:.3g}) "
             f"REFUTED by a counterexample certified for every L >= L0 (searched over L in [{ESCAPE_L}, 10^9])")
     if rec.verdict == "REFUTED" and rec.certified and forall:
         best = min(forall, key=lambda lim: lim["L0"])
         finding = f"yes: alpha_max > {c} for every L >= {best['L0']} (certified along '{best['family']}')"
+        base += ("; the counterexample's growth analysed against the relation over every L (the record's range of "
+                 "L, for the search, ends at 10^9)") if not any(lim.get("L_max") is None
+                                                              for lim in cx.get("limit", []) or []) else ""
         return ProfileRow(spec.key, spec.title, spec.group, relation, "REFUTED", float(c), None, c, None, None,
                           finding, _ball_note(run.target) + base + rate_text, ref, 1, seconds, cert, rec.to_json())
     falls = "" if rate is None else ("; float curve flat" if abs(rate) < 1e-3 else f"; float curve ~ L^-{rate:.2g}")
