@@ -26,7 +26,7 @@ import sympy as sp
 from attnbounds.theory.deciding import prover
 from attnbounds.theory.deciding.certify import certify
 from attnbounds.theory.deciding.prover.problem import Coordinate, t_sym
-from attnbounds.theory.deciding.prover.relax import poles, unit_multiplier
+from attnbounds.theory.deciding.prover.relax import _expand_polynomial, poles, unit_multiplier
 from attnbounds.theory.running import api
 
 B = sp.Symbol("b_r0", real=True)
@@ -142,3 +142,18 @@ def test_a_point_whose_margin_reads_only_the_others_total_is_realised_at_its_own
     inst = _instance(problem, rel, {s: (1.0 / length if s == t_sym else 0.75) for s in problem.symbols})
     assert inst is not None and int(inst.counts.sum()) == length  # the length next to the pole
     assert float(inst.alpha[0, 0]) == pytest.approx(0.75 if length > 1 else 1.0)
+
+
+def test_unit_multiplier_expands_only_the_polynomial_part_of_a_core() -> None:
+    """Products and integer powers of sums are multiplied out; arguments of roots and exponentials stay as they are
+    (their deep expansion, in a Jacobian norm's core, ran for minutes). Without constraints the core is returned."""
+    inner = (t_sym + B) ** 2
+    core = sp.pi * (t_sym - B) * sp.sqrt(inner) + sp.exp(inner) * (1 + t_sym)
+    expanded = _expand_polynomial(core)
+    assert sp.simplify(expanded - core) == 0
+    assert set(sp.Add.make_args(expanded)) == {sp.pi * t_sym * sp.sqrt(inner), -sp.pi * B * sp.sqrt(inner),
+                                               sp.exp(inner), t_sym * sp.exp(inner)}
+    assert unit_multiplier(core, []) == (core, [])
+    con = t_sym - B
+    out, stripped = unit_multiplier(sp.pi * (t_sym - B) * sp.exp(inner) + B * sp.exp(inner), [con * sp.exp(inner)])
+    assert stripped == ["pi (> 0)"] and sp.simplify(out - ((t_sym - B) * sp.exp(inner) + B * sp.exp(inner) / sp.pi)) == 0

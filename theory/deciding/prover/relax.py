@@ -1544,12 +1544,12 @@ def unit_multiplier(core: sp.Expr, constraints: list[sp.Expr]) -> tuple[sp.Expr,
     def coefficients(expr: sp.Expr) -> dict[sp.Expr, sp.Expr]:
         """``{monomial: its number}`` of the expanded ``expr`` (``pi t`` is ``{t: pi}``)."""
         out: dict[sp.Expr, sp.Expr] = {}
-        for term in sp.Add.make_args(sp.expand(expr)):
+        for term in sp.Add.make_args(_expand_polynomial(expr)):
             number, monomial = term.as_independent(*symbols, as_Add=False)
             out[monomial] = out.get(monomial, sp.Integer(0)) + number
         return out
 
-    if not symbols:
+    if not symbols or not constraints:
         return core, []
     terms = coefficients(core)
     for con in constraints:
@@ -1557,9 +1557,26 @@ def unit_multiplier(core: sp.Expr, constraints: list[sp.Expr]) -> tuple[sp.Expr,
             q = sp.nsimplify(terms.get(monomial, 0) / c) if monomial in terms else None
             if q is None or not q.is_number or q.is_positive is not True or q.is_rational is not False:
                 continue
-            if len(sp.Add.make_args(sp.expand(core - q * con))) < len(terms):
+            if len(sp.Add.make_args(_expand_polynomial(core - q * con))) < len(terms):
                 return sp.expand(core / q), [f"{q} (> 0)"]
     return core, []
+
+
+def _expand_polynomial(expr: sp.Expr) -> sp.Expr:
+    """``expr`` expanded as a polynomial in its non-polynomial parts (functions, roots), which are held unexpanded:
+    sympy's deep expansion of a Jacobian norm's core (sums of exponentials under a square root) ran for minutes."""
+    held: dict[sp.Dummy, sp.Expr] = {}
+
+    def hold(e: sp.Expr) -> sp.Expr:
+        if e.is_Atom:
+            return e
+        if e.is_Add or e.is_Mul or (e.is_Pow and e.exp.is_Integer):
+            return e.func(*(hold(a) for a in e.args))
+        d = sp.Dummy()
+        held[d] = e
+        return d
+
+    return sp.expand(hold(expr)).xreplace(held)
 
 
 def _same_function(a: sp.Expr, b: sp.Expr, coords: list[Coordinate], digits: int = 40) -> bool:
