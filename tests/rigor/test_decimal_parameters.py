@@ -10,6 +10,7 @@ the strict one never PROVED (refuted with the exact equality), the non-strict on
 
 from __future__ import annotations
 
+import json
 import math
 import decimal
 from fractions import Fraction
@@ -198,3 +199,44 @@ def test_an_instance_is_a_point_of_the_relaxation_on_whole_ends_of_T(T: float) -
         margins = [p.value for p in relaxed_margins(statement, inst) if p.ok and p.exact]
         assert margins and abs(min(margins) - float(ev.margin[0])) <= 1e-9 * (1 + abs(float(ev.rhs[0]))), \
             (logits, T, margins, float(ev.margin[0]))
+
+
+#: softmax with |l| <= a = 0.3 at T = 0.7: alpha_min = 1 / (1 + (L - 1) e^(2 a / T)) exactly, at one logit -a and the
+#: others +a; neither 3/10 nor its double is the other, so the equality case is a point no float64 instance reaches
+LOWEST = ("alpha_min {} 1/(1 + (L - 1)*exp(6/7))", dict(fixed={"a": 0.3, "T": 0.7}, ranges={"L": [2, 50]}, **BOUNDED))
+
+
+@pytest.mark.parametrize("relation, spec", [EQUALITIES["a fixed"], LOWEST], ids=["alpha_max", "alpha_min"])
+def test_the_prover_refutes_a_strict_bound_at_a_decimal_logit_bound_with_exact_logits(relation: str,
+                                                                                        spec: dict[str, Any]) -> None:
+    """The strict bound is false only at logits exactly +-a: at the doubles below a the margin is > 0 (the float
+    instance holds), so the counterexample carries its logits exactly, certified exactly violated (an exact 0) and
+    read back from its JSON as it was written."""
+    from attnbounds.theory.io.serialize import instance_from_json, instance_to_json
+
+    user = api.statement(relation.format(">" if "alpha_min" in relation else "<"), id="decimal.exact", **spec)
+    statement = user.statements[0]
+    result = prover.prove(statement, work=prover.work_for(3.0))
+    inst = result.counterexample
+    assert result.status == "refuted" and inst is not None and inst.exact_logits is not None, result.reason
+    a = Fraction(str(spec["fixed"]["a"]))
+    assert set(np.abs(inst.exact_logits[0][inst.present[0]]).tolist()) == {a}
+    cert = certify(statement, inst)
+    assert cert.status == "violated" and cert.backend == "exact" and cert.margin_lo == cert.margin_hi == 0.0
+    again = instance_from_json(json.loads(json.dumps(instance_to_json(inst))))
+    assert (again.exact_logits == inst.exact_logits).all() and certify(statement, again).status == "violated"
+    bound = float(a) if Fraction(float(a)) <= a else math.nextafter(float(a), 0.0)  # the double below a
+    at_doubles = statement.prepare(Instance.from_logits(np.clip(inst.logits, -bound, bound), inst.normaliser,
+                                                        counts=inst.counts, **inst.params))
+    assert certify(statement, at_doubles).status == "holds"  # no double is the equality case
+
+
+def test_the_non_strict_twin_holds_exactly_at_the_exact_logits() -> None:
+    relation, spec = LOWEST
+    statement = api.statement(relation.format(">="), id="decimal.exact", **spec).statements[0]
+    a = Fraction(3, 10)
+    inst = statement.prepare(Instance.from_logits(np.array([[-0.3, 0.3]]), nm.softmax(0.7), counts=np.array([[1, 6]]),
+                                                  a=0.3, T=0.7).with_exact_logits([[-a, a]]))
+    cert = certify(statement, inst)
+    assert cert.status == "holds" and cert.backend == "exact" and cert.margin_lo == 0.0
+    assert prover.prove(statement, work=prover.work_for(3.0)).status == "proved"

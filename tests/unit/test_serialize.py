@@ -144,3 +144,53 @@ def test_classes_without_counts_are_refused():
     data["classes"] = 3
     with pytest.raises(AttnBoundsError, match="'classes' without 'counts'"):
         instance_from_json(data)
+
+
+def _exact() -> Instance:
+    from fractions import Fraction
+
+    inst = Instance.from_logits(np.array([[0.1, -0.1, 0.0]]), nm.softmax(0.7), counts=[[1, 5, 2]], N=3)
+    return inst.with_exact_logits([[Fraction(1, 10), Fraction(-1, 10), 0]])
+
+
+def test_exact_logits_roundtrip_and_travel_with_the_instance():
+    from fractions import Fraction
+
+    inst = _exact()
+    data = json.loads(json.dumps(instance_to_json(inst)))
+    assert data["exact_logits"] == [["1/10", "-1/10", "0"]]
+    back = instance_from_json(data)
+    assert back.exact_logits.tolist() == [[Fraction(1, 10), Fraction(-1, 10), Fraction(0)]]
+    assert back.logits.tolist() == [[0.1, -0.1, 0.0]] and np.array_equal(back.alpha, inst.alpha)
+    for moved in (back.take(0), back.with_params(T=0.7), back.expand()):
+        assert {float(v) for v in moved.exact_logits.ravel()} == {0.1, -0.1, 0.0}
+        assert all(float(e) == f for e, f in zip(moved.exact_logits.ravel(), moved.logits.ravel()))
+    assert "exact_logits" not in instance_to_json(Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0)))
+
+
+@pytest.mark.parametrize("text, match", [
+    ("1/0", "fraction 'p/q'"), ("1/00", "fraction 'p/q'"), ("1e-1", "fraction 'p/q'"),
+    ("__import__('os')", "fraction 'p/q'"), (0.1, "as text"), ("1" * 5000, "fraction 'p/q'"),
+    ("1/11", "does not round to the stored logit"),
+])
+def test_bad_exact_logits_are_refused_naming_the_entry(text, match):
+    data = instance_to_json(_exact())
+    data["exact_logits"][0][0] = text
+    with pytest.raises(AttnBoundsError, match=r"exact_logits\[0\]\[0\].*" + match):
+        instance_from_json(data)
+
+
+def test_exact_logits_of_the_wrong_shape_or_kind_are_refused():
+    from fractions import Fraction
+
+    data = instance_to_json(_exact())
+    data["exact_logits"] = [["1/10", "-1/10"]]
+    with pytest.raises(AttnBoundsError, match="logits' shape"):
+        instance_from_json(data)
+    inst = Instance.from_logits(np.zeros((1, 2)), nm.softmax(1.0))
+    with pytest.raises(AttnBoundsError, match="shape"):
+        inst.with_exact_logits([[Fraction(1, 3)]])
+    with pytest.raises(AttnBoundsError, match="Fraction or an int"):
+        inst.with_exact_logits([[0.5, Fraction(1, 3)]])
+    with pytest.raises(AttnBoundsError, match="from_logits"):
+        Instance.from_qk(np.ones((1, 1)), np.ones((1, 2, 1)), nm.softmax(1.0)).with_exact_logits([[1, 1]])

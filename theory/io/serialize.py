@@ -11,12 +11,15 @@ another machine (whose ``exp`` may differ in the last bit) sees the same instanc
 Format (``"format": "attnbounds.instance", "version": 1``)::
 
     {"format", "version", "B", "L", "N", "normaliser", "alpha", "logits", "x", "q", "k",
-     "selection", "params", "arrays", "counts", "classes"}
+     "selection", "params", "arrays", "counts", "classes", "exact_logits"}
 
 ``L`` is the number of tokens. A token-class instance (see :mod:`attnbounds.theory.mathematics.instance`) also has
 ``counts`` (the exact integer token count of each column) and ``classes`` (the number of columns), so ``L``
 is the sum of each row of ``counts``; a dense instance has neither (its columns are its ``L`` tokens).
 Files written before ``classes`` existed wrote the number of columns under ``L``; they are still read.
+An instance with exact logits (:meth:`~attnbounds.theory.mathematics.instance.Instance.with_exact_logits`) also has
+``exact_logits``: nested lists of ``"p/q"`` texts, each read as a fraction (never evaluated) and checked to round to
+the stored float logit.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
+from fractions import Fraction
 from typing import Any, cast
 
 import numpy as np
@@ -36,6 +41,8 @@ from attnbounds.theory.mathematics.normalisers import BUILTIN_NAMES, CONSTRUCTOR
 FORMAT = "attnbounds.instance"
 VERSION = 1
 _ARRAYS = ("alpha", "logits", "x", "q", "k")
+#: an exact logit's text: an integer or a fraction of integers (at most this many digits each)
+_RATIONAL = re.compile(r"-?[0-9]{1,4000}(/0{0,3999}[1-9][0-9]{0,3999})?")
 
 _hex = np.frompyfunc(float.hex, 1, 1)
 _unhex = np.frompyfunc(float.fromhex, 1, 1)
@@ -158,6 +165,28 @@ def instance_to_json(inst: Instance) -> dict[str, Any]:
     if inst.counts is not None:
         out["counts"] = [[int(c) for c in row] for row in inst.counts]
         out["classes"] = inst.K
+    if inst.exact_logits is not None:
+        out["exact_logits"] = [[str(v) for v in row] for row in inst.exact_logits]
+    return out
+
+
+def _exact_logits_from_json(data: Any, logits: np.ndarray | None) -> np.ndarray:
+    """The ``exact_logits`` of an instance file as fractions, each checked to round to its stored float logit."""
+    if logits is None:
+        raise InvalidArgument("instance: 'exact_logits' without 'logits'")
+    if not (isinstance(data, list) and all(isinstance(row, list) for row in data)
+            and np.shape(np.asarray(data, dtype=object)) == logits.shape):
+        raise InvalidArgument(f"exact_logits: expected nested lists of the logits' shape {logits.shape}")
+    out = np.empty(logits.shape, dtype=object)
+    for (b, j), text in np.ndenumerate(np.asarray(data, dtype=object)):
+        if not (isinstance(text, str) and len(text) <= 8001 and _RATIONAL.fullmatch(text)):
+            raise InvalidArgument(f"exact_logits[{b}][{j}]: expected an integer or a fraction 'p/q' as text, got "
+                                  f"{text!r:.60}")
+        value = Fraction(text)
+        if float(value) != logits[b, j]:
+            raise InvalidArgument(f"exact_logits[{b}][{j}] = {text:.60} does not round to the stored logit "
+                                  f"{float(logits[b, j])!r}")
+        out[b, j] = value
     return out
 
 
@@ -169,7 +198,7 @@ def instance_from_json(data: Any) -> Instance:
         raise InvalidArgument(f"not an attnbounds instance: format={data.get('format')!r} version={data.get('version')!r}"
                               f" (want {FORMAT!r} version {VERSION})")
     unknown = set(data) - {"format", "version", "B", "L", "N", "normaliser", "selection", "params", "arrays", "counts",
-                           "classes", *_ARRAYS}
+                           "classes", "exact_logits", *_ARRAYS}
     if unknown:
         raise InvalidArgument(f"instance: unknown keys {sorted(unknown)}")
     if data.get("alpha") is None:
@@ -205,6 +234,8 @@ def instance_from_json(data: Any) -> Instance:
                            count_array)
     if "classes" in data and data.get("L") != inst.L:
         raise InvalidArgument(f"instance: L = {data.get('L')!r} disagrees with its counts, which sum to {inst.L} tokens")
+    if data.get("exact_logits") is not None:  # the stored weights stay as they are (module docstring)
+        inst = dataclasses.replace(inst, exact_logits=_exact_logits_from_json(data["exact_logits"], inst.logits))
     return inst
 
 

@@ -170,7 +170,10 @@ def ball_instance(inst: Instance, ops: Ops) -> BallInstance:
     q = None if inst.q is None else ops.array(inst.q[0])
     k = None if inst.k is None else ops.array(inst.k[0])
     logits, source = None, None
-    if inst.logits is not None:
+    if inst.exact_logits is not None:
+        logits, source = np.array([ops.rational(v.numerator, v.denominator) for v in inst.exact_logits[0]],
+                                  dtype=object), "given exactly"
+    elif inst.logits is not None:
         logits, source = ops.array(inst.logits[0]), "given"
         if q is not None and k is not None and np.array_equal(np.einsum("d,ld->l", cast(np.ndarray, inst.q)[0], cast(np.ndarray, inst.k)[0]), inst.logits[0]):
             logits, source = (k * q[None, :]).sum(axis=-1), "q.k"

@@ -13,11 +13,17 @@ expanding them; :meth:`Instance.expand` materialises the tokens for small ``L`` 
 A batch shares ``L`` and ``N``; classes with count 0 are padding and are ignored. With ``N`` given,
 the top-N set is made of whole classes: a class that ``N`` cuts is split into its selected and its
 non-selected part (one more column).
+
+Exact logits. Logits are float64; an instance may also carry them as exact rationals
+(:meth:`Instance.with_exact_logits`: ``1/10``, which no double is), its float logits then the nearest doubles.
+Certification reads the exact ones: an equality case at a point no float64 represents (a logit at a bound
+``a = 0.1``) is an instance too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -152,6 +158,9 @@ class Instance(Columns):
     params: dict[str, np.ndarray] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     counts: np.ndarray | None = None
+    #: the logits as exact rationals (an object array of :class:`~fractions.Fraction`, the shape of ``logits``, whose
+    #: nearest doubles they are), or None: the float logits are exact (:meth:`with_exact_logits`)
+    exact_logits: np.ndarray | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # -- constructors ------------------------------------------------------------------------
@@ -251,7 +260,8 @@ class Instance(Columns):
             return replace(self, selection=selection, _cache={})
         b = np.arange(self.B)[:, None]
         pick = lambda a: None if a is None else a[b, columns]  # noqa: E731
-        return replace(self, alpha=self.alpha[b, columns], logits=pick(self.logits), x=pick(self.x), k=pick(self.k),
+        return replace(self, alpha=self.alpha[b, columns], logits=pick(self.logits),
+                       exact_logits=pick(self.exact_logits), x=pick(self.x), k=pick(self.k),
                        arrays={n: v[b, columns] for n, v in self.arrays.items()}, counts=counts,
                        selection=selection, _cache={})
 
@@ -309,15 +319,34 @@ class Instance(Columns):
     def with_params(self, **params: Any) -> "Instance":
         """A copy with parameters added or replaced (cached quantities are recomputed)."""
         merged = {**self.params, **params}
-        return Instance._build(self.alpha, self.logits, self.normaliser, self.x, self.q, self.k, self.N,
-                               self.selection, self.arrays, merged, self.counts)
+        built = Instance._build(self.alpha, self.logits, self.normaliser, self.x, self.q, self.k, self.N,
+                                self.selection, self.arrays, merged, self.counts)
+        return built if self.exact_logits is None else replace(built, exact_logits=self.exact_logits)
+
+    def with_exact_logits(self, exact: Any) -> "Instance":
+        """A copy whose logits are the rationals ``exact`` (shape ``(B, K)``: :class:`~fractions.Fraction` or int),
+        its float logits their nearest doubles and its weights recomputed from those; certification reads the
+        rationals (module docstring). Logits given by queries and keys cannot be replaced."""
+        if self.logits is None or self.normaliser is None or self.q is not None:
+            raise InvalidArgument("exact logits replace the logits of an instance built by from_logits")
+        ex = np.asarray(exact, dtype=object)
+        if ex.shape != self.logits.shape:
+            raise InvalidArgument(f"exact logits must have the logits' shape {self.logits.shape}, got {ex.shape}")
+        bad = next((v for v in ex.flat if isinstance(v, bool) or not isinstance(v, (int, Fraction))), None)
+        if bad is not None:
+            raise InvalidArgument(f"an exact logit must be a fractions.Fraction or an int, got {bad!r:.60}")
+        ex = np.vectorize(Fraction, otypes=[object])(ex)
+        floats = np.vectorize(float, otypes=[float])(ex)
+        alpha = self.normaliser.weights(floats, counts=self.counts)
+        return replace(self, alpha=alpha, logits=floats, exact_logits=ex, _cache={})
 
     def take(self, index: Any) -> "Instance":
         """The sub-batch ``index`` (an int, slice, or index array), keeping the batch axis."""
         idx = np.atleast_1d(np.arange(self.B)[index])
         pick = lambda a: None if a is None else a[idx]  # noqa: E731
         norm = None if self.normaliser is None else self.normaliser.take(idx)
-        return replace(self, alpha=self.alpha[idx], logits=pick(self.logits), normaliser=norm, x=pick(self.x), q=pick(self.q),
+        return replace(self, alpha=self.alpha[idx], logits=pick(self.logits), exact_logits=pick(self.exact_logits),
+                       normaliser=norm, x=pick(self.x), q=pick(self.q),
                        k=pick(self.k), selection=pick(self.selection), counts=pick(self.counts),
                        params={k_: v[idx] for k_, v in self.params.items()},
                        arrays={k_: v[idx] for k_, v in self.arrays.items()}, _cache={})
@@ -344,7 +373,8 @@ class Instance(Columns):
             if self.q is not None and self.k is not None:
                 return Instance.from_qk(self.q, pick(self.k), self.normaliser, x=pick(self.x), N=self.N, selection=sel,
                                         arrays=arrays, **params)
-            return Instance.from_logits(pick(self.logits), self.normaliser, x=pick(self.x), N=self.N, selection=sel,
-                                        arrays=arrays, **params)
+            dense = Instance.from_logits(pick(self.logits), self.normaliser, x=pick(self.x), N=self.N, selection=sel,
+                                         arrays=arrays, **params)
+            return dense if self.exact_logits is None else dense.with_exact_logits(pick(self.exact_logits))
         return Instance.from_weights(pick(self.alpha), x=pick(self.x), N=self.N, selection=sel, arrays=arrays,
                                      **params)

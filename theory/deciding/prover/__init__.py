@@ -464,8 +464,9 @@ def _violating(problem: Problem, rel: Relaxation, program: Any, p: np.ndarray, c
     certification says it is violated (whatever the float margins say)."""
     if not certified and not run_float(program, p[None], p[None])[0][1][0] < 0:
         return None
+    values = {s: float(v) for s, v in zip(problem.symbols, p)}
     try:
-        inst = _instance(problem, rel, {s: float(v) for s, v in zip(problem.symbols, p)})
+        inst = _instance(problem, rel, values)
     except (AttnBoundsError, TypeError, ValueError, ZeroDivisionError, OverflowError):
         return None
     if inst is None:
@@ -473,10 +474,14 @@ def _violating(problem: Problem, rel: Relaxation, program: Any, p: np.ndarray, c
     if certified:
         from attnbounds.theory.deciding.certify import certify
 
-        try:
-            return inst if certify(rel.statement, inst, 0).status == "violated" else None
-        except AttnBoundsError:
-            return None
+        for exact in (False, True):  # the logits at a bound a no double is: the double below it, else a itself
+            try:
+                one = inst if not exact else _instance(problem, rel, values, exact=True)
+                if one is not None and certify(rel.statement, one, 0).status == "violated":
+                    return one
+            except (AttnBoundsError, TypeError, ValueError, ZeroDivisionError, OverflowError):
+                continue
+        return None
     try:  # an instance the statement cannot read (a parameter the weaker statement of prove() dropped): none
         ev = rel.statement.evaluate(inst)
     except AttnBoundsError:
@@ -488,8 +493,11 @@ def _number(expr: sp.Expr, values: dict[sp.Symbol, float]) -> float:
     return float(sp.N(sp.sympify(expr).xreplace({s: sp.Float(v, 30) for s, v in values.items()}), 30))
 
 
-def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float]) -> Instance | None:
-    """The instance at a point: L from t, each distinguished token one token, each atom a class of tokens."""
+def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float], exact: bool = False
+              ) -> Instance | None:
+    """The instance at a point: L from t, each distinguished token one token, each atom a class of tokens. A logit
+    at a bound ``a`` that no double is (``1/10``) is the double below it; with ``exact``, ``a`` itself, as an exact
+    logit (None where that is the float instance)."""
     st, space = rel.statement, rel.space
     info = problem.realisation
     if info.get("reference") is not None:  # log F values: F need not take them (LogFValues)
@@ -555,9 +563,17 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
     if not all(math.isfinite(x) for x in logits):
         return None
     a_fixed = sp.sympify(problem.parameters.get("a", sp.nan))
+    exact_logits: list[Fraction] | None = None
     if space.bounded_logits and a_fixed.is_Rational and not info.get("keys"):  # |l| <= a = 1/10: float(1/10) exceeds
-        bound = outward(Fraction(int(a_fixed.p), int(a_fixed.q)), -1)  # it, so the logits at +-a are realised at the
-        logits = [min(max(v, -bound), bound) for v in logits]  # double below
+        a_exact = Fraction(int(a_fixed.p), int(a_fixed.q))  # it, so the logits at +-a are realised at the double below,
+        bound = outward(a_exact, -1)  # or, ``exact``, at +-a itself as exact logits (an equality case no double is)
+        logits = [min(max(v, -bound), bound) for v in logits]
+        if exact:
+            if bound == a_exact or not any(abs(v) == bound for v in logits):
+                return None  # the same instance as the float one
+            exact_logits = [a_exact if v == bound else -a_exact if v == -bound else Fraction(v) for v in logits]
+    elif exact:
+        return None
     params = {name: _number(expr, values) for name, expr in problem.parameters.items()
               if name not in st.defaults or not isinstance(st.defaults[name], str)}
     T = params.pop("T", 1.0)
@@ -571,6 +587,12 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float])
         keys = [[l, 0.0] if j < k else [l, math.sqrt(max(a * a - l * l, 0.0))] for j, l in enumerate(logits)]
         inst = Instance.from_qk(np.array([[1.0, 0.0]]), np.array([keys]), normaliser, counts=np.array([counts]), N=N_,
                                 **extra)
+    elif exact_logits is not None:  # each column's exact logit by its double (a top-N split reorders the columns)
+        floats = [float(v) for v in exact_logits]
+        inst = Instance.from_logits(np.array([floats]), normaliser, counts=np.array([counts]), N=N_, **extra)
+        assert inst.logits is not None
+        by_double = dict(zip(floats, exact_logits))
+        inst = inst.with_exact_logits([[by_double[float(v)] for v in inst.logits[0]]])
     else:
         inst = Instance.from_logits(np.array([logits]), normaliser, counts=np.array([counts]), N=N_, **extra)
     # the statement's fixed values and defaults too (a bound of the logits the core does not read, say)
