@@ -26,8 +26,9 @@ from attnbounds.theory.running.verify import verify
 
 SET = Path(__file__).with_name("tight_set.toml")
 BUDGET = 2.0
-#: the least share of final verdicts over the whole set: 129 of 136 with this version (false.decimal.a_fixed_strict
-#: REFUTED once a counterexample may carry its logits exactly, +-1/10); 128 of 136 before (the eight of sigmoid attention
+#: the least share of final verdicts over the whole set: 130 of 136 with this version (false.decimal.a_fixed_strict
+#: REFUTED once a counterexample may carry its logits exactly, +-1/10; true.sparse.max_a PROVED over the bounded
+#: simplex of a threshold map, entmax-1.5's twin left at its equality point); 128 of 136 before (the eight of sigmoid attention
 #: all final once element-wise maps relax and their Jacobians have ball forms, five of them VERIFIED or UNDECIDED
 #: before; the three true bounds of the top-N selection against alpha_max / alpha_min PROVED once distinguished tokens
 #: relax on either side of the selection); 120 of 136 before them (48 added: normalisers beside
@@ -59,7 +60,7 @@ BUDGET = 2.0
 #: closure, the two ends of an affine coordinate and the factors of known sign decided the cubic's exact constant and
 #: the tiny gap; 24 of 26 before them, 21 before the log-log and power-of-L normalisers; a868849: 10 of 26, one
 #: ERROR)); ``bench/relaxation.py --set tight`` measures it
-DECIDED = 129 / 136
+DECIDED = 130 / 136
 #: statements decided within seconds: the default run's share (true.reach.llog and .lpow, 17-19 s each, and
 #: false.reach.llog, 34 s, are left to the slow test of the whole set; tests/rigor/test_prover_reach.py proves a bound
 #: of each kind by default and refutes one like false.reach.llog, false only from L ~ 4.4e14, with a certified
@@ -67,7 +68,7 @@ DECIDED = 129 / 136
 FAST = ("false.end.L_max_strict", "false.decimal.tenth", "false.decimal.T_range_strict", "true.decimal.T_range", "true.prod.max_min", "true.eq.max_mean", "false.eq.max_mean", "false.eq.entry", "true.eq.row", "false.eq.row", "true.sup.min", "false.tiny.min",
         "true.tiny.gap", "true.everyF.max_one", "false.everyF.max_mean", "false.softpick.tiny_gap",
         "false.Trange.ratio_short", "false.ent.max_a_strict", "true.ssmax.max", "true.sig.max_a", "true.sig.entry",
-        "false.sig.entry_strict", "true.topN.min", "false.decimal.a_fixed_strict")
+        "false.sig.entry_strict", "true.topN.min", "false.decimal.a_fixed_strict", "true.sparse.max_a")
 
 
 def _set() -> tuple[dict, list[Statement]]:

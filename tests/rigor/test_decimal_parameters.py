@@ -134,10 +134,9 @@ def test_the_prover_never_proves_a_strict_bound_false_at_a_decimal_value(name: s
     relation, spec = EQUALITIES[name]
     status, cert, reason = _prove(relation.format("<"), **spec)
     assert status != "proved", f"{name}: a strict bound whose margin is exactly 0 at the decimal value was PROVED"
-    if name.startswith("T"):  # at two equal logits (0): an instance doubles hold
-        assert status == "refuted" and cert == "violated", (status, cert)
-    else:  # at logits exactly +-1/10, which no double is: the exact zero is found, and no instance realises it
-        assert status == "open" and "0 under a strict bound" in reason, reason
+    # at two equal logits (0), an instance doubles hold; at logits exactly +-1/10, which no double is, an instance
+    # with exact logits
+    assert status == "refuted" and cert == "violated", (status, cert, reason)
 
 
 @pytest.mark.parametrize("name", sorted(EQUALITIES))

@@ -482,3 +482,18 @@ def test_a_column_without_tokens_has_no_margin_along_the_growths() -> None:
     ops = limits.SymbolicOps(limits.Work(limits.WORK_LIMIT))
     with ops.precision(128):
         assert [m.column for m in limits.margins(statement, growth, ops)] == [0]
+
+
+def test_the_relative_slack_is_the_margins_leading_coefficient_over_the_bounds() -> None:
+    """``alpha_max <= 2/L`` at one logit 1 and the rest 0: along the rest's growth alpha_max ~ e/L, so the margin is
+    ``(2 - e)/L`` to leading order and the bound's ``2/L``: the relative slack is ``(2 - e)/2`` (the orders agree);
+    against ``1/2`` (order 0) the margin's order 0 coefficient over it."""
+    def statement(rhs: sp.Expr) -> Statement:
+        return Statement("limits.slack", f"alpha_max <= {rhs}", sp.Le(alpha_max, rhs), Citation("test"),
+                         (hyp.SOFTMAX,), bindings={"alpha_max": "alpha_max"})
+
+    inst = Instance.from_logits([[1.0, 0.0]], softmax(1.0), counts=[[1, 40]], T=1.0)
+    grown = next(r for r in limits.analyse(statement(2 / L), inst, violated=True) if "column 1" in r.growth)
+    assert grown.order == 1 and grown.slack == pytest.approx((2 - np.e) / 2, rel=1e-9), grown.to_json()
+    half = next(r for r in limits.analyse(statement(sp.Rational(1, 2)), inst, violated=False) if "column 1" in r.growth)
+    assert half.order == 0 and half.slack == pytest.approx(1.0, rel=1e-9), half.to_json()

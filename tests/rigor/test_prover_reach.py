@@ -576,17 +576,26 @@ def test_a_map_reaching_the_whole_simplex_relaxes_as_the_simplex(normaliser: str
         assert result.status != "proved", result.reason
 
 
-def test_a_map_reaching_the_simplex_is_not_relaxed_so_where_its_logits_are_bounded() -> None:
+def test_a_map_reaching_the_simplex_is_read_over_the_bounded_simplex_where_its_logits_are_bounded() -> None:
     """With |l| <= a sparsemax's weights are not the whole simplex (at T = 1 and a = 1/10, alpha_max - alpha_min <=
-    2a/T): a relation that reads a is declined, not read over the simplex (where it would be false)."""
+    2a/T, an equality at two logits +-a): they are the bounded simplex, where that bound is PROVED and one below it
+    never is; a map with no threshold form (the normalised relu) is declined, not read over the whole simplex (where
+    the bound would be false)."""
     from attnbounds.theory.deciding.prover.relax import relax
     from attnbounds.theory.deciding.prover.space import Declined
 
-    st = api.statement("alpha_max - alpha_min <= 2*a/T", normaliser="sparsemax", hypotheses=["logits-bounded"],
-                       fixed={"a": 0.1, "T": 1.0}, id="bounded").statements[0]
+    def statement(relation: str, normaliser: str):
+        return api.statement(relation, normaliser=normaliser, hypotheses=["logits-bounded"],
+                             fixed={"a": 0.1, "T": 1.0}, id="bounded").statements[0]
+
+    assert prover.prove(statement("alpha_max - alpha_min <= 2*a/T", "sparsemax"),
+                        work=prover.work_for(4.0)).status == "proved"
+    assert prover.prove(statement("alpha_max - alpha_min <= 2*a/T - 1/100", "sparsemax"),
+                        work=prover.work_for(1.0)).status != "proved"
+    relu = statement("alpha_max - alpha_min <= 2*a/T", "relu")
     with pytest.raises(Declined, match="only over unbounded logits"):
-        relax(st)
-    assert prover.prove(st, work=prover.work_for(0.5)).status != "proved"
+        relax(relu)
+    assert prover.prove(relu, work=prover.work_for(0.5)).status != "proved"
 
 
 @pytest.mark.parametrize("relation, true", [("alpha_max*alpha_min <= 1/(4*(L - 1))", True),

@@ -469,7 +469,9 @@ def _relax_rule(name: str, proto: Normaliser) -> Any:
     nothing else bounds them; an element-wise map (:attr:`Normaliser.elementwise`) by its own log F, each weight F
     itself; a Python callable, or another map not of the form F / sum F, has none."""
     if proto.reaches_simplex:
-        return lambda space: space.whole_simplex(f"the weights of {name} reach every point of the closed simplex")
+        others = {k: v for k, v in proto.params.items() if k != "T"}
+        return lambda space: space.whole_simplex(f"the weights of {name} reach every point of the closed simplex",
+                                                 proto.threshold_power, lambda T: proto._with({**others, "T": T}))
     if proto.elementwise and proto.has("relaxed"):  # alpha_i = F(l_i): the map itself at each temperature
         others = {k: float(np.ravel(np.asarray(v, dtype=np.float64))[0]) for k, v in proto.params.items() if k != "T"}
         log_f = getattr(proto, FORMS["relaxed"])

@@ -500,8 +500,8 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float],
     logit (None where that is the float instance)."""
     st, space = rel.statement, rel.space
     info = problem.realisation
-    if info.get("reference") is not None:  # log F values: F need not take them (LogFValues)
-        return None
+    if info.get("reference") is not None and space.simplex_map is None:  # log F values: F need not take them
+        return None  # (LogFValues), but a threshold map's bounded simplex is its weights (below)
     values = dict(values)
     for expr in problem.parameters.values():  # a parameter the core does not read (T scaled out, say): any value in
         for sym in sp.sympify(expr).free_symbols:  # its range (1 where it may be)
@@ -521,6 +521,8 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float],
     k = len(info["roles"])
     if L < k:
         return None
+    if info.get("reference") is not None:
+        return _bounded_simplex_instance(problem, rel, values, L)
     logits = [_number(l, values) for l in info["roles"]]
     counts = [1] * k
     others = L - k
@@ -596,6 +598,45 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float],
     else:
         inst = Instance.from_logits(np.array([logits]), normaliser, counts=np.array([counts]), N=N_, **extra)
     # the statement's fixed values and defaults too (a bound of the logits the core does not read, say)
+    return st.prepare(inst)
+
+
+def _bounded_simplex_instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float], L: int
+                              ) -> Instance | None:
+    """A point of a threshold map's bounded simplex (:func:`~attnbounds.theory.deciding.prover.relax._spread_constraints`)
+    as logits: the weights ``p`` from the tokens' log F values (each atom a class, its tokens in proportion to its
+    mass), then ``l_j = T (p_j^q - min p^q) / q - a``, which the map takes back to ``p`` (the map's threshold at
+    ``-a``'s), each in ``[-a, a]`` where the point keeps the spread (clipped, the caller certifies)."""
+    space, info = rel.space, problem.realisation
+    if space.simplex_map is None or space.spread is None or info.get("bracket") or info["points"] or info["N"] is not None:
+        return None
+    k = len(info["role_coordinates"])
+    D = [values.get(s, 0.0) for s in info["role_coordinates"]]
+    counts = [1] * k
+    for sym, c in zip(info["atom_coordinates"], _counts([max(_number(m, values), 0.0) for m in info["masses"]], L - k)):
+        if c > 0:
+            D.append(values.get(sym, 0.0))
+            counts.append(c)
+    d = np.array(D, dtype=float)
+    if not np.all(d < np.inf) or not np.any(np.isfinite(d)):
+        return None
+    F = np.exp(d - d[np.isfinite(d)].max())  # D = -oo: a weight 0
+    p = F / float((F * np.array(counts)).sum())
+    q = float(space.spread)
+    st = rel.statement
+    params = {name: _number(expr, values) for name, expr in problem.parameters.items()
+              if name not in st.defaults or not isinstance(st.defaults[name], str)}
+    T, a = params.pop("T", 1.0), params.get("a", math.nan)
+    if not (math.isfinite(a) and a > 0 and math.isfinite(T) and T > 0):
+        return None
+    a_fixed = sp.sympify(problem.parameters["a"])  # a = 1/10: its double exceeds it, the logits stay below
+    bound = float(outward(Fraction(int(a_fixed.p), int(a_fixed.q)), -1)) if a_fixed.is_Rational else a
+    h = p**q
+    logits = np.clip(T * (h - h.min()) / q - a, -bound, bound)
+    normaliser = space.simplex_map(T)
+    extra: dict[str, Any] = {k_: v for k_, v in params.items() if k_ not in normaliser.params and k_ != "N"
+                             and k_ in st.parameters() | set(st.fixed)}
+    inst = Instance.from_logits(logits[None], normaliser, counts=np.array([counts]), **extra)
     return st.prepare(inst)
 
 

@@ -252,6 +252,11 @@ def image_values(qname: str, inst: Instance, *, weights: bool = False, bound: in
 __all__ = ["image_values", "read_bounds", "relaxed_value"]
 
 
+#: a weight 0 of a threshold map in the image: the closed simplex's D = -oo read at the log of this weight instead
+#: (finite where sympy evaluates the constraints term by term; below every weight a tie could read)
+TINY_WEIGHT = 1e-300
+
+
 # -- a statement's relaxed problems at an instance's point --------------------------------------------------------
 def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.Symbol, float] | None:
     """The point of ``problem`` (built with one atom per column that keeps tokens besides the distinguished ones) that
@@ -293,10 +298,16 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
             values[sym] = float(alpha[c]) / left if left > 0 else 0.0
     elif info.get("reference") is not None:  # log F values over the reference token's (LogFValues)
         n = log_F_map(inst.normaliser)
-        assert n is not None
-        lam = n.log_F_values(inst.logits, inst.L)[0]
+        if n is not None:
+            lam = n.log_F_values(inst.logits, inst.L)[0]
+        elif inst.normaliser is not None and inst.normaliser.reaches_simplex:  # the simplex: the weights are F, a
+            lam = np.log(np.maximum(alpha, TINY_WEIGHT))  # weight 0 (D = -oo, the closure) at a finite D below it
+        else:
+            return None
         kind, where = info["reference"]
-        extremes = n.log_F_range(inst.param("a")) if info["points"] or kind == "point" \
+        if n is None and (info["points"] or kind == "point"):  # F's extremes: none without a log F
+            return None
+        extremes = n.log_F_range(inst.param("a")) if n is not None and (info["points"] or kind == "point") \
             else (np.zeros(1), np.zeros(1))  # read only at points
         ref = (float(lam[columns[where]]) if kind == "role" else float(lam[others[where]]) if kind == "atom"
                else float(extremes[0][0]))

@@ -1017,6 +1017,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     n_atoms = max(1, len(moments) + (1 if constrained and moments else 0)) if moments or bodies else 0
     if atoms_override is not None:
         n_atoms = atoms_override
+    elif _bounded_simplex(space, b) and bodies and len(moments) == 1 and sp.simplify(moments[0] - sp.exp(lam_x)) == 0:
+        n_atoms = 1  # the totals read F alone: the others at their mean F keep every constraint (_spread_constraints)
     threshold: Coordinate | None = None
     side = 0
     selected_roles: dict[int, bool] = {}
@@ -1124,6 +1126,14 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
             rho, 0.0, 1.0, "parameter", "rho = (N - k_sel) / (L - k): the selection's share beyond its distinguished "
             "tokens")]
     every_F = isinstance(b.model, LogFValues)
+    if _bounded_simplex(space, b):  # a threshold map over bounded logits
+        if sel_atoms or b.points:
+            raise Declined("a threshold map over bounded logits with the top-N selection or F's extremes (not relaxed)")
+        top = next((b.token_of_role[name] for name, role in b.roles.items()
+                    if role.extreme == "max" and role.dominates is not None and _extreme_of(role) == "max"), None)
+        spread = _spread_constraints(space, parameters, list(role_tokens.values()), atoms, masses, top)
+        constraints += spread
+        owners += [None] * len(spread)
     # top-N: every selected token at least as heavy as the others (every F: through the threshold, below)
     for sel in sel_atoms if threshold is None and (not every_F or selected_roles) else ():
         for other in atoms:
@@ -1457,26 +1467,49 @@ def eliminated(problem: Problem) -> list[Problem]:
             x = c.symbol
             if x not in core.free_symbols or x not in con.free_symbols or not _size_ok(con):
                 continue
-            a, b = differentiate(core, x), differentiate(con, x)
-            if a.has(x) or b.has(x) or b == 0:
-                continue
-            lam = sp.cancel(a / b)
-            if lam.has(x) or not lam.free_symbols <= known or not lower_end(lam, coords) >= 0 \
-                    or (closed and not math.isfinite(lower_end(-lam, coords))):
-                continue
-            rest = sp.cancel(core - lam * con)
-            if rest.has(x) or not _size_ok(rest):
-                continue
-            rest = sp.factor(rest)
-            if poles(rest, coords) or not _same_function(rest + lam * con, core, coords):
-                continue
-            out.append(dataclasses.replace(
-                problem, core=rest, exact=False, unsigned=None, poles=[],
-                stripped=[*problem.stripped, f"{lam} * ({con}) (>= 0 at every instance: {x} eliminated through "
-                                             f"constraint {k})"]))
-            if len(out) == MAX_ELIMINATED:
-                return out
+            for u, form, cleared in _generators(x, core, coords):  # affine in x, or in exp(x) (log F values)
+                a, b = (differentiate(e, u) for e in (form, con.xreplace({sp.exp(x): u}) if u != x else con))
+                if a.has(x) or b.has(x) or a.has(u) or b.has(u) or b == 0:
+                    continue
+                lam = sp.cancel(a / b)
+                if lam.has(x) or not lam.free_symbols <= known or not lower_end(lam, coords) >= 0 \
+                        or (closed and not math.isfinite(lower_end(-lam, coords))):
+                    continue
+                rest = sp.cancel(cleared - lam * con)
+                if rest.has(x) or not _size_ok(rest):
+                    continue
+                rest = sp.factor(rest)
+                if poles(rest, coords) or not _same_function(rest + lam * con, cleared, coords):
+                    continue
+                what = "" if cleared is core else f"the core times its denominator ({cleared} >= 0 for it), "
+                out.append(dataclasses.replace(
+                    problem, core=rest, exact=False, unsigned=None, poles=[],
+                    stripped=[*problem.stripped, f"{what}{lam} * ({con}) (>= 0 at every instance: "
+                                                 f"{'exp(' + str(x) + ')' if u != x else x} eliminated through "
+                                                 f"constraint {k})"]))
+                if len(out) == MAX_ELIMINATED:
+                    return out
+                break
     return out
+
+
+def _generators(x: sp.Symbol, core: sp.Expr, coords: list[Coordinate]) -> list[tuple[sp.Symbol, sp.Expr, sp.Expr]]:
+    """Where :func:`eliminated` looks for a core affine in a coordinate: ``(u, the core in u, the core it proves)``,
+    first ``x`` itself, then ``u = exp(x)`` (a log F value's coordinate) in the core times its denominator where that
+    is certainly positive on the root box (the core's sign unchanged: ``3/4 - t / (t + (1 - t) e^D)`` becomes
+    ``(3/4) (t + (1 - t) e^D) - t``)."""
+    out: list[tuple[sp.Symbol, sp.Expr, sp.Expr]] = [(x, core, core)]
+    if not core.has(sp.exp(x)):
+        return out
+    num, den = sp.fraction(sp.together(core))
+    if not den.is_number and not lower_end(den, coords) > 0:
+        return out
+    if den.is_number and not den.is_positive:
+        return out
+    u = sp.Dummy(f"exp_{x}", positive=True)
+    cleared = num if not den.is_number else core
+    form = cleared.xreplace({sp.exp(x): u})
+    return out if form.has(x) else [*out, (u, form, cleared)]
 
 
 def _divisors(expr: sp.Expr) -> list[sp.Expr]:
@@ -1641,6 +1674,47 @@ def refine_abs(expr: sp.Expr, coords: list[Coordinate], signs: list[tuple[sp.Exp
         return node
 
     return expr.replace(lambda e: isinstance(e, (sp.Abs, OAbs)), fix)
+
+
+def _spread_constraints(space: Space, parameters: dict[str, sp.Expr], roles: list[Token], atoms: list[Token],
+                        masses: list[sp.Expr], top: Token | None) -> list[sp.Expr]:
+    """The bounded simplex of an alpha-entmax map (:attr:`Space.spread`, ``q = alpha - 1 <= 1``): ``p_i^q - p_j^q <=
+    2 q a / T`` for every ordered pair of tokens, each weight ``p = t F / S`` with ``S = t sum_j F_j`` over a
+    reference token's F (``F = exp(lam - lam_ref)``); times ``(S/t)^q > 0``: ``2 q a (S/t)^q / T - (F_i^q - F_j^q) >=
+    0``. With a token ``top`` of the largest weight (a role that dominates every token) the pairs from it imply the
+    others, each then raised to the power ``1/q`` where that is whole (both sides >= 0: ``F_top = 1 >= F_j``), and so
+    does, for the others as a whole, their mean: ``F_top^q - (mean F)^q <= mean (F_top^q - F^q)``
+    (``x^q`` is concave), an implied constraint the atoms' own do not give one at a time. An atom of no mass is no
+    token, and its constraints still hold at some value of its log F (any token's): every instance stays a point.
+    Where the totals read F alone, one atom at the others' mean F is every instance (:func:`_problem`): the totals
+    are kept, a dominance ``F_o <= F_r`` or ``>=`` holds for the mean as for each, and so does every pair's
+    constraint, the mean's q-th power lying between the least F^q and the mean of the F^q (concavity)."""
+    q = sp.sympify(space.spread)
+    if not (q.is_positive and (q - 1).is_nonpositive):
+        raise Declined(f"a threshold map with q = alpha - 1 = {q} outside (0, 1]")
+    tokens = [*roles, *atoms]
+    ref = top if top is not None else tokens[0]
+    share = 1 - len(roles) * t_sym  # the others are L - k tokens
+    others = sp.Add(*[m * sp.exp(a.lam - ref.lam) for m, a in zip(masses, atoms)])
+    total = t_sym * sp.Add(*[sp.exp(r.lam - ref.lam) for r in roles]) + share * others
+    power = {tok.name: sp.exp(q * (tok.lam - ref.lam)) for tok in tokens}
+    bound = 2 * q * sp.sympify(parameters["a"]) / sp.sympify(parameters["T"])
+    pairs = [(i, j) for i in tokens for j in tokens if i is not j and (top is None or i is top)]
+    m = 1 / q
+    if top is not None and m.is_integer:  # F_top^q - F_j^q >= 0 (the top dominates): raised to the power 1/q,
+        out = [bound**m * total - t_sym * (1 - power[j.name]) ** m for _, j in pairs]  # affine in t: collected,
+        if len(atoms) > 1:  # t appears once (an enclosure over a range of t is then tight)
+            out.append(bound**m * total - t_sym * (1 - others**q) ** m)
+        return [sp.collect(sp.expand(con), t_sym) for con in out]
+    out = [bound * total**q - t_sym**q * (power[i.name] - power[j.name]) for i, j in pairs]
+    if top is not None and len(atoms) > 1:
+        out.append(bound * total**q - t_sym**q * (1 - others**q))
+    return out
+
+
+def _bounded_simplex(space: Space, b: "_Builder") -> bool:
+    """Whether the problem ranges over the bounded simplex of a threshold map (:func:`_spread_constraints`)."""
+    return isinstance(b.model, LogFValues) and space.spread is not None and space.bounded_logits
 
 
 def _simplex(n: int, name: str) -> tuple[list[sp.Expr], list[sp.Symbol]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import sympy as sp
 
@@ -70,6 +70,12 @@ class Space:
     #: entmax-1.5: :attr:`~attnbounds.theory.mathematics.normalisers.Normaliser.reaches_simplex`), as its hypothesis
     #: says it; "" for none
     simplex: str = ""
+    #: an alpha-entmax threshold map's ``q = alpha - 1`` (:attr:`Normaliser.threshold_power`): over logits in [-a, a]
+    #: its weights are the bounded simplex, every two weights' q-th powers within ``2 q a / T``; None: the whole
+    #: simplex only
+    spread: Any = None
+    #: the threshold map at a temperature (the bounded simplex's points realised as its logits), or None
+    simplex_map: Callable[[float], Any] | None = None
     #: what bounds the logits: the parameter "a" (logits-bounded) or "keys" (logits-qk: a = Delta_max)
     logit_bound: str = ""
     #: an element-wise map (``alpha_i = F(l_i)``, no sum: :attr:`Normaliser.elementwise`): the map at a temperature
@@ -115,23 +121,33 @@ class Space:
         property holds at each such point, else not relaxed."""
         self.pending.append((holds, text, every_F))
 
-    def whole_simplex(self, text: str) -> None:
+    def whole_simplex(self, text: str, spread: Any = None, make: Callable[[float], Any] | None = None) -> None:
         """The weights are every point of the closed simplex (``text`` says whose): with no bound on the logits and
         nothing else said about F, a bound on the weights alone is one over the simplex itself, which the
-        log-F-values model relaxes (every positive F at once; its closure holds the weights 0 these maps reach)."""
+        log-F-values model relaxes (every positive F at once; its closure holds the weights 0 these maps reach).
+        With ``spread`` (an alpha-entmax map's ``q = alpha - 1``, :attr:`Normaliser.threshold_power`), over logits
+        bounded by the parameter a too: the simplex with every two weights' q-th powers within ``2 q a / T``, whose
+        points ``make`` (the map at a temperature) realises as logits."""
         self.simplex = text
+        self.spread = spread
+        self.simplex_map = make
 
     def check_properties(self) -> None:
         """Decide the pending properties on the universe's log F (after every hypothesis is read), or mark the space
         as ranging over every F (:attr:`every_F`) when none fixes it and each is one the log-F-values model keeps, or
         when the weights are the whole closed simplex (:meth:`whole_simplex`) and nothing else is said of them."""
         if self.simplex:
-            if self.log_F is not None or self.bounded_logits or self.pending:
+            bounded_ok = self.spread is not None and self.logit_bound == "a"
+            if self.log_F is not None or (self.bounded_logits and not bounded_ok) or self.pending:
                 self.problems.append(f"{self.simplex} only over unbounded logits, with nothing else said of F (here "
                                      f"{'the logits are bounded' if self.bounded_logits else 'F is said more of'})")
                 return
             self.every_F = True
-            self.normaliser(l_sym, {}, f"every point of the closed simplex ({self.simplex})", name="every-F")
+            where = (f"every point of the closed simplex whose weights' powers p^{self.spread} differ by at most "
+                     f"{2 * self.spread} a / T" if self.bounded_logits else "every point of the closed simplex")
+            self.normaliser(l_sym, {}, f"{where} ({self.simplex})", name="every-F")
+            if not self.bounded_logits:
+                self.spread = None  # no bound on the logits: the whole simplex
             return
         if self.log_F is None and self.pending and all(every for _, _, every in self.pending):
             self.every_F = True

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import sympy as sp
 
 from attnbounds.theory.mathematics.errors import NotApplicable
 from attnbounds.theory.mathematics.normalisers.spec import (THRESHOLD_LACKS, BallContext, SimplexMap, check_logits,
@@ -22,6 +23,9 @@ class Entmax15(SimplexMap):
     lacks = THRESHOLD_LACKS
     #: every point p of the simplex is entmax15(2 sqrt(p)) (threshold 0): l = 2 T sqrt(p)
     reaches_simplex = True
+    #: ``alpha = ((l / (2T) - tau)_+)^2`` (q = 1/2): over logits in [-a, a] every two sqrt(weights) differ by at
+    #: most a / T
+    threshold_power = sp.Rational(1, 2)
     torch_classes = False
 
     def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import sympy as sp
 
 from attnbounds.theory.mathematics.errors import NotApplicable
 from attnbounds.theory.mathematics.normalisers.spec import (THRESHOLD_LACKS, BallContext, SimplexMap, check_logits,
@@ -22,6 +23,8 @@ class Sparsemax(SimplexMap):
     lacks = THRESHOLD_LACKS
     #: every point p of the simplex is sparsemax(p) (the projection of a simplex point is itself): l = T p
     reaches_simplex = True
+    #: ``alpha = (l / T - tau)_+`` (q = 1): over logits in [-a, a] every two weights differ by at most 2 a / T
+    threshold_power = sp.Integer(1)
     torch_classes = False
 
     def weights(self, logits: Any, counts: np.ndarray | None = None) -> np.ndarray:

@@ -120,6 +120,11 @@ class Normaliser:
     #: True when, over unbounded logits, the weights reach every point of the closed simplex at every L and T (weights
     #: 0 included): the relaxation prover then reads a bound on the weights alone as one over the simplex
     reaches_simplex: bool = False
+    #: An alpha-entmax threshold map ``alpha_i = ((q l_i / T - tau)_+)^(1/q)``, ``q = alpha - 1`` (sparsemax: q = 1;
+    #: entmax-1.5: q = 1/2; tau makes the weights sum to one): q, as a sympy rational. Over logits in [-a, a] its
+    #: weights are exactly the points p of the closed simplex with ``p_i^q - p_j^q <= 2 q a / T`` for every pair
+    #: (the relaxation prover's bounded simplex). None: not such a map
+    threshold_power: Any = None
     #: True when the weights always sum to one.
     normalising: bool = True
     #: True when each weight is a function of its own logit alone, ``alpha_i = F(l_i)`` (sigmoid attention: no
