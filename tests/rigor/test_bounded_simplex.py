@@ -86,10 +86,18 @@ def test_true_bounds_of_threshold_maps_over_bounded_logits_are_proved(relation: 
     ("alpha_max - alpha_min < 0.4", "sparsemax"),
     ("alpha_max <= 0.63", "entmax15"),
     ("alpha_max <= 2*a/T", "sparsemax"),  # false at L = 2 (0.7 > 0.4): the spread alone is no bound of the weight
+    # a weight 0 (the closed simplex's D = oo over the least weight's token): sparsemax at L = 4, weights (0.35, 0.35,
+    # 0.3, 0) within s = 0.4; entmax-1.5 from L = 26 (sqrt(p_max) <= 0.2 with a weight 0)
+    ("alpha_min > 0", "sparsemax"),
+    ("L*alpha_min > 0", "entmax15"),
 ])
 def test_false_bounds_of_threshold_maps_over_bounded_logits_are_never_proved(relation: str, name: str) -> None:
     statement = _statement(relation, name)
     assert prover.prove(statement, work=prover.work_for(2.0)).status != "proved"
+    wide = api.statement(relation, id="bounded.simplex", normaliser=name, hypotheses=["logits-bounded"],
+                         fixed={"a": 1.0, "T": 1.0}).statements[0]  # s = 2 (q = 1) or 1 (q = 1/2): weights 0 at L = 2
+    if "alpha_min" in relation:
+        assert prover.prove(wide, work=prover.work_for(2.0)).status != "proved"
     assert api.check(relation, normaliser=name, hypotheses=["logits-bounded"], fixed=FIXED,
                      ranges={"L": [2, 10**6]}, budget=2.0, seed=0).verdict == "REFUTED"
 

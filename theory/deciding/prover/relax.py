@@ -1467,7 +1467,7 @@ def eliminated(problem: Problem) -> list[Problem]:
             x = c.symbol
             if x not in core.free_symbols or x not in con.free_symbols or not _size_ok(con):
                 continue
-            for u, form, cleared in _generators(x, core, coords):  # affine in x, or in exp(x) (log F values)
+            for u, form, cleared in _generators(x, core, coords, closed):  # affine in x, or in exp(x)
                 a, b = (differentiate(e, u) for e in (form, con.xreplace({sp.exp(x): u}) if u != x else con))
                 if a.has(x) or b.has(x) or a.has(u) or b.has(u) or b == 0:
                     continue
@@ -1493,16 +1493,20 @@ def eliminated(problem: Problem) -> list[Problem]:
     return out
 
 
-def _generators(x: sp.Symbol, core: sp.Expr, coords: list[Coordinate]) -> list[tuple[sp.Symbol, sp.Expr, sp.Expr]]:
+def _generators(x: sp.Symbol, core: sp.Expr, coords: list[Coordinate], closed: bool
+                ) -> list[tuple[sp.Symbol, sp.Expr, sp.Expr]]:
     """Where :func:`eliminated` looks for a core affine in a coordinate: ``(u, the core in u, the core it proves)``,
     first ``x`` itself, then ``u = exp(x)`` (a log F value's coordinate) in the core times its denominator where that
     is certainly positive on the root box (the core's sign unchanged: ``3/4 - t / (t + (1 - t) e^D)`` becomes
-    ``(3/4) (t + (1 - t) e^D) - t``)."""
+    ``(3/4) (t + (1 - t) e^D) - t``), and finite there too where an infinite end may be an instance (``closed``: the
+    closed simplex, whose weight 0 is ``D = oo`` over the least weight's token; ``t / (t + (1 - t) e^D)`` is 0 there,
+    and times its denominator it would be ``t``)."""
     out: list[tuple[sp.Symbol, sp.Expr, sp.Expr]] = [(x, core, core)]
     if not core.has(sp.exp(x)):
         return out
     num, den = sp.fraction(sp.together(core))
-    if not den.is_number and not lower_end(den, coords) > 0:
+    if not den.is_number and not (lower_end(den, coords) > 0
+                                  and (not closed or math.isfinite(lower_end(-den, coords)))):
         return out
     if den.is_number and not den.is_positive:
         return out
