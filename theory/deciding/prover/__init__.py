@@ -618,9 +618,10 @@ def _bounded_simplex_instance(problem: Problem, rel: Relaxation, values: dict[sp
             D.append(values.get(sym, 0.0))
             counts.append(c)
     d = np.array(D, dtype=float)
-    if not np.all(d < np.inf) or not np.any(np.isfinite(d)):
+    if np.any(np.isnan(d)) or np.all(d == -np.inf):
         return None
-    F = np.exp(d - d[np.isfinite(d)].max())  # D = -oo: a weight 0
+    # D = -oo: a weight 0; D = +oo (over a least weight's token, the closure): the only weights that are not 0
+    F = (d == np.inf).astype(float) if np.any(d == np.inf) else np.exp(d - d.max())
     p = F / float((F * np.array(counts)).sum())
     q = float(space.spread)
     st = rel.statement

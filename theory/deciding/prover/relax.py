@@ -1684,7 +1684,7 @@ def _spread_constraints(space: Space, parameters: dict[str, sp.Expr], roles: lis
                         masses: list[sp.Expr], top: Token | None) -> list[sp.Expr]:
     """The bounded simplex of an alpha-entmax map (:attr:`Space.spread`, ``q = alpha - 1 <= 1``): ``p_i^q - p_j^q <=
     2 q a / T`` for every ordered pair of tokens, each weight ``p = t F / S`` with ``S = t sum_j F_j`` over a
-    reference token's F (``F = exp(lam - lam_ref)``); times ``(S/t)^q > 0``: ``2 q a (S/t)^q / T - (F_i^q - F_j^q) >=
+    reference token's F (``F = exp(lam - lam_ref)``); times ``S^q > 0``: ``2 q a S^q / T - t^q (F_i^q - F_j^q) >=
     0``. With a token ``top`` of the largest weight (a role that dominates every token) the pairs from it imply the
     others, each then raised to the power ``1/q`` where that is whole (both sides >= 0: ``F_top = 1 >= F_j``), and so
     does, for the others as a whole, their mean: ``F_top^q - (mean F)^q <= mean (F_top^q - F^q)``
