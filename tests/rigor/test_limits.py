@@ -497,3 +497,13 @@ def test_the_relative_slack_is_the_margins_leading_coefficient_over_the_bounds()
     assert grown.order == 1 and grown.slack == pytest.approx((2 - np.e) / 2, rel=1e-9), grown.to_json()
     half = next(r for r in limits.analyse(statement(sp.Rational(1, 2)), inst, violated=False) if "column 1" in r.growth)
     assert half.order == 0 and half.slack == pytest.approx(1.0, rel=1e-9), half.to_json()
+
+
+def test_a_violation_certified_short_of_the_ranges_end_is_not_stretched_to_it() -> None:
+    """With a range of L that ends beyond where the sweep certifies the violation (10^30 here), the certificate stops
+    where the sweep does, as without a range: the range's end caps a claim, it never extends one."""
+    inst = Instance.from_logits([[3.0, 0.0]], softmax(1.0), counts=[[1, 9]], T=1.0)
+    free = limits.analyse(_L_alpha_max(fixed={"T": 1.0}), inst, violated=True)
+    capped = limits.analyse(_L_alpha_max(fixed={"T": 1.0}, ranges={"L": (2, 10**30)}), inst, violated=True)
+    assert [(r.status, r.L0, r.L_max) for r in capped] == [(r.status, r.L0, r.L_max) for r in free]
+    assert all(r.L_max is not None and r.L_max < 10**30 for r in capped), [r.to_json() for r in capped]
