@@ -178,10 +178,15 @@ def test_the_exact_tier_refuses_an_exp_sympy_would_rewrite_without_end() -> None
 def test_the_prover_realises_logits_at_a_decimal_bound_inside_it() -> None:
     """A bound false at the extreme logits +-a with a = 0.1 (by 1e-6): the prover's point has them at +-1/10, whose
     nearest double exceeds 1/10 (the instance would fail |l| <= a, not applicable); realised at the double below,
-    the certificate says violated."""
-    status, cert, reason = _prove("alpha_max <= 1/(1 + (L - 1)*exp(-0.2)) - 1/1000000",
-                                  fixed={"a": 0.1, "T": 1.0}, ranges={"L": [2, 10**6]}, **BOUNDED)
-    assert status == "refuted" and cert == "violated", (status, cert, reason)
+    the certificate says violated. Exact logits are for an equality no double holds: here the doubles do, and the
+    counterexample is plain doubles, each at most 1/10."""
+    statement = api.statement("alpha_max <= 1/(1 + (L - 1)*exp(-0.2)) - 1/1000000", id="decimal.prove",
+                              fixed={"a": 0.1, "T": 1.0}, ranges={"L": [2, 10**6]}, **BOUNDED).statements[0]
+    result = prover.prove(statement, work=prover.work_for(2.0))
+    inst = result.counterexample
+    assert result.status == "refuted" and inst is not None, result.reason
+    assert certify(statement, inst).status == "violated"
+    assert inst.exact_logits is None and all(Fraction(v) <= Fraction(1, 10) for v in np.abs(inst.logits).ravel())
 
 
 @pytest.mark.parametrize("T", [0.1, 0.37, 2.5, 10.0])

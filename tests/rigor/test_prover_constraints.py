@@ -249,3 +249,24 @@ def test_the_replay_refuses_a_projection_toward_which_a_constraint_falls(core: s
     assert branch_and_bound(problem, 10**6).status != "proved"
     ok, why, _ = replay(problem, _blob(tokens))
     assert not ok and "projection" in why, why
+
+
+@pytest.mark.parametrize("slope, con_slope", [(1, 1), (3, 1), (2, 2)])
+def test_a_coordinate_is_eliminated_through_a_constraint_whatever_its_slopes(slope: int, con_slope: int) -> None:
+    """``core = s x + y - s/2`` over ``c = k (x - 1/2) >= 0``: ``core = (s/k) c + y``, so the remainder is ``y`` (>= 0
+    on the box) for every pair of slopes, a constraint of slope 1 in x included."""
+    import dataclasses
+
+    from attnbounds.theory.deciding.prover.relax import eliminated, relax
+    from attnbounds.theory.deciding.prover.space import Coordinate
+    from attnbounds.theory.running import api
+
+    template = relax(api.statement("alpha_max*alpha_min <= 1/(4*(L - 1))", hypotheses=["softmax"],
+                                   ranges={"L": [2, 10**9]}, id="product").statements[0]).problems[0]
+    x, y = sp.Symbol("x", real=True), sp.Symbol("y", real=True)
+    problem = dataclasses.replace(template, coordinates=[Coordinate(x, 0.0, 1.0, "weight", "x"),
+                                                         Coordinate(y, 0.0, 1.0, "weight", "y")],
+                                  core=slope * x + y - sp.Rational(slope, 2),
+                                  constraints=[con_slope * (x - sp.Rational(1, 2))], poles=[], unsigned=None)
+    out = eliminated(problem)
+    assert [o.core for o in out] == [y] and not out[0].exact, [(o.core, o.stripped) for o in out]
