@@ -564,12 +564,11 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float],
         return None
     if not all(math.isfinite(x) for x in logits):
         return None
-    a_fixed = sp.sympify(problem.parameters.get("a", sp.nan))
+    a_exact = _rational_a(problem)
     exact_logits: list[Fraction] | None = None
-    if space.bounded_logits and a_fixed.is_Rational and not info.get("keys"):  # |l| <= a = 1/10: float(1/10) exceeds
-        a_exact = Fraction(int(a_fixed.p), int(a_fixed.q))  # it, so the logits at +-a are realised at the double below,
-        bound = outward(a_exact, -1)  # or, ``exact``, at +-a itself as exact logits (an equality case no double is)
-        logits = [min(max(v, -bound), bound) for v in logits]
+    if space.bounded_logits and a_exact is not None and not info.get("keys"):  # |l| <= a = 1/10: float(1/10) exceeds
+        bound = outward(a_exact, -1)  # it, so the logits at +-a are realised at the double below, or, ``exact``, at
+        logits = [min(max(v, -bound), bound) for v in logits]  # +-a itself as exact logits (an equality no double is)
         if exact:
             if bound == a_exact or not any(abs(v) == bound for v in logits):
                 return None  # the same instance as the float one
@@ -601,6 +600,12 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float],
     return st.prepare(inst)
 
 
+def _rational_a(problem: Problem) -> Fraction | None:
+    """The logits' bound ``a`` as the exact rational the problem reads (``1/10``), or None where it is not one."""
+    a = sp.sympify(problem.parameters.get("a", sp.nan))
+    return Fraction(int(a.p), int(a.q)) if a.is_Rational else None
+
+
 def _bounded_simplex_instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float], L: int
                               ) -> Instance | None:
     """A point of a threshold map's bounded simplex (:func:`~attnbounds.theory.deciding.prover.relax._spread_constraints`)
@@ -630,8 +635,8 @@ def _bounded_simplex_instance(problem: Problem, rel: Relaxation, values: dict[sp
     T, a = params.pop("T", 1.0), params.get("a", math.nan)
     if not (math.isfinite(a) and a > 0 and math.isfinite(T) and T > 0):
         return None
-    a_fixed = sp.sympify(problem.parameters["a"])  # a = 1/10: its double exceeds it, the logits stay below
-    bound = float(outward(Fraction(int(a_fixed.p), int(a_fixed.q)), -1)) if a_fixed.is_Rational else a
+    a_exact = _rational_a(problem)  # a = 1/10: its double exceeds it, the logits stay below
+    bound = outward(a_exact, -1) if a_exact is not None else a
     h = p**q
     logits = np.clip(T * (h - h.min()) / q - a, -bound, bound)
     normaliser = space.simplex_map(T)
