@@ -12,6 +12,7 @@ import base64
 import copy
 import hashlib
 import json
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -337,8 +338,12 @@ def test_records_read_back_replay_through_the_library(made: dict[str, dict[str, 
     """The library's own entry point says the same as the CLI (a Record, not a file)."""
     from attnbounds.theory.running.replay import replay_proved
 
-    out = replay_proved(rec.Record.from_json(made["true"]))
+    record = rec.Record.from_json(made["true"])
+    start = time.perf_counter()
+    out = replay_proved(record)
+    elapsed = time.perf_counter() - start
     assert out.ok and "relaxation certificate" in out.what
+    assert 0 <= out.seconds <= elapsed, (out.seconds, elapsed)  # the replay's own time, within the call's
     forged = _forged(made["true"], id=made["false"]["id"], statement=made["false"]["statement"],
                      hypotheses=made["false"]["hypotheses"])
     assert not replay_proved(rec.Record.from_json(forged)).ok

@@ -44,6 +44,8 @@ class _Model:
 
     def __init__(self, inst: Instance, weights: bool):
         n = log_F_map(inst.normaliser)
+        if inst.B != 1:
+            raise InvalidArgument(f"the image of an instance reads one instance (B = 1), got B = {inst.B}")
         if n is None or inst.logits is None:
             raise InvalidArgument("the relaxed forms read a normaliser F / sum F (or an element-wise F) and logits")
         self.inst, self.weights = inst, weights
@@ -66,7 +68,7 @@ class _ImageBuilder:
     distinguished token's role to ``(column, slot)``: roles with the same pair are the same token, different slots
     of one column different tokens of that class."""
 
-    def __init__(self, inst: Instance, assignment: dict[str, tuple[int, int]], weights: bool, bound: int = 0):
+    def __init__(self, inst: Instance, assignment: dict[str, tuple[int, int]], weights: bool, bound: int):
         self.inst = inst
         self.assignment = assignment
         self.model = _Model(inst, weights)
