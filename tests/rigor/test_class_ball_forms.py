@@ -186,3 +186,19 @@ def test_the_exact_spectral_norm_is_the_tied_top_only_where_that_is_the_norm(nor
     except Unsupported:
         return
     assert abs(ops._to_float(value) - want) <= 1e-12 * want, (value, want)
+
+
+@pytest.mark.parametrize("scale", [2.0, 0.25])
+def test_the_finite_difference_ball_form_normalises_its_direction_exactly(scale: float) -> None:
+    """g_fd reads 'a unit vector v': its ball form divides v by its exact norm, so a direction of any length gives the
+    unit direction's value (the float form, at the unit vector itself), in every tier."""
+    logits = np.array([[0.3, -1.2, 2.0, 0.7]])
+    unit = np.array([[0.5, -0.5, 0.5, 0.5]])
+    at_unit = float(compute("g_fd", Instance.from_logits(logits, nm.softmax(0.7), eps=1e-3, arrays={"v": unit}))[0])
+    scaled = Instance.from_logits(logits, nm.softmax(0.7), eps=1e-3, arrays={"v": scale * unit})
+    for name in ("arb", "mpmath"):
+        ops = backend(name)
+        value = ball_value("g_fd", balls.ball_instance(scaled, ops))
+        lo, hi = ops.lower_float(value), ops.upper_float(value)
+        assert lo <= at_unit * (1 + 1e-9) and at_unit * (1 - 1e-9) <= hi, (name, lo, hi, at_unit)
+        assert hi - lo <= 1e-9 * at_unit, (name, lo, hi)

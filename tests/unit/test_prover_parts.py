@@ -477,3 +477,31 @@ def test_a_parameter_is_positive_only_where_a_hypothesis_says_so() -> None:
     st = api.statement("c*alpha_max*L >= c*p + eps", hypotheses=["softmax"], parameters=["c"]).statements[0]
     assert _positive_domain(st, "eps") and _positive_domain(st, sp.Symbol("eps"))
     assert not _positive_domain(st, "c") and not _positive_domain(st, "L")
+
+
+@settings(max_examples=60, deadline=None)
+@given(priorities=hs.lists(hs.floats(-10, 10), min_size=2, max_size=12), taken=hs.integers(1, 6))
+def test_the_queue_reports_the_lowest_of_the_boxes_left_never_a_taken_one(priorities: list[float], taken: int) -> None:
+    """What a VERIFIED record says of the unexplored boxes (the lowest float lower bound among them, and where) is
+    the queue's :meth:`lowest`: taken boxes (closed, split) leave the heap lazily, so the report must skip them and
+    never drop a box still open."""
+    from attnbounds.theory.deciding.prover.bnb import Node, _Queue
+
+    queue = _Queue()
+    nodes = [Node(np.array([float(k)]), np.array([float(k) + 1]), np.array([0.0]), np.array([1.0]), priority=p)
+             for k, p in enumerate(priorities)]
+    for node in nodes:
+        queue.push(node)
+    taken_ids: set[int] = set()
+    while queue and len(taken_ids) < taken:
+        taken_ids |= {id(nd) for nd in queue.take(1)[1]}  # depth first (newest), then best first, in turns
+    left = [nd for nd in nodes if id(nd) not in taken_ids]
+    report = queue.lowest()
+    if not left:
+        assert report is None
+        return
+    assert report is not None
+    count, bound, lo, hi = report
+    assert count == len(left) and bound == min(nd.priority for nd in left)
+    assert any(nd.lo.tolist() == lo and nd.priority == bound for nd in left)
+    assert queue.lowest() == report  # reporting takes nothing away
