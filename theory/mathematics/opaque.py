@@ -84,3 +84,10 @@ class OAbs(sp.Function):
 
     def _eval_evalf(self, prec: int) -> sp.Expr:
         return sp.Abs(self.args[0])._eval_evalf(prec)
+
+
+def transparent(expr: sp.Expr) -> sp.Expr:
+    """``expr`` with the opaque functions as sympy's own (``Abs``, ``Max``, ...): for the numerical tools that
+    translate an expression by its functions' names (``nsolve``, ``lambdify``), which know no opaque one."""
+    return expr.replace(OAbs, sp.Abs).replace(OMax, sp.Max).replace(OMin, sp.Min).replace(Sign, sp.sign) \
+        .replace(Step, lambda x: sp.Heaviside(x, sp.Rational(1, 2)))

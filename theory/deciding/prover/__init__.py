@@ -45,6 +45,10 @@ from attnbounds.theory.mathematics.statement import Statement
 WORK_PER_SECOND = 6_000_000
 #: the least work any statement gets (the smallest budgets still close easy statements)
 MIN_WORK = 1_000_000
+#: the relaxed problems any relaxation may build (the paper's readings and the quality sets build at most 83), and
+#: the work that pays for one more (a 7 s budget builds 90, a 20 s one 120)
+MIN_PROBLEMS = 90
+WORK_PER_PROBLEM = 1_000_000
 
 METHOD = "relaxation"
 RESTS_ON = "interval branch-and-bound over a Caratheodory relaxation"
@@ -118,6 +122,12 @@ class ProverResult:
             out["reduction"] = {"normaliser": sp_.normaliser_text, "hypotheses read": sp_.understood,
                                 "problems": [p.describe() for p in self.relaxation.problems]}
         return out
+
+
+def problems_for(work: int) -> int:
+    """How many relaxed problems a relaxation may build on ``work`` (each is sympy's work, seconds for a large one,
+    outside the branch and bound's count): at least :data:`MIN_PROBLEMS`, one per :data:`WORK_PER_PROBLEM` beyond."""
+    return max(MIN_PROBLEMS, work // WORK_PER_PROBLEM)
 
 
 def work_for(budget_s: float) -> int:
@@ -243,7 +253,7 @@ def _budgets(alternatives: list[Problem], share: int) -> Iterator[tuple[Problem,
 
 def _prove(statement: Statement, work: int) -> ProverResult:
     try:
-        rel = relax(statement)
+        rel = relax(statement, max_problems=problems_for(work))
     except Declined as exc:
         return ProverResult("declined", str(exc))
     except (AttnBoundsError, RecursionError, TypeError, ValueError, ArithmeticError) as exc:
@@ -502,6 +512,8 @@ def _instance(problem: Problem, rel: Relaxation, values: dict[sp.Symbol, float],
     info = problem.realisation
     if info.get("reference") is not None and space.simplex_map is None:  # log F values: F need not take them
         return None  # (LogFValues), but a threshold map's bounded simplex is its weights (below)
+    if info.get("slopes") is not None:  # every F with its slopes: a point is no instance of one F
+        return None
     values = dict(values)
     for expr in problem.parameters.values():  # a parameter the core does not read (T scaled out, say): any value in
         for sym in sp.sympify(expr).free_symbols:  # its range (1 where it may be)

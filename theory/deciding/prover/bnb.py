@@ -62,7 +62,7 @@ import sympy as sp
 from attnbounds.theory.mathematics.exact import sign_of
 from attnbounds.theory.mathematics.exprparse import DOUBLE_MAX
 from attnbounds.theory.mathematics.intervals import Unsupported, backend
-from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin, Sign, Step
+from attnbounds.theory.mathematics.opaque import OAbs, OMax, OMin, Sign, Step, transparent
 from attnbounds.theory.mathematics.symbolic import differentiate
 from attnbounds.theory.deciding.prover.program import Program, compile_program, rigorous_signs, run_float, run_rigorous
 
@@ -392,7 +392,7 @@ def _may_divide(core: sp.Expr, con: sp.Expr, digits: int = 30) -> bool:
             if b != 0 and not b.has(x):
                 x0 = sp.N(sp.cancel(x - con / b).xreplace(point), digits)
             else:
-                x0 = sp.nsolve(con.xreplace(point), x, sp.Float(0.5, digits), prec=digits)
+                x0 = sp.nsolve(transparent(con.xreplace(point)), x, sp.Float(0.5, digits), prec=digits)
             value = complex(sp.N(core.xreplace({**point, x: x0}), digits))
             scale = complex(sp.N(core.xreplace({**point, x: sp.Float(rng.uniform(0.1, 0.9), digits)}), digits))
         except (TypeError, ValueError, ZeroDivisionError, OverflowError, ArithmeticError):

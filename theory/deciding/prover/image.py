@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from fractions import Fraction
 from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
@@ -260,7 +261,7 @@ TINY_WEIGHT = 1e-300
 
 
 # -- a statement's relaxed problems at an instance's point --------------------------------------------------------
-def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.Symbol, float] | None:
+def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.Symbol, float | Fraction] | None:
     """The point of ``problem`` (built with one atom per column that keeps tokens besides the distinguished ones) that
     is the instance ``inst`` (B = 1) with the problem's distinguished tokens on ``columns`` (one per token of its
     pattern), or None when that placement is not one of this problem's (too few tokens on a column, another number
@@ -278,7 +279,7 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
     others = [c for c in range(inst.K) if rest[c] > 0]
     if len(others) != len(info["atom_coordinates"]):
         return None
-    values: dict[sp.Symbol, float] = {}
+    values: dict[sp.Symbol, float | Fraction] = {}
     k, L = len(columns), inst.L
     for coord in problem.coordinates:
         if coord.kind == "length":
@@ -290,14 +291,18 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
                                     else float(inst.param(name)[0]) / float(g))
     assert inst.logits is not None
     logits, alpha = inst.logits[0], inst.alpha[0]
-    if info["weights_model"]:
-        left = 1.0
-        for sym, c in zip(info["role_coordinates"], columns):
-            values[sym] = float(alpha[c]) / left if left > 0 else 0.0
-            left -= float(alpha[c])
-        masses = [rest[c] * float(alpha[c]) / left for c in others] if left > 0 else [0.0] * len(others)
+    if info["weights_model"]:  # the shares in exact rationals of the weights over their exact total, so that a
+        # share that takes all that is left (the last distinguished token of an instance with no others) is 1 exactly
+        exact = [Fraction(float(x)) for x in alpha]
+        total = sum((int(m) * x for m, x in zip(counts, exact)), Fraction(0))
+        exact = [x / total for x in exact] if total > 0 else exact
+        left_q = Fraction(1)
+        for sym, c in zip(info["role_coordinates"], columns):  # (kept exact: a share next to 1 rounds to 1)
+            values[sym] = exact[c] / left_q if left_q > 0 else 0.0
+            left_q -= exact[c]
+        masses = [rest[c] * exact[c] / left_q for c in others] if left_q > 0 else [0.0] * len(others)
         for sym, c in zip(info["atom_coordinates"], others):
-            values[sym] = float(alpha[c]) / left if left > 0 else 0.0
+            values[sym] = exact[c] / left_q if left_q > 0 else 0.0
     elif info.get("reference") is not None:  # log F values over the reference token's (LogFValues)
         n = log_F_map(inst.normaliser)
         if n is not None:
@@ -347,11 +352,33 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
         for sym, c in zip(info["atom_coordinates"], others):
             values[sym] = coordinate(c)
         masses = [rest[c] / (L - k) for c in others] if L > k else [0.0] * len(others)
-    left = 1.0
+    if info.get("slopes") is not None:  # every F with free slopes: g = (log F)', over max |g| where scaled
+        n = log_F_map(inst.normaliser)
+        if n is None:
+            return None
+        g = n.dlog_F_values(inst.logits, inst.L)[0]
+        role_slopes, atom_slopes, _ = info["slopes"]
+        top = slope_scale(problem, inst)[0]
+        for sym, c in [*zip(role_slopes, columns), *zip(atom_slopes, others)]:
+            values[sym] = float(g[c]) / top
+    left: Any = Fraction(1) if all(isinstance(m, Fraction) for m in masses) else 1.0
     for w, m in zip(info["sticks"], masses):
         values[w] = m / left if left > 0 else 0.0
         left -= m
     return values
+
+
+def slope_scale(problem: Any, inst: Instance) -> tuple[float, float]:
+    """Where a problem's slopes are scaled to ``max |g| <= 1`` (every F, a margin homogeneous of degree ``k`` in them,
+    :func:`~attnbounds.theory.deciding.prover.relax._slope_scale`): the instance's ``max |g|`` (1 where every slope is
+    0) and ``k``, so that the point's margin times ``max |g|^k`` is the instance's; else ``(1.0, 0)``."""
+    slopes = problem.realisation.get("slopes")
+    n = log_F_map(inst.normaliser)
+    if slopes is None or slopes[2] is None or n is None or inst.logits is None:
+        return 1.0, 0.0
+    counts = inst.counts[0] if inst.counts is not None else np.ones(inst.K, dtype=np.int64)
+    top = float(np.max(np.abs(n.dlog_F_values(inst.logits, inst.L)[0][counts > 0])))
+    return (top, float(slopes[2])) if top > 0 else (1.0, 0.0)
 
 
 def _satisfied(constraint: sp.Expr, subs: dict[sp.Symbol, sp.Float]) -> bool:
@@ -391,8 +418,10 @@ def relaxed_margins(statement: Any, inst: Instance) -> list[Placement]:
                 for sym in problem.margin.free_symbols - set(point):  # a parameter divided out of the core
                     name, g = problem.parameter_of(sym)
                     point[sym] = float(inst.param(name)[0]) / float(g)
-                subs = {s_: sp.Float(v, DIGITS) for s_, v in point.items()}
-                value = float(sp.re(sp.N(problem.margin.xreplace(subs), DIGITS)))
+                subs = {s_: sp.Rational(v.numerator, v.denominator) if isinstance(v, Fraction) else sp.Float(v, DIGITS)
+                        for s_, v in point.items()}
+                top, degree = slope_scale(problem, inst)
+                value = float(sp.re(sp.N(problem.margin.xreplace(subs), DIGITS))) * top**degree
                 ok = all(_satisfied(con, subs) for con in problem.constraints)
                 out.append(Placement(value, ok, problem.exact, key))
     return out

@@ -61,6 +61,10 @@ class _NeedsSign(Declined):
     """A quantity's form is a bound of it, and the margin is not known to move the way that makes the bound sound."""
 
 
+class _ReadsSlopes(Declined):
+    """The log-F-values model met a slope ``(log F)'``: over every F, the model with slopes (:func:`relax`) reads it."""
+
+
 #: what a quantity needs that makes it read no token (its relaxed form a function of the parameters alone: the heads'
 #: p and H); a quantity needing none of it reads the weights (alpha_max needs nothing beyond them), and with no log F
 #: fixed it ranges over every map, which no one model stands for
@@ -76,8 +80,10 @@ def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], re
     places, no token's): sound when they read log F only through differences (a common shift ``c`` of every token's
     ``D`` cancels, as sympy's own simplification shows; else Declined), and when they read no logit or slope."""
     read = margin.free_symbols.union(*(con.free_symbols for con in constraints))
-    if read & {NO_LOGIT, NO_SLOPE}:
-        raise Declined("the relation reads a logit or a slope, not only log F")
+    if NO_LOGIT in read:
+        raise Declined("the relation reads a logit, not only log F")
+    if NO_SLOPE in read:
+        raise _ReadsSlopes("the relation reads a slope (log F)', not only log F")
     c = sp.Symbol("_shift", real=True)
     shift = {tok.lam: tok.lam + c for tok in tokens}
     for expr in (margin, *constraints):
@@ -87,6 +93,22 @@ def _anchor(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], re
         return margin, constraints
     zero = {reference.lam: sp.Integer(0)}
     return margin.xreplace(zero), [con.xreplace(zero) for con in constraints]
+
+
+def _slope_scale(margin: sp.Expr, constraints: list[sp.Expr], tokens: list[Token], anchored: dict[str, Any]
+                 ) -> sp.Rational | None:
+    """Every F with its slopes free (:class:`LogFValues`): where the margin and every constraint are homogeneous in
+    the slopes ``g`` of all tokens together (:func:`homogeneity_degree`), scaling every slope by ``1 / max |g|`` keeps
+    each one's sign, so the slopes' box is ``[-1, 1]`` at no loss (written into ``anchored``'s ends). The margin's
+    degree, or None (slopes unread, or no homogeneity shown: their box stays the whole line)."""
+    slopes = {tok.g for tok in tokens if isinstance(tok.g, sp.Symbol) and tok.g != NO_SLOPE}
+    if not slopes & margin.free_symbols.union(*(con.free_symbols for con in constraints)):
+        return None
+    degree = homogeneity_degree(margin, slopes)
+    if degree is None or any(homogeneity_degree(con, slopes) is None for con in constraints):
+        return None
+    anchored["ends"] = {**anchored.get("ends", {}), **{g: (-1.0, 1.0) for g in slopes}}
+    return degree
 
 
 def homogeneity_degree(expr: sp.Expr, symbols: set[sp.Symbol]) -> sp.Rational | None:
@@ -691,9 +713,41 @@ def _moments(bodies: list[sp.Expr], token_symbols: set[sp.Symbol]) -> list[sp.Ex
     return found
 
 
-def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
+def _slopes_read(b: "_Builder", env: dict[sp.Basic, sp.Expr]) -> None:
+    """:class:`_ReadsSlopes` where the log-F-values model's relation reads a token's slope (its quantities or the
+    bodies of their totals): found before any problem is built."""
+    if not isinstance(b.model, LogFValues) or b.model.slopes:
+        return
+    probe = b.model.new("probe", "atom")
+    with b.sealed():
+        read = [*env.values(), *(tot.fn(probe) for tot in b.totals)]
+    if any(NO_SLOPE in sp.sympify(e).free_symbols for e in read):
+        raise _ReadsSlopes("the relation reads a slope (log F)', not only log F")
+
+
+class _Quota:
+    """How many relaxed problems one relaxation may still build (None: any number)."""
+
+    def __init__(self, limit: int | None):
+        self.limit, self.built = limit, 0
+
+    def take(self) -> None:
+        self.expect(1)
+        self.built += 1
+
+    def expect(self, more: int) -> None:
+        """Declined where ``more`` problems beyond those built exceed the limit."""
+        if self.limit is not None and self.built + more > self.limit:
+            raise Declined(f"the relaxation needs more than {self.limit} relaxed problems (distinguished tokens' "
+                           "patterns times the bounds read): more than this budget's work builds; a larger one may")
+
+
+def relax(statement: Statement, *, atoms: int | None = None, max_problems: int | None = None,
+          _quota: _Quota | None = None) -> Relaxation:
     """The relaxed problems of ``statement`` (one per conjunct and pattern of roles); :class:`Declined` says why not.
-    ``atoms`` (the cross-check's) gives the others that many atoms instead of as many as the totals need."""
+    ``atoms`` (the cross-check's) gives the others that many atoms instead of as many as the totals need;
+    ``max_problems`` bounds how many problems are built (each is sympy's work: the prover's budget pays for them)."""
+    quota = _quota or _Quota(max_problems)
     if statement.kind != "deterministic":
         raise Declined("an expectation over random draws (the relaxation reads deterministic quantities)")
     if statement.relation.atoms(sp.Sum):
@@ -701,8 +755,8 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
     space = _space(statement)
     heads = _whole_heads(statement, space)
     if heads is not None:  # one relaxation per whole number of heads, every group of each to be closed
-        parts = [relax(dataclasses.replace(statement, fixed={**statement.fixed, "H": float(h)}), atoms=atoms)
-                 for h in heads]
+        parts = [relax(dataclasses.replace(statement, fixed={**statement.fixed, "H": float(h)}), atoms=atoms,
+                       _quota=quota) for h in heads]
         n = len(conjuncts(statement.relation))
         return Relaxation(statement, [[[Group(g.conjunct, f"H = {h}: {g.pattern}", g.alternatives)
                                         for h, part in zip(heads, parts) for g in part.strategies[c][-1]]]
@@ -720,35 +774,50 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
         # values); then over logits, with F's extremes over the tokens where the margin allows it (when some quantity
         # reads them: a bound of the margin, its roles constrained among tokens only), then exactly
         plans: list[tuple[Any, dict[str, int]]] = [(model, signs), (model, {})]
+        sloped: Any = None  # every F, where the relation reads the slopes too: each token's slope a coordinate
         if space.every_F:  # no log F is fixed: only its values, every F at once
             plans = [(LogFValues(model), signs), (LogFValues(model), {})]
+            if not space.simplex:  # (a threshold map's Jacobian is no F'/F form)
+                sloped = (model.with_free_slopes() if not space.bounded_logits and not space.selection
+                          else LogFValues(model, slopes=True))
         elif not model.weights:
             plans.insert(0, (LogFValues(model), {}))
-        for plan_model, margin_signs in plans:
+        for plan_model, margin_signs in plans:  # (the plans with slopes are appended where the relation reads them)
             discovery = _Builder(space, None, parameters, param_coords, plan_model, margin_signs=margin_signs)
             try:
-                _relation_env(statement, discovery, conjunct)
+                _slopes_read(discovery, _relation_env(statement, discovery, conjunct))
                 if space.selection and not space.every_F and plan_model is not model and not discovery.tokens:
                     continue  # the selection alone: over the fixed log F, through a threshold where it is monotone
                 if margin_signs and not discovery.inexact:
                     continue
-                per += _strategies(statement, space, c, conjunct, strict, parameters, param_coords, plan_model,
-                                   atoms, discovery)
                 # each further choice among the bounds a quantity is read through: strategies of their own
                 names = sorted(discovery.bound_counts)
+                builders = [discovery]
                 for combo in itertools.product(*(range(discovery.bound_counts[q]) for q in names)):
                     if any(combo):
-                        ends.add(len(per) - 1)
                         other = _Builder(space, None, parameters, param_coords, plan_model, margin_signs=margin_signs,
                                          bound_choice=dict(zip(names, combo)))
-                        _relation_env(statement, other, conjunct)
-                        per += _strategies(statement, space, c, conjunct, strict, parameters, param_coords,
-                                           plan_model, atoms, other)
+                        try:
+                            _relation_env(statement, other, conjunct)
+                        except Declined:  # (a choice that does not read: the choices before it are kept)
+                            break
+                        builders.append(other)
+                # each pattern of a builder's roles is a problem at least: more than the quota is declined before
+                # sympy builds any of them
+                quota.expect(sum(int(sp.bell(len(bd.roles))) for bd in builders if len(bd.roles) <= MAX_ROLES))
+                for k, bd in enumerate(builders):
+                    if k:
+                        ends.add(len(per) - 1)
+                    per += _strategies(statement, space, c, conjunct, strict, parameters, param_coords, plan_model,
+                                       atoms, bd, quota)
             except _NeedsSign as exc:  # a form that is only a bound, and no margin sign says it may be read
                 if not per and margin_signs is plans[-1][1]:  # the last plan: none read it
                     raise Declined(str(exc)) from None
-            except Declined:
-                if plan_model is model or space.every_F:
+            except Declined as exc:
+                if isinstance(exc, _ReadsSlopes) and sloped is not None:
+                    if plans[-1][0] is not sloped:
+                        plans += [(sloped, signs), (sloped, {})]
+                elif plan_model is model or space.every_F:
                     raise
         strategies.append(per)
         final.append(ends | {len(per) - 1})
@@ -757,7 +826,7 @@ def relax(statement: Statement, *, atoms: int | None = None) -> Relaxation:
 
 def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, strict: bool,
                 parameters: dict[str, sp.Expr], param_coords: list[Coordinate], model: "TokenModel",
-                atoms: int | None, discovery: "_Builder") -> list[list[Group]]:
+                atoms: int | None, discovery: "_Builder", quota: _Quota) -> list[list[Group]]:
     """The strategies of one conjunct with the roles ``discovery`` found: maxima on the margin's favourable side
     read at another distinguished token (when there are such), then every role with its constraints."""
     roles = list(discovery.roles)
@@ -767,6 +836,7 @@ def _strategies(statement: Statement, space: Space, c: int, conjunct: sp.Rel, st
     def build(pattern: dict[str, int], piece: tuple[float, float] | None, aliases: dict[str, str] | None = None,
               ranges: dict[sp.Symbol, tuple[float, float]] | None = None, common: bool = False,
               sides: dict[int, bool] | None = None) -> Problem:
+        quota.take()
         return _problem(statement, space, c, conjunct, strict, pattern, parameters, param_coords, model, aliases,
                         atoms, discovery.margin_signs, discovery.bound_choice, ranges, common, piece, sides)
 
@@ -946,11 +1016,12 @@ def _against_mean(b: "_Builder", role: Role, tok: Token, k: int) -> sp.Expr | No
     margin reads none of the others (``alpha_max >= 1/L``) leaves the largest weight below the mean."""
     if role.dominates is None:
         return None
-    lam = sp.Symbol("_lam_mean", real=True)
-    d = sp.expand(role.dominates(tok, Token("mean", [], None, lam, 1 / b.model.T, sp.exp(lam))))
+    lam, g = sp.Symbol("_lam_mean", real=True), sp.Symbol("_g_mean", real=True)
+    d = sp.expand(role.dominates(tok, Token("mean", [], None, lam, g if b.model.slopes else 1 / b.model.T,
+                                            sp.exp(lam))))
     slope = sp.diff(d, lam)
-    if not (slope.is_number and slope.is_nonzero) or sp.expand(d - slope * lam).has(lam):
-        return None
+    if not (slope.is_number and slope.is_nonzero) or sp.expand(d - slope * lam).has(lam) or d.has(g):
+        return None  # (a dominance reading the other's slope says nothing of its weight alone: free slopes)
     bound = sp.exp(sp.expand(-(d - slope * lam) / slope))  # the dominance: other's weight <= bound (slope < 0)
     side = 1 if slope.is_negative else -1
     return sp.expand(side * (bound * (1 - k * t_sym) - b.left * t_sym))
@@ -1000,8 +1071,9 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     k = len(b.tokens)
     # the totals: t * (the roles not excluded) + (1 - k t) * (the atoms), atoms enough for the functions read
     lam_x, g_x, l_x = (sp.Symbol(f"_{n}_x", real=True) for n in ("lam", "g", "l"))
-    if b.model.weights:  # a token is its weight exp(lam); g = 1/T for all; the weight itself sums to the others' total
-        feature_token = Token("x", [], None, lam_x, 1 / b.model.T, sp.exp(lam_x))
+    if b.model.weights:  # a token is its weight exp(lam); g = 1/T for all (softmax) or its own (every F, slopes);
+        # the weight itself sums to the others' total
+        feature_token = Token("x", [], None, lam_x, g_x if b.model.slopes else 1 / b.model.T, sp.exp(lam_x))
     else:
         feature_token = Token("x", [], l_x, lam_x, g_x)  # a generic token with its features as plain symbols
     constrained = any(r.dominates for r in b.roles.values())
@@ -1144,6 +1216,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
         margin, constraints, anchored = _anchor_problem(b, margin, constraints, owners, list(role_tokens.values()),
                                                         atoms, sel_atoms,
                                                         [selected_roles[c_] for c_ in role_tokens] if selected_roles else None)
+    if b.model.slopes:  # every F with its slopes: their box [-1, 1] where the margin is homogeneous in them
+        anchored["slopes"] = _slope_scale(margin, constraints, [*role_tokens.values(), *atoms, *sel_atoms], anchored)
     L_lo, L_hi = lengths or space.boxes.get("L", (1.0, INF))
     L_lo = max(L_lo, float(space.min_length), float(k), 1.0)
     if L_lo > L_hi:
@@ -1171,11 +1245,12 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
     all_coords = [*coords, *(co for tok in [*role_tokens.values(), *atoms, *sel_atoms, *(p for _, p in b.points.values())]
                              for co in tok.coordinates if co.symbol not in {c.symbol for c in coords})]
     if anchored:
-        coords += [co for co in anchored["coordinates"] if co.symbol in used]
+        coords += [co for co in anchored.get("coordinates", []) if co.symbol in used]
         ends = anchored.get("ends", {})
         coords = [dataclasses.replace(co, lo=max(co.lo, ends[co.symbol][0]), hi=min(co.hi, ends[co.symbol][1]))
                   if co.symbol in ends else co for co in coords]
-        coords = _propagate_orders(coords, constraints)
+        if every_F:
+            coords = _propagate_orders(coords, constraints)
     known = {co.symbol for co in coords}
     unknown = used - known
     if unknown:
@@ -1202,6 +1277,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
         text += "; " + ", ".join(f"{r} read at {target}" for r, target in sorted(b.aliases.items()))
     if b.bounded_by_tokens:
         text += "; F's extremes on [-a, a] bounded by the tokens'"
+    if anchored.get("slopes") is not None:
+        text += f"; slopes scaled to max |g| <= 1 (the margin is homogeneous of degree {anchored['slopes']} in them)"
     for side, which in ((1, "an upper"), (-1, "a lower")):
         if b.bounds_read[side]:
             text += f"; read through {which} bound: " + ", ".join(b.bounds_read[side])
@@ -1214,6 +1291,8 @@ def _problem(statement: Statement, space: Space, c: int, conjunct: sp.Rel, stric
                                   for r, tok in b.token_of_role.items()},
                    "role_coordinates": [tok.coordinates[0].symbol for tok in role_tokens.values()],
                    "atom_coordinates": [a.coordinates[0].symbol for a in atoms], "sticks": sticks,
+                   "slopes": ([tok.g for tok in role_tokens.values()], [a.g for a in atoms], anchored.get("slopes"))
+                             if b.model.slopes else None,
                    "scale": T if model.scaled else sp.Integer(1),
                    "bounded": space.bounded_logits, "keys": space.logit_bound == "keys",
                    "selected_atoms": [logit(a) for a in sel_atoms], "selected_masses": sel_masses,

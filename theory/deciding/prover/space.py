@@ -4,6 +4,7 @@ space's normaliser and logit domain (:class:`TokenModel`, or the log-F-values mo
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -260,9 +261,24 @@ class TokenModel:
         #: tokens are their weights (roles by stick-breaking, the others as a mass-weighted distribution of weights)
         self.weights = (not space.bounded_logits and not space.selection and l_sym not in slope.free_symbols
                         and sp.simplify(slope * T - 1) == 0)
+        #: every F over unbounded logits (:meth:`with_free_slopes`): the weights model with each token's slope
+        #: ``g = (log F)'`` a coordinate of its own
+        self.slopes = False
         self.T = T
 
+    def with_free_slopes(self) -> "TokenModel":
+        """Every F over unbounded logits, for a relation that reads the slopes: the weights are every point of the
+        open simplex (F takes any positive values at distinct logits) and each token's slope is free of them (F takes
+        any slopes there too; tied logits share both, a face), so the tokens are their weights, as for softmax
+        (:attr:`weights`), each with a slope coordinate. A point is no instance of one F: nothing is realised."""
+        other = copy.copy(self)
+        other.weights, other.slopes = True, True
+        return other
+
     def describe(self) -> str:
+        if self.slopes:
+            return ("every F over unbounded logits: the weights themselves and each token's slope (log F)' (every "
+                    "point of the open simplex, every slope)")
         if self.weights:
             return ("softmax over unbounded logits: the weights themselves (distinguished tokens by stick-breaking, "
                     "the others as a mass-weighted distribution of their weights)")
@@ -276,13 +292,17 @@ class TokenModel:
         others' total); returns the token and what is left."""
         if kind == "role":
             b = sp.Symbol(f"b_{name}", nonnegative=True)
-            w = left * b
-            coord = Coordinate(b, 0.0, 1.0, kind, f"share of {name} in the weight left")
-            return Token(name, [coord], None, sp.log(w), 1 / self.T, w), left * (1 - b)
-        y = sp.Symbol(f"y_{name}", nonnegative=True)
-        w = left * y
-        coord = Coordinate(y, 0.0, 1.0, kind, f"weight of a token of {name} over the others' total")
-        return Token(name, [coord], None, sp.log(w), 1 / self.T, w), left
+            w, rest = left * b, left * (1 - b)
+            coords = [Coordinate(b, 0.0, 1.0, kind, f"share of {name} in the weight left")]
+        else:
+            y = sp.Symbol(f"y_{name}", nonnegative=True)
+            w, rest = left * y, left
+            coords = [Coordinate(y, 0.0, 1.0, kind, f"weight of a token of {name} over the others' total")]
+        g: sp.Expr = 1 / self.T
+        if self.slopes:
+            g = sp.Symbol(f"G_{name}", real=True)
+            coords.append(Coordinate(g, -INF, INF, kind, f"slope (log F)' at {name}"))
+        return Token(name, coords, None, sp.log(w), g, w), rest
 
     def at_end(self, side: int) -> Token:
         """The token box's end ``l = +a`` (``side`` 1) or ``-a`` (-1), as a token without coordinates."""
@@ -355,12 +375,16 @@ class LogFValues:
     weights = False
     scaled = False
 
-    def __init__(self, model: TokenModel):
+    def __init__(self, model: TokenModel, slopes: bool = False):
         self.T = model.T
         self.space = model.space
+        #: every F (no log F fixed): each token's slope ``g = (log F)'`` is a coordinate of its own too, free of its
+        #: log F (a smooth positive F takes any values and slopes at distinct logits; tied logits share both, a face)
+        self.slopes = slopes
 
     def describe(self) -> str:
-        return "log F values: each token its log F over a reference token's (F read through ratios only)"
+        return ("log F values: each token its log F over a reference token's (F read through ratios only)"
+                + (" and its slope (log F)'" if self.slopes else ""))
 
     def monotone(self) -> int:
         return 0  # the extremes of F on [-a, a] are free points (or the tokens')
@@ -372,8 +396,12 @@ class LogFValues:
         if within is not None:
             raise Declined("a token beyond a threshold in the log-F-values model")
         d = sp.Symbol(f"D_{name}", real=True)
-        return Token(name, [Coordinate(d, -INF, INF, kind, f"log F of {name} over the reference token's")], NO_LOGIT,
-                     d, NO_SLOPE)
+        coordinates = [Coordinate(d, -INF, INF, kind, f"log F of {name} over the reference token's")]
+        g: sp.Expr = NO_SLOPE
+        if self.slopes:
+            g = sp.Symbol(f"G_{name}", real=True)
+            coordinates.append(Coordinate(g, -INF, INF, kind, f"slope (log F)' at {name}"))
+        return Token(name, coordinates, NO_LOGIT, d, g)
 
 
 def _compact(expr: sp.Expr, s: sp.Symbol) -> sp.Expr:
