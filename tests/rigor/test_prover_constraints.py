@@ -165,6 +165,7 @@ def test_a_dominance_that_is_not_one_sided_in_the_other_weight_adds_no_mean_cons
 
     class _Model:
         T = sp.Integer(1)
+        slopes = False  # softmax's weights model: every slope 1/T
 
     class _B:
         model = _Model()
@@ -179,6 +180,17 @@ def test_a_dominance_that_is_not_one_sided_in_the_other_weight_adds_no_mean_cons
     t = sp.Symbol("t", nonnegative=True)
     assert mean is not None and sp.simplify(mean - (w * (1 - t) - t)) == 0
     assert np.isfinite(float(mean.subs({w: 0.5, t: 0.25})))
+    # with every slope free (every F), a dominance that reads the other token's slope bounds no weight alone: under
+    # softmax the same dominance reads a slope 1/T common to every token, which cancels
+    steep = Role("steep", lambda r, k: r.lam - k.lam + (r.g - k.g), "max")
+    assert _against_mean(_B(), steep, tok, 1) is not None  # type: ignore[arg-type]
+
+    class _Free(_B):
+        model = type("_FreeModel", (), {"T": sp.Integer(1), "slopes": True})()
+
+    free = Token("r", [], None, sp.log(w), sp.Symbol("G_r", real=True), w)
+    assert _against_mean(_Free(), steep, free, 1) is None  # type: ignore[arg-type]
+    assert _against_mean(_Free(), linear, free, 1) is not None  # type: ignore[arg-type]
 
 
 def _closure_ends(names: list[sp.Symbol], lo: dict[sp.Symbol, float], hi: dict[sp.Symbol, float],
