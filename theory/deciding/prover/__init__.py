@@ -45,7 +45,8 @@ from attnbounds.theory.mathematics.statement import Statement
 WORK_PER_SECOND = 6_000_000
 #: the least work any statement gets (the smallest budgets still close easy statements)
 MIN_WORK = 1_000_000
-#: the relaxed problems any relaxation may build (the paper's readings and the quality sets build at most 83), and
+#: the relaxed problems any relaxation may build (the paper's readings and the quality sets keep at most 83, and build
+#: within 90: checked by relaxing each with this quota), and
 #: the work that pays for one more (a 7 s budget builds 90, a 20 s one 120)
 MIN_PROBLEMS = 90
 WORK_PER_PROBLEM = 1_000_000
