@@ -261,11 +261,12 @@ TINY_WEIGHT = 1e-300
 
 
 # -- a statement's relaxed problems at an instance's point --------------------------------------------------------
-def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.Symbol, float | Fraction] | None:
+def problem_image(problem: Any, inst: Instance, columns: list[int], slope_top: float
+                  ) -> dict[sp.Symbol, float | Fraction] | None:
     """The point of ``problem`` (built with one atom per column that keeps tokens besides the distinguished ones) that
     is the instance ``inst`` (B = 1) with the problem's distinguished tokens on ``columns`` (one per token of its
     pattern), or None when that placement is not one of this problem's (too few tokens on a column, another number
-    of other columns)."""
+    of other columns). ``slope_top``: what the slopes are divided by (:func:`slope_scale`'s scale)."""
     info = problem.realisation
     L_lo, L_hi = info["L_range"]
     if not L_lo <= inst.L <= L_hi:  # a problem of another range of L (an end length of its own, say)
@@ -358,9 +359,8 @@ def problem_image(problem: Any, inst: Instance, columns: list[int]) -> dict[sp.S
             return None
         g = n.dlog_F_values(inst.logits, inst.L)[0]
         role_slopes, atom_slopes, _ = info["slopes"]
-        top = slope_scale(problem, inst)[0]
         for sym, c in [*zip(role_slopes, columns), *zip(atom_slopes, others)]:
-            values[sym] = float(g[c]) / top
+            values[sym] = float(g[c]) / slope_top
     left: Any = Fraction(1) if all(isinstance(m, Fraction) for m in masses) else 1.0
     for w, m in zip(info["sticks"], masses):
         values[w] = m / left if left > 0 else 0.0
@@ -411,8 +411,9 @@ def relaxed_margins(statement: Any, inst: Instance) -> list[Placement]:
     for n_atoms in range(0, inst.K + 1):
         for key, problem in _relaxed(statement, n_atoms):
             k = len(problem.realisation["role_coordinates"])
+            top, degree = slope_scale(problem, inst)
             for columns in itertools.product(range(inst.K), repeat=k):
-                point = problem_image(problem, inst, list(columns))
+                point = problem_image(problem, inst, list(columns), top)
                 if point is None or any(counts[c] == 0 for c in columns):
                     continue
                 for sym in problem.margin.free_symbols - set(point):  # a parameter divided out of the core
@@ -420,7 +421,6 @@ def relaxed_margins(statement: Any, inst: Instance) -> list[Placement]:
                     point[sym] = float(inst.param(name)[0]) / float(g)
                 subs = {s_: sp.Rational(v.numerator, v.denominator) if isinstance(v, Fraction) else sp.Float(v, DIGITS)
                         for s_, v in point.items()}
-                top, degree = slope_scale(problem, inst)
                 value = float(sp.re(sp.N(problem.margin.xreplace(subs), DIGITS))) * top**degree
                 ok = all(_satisfied(con, subs) for con in problem.constraints)
                 out.append(Placement(value, ok, problem.exact, key))

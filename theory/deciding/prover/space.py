@@ -298,10 +298,7 @@ class TokenModel:
             y = sp.Symbol(f"y_{name}", nonnegative=True)
             w, rest = left * y, left
             coords = [Coordinate(y, 0.0, 1.0, kind, f"weight of a token of {name} over the others' total")]
-        g: sp.Expr = 1 / self.T
-        if self.slopes:
-            g = sp.Symbol(f"G_{name}", real=True)
-            coords.append(Coordinate(g, -INF, INF, kind, f"slope (log F)' at {name}"))
+        g = _free_slope(name, kind, coords) if self.slopes else 1 / self.T
         return Token(name, coords, None, sp.log(w), g, w), rest
 
     def at_end(self, side: int) -> Token:
@@ -397,11 +394,16 @@ class LogFValues:
             raise Declined("a token beyond a threshold in the log-F-values model")
         d = sp.Symbol(f"D_{name}", real=True)
         coordinates = [Coordinate(d, -INF, INF, kind, f"log F of {name} over the reference token's")]
-        g: sp.Expr = NO_SLOPE
-        if self.slopes:
-            g = sp.Symbol(f"G_{name}", real=True)
-            coordinates.append(Coordinate(g, -INF, INF, kind, f"slope (log F)' at {name}"))
+        g = _free_slope(name, kind, coordinates) if self.slopes else NO_SLOPE
         return Token(name, coordinates, NO_LOGIT, d, g)
+
+
+def _free_slope(name: str, kind: str, coordinates: list[Coordinate]) -> sp.Symbol:
+    """Every F: a token's slope ``(log F)'`` as a coordinate of its own (appended to ``coordinates``), on the whole line
+    until the relaxation scales the slopes (``relax._slope_scale``)."""
+    g = sp.Symbol(f"G_{name}", real=True)
+    coordinates.append(Coordinate(g, -INF, INF, kind, f"slope (log F)' at {name}"))
+    return g
 
 
 def _compact(expr: sp.Expr, s: sp.Symbol) -> sp.Expr:
